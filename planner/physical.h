@@ -1,0 +1,70 @@
+// Physical plans: what the executor runs. The planner (planner/planner.h)
+// chooses them from Sierra logical plans; each node says how its rows are
+// obtained, including which slices of which representation are read.
+//
+// Operators (payload):
+//   kValues     rows: literal rows
+//   kPointGet   table, key, slice: one row by full primary key, from the one
+//               slice that owns the key's distribution hash
+//   kSliceScan  table, range, slices: rows of the primary representation in
+//               `range` (encoded keys), from every listed slice
+//   kFilter     predicate
+//   kProject    exprs
+//   kSort       sort_keys
+//   kDistinct   (none)
+//   kLimit      limit, offset
+//   kInsert     table: inserts the child's rows
+//
+// Thread-safety: built by one thread, then read-only.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sierra/column.h"
+#include "sierra/expr.h"
+#include "sierra/logical.h"
+#include "src/catalog/catalog.h"
+#include "storage/slice.h"
+
+namespace shale::planner {
+
+enum class PhysicalKind : uint8_t {
+  kValues = 0,
+  kPointGet = 1,
+  kSliceScan = 2,
+  kFilter = 3,
+  kProject = 4,
+  kSort = 5,
+  kDistinct = 6,
+  kLimit = 7,
+  kInsert = 8,
+};
+
+struct PhysicalOperator;
+using PhysicalPtr = std::unique_ptr<PhysicalOperator>;
+
+struct PhysicalOperator {
+  PhysicalKind kind = PhysicalKind::kValues;
+  std::vector<sierra::ColumnInfo> columns;
+  std::vector<PhysicalPtr> children;
+
+  std::vector<std::vector<sierra::ExprPtr>> rows;   // kValues
+  std::shared_ptr<const catalog::TableDef> table;   // kPointGet, kSliceScan, kInsert
+  std::string key;                                  // kPointGet: encoded primary key
+  std::vector<catalog::SliceDef> slices;            // kPointGet (one), kSliceScan
+  storage::KeyRange range;                          // kSliceScan
+  sierra::ExprPtr predicate;                        // kFilter
+  std::vector<sierra::ExprPtr> exprs;               // kProject
+  std::vector<sierra::SortKey> sort_keys;           // kSort
+  uint64_t limit = std::numeric_limits<uint64_t>::max();  // kLimit
+  uint64_t offset = 0;                                    // kLimit
+
+  std::string Describe() const;
+  std::string ToString() const;  // the tree, indented (EXPLAIN)
+};
+
+}  // namespace shale::planner

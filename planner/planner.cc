@@ -1,0 +1,228 @@
+#include "planner/planner.h"
+
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "src/common/hash.h"
+
+namespace shale::planner {
+namespace {
+
+using sierra::CompareOp;
+using sierra::ExprKind;
+using sierra::ExprPtr;
+using sierra::LogicalKind;
+using sierra::LogicalOperator;
+
+// A constant usable as a key bound for a column of type `t`: same type class
+// (numbers compare with strings numerically in MySQL, which key order does
+// not follow), and in range for the column.
+std::optional<Value> KeyConstant(const Value& v, const SqlType& t) {
+  if (v.is_null()) return std::nullopt;
+  if (t.is_integer() && v.is_int()) {
+    if (t.id == TypeId::kInt && (v.as_int() < INT32_MIN || v.as_int() > INT32_MAX)) return std::nullopt;
+    return v;
+  }
+  if (t.id == TypeId::kVarchar && v.is_string()) return v;
+  return std::nullopt;
+}
+
+CompareOp Flip(CompareOp op) {
+  switch (op) {
+    case CompareOp::kLt: return CompareOp::kGt;
+    case CompareOp::kLe: return CompareOp::kGe;
+    case CompareOp::kGt: return CompareOp::kLt;
+    case CompareOp::kGe: return CompareOp::kLe;
+    default: return op;
+  }
+}
+
+// Chooses the access path for `predicate` over `table`.
+PhysicalPtr AccessPath(const std::shared_ptr<const catalog::TableDef>& table,
+                       const std::vector<sierra::ColumnInfo>& columns, const ExprPtr& predicate) {
+  const auto& key_cols = table->primary.key_columns;
+  std::vector<std::optional<Value>> eq(key_cols.size());
+  std::optional<std::string> start, end;  // start inclusive, end exclusive (see below)
+
+  std::vector<ExprPtr> conjuncts;
+  if (predicate) sierra::SplitConjuncts(predicate, &conjuncts);
+  for (const ExprPtr& c : conjuncts) {
+    if (c->kind != ExprKind::kCompare) continue;
+    const ExprPtr& l = c->children[0];
+    const ExprPtr& r = c->children[1];
+    CompareOp op = c->compare_op;
+    const sierra::Expr* col = nullptr;
+    const sierra::Expr* lit = nullptr;
+    if (l->kind == ExprKind::kColumnRef && r->kind == ExprKind::kConstant) {
+      col = l.get();
+      lit = r.get();
+    } else if (r->kind == ExprKind::kColumnRef && l->kind == ExprKind::kConstant) {
+      col = r.get();
+      lit = l.get();
+      op = Flip(op);
+    } else {
+      continue;
+    }
+    for (size_t k = 0; k < key_cols.size(); ++k) {
+      if (key_cols[k] != col->column) continue;
+      auto v = KeyConstant(lit->constant, table->columns[key_cols[k]].type);
+      if (!v) break;
+      if (op == CompareOp::kEq || op == CompareOp::kNullSafeEq) {
+        eq[k] = *v;
+      } else if (k == 0) {
+        // Bounds on the leading key column, as encoded-key bounds. No encoded
+        // component starts with 0xFF, so key(v)+"\xff" sorts after every key
+        // whose leading component is v. Starts are inclusive, ends exclusive.
+        std::string enc;
+        AppendKey(*v, &enc);
+        if (op == CompareOp::kGe || op == CompareOp::kGt) {
+          std::string s = op == CompareOp::kGe ? enc : enc + '\xff';
+          if (!start || s > *start) start = s;
+        } else if (op == CompareOp::kLe || op == CompareOp::kLt) {
+          std::string e = op == CompareOp::kLt ? enc : enc + '\xff';
+          if (!end || e < *end) end = e;
+        }
+      }
+      break;
+    }
+  }
+
+  auto op = std::make_unique<PhysicalOperator>();
+  op->table = table;
+  op->columns = columns;
+  bool all_eq = true;
+  for (const auto& v : eq) all_eq &= v.has_value();
+  if (all_eq) {
+    std::vector<Value> key;
+    for (const auto& v : eq) key.push_back(*v);
+    op->kind = PhysicalKind::kPointGet;
+    op->key = catalog::EncodeKey(key);
+    op->slices = {table->primary.SliceForHash(catalog::DistributionHash(table->primary, key))};
+    return op;
+  }
+  op->kind = PhysicalKind::kSliceScan;
+  if (eq[0] && table->primary.distribution_columns == 1) {
+    // Leading column fixed: one slice holds every matching row.
+    std::string enc;
+    AppendKey(*eq[0], &enc);
+    start = enc;
+    end = enc + '\xff';
+    op->slices = {table->primary.SliceForHash(catalog::DistributionHash(table->primary, {*eq[0]}))};
+  } else {
+    op->slices = table->primary.slices;
+  }
+  if (start) {
+    op->range.has_start = true;
+    op->range.start = *start;
+    op->range.start_inclusive = true;
+  }
+  if (end) {
+    op->range.has_end = true;
+    op->range.end = *end;
+    op->range.end_inclusive = false;
+  }
+  return op;
+}
+
+PhysicalPtr Make(PhysicalKind kind, const LogicalOperator& from) {
+  auto op = std::make_unique<PhysicalOperator>();
+  op->kind = kind;
+  op->columns = from.columns;
+  return op;
+}
+
+}  // namespace
+
+Result<PhysicalPtr> Plan(const LogicalOperator& logical) {
+  switch (logical.kind) {
+    case LogicalKind::kValues: {
+      auto op = Make(PhysicalKind::kValues, logical);
+      op->rows = logical.rows;
+      return op;
+    }
+    case LogicalKind::kScan:
+      return AccessPath(logical.table, logical.columns, nullptr);
+    case LogicalKind::kFilter: {
+      auto op = Make(PhysicalKind::kFilter, logical);
+      op->predicate = logical.predicate;
+      const LogicalOperator& child = *logical.children[0];
+      if (child.kind == LogicalKind::kScan) {
+        op->children.push_back(AccessPath(child.table, child.columns, logical.predicate));
+      } else {
+        SHALE_ASSIGN_OR_RETURN(auto c, Plan(child));
+        op->children.push_back(std::move(c));
+      }
+      return op;
+    }
+    case LogicalKind::kProject:
+    case LogicalKind::kSort:
+    case LogicalKind::kDistinct:
+    case LogicalKind::kLimit:
+    case LogicalKind::kInsert: {
+      static constexpr PhysicalKind kMap[] = {
+          PhysicalKind::kValues, PhysicalKind::kSliceScan, PhysicalKind::kFilter,
+          PhysicalKind::kProject, PhysicalKind::kSort,      PhysicalKind::kDistinct,
+          PhysicalKind::kLimit,  PhysicalKind::kInsert};
+      auto op = Make(kMap[static_cast<int>(logical.kind)], logical);
+      op->exprs = logical.exprs;
+      op->sort_keys = logical.sort_keys;
+      op->limit = logical.limit;
+      op->offset = logical.offset;
+      op->table = logical.table;
+      SHALE_ASSIGN_OR_RETURN(auto c, Plan(*logical.children[0]));
+      op->children.push_back(std::move(c));
+      return op;
+    }
+  }
+  return Status::Internal("planner: unknown logical operator");
+}
+
+std::string PhysicalOperator::Describe() const {
+  auto slice_list = [&] {
+    std::string s;
+    for (size_t i = 0; i < slices.size(); ++i) s += (i ? "," : "") + std::to_string(slices[i].id);
+    return s;
+  };
+  switch (kind) {
+    case PhysicalKind::kValues: return fmt::format("Values rows={}", rows.size());
+    case PhysicalKind::kPointGet:
+      return fmt::format("PointGet {}.{} slice={}", table->db, table->name, slice_list());
+    case PhysicalKind::kSliceScan:
+      return fmt::format("SliceScan {}.{} slices=[{}]{}{}", table->db, table->name, slice_list(),
+                         range.has_start ? " bounded-start" : "", range.has_end ? " bounded-end" : "");
+    case PhysicalKind::kFilter: return fmt::format("Filter {}", predicate->ToString());
+    case PhysicalKind::kProject: {
+      std::string list;
+      for (size_t i = 0; i < exprs.size(); ++i) list += (i ? ", " : "") + exprs[i]->ToString();
+      return fmt::format("Project {}", list);
+    }
+    case PhysicalKind::kSort: {
+      std::string list;
+      for (size_t i = 0; i < sort_keys.size(); ++i) {
+        list += (i ? ", " : "") + sort_keys[i].expr->ToString() + (sort_keys[i].desc ? " DESC" : " ASC");
+      }
+      return fmt::format("Sort {}", list);
+    }
+    case PhysicalKind::kDistinct: return "Distinct";
+    case PhysicalKind::kLimit: return fmt::format("Limit {} offset {}", limit, offset);
+    case PhysicalKind::kInsert: return fmt::format("Insert {}.{}", table->db, table->name);
+  }
+  return "?";
+}
+
+std::string PhysicalOperator::ToString() const {
+  std::string out;
+  struct Printer {
+    static void Print(const PhysicalOperator& op, int depth, std::string* out) {
+      out->append(static_cast<size_t>(depth) * 2, ' ');
+      out->append(op.Describe());
+      out->push_back('\n');
+      for (const auto& c : op.children) Print(*c, depth + 1, out);
+    }
+  };
+  Printer::Print(*this, 0, &out);
+  return out;
+}
+
+}  // namespace shale::planner

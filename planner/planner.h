@@ -1,0 +1,26 @@
+// Planner: turns a Sierra logical plan into a physical plan.
+//
+// Today it has one rule with a real choice — access path selection for a
+// Filter over a Scan of a table's primary representation:
+//   - equality on every primary-key column  -> PointGet on the one slice
+//     owning the key's distribution hash;
+//   - range predicates on the leading primary-key column -> SliceScan of that
+//     key range on every slice (rows are hash-distributed, so every slice
+//     may hold keys of the range);
+//   - otherwise a SliceScan of all keys.
+// The filter is always kept above the access path, so the access path only
+// has to return a superset of the qualifying rows.
+// Cost-based search (Cascades memo, statistics) arrives with the planner issue.
+//
+// Thread-safety: stateless.
+#pragma once
+
+#include "planner/physical.h"
+#include "shale/status.h"
+#include "sierra/logical.h"
+
+namespace shale::planner {
+
+Result<PhysicalPtr> Plan(const sierra::LogicalOperator& logical);
+
+}  // namespace shale::planner

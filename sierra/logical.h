@@ -1,0 +1,84 @@
+// Sierra logical operators: the typed relational algebra between the SQL
+// front end and the planner. The binder produces a tree of these; the
+// planner turns it into a physical plan. A tree prints as an indented plan
+// (EXPLAIN).
+//
+// Each operator evaluates its expressions over the rows of its child (for
+// kValues: over an empty row). `columns` describes its output rows.
+//
+// Operators (the payload each uses):
+//   kValues   rows: literal rows (expressions over the empty row)
+//   kScan     table: every row of the table's primary representation
+//   kFilter   predicate: keeps rows where it is true
+//   kProject  exprs: one output column per expression
+//   kSort     sort_keys: stable sort
+//   kDistinct (none): drops repeated rows, keeping first occurrences in order
+//   kLimit    limit, offset
+//   kInsert   table: inserts the child's rows (in table column order);
+//             outputs nothing, reports the number of rows inserted
+//
+// Thread-safety: a tree is built by one thread, then read-only.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sierra/column.h"
+#include "sierra/expr.h"
+#include "src/catalog/catalog.h"
+
+namespace shale::sierra {
+
+// Serialized in plans: DO NOT CHANGE values.
+enum class LogicalKind : uint8_t {
+  kValues = 0,
+  kScan = 1,
+  kFilter = 2,
+  kProject = 3,
+  kSort = 4,
+  kDistinct = 5,
+  kLimit = 6,
+  kInsert = 7,
+};
+
+struct SortKey {
+  ExprPtr expr;
+  bool desc = false;
+};
+
+struct LogicalOperator;
+using LogicalPtr = std::unique_ptr<LogicalOperator>;
+
+struct LogicalOperator {
+  LogicalKind kind = LogicalKind::kValues;
+  std::vector<ColumnInfo> columns;
+  std::vector<LogicalPtr> children;
+
+  std::vector<std::vector<ExprPtr>> rows;         // kValues
+  std::shared_ptr<const catalog::TableDef> table; // kScan, kInsert
+  ExprPtr predicate;                              // kFilter
+  std::vector<ExprPtr> exprs;                     // kProject
+  std::vector<SortKey> sort_keys;                 // kSort
+  uint64_t limit = std::numeric_limits<uint64_t>::max();  // kLimit
+  uint64_t offset = 0;                                    // kLimit
+
+  static LogicalPtr Values(std::vector<ColumnInfo> columns, std::vector<std::vector<ExprPtr>> rows);
+  static LogicalPtr Scan(std::shared_ptr<const catalog::TableDef> table, const std::string& alias);
+  static LogicalPtr Filter(LogicalPtr child, ExprPtr predicate);
+  static LogicalPtr Project(LogicalPtr child, std::vector<ExprPtr> exprs,
+                            std::vector<ColumnInfo> columns);
+  static LogicalPtr Sort(LogicalPtr child, std::vector<SortKey> keys);
+  static LogicalPtr Distinct(LogicalPtr child);
+  static LogicalPtr Limit(LogicalPtr child, uint64_t limit, uint64_t offset);
+  static LogicalPtr Insert(std::shared_ptr<const catalog::TableDef> table, LogicalPtr child);
+
+  // One line describing this operator alone, e.g. "Filter (#0:id >= 2)".
+  std::string Describe() const;
+  // The whole tree, one operator per line, children indented.
+  std::string ToString() const;
+};
+
+}  // namespace shale::sierra

@@ -1,0 +1,267 @@
+#include "src/catalog/catalog.h"
+
+#include <algorithm>
+#include <strings.h>
+
+#include "src/catalog/catalog.pb.h"
+#include "src/common/errors.h"
+#include "src/common/hash.h"
+
+namespace shale::catalog {
+namespace {
+
+// MetaStore keys (docs/formats/catalog.md). DO NOT CHANGE.
+constexpr std::string_view kDbPrefix = "catalog/db/";
+constexpr std::string_view kTablePrefix = "catalog/table/";
+constexpr std::string_view kNextIdKey = "catalog/next_id";
+
+std::string DbKey(const std::string& db) { return std::string(kDbPrefix) + db; }
+// '/' cannot appear in names we accept, so "<db>/<table>" is unambiguous.
+std::string TableKey(const std::string& db, const std::string& table) {
+  return std::string(kTablePrefix) + db + "/" + table;
+}
+
+std::string SerializeTable(const TableDef& t) {
+  pb::Table m;
+  m.set_id(t.id);
+  m.set_db(t.db);
+  m.set_name(t.name);
+  for (const ColumnDef& c : t.columns) {
+    pb::Column* pc = m.add_columns();
+    pc->set_name(c.name);
+    pc->set_type_id(static_cast<uint32_t>(c.type.id));
+    pc->set_type_length(c.type.length);
+    pc->set_nullable(c.nullable);
+    if (c.default_value) {
+      pc->set_has_default(true);
+      std::string row;
+      EncodeRow({*c.default_value}, &row);
+      pc->set_default_row(row);
+    }
+  }
+  pb::Representation* pr = m.mutable_primary();
+  pr->set_name(t.primary.name);
+  for (int k : t.primary.key_columns) pr->add_key_columns(static_cast<uint32_t>(k));
+  pr->set_distribution_columns(static_cast<uint32_t>(t.primary.distribution_columns));
+  for (const SliceDef& s : t.primary.slices) {
+    pb::Slice* ps = pr->add_slices();
+    ps->set_id(s.id);
+    ps->set_hash_begin(s.hash_begin);
+    ps->set_hash_end(s.hash_end);
+    for (const std::string& r : s.replicas) ps->add_replicas(r);
+  }
+  return m.SerializeAsString();
+}
+
+Result<std::shared_ptr<const TableDef>> ParseTable(std::string_view bytes) {
+  pb::Table m;
+  if (!m.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return Status::Corruption("catalog: unreadable table record");
+  }
+  auto t = std::make_shared<TableDef>();
+  t->id = m.id();
+  t->db = m.db();
+  t->name = m.name();
+  for (const pb::Column& pc : m.columns()) {
+    ColumnDef c;
+    c.name = pc.name();
+    c.type = SqlType{static_cast<TypeId>(pc.type_id()), pc.type_length()};
+    c.nullable = pc.nullable();
+    if (pc.has_default()) {
+      Row row;
+      SHALE_RETURN_IF_ERROR(DecodeRow(pc.default_row(), &row));
+      if (row.size() != 1) return Status::Corruption("catalog: bad column default");
+      c.default_value = row[0];
+    }
+    t->columns.push_back(std::move(c));
+  }
+  const pb::Representation& pr = m.primary();
+  t->primary.name = pr.name();
+  for (uint32_t k : pr.key_columns()) {
+    if (k >= t->columns.size()) return Status::Corruption("catalog: key column out of range");
+    t->primary.key_columns.push_back(static_cast<int>(k));
+  }
+  t->primary.distribution_columns = static_cast<int>(pr.distribution_columns());
+  for (const pb::Slice& ps : pr.slices()) {
+    SliceDef s;
+    s.id = ps.id();
+    s.hash_begin = ps.hash_begin();
+    s.hash_end = ps.hash_end();
+    s.replicas.assign(ps.replicas().begin(), ps.replicas().end());
+    t->primary.slices.push_back(std::move(s));
+  }
+  if (t->primary.slices.empty()) return Status::Corruption("catalog: table without slices");
+  return std::shared_ptr<const TableDef>(std::move(t));
+}
+
+}  // namespace
+
+std::string EncodeKey(const std::vector<Value>& key_values) {
+  std::string out;
+  for (const Value& v : key_values) AppendKey(v, &out);
+  return out;
+}
+
+uint64_t DistributionHash(const RepresentationDef& rep, const std::vector<Value>& key_values) {
+  std::string prefix;
+  for (int i = 0; i < rep.distribution_columns && i < static_cast<int>(key_values.size()); ++i) {
+    AppendKey(key_values[i], &prefix);
+  }
+  return HashBytes(prefix);
+}
+
+std::vector<Value> PrimaryKeyValues(const TableDef& table, const Row& row) {
+  std::vector<Value> out;
+  out.reserve(table.primary.key_columns.size());
+  for (int k : table.primary.key_columns) out.push_back(row[k]);
+  return out;
+}
+
+const SliceDef& RepresentationDef::SliceForHash(uint64_t h) const {
+  // Slices are sorted by hash_begin and cover the whole hash space.
+  auto it = std::upper_bound(slices.begin(), slices.end(), h,
+                             [](uint64_t v, const SliceDef& s) { return v < s.hash_begin; });
+  return *(it - 1);
+}
+
+int TableDef::FindColumn(std::string_view name) const {
+  for (size_t i = 0; i < columns.size(); ++i) {
+    const std::string& c = columns[i].name;
+    if (c.size() == name.size() && strncasecmp(c.data(), name.data(), c.size()) == 0) {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+Result<std::unique_ptr<Catalog>> Catalog::Load(storage::MetaStore* meta) {
+  std::unique_ptr<Catalog> cat(new Catalog(meta));
+  std::string next;
+  Status st = meta->Get(kNextIdKey, &next);
+  if (st.ok()) {
+    cat->next_id_ = std::stoull(next);
+  } else if (!st.IsNotFound()) {
+    return st;
+  }
+  SHALE_RETURN_IF_ERROR(meta->Scan(kDbPrefix, [&](std::string_view key, std::string_view) {
+    cat->dbs_[std::string(key.substr(kDbPrefix.size()))];
+    return true;
+  }));
+  Status parse_status;
+  SHALE_RETURN_IF_ERROR(meta->Scan(kTablePrefix, [&](std::string_view, std::string_view value) {
+    auto t = ParseTable(value);
+    if (!t.ok()) {
+      parse_status = t.status();
+      return false;
+    }
+    cat->dbs_[(*t)->db][(*t)->name] = *t;
+    return true;
+  }));
+  SHALE_RETURN_IF_ERROR(parse_status);
+  return cat;
+}
+
+Status Catalog::CreateDatabase(const std::string& name, bool if_not_exists, bool* created) {
+  std::lock_guard lock(mu_);
+  *created = false;
+  if (dbs_.count(name)) {
+    if (if_not_exists) return Status::OK();
+    return SqlError(ErrorCode::kDbCreateExists, "Can't create database '{}'; database exists", name);
+  }
+  pb::Database m;
+  m.set_name(name);
+  SHALE_RETURN_IF_ERROR(meta_->Put(DbKey(name), m.SerializeAsString()));
+  dbs_[name];
+  *created = true;
+  return Status::OK();
+}
+
+Status Catalog::DropDatabase(const std::string& name, bool if_exists,
+                             std::vector<std::shared_ptr<const TableDef>>* dropped) {
+  std::lock_guard lock(mu_);
+  auto it = dbs_.find(name);
+  if (it == dbs_.end()) {
+    if (if_exists) return Status::OK();
+    return SqlError(ErrorCode::kDbDropExists, "Can't drop database '{}'; database doesn't exist",
+                    name);
+  }
+  std::vector<storage::MetaStore::Change> batch;
+  for (auto& [tname, t] : it->second) {
+    batch.emplace_back(TableKey(name, tname), std::nullopt);
+    dropped->push_back(t);
+  }
+  batch.emplace_back(DbKey(name), std::nullopt);
+  SHALE_RETURN_IF_ERROR(meta_->Write(batch));
+  dbs_.erase(it);
+  return Status::OK();
+}
+
+bool Catalog::DatabaseExists(const std::string& name) const {
+  std::lock_guard lock(mu_);
+  return dbs_.count(name) > 0;
+}
+
+std::vector<std::string> Catalog::ListDatabases() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> out;
+  for (auto& [name, tables] : dbs_) out.push_back(name);
+  return out;
+}
+
+Result<std::shared_ptr<const TableDef>> Catalog::GetTable(const std::string& db,
+                                                          const std::string& name) const {
+  std::lock_guard lock(mu_);
+  auto d = dbs_.find(db);
+  if (d == dbs_.end()) return SqlError(ErrorCode::kBadDb, "Unknown database '{}'", db);
+  auto t = d->second.find(name);
+  if (t == d->second.end()) {
+    return SqlError(ErrorCode::kNoSuchTable, "Table '{}.{}' doesn't exist", db, name);
+  }
+  return t->second;
+}
+
+Status Catalog::CreateTable(TableDef def, bool if_not_exists, bool* created) {
+  std::lock_guard lock(mu_);
+  *created = false;
+  auto d = dbs_.find(def.db);
+  if (d == dbs_.end()) return SqlError(ErrorCode::kBadDb, "Unknown database '{}'", def.db);
+  if (d->second.count(def.name)) {
+    if (if_not_exists) return Status::OK();
+    return SqlError(ErrorCode::kTableExists, "Table '{}' already exists", def.name);
+  }
+  SHALE_RETURN_IF_ERROR(meta_->Put(TableKey(def.db, def.name), SerializeTable(def)));
+  std::string name = def.name;
+  d->second[name] = std::make_shared<const TableDef>(std::move(def));
+  *created = true;
+  return Status::OK();
+}
+
+Status Catalog::DropTable(const std::string& db, const std::string& name) {
+  std::lock_guard lock(mu_);
+  auto d = dbs_.find(db);
+  if (d == dbs_.end() || !d->second.count(name)) {
+    return SqlError(ErrorCode::kBadTable, "Unknown table '{}.{}'", db, name);
+  }
+  SHALE_RETURN_IF_ERROR(meta_->Delete(TableKey(db, name)));
+  d->second.erase(name);
+  return Status::OK();
+}
+
+Result<std::vector<std::string>> Catalog::ListTables(const std::string& db) const {
+  std::lock_guard lock(mu_);
+  auto d = dbs_.find(db);
+  if (d == dbs_.end()) return SqlError(ErrorCode::kBadDb, "Unknown database '{}'", db);
+  std::vector<std::string> out;
+  for (auto& [name, t] : d->second) out.push_back(name);
+  return out;
+}
+
+Result<uint64_t> Catalog::NextId() {
+  std::lock_guard lock(mu_);
+  uint64_t id = next_id_;
+  SHALE_RETURN_IF_ERROR(meta_->Put(kNextIdKey, std::to_string(id + 1)));
+  next_id_ = id + 1;
+  return id;
+}
+
+}  // namespace shale::catalog

@@ -1,0 +1,120 @@
+// Catalog: the databases and tables of the cluster, and for each table its
+// representations and their slices. Persisted in the node's MetaStore
+// (RocksDB) as protobuf messages (src/catalog/catalog.proto,
+// docs/formats/catalog.md); later it becomes state replicated by Raft.
+//
+// Names: database and table names are case-sensitive (MySQL's
+// lower_case_table_names=0); column names are case-insensitive.
+//
+// Invariants:
+//  1. Every change is durable in the MetaStore before the call returns OK.
+//  2. TableDef objects are immutable once published; a change publishes a
+//     new one, so readers holding a shared_ptr see a consistent definition.
+//  3. Slice ids are never reused.
+//
+// Thread-safety: all methods may be called concurrently.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shale/status.h"
+#include "src/common/value.h"
+#include "storage/meta_store.h"
+#include "storage/slice.h"
+
+namespace shale::catalog {
+
+struct ColumnDef {
+  std::string name;
+  SqlType type;
+  bool nullable = true;
+  std::optional<Value> default_value;  // absent: no DEFAULT clause
+};
+
+// One slice of a representation: rows whose distribution hash h satisfies
+// hash_begin <= h <= hash_end.
+struct SliceDef {
+  storage::SliceId id = 0;
+  uint64_t hash_begin = 0;
+  uint64_t hash_end = 0;
+  std::vector<std::string> replicas;  // node names; the first one ranks
+};
+
+// A representation: the rows of a table ordered by `key_columns`, hash
+// distributed on the first `distribution_columns` of them.
+struct RepresentationDef {
+  std::string name;               // "PRIMARY" for the primary key
+  std::vector<int> key_columns;   // indexes into TableDef::columns
+  int distribution_columns = 1;
+  std::vector<SliceDef> slices;   // ordered by hash_begin; cover [0, 2^64)
+
+  // The slice owning distribution hash `h`.
+  const SliceDef& SliceForHash(uint64_t h) const;
+};
+
+struct TableDef {
+  uint64_t id = 0;
+  std::string db;
+  std::string name;
+  std::vector<ColumnDef> columns;
+  RepresentationDef primary;
+
+  // Index of the column named `name` (case-insensitive), or -1.
+  int FindColumn(std::string_view name) const;
+};
+
+// The encoded primary key (memcomparable, src/common/value.h) of the
+// primary-key values `key_values`, in key column order.
+std::string EncodeKey(const std::vector<Value>& key_values);
+// The distribution hash of a row whose representation key starts with
+// `key_values` (at least `distribution_columns` of them).
+uint64_t DistributionHash(const RepresentationDef& rep, const std::vector<Value>& key_values);
+// The primary-key values of a full table row.
+std::vector<Value> PrimaryKeyValues(const TableDef& table, const Row& row);
+
+class Catalog {
+ public:
+  // Loads the catalog kept in `meta` (empty on a new node).
+  static Result<std::unique_ptr<Catalog>> Load(storage::MetaStore* meta);
+
+  // ER_DB_CREATE_EXISTS (1007) if it exists and !if_not_exists.
+  Status CreateDatabase(const std::string& name, bool if_not_exists, bool* created);
+  // Removes the database and its tables, returning the dropped tables so the
+  // caller can drop their slices. ER_DB_DROP_EXISTS (1008) if absent and
+  // !if_exists.
+  Status DropDatabase(const std::string& name, bool if_exists,
+                      std::vector<std::shared_ptr<const TableDef>>* dropped);
+  bool DatabaseExists(const std::string& name) const;
+  std::vector<std::string> ListDatabases() const;
+
+  // ER_NO_SUCH_TABLE (1146) if absent; ER_BAD_DB_ERROR (1049) if the database is.
+  Result<std::shared_ptr<const TableDef>> GetTable(const std::string& db,
+                                                   const std::string& name) const;
+  // Publishes `def` (its id and slice ids already allocated with NextId()).
+  // ER_TABLE_EXISTS_ERROR (1050) if it exists and !if_not_exists.
+  Status CreateTable(TableDef def, bool if_not_exists, bool* created);
+  // ER_BAD_TABLE_ERROR (1051) if absent.
+  Status DropTable(const std::string& db, const std::string& name);
+  // ER_BAD_DB_ERROR (1049) if the database is absent.
+  Result<std::vector<std::string>> ListTables(const std::string& db) const;
+
+  // A fresh id for a table or slice, durable before it is returned.
+  Result<uint64_t> NextId();
+
+ private:
+  explicit Catalog(storage::MetaStore* meta) : meta_(meta) {}
+
+  storage::MetaStore* meta_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::map<std::string, std::shared_ptr<const TableDef>>> dbs_;  // GUARDED_BY(mu_)
+  uint64_t next_id_ = 1;  // GUARDED_BY(mu_)
+};
+
+}  // namespace shale::catalog

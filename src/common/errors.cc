@@ -1,0 +1,65 @@
+#include "src/common/errors.h"
+
+#include <algorithm>
+
+namespace shale {
+namespace {
+
+struct ErrorInfo {
+  uint16_t code;
+  const char* sqlstate;
+};
+
+// Sorted by code. SQLSTATEs as MySQL 8.0 sends them.
+constexpr ErrorInfo kErrors[] = {
+    {1007, "HY000"}, {1008, "HY000"}, {1040, "08004"}, {1043, "08S01"}, {1045, "28000"},
+    {1046, "3D000"}, {1047, "08S01"}, {1048, "23000"}, {1049, "42000"}, {1050, "42S01"},
+    {1051, "42S02"}, {1052, "23000"}, {1054, "42S22"}, {1059, "42000"}, {1060, "42S21"},
+    {1062, "23000"}, {1063, "42000"}, {1064, "42000"}, {1065, "42000"}, {1067, "42000"}, {1068, "42000"},
+    {1071, "42000"}, {1072, "42000"}, {1074, "42000"}, {1096, "HY000"}, {1102, "42000"}, {1103, "42000"},
+    {1105, "HY000"}, {1109, "42S02"}, {1110, "42000"}, {1113, "42000"}, {1136, "21S01"}, {1146, "42S02"}, {1153, "08S01"},
+    {1158, "08S01"}, {1171, "42000"}, {1193, "HY000"}, {1196, "HY000"}, {1210, "HY000"},
+    {1231, "42000"}, {1235, "42000"}, {1247, "42S22"}, {1264, "22003"}, {1286, "42000"},
+    {1292, "22007"}, {1305, "42000"}, {1364, "HY000"}, {1365, "22012"}, {1406, "22001"}, {1582, "42000"}, {1690, "22003"},
+    {1712, "HY000"},
+};
+
+}  // namespace
+
+const char* SqlStateFor(uint16_t mysql_code) {
+  auto it = std::lower_bound(std::begin(kErrors), std::end(kErrors), mysql_code,
+                             [](const ErrorInfo& e, uint16_t c) { return e.code < c; });
+  if (it != std::end(kErrors) && it->code == mysql_code) return it->sqlstate;
+  return "HY000";
+}
+
+Status SyntaxError(std::string_view near, int line) {
+  // MySQL quotes at most 80 characters of the remaining statement.
+  std::string_view shown = near.substr(0, std::min<size_t>(near.size(), 80));
+  return Status::Sql(static_cast<uint16_t>(ErrorCode::kParse),
+                     fmt::format("You have an error in your SQL syntax; check the manual that "
+                                 "corresponds to your MySQL server version for the right syntax "
+                                 "to use near '{}' at line {}",
+                                 shown, line));
+}
+
+uint16_t Status::mysql_code() const {
+  if (code_ == StatusCode::kSqlError) return mysql_code_;
+  if (code_ == StatusCode::kCorruption) return static_cast<uint16_t>(ErrorCode::kCorruptPage);
+  return static_cast<uint16_t>(ErrorCode::kUnknownError);
+}
+
+const char* Status::sqlstate() const { return SqlStateFor(mysql_code()); }
+
+std::string Status::ToString() const {
+  if (ok()) return "OK";
+  static constexpr const char* kNames[] = {"OK",       "NotFound",    "Corruption", "IOError",
+                                           "InvalidArgument", "Internal", "Unavailable",
+                                           "SqlError"};
+  if (code_ == StatusCode::kSqlError) {
+    return fmt::format("ERROR {} ({}): {}", mysql_code_, sqlstate(), msg_);
+  }
+  return fmt::format("{}: {}", kNames[static_cast<int>(code_)], msg_);
+}
+
+}  // namespace shale

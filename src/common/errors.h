@@ -1,0 +1,85 @@
+// The one table of MySQL error numbers Shale sends to clients, with their
+// SQLSTATE and message format. Every client-visible error is made here so a
+// code, its SQLSTATE and its wording never drift apart.
+//
+// Thread-safety: constant data.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "shale/status.h"
+
+namespace shale {
+
+// MySQL error numbers (ER_* in MySQL's errmsg). Wire values: DO NOT CHANGE.
+enum class ErrorCode : uint16_t {
+  kConCountError = 1040,        // ER_CON_COUNT_ERROR
+  kHandshakeError = 1043,       // ER_HANDSHAKE_ERROR
+  kAccessDenied = 1045,         // ER_ACCESS_DENIED_ERROR
+  kNoDb = 1046,                 // ER_NO_DB_ERROR
+  kUnknownCom = 1047,           // ER_UNKNOWN_COM_ERROR
+  kBadNull = 1048,              // ER_BAD_NULL_ERROR
+  kBadDb = 1049,                // ER_BAD_DB_ERROR
+  kTableExists = 1050,          // ER_TABLE_EXISTS_ERROR
+  kBadTable = 1051,             // ER_BAD_TABLE_ERROR
+  kNonUniq = 1052,              // ER_NON_UNIQ_ERROR
+  kBadField = 1054,             // ER_BAD_FIELD_ERROR
+  kDupFieldName = 1060,         // ER_DUP_FIELDNAME
+  kDupEntry = 1062,             // ER_DUP_ENTRY
+  kParse = 1064,                // ER_PARSE_ERROR
+  kEmptyQuery = 1065,           // ER_EMPTY_QUERY
+  kMultiplePriKey = 1068,       // ER_MULTIPLE_PRI_KEY
+  kTooLongKey = 1071,           // ER_TOO_LONG_KEY
+  kKeyColumnDoesNotExist = 1072,  // ER_KEY_COLUMN_DOES_NOT_EXITS
+  kNetPacketTooLarge = 1153,    // ER_NET_PACKET_TOO_LARGE
+  kNetReadError = 1158,         // ER_NET_READ_ERROR
+  kNotSupportedYet = 1235,      // ER_NOT_SUPPORTED_YET
+  kUnknownError = 1105,         // ER_UNKNOWN_ERROR
+  kWrongValueCount = 1136,      // ER_WRONG_VALUE_COUNT_ON_ROW
+  kTooLongIdent = 1059,         // ER_TOO_LONG_IDENT
+  kTableMustHaveColumns = 1113, // ER_TABLE_MUST_HAVE_COLUMNS
+  kUnknownSystemVariable = 1193,  // ER_UNKNOWN_SYSTEM_VARIABLE
+  kWarningNotCompleteRollback = 1196,  // ER_WARNING_NOT_COMPLETE_ROLLBACK
+  kDbCreateExists = 1007,       // ER_DB_CREATE_EXISTS
+  kDbDropExists = 1008,         // ER_DB_DROP_EXISTS
+  kWrongDbName = 1102,          // ER_WRONG_DB_NAME
+  kWrongTableName = 1103,       // ER_WRONG_TABLE_NAME
+  kDataTooLong = 1406,          // ER_DATA_TOO_LONG
+  kTruncatedWrongValue = 1292,  // ER_TRUNCATED_WRONG_VALUE
+  kWrongValueForVar = 1231,     // ER_WRONG_VALUE_FOR_VAR
+  kDataOutOfRange = 1264,       // ER_WARN_DATA_OUT_OF_RANGE
+  kDataOutOfRangeExpr = 1690,   // ER_DATA_OUT_OF_RANGE
+  kNoDefaultForField = 1364,    // ER_NO_DEFAULT_FOR_FIELD
+  kPrimaryCantHaveNull = 1171,  // ER_PRIMARY_CANT_HAVE_NULL
+  kWrongFieldSpec = 1063,       // ER_WRONG_FIELD_SPEC
+  kTooBigFieldLength = 1074,    // ER_TOO_BIG_FIELDLENGTH
+  kUnknownTable = 1109,         // ER_UNKNOWN_TABLE
+  kWrongArguments = 1210,       // ER_WRONG_ARGUMENTS
+  kDivisionByZero = 1365,       // ER_DIVISION_BY_ZERO
+  kIllegalReference = 1247,     // ER_ILLEGAL_REFERENCE
+  kUnknownStorageEngine = 1286, // ER_UNKNOWN_STORAGE_ENGINE
+  kInvalidDefault = 1067,      // ER_INVALID_DEFAULT
+  kSpDoesNotExist = 1305,      // ER_SP_DOES_NOT_EXIST
+  kNoSuchTable = 1146,          // ER_NO_SUCH_TABLE
+  kFieldSpecifiedTwice = 1110,  // ER_FIELD_SPECIFIED_TWICE
+  kNoTablesUsed = 1096,         // ER_NO_TABLES_USED
+  kWrongParamcountToNativeFct = 1582,  // ER_WRONG_PARAMCOUNT_TO_NATIVE_FCT
+  kCorruptPage = 1712,          // ER_INDEX_CORRUPT (closest MySQL code)
+};
+
+// SQLSTATE of a MySQL error number ("HY000" when the table has none).
+const char* SqlStateFor(uint16_t mysql_code);
+
+// Builds the client-visible error `code` with a message formatted from args.
+template <typename... Args>
+Status SqlError(ErrorCode code, fmt::format_string<Args...> format, Args&&... args) {
+  return Status::Sql(static_cast<uint16_t>(code), fmt::format(format, std::forward<Args>(args)...));
+}
+
+// ER_PARSE_ERROR with MySQL's wording: near '<rest of statement>' at line N.
+Status SyntaxError(std::string_view near, int line);
+
+}  // namespace shale

@@ -1,0 +1,47 @@
+#include "src/common/like.h"
+
+#include <cctype>
+
+namespace shale {
+namespace {
+
+bool CharEq(char a, char b) {
+  return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+}
+
+}  // namespace
+
+bool MatchLike(std::string_view text, std::string_view pattern) {
+  // Iterative matcher with backtracking to the last '%'.
+  size_t t = 0, p = 0;
+  size_t star_p = std::string_view::npos, star_t = 0;
+  while (t < text.size()) {
+    if (p < pattern.size() && pattern[p] == '%') {
+      star_p = ++p;
+      star_t = t;
+      continue;
+    }
+    if (p < pattern.size()) {
+      char pc = pattern[p];
+      size_t width = 1;
+      bool any = pc == '_';
+      if (pc == '\\' && p + 1 < pattern.size()) {
+        pc = pattern[p + 1];
+        width = 2;
+        any = false;
+      }
+      if (any || CharEq(pc, text[t])) {
+        p += width;
+        ++t;
+        continue;
+      }
+    }
+    if (star_p == std::string_view::npos) return false;
+    p = star_p;
+    t = ++star_t;
+  }
+  while (p < pattern.size() && pattern[p] == '%') ++p;
+  return p == pattern.size();
+}
+
+}  // namespace shale

@@ -1,0 +1,118 @@
+#include "src/exec/engine.h"
+
+#include <filesystem>
+#include <set>
+
+#include "shale/version.h"
+#include "src/common/log.h"
+
+namespace shale::exec {
+namespace {
+
+// Global system variables and their defaults. Clients read these at connect
+// (SELECT @@...) and SHOW VARIABLES lists them.
+std::map<std::string, Value> DefaultGlobals(const EngineOptions& o) {
+  auto s = [](const char* v) { return Value::String(v); };
+  auto i = [](int64_t v) { return Value::Int(v); };
+  return {
+      {"auto_increment_increment", i(1)},
+      {"auto_increment_offset", i(1)},
+      {"autocommit", i(1)},
+      {"character_set_client", s("utf8mb4")},
+      {"character_set_connection", s("utf8mb4")},
+      {"character_set_database", s("utf8mb4")},
+      {"character_set_results", s("utf8mb4")},
+      {"character_set_server", s("utf8mb4")},
+      {"character_set_system", s("utf8mb3")},
+      {"collation_connection", s("utf8mb4_general_ci")},
+      {"collation_database", s("utf8mb4_general_ci")},
+      {"collation_server", s("utf8mb4_general_ci")},
+      {"default_storage_engine", s("Shale")},
+      {"have_ssl", s("DISABLED")},
+      {"hostname", s(o.node_name.c_str())},
+      {"init_connect", s("")},
+      {"interactive_timeout", i(28800)},
+      {"license", s("Proprietary")},
+      {"lower_case_table_names", i(0)},
+      {"max_allowed_packet", i(64 << 20)},
+      {"net_buffer_length", i(16384)},
+      {"net_write_timeout", i(60)},
+      {"performance_schema", i(0)},
+      {"protocol_version", i(10)},
+      {"query_cache_size", i(0)},
+      {"query_cache_type", s("OFF")},
+      {"sql_mode", s("ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,"
+                     "ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION")},
+      {"sql_select_limit", i(INT64_MAX)},
+      {"system_time_zone", s("UTC")},
+      {"time_zone", s("SYSTEM")},
+      {"transaction_isolation", s("REPEATABLE-READ")},
+      {"transaction_read_only", i(0)},
+      {"tx_isolation", s("REPEATABLE-READ")},
+      {"tx_read_only", i(0)},
+      {"version", s(kServerVersion)},
+      {"version_comment", s(kVersionComment)},
+      {"version_compile_machine", s("x86_64")},
+      {"version_compile_os", s("Linux")},
+      {"wait_timeout", i(28800)},
+  };
+}
+
+}  // namespace
+
+Engine::Engine(EngineOptions options) : options_(std::move(options)) {
+  globals_ = DefaultGlobals(options_);
+}
+
+Engine::~Engine() = default;
+
+Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
+  if (options.data_dir.empty()) return Status::InvalidArgument("engine: no data directory");
+  std::error_code ec;
+  std::filesystem::create_directories(options.data_dir, ec);
+  if (ec) {
+    return Status::IOError(fmt::format("cannot create data directory {}: {}", options.data_dir,
+                                       ec.message()));
+  }
+  std::unique_ptr<Engine> engine(new Engine(options));
+  SHALE_ASSIGN_OR_RETURN(engine->meta_, storage::MetaStore::Open(options.data_dir + "/meta"));
+  SHALE_ASSIGN_OR_RETURN(engine->slices_, storage::SliceStore::Open(options.data_dir + "/slices"));
+  SHALE_ASSIGN_OR_RETURN(engine->catalog_, catalog::Catalog::Load(engine->meta_.get()));
+
+  // Slices no table refers to were left by a CREATE or DROP TABLE that was
+  // interrupted (the catalog change is the commit point): remove them.
+  std::set<storage::SliceId> referenced;
+  size_t tables = 0;
+  for (const std::string& db : engine->catalog_->ListDatabases()) {
+    SHALE_ASSIGN_OR_RETURN(auto names, engine->catalog_->ListTables(db));
+    for (const std::string& name : names) {
+      SHALE_ASSIGN_OR_RETURN(auto table, engine->catalog_->GetTable(db, name));
+      for (const auto& s : table->primary.slices) referenced.insert(s.id);
+      ++tables;
+    }
+  }
+  for (storage::SliceId id : engine->slices_->ListSlices()) {
+    if (!referenced.count(id)) {
+      log::Warn("dropping orphan slice {} (no table refers to it)", id);
+      SHALE_RETURN_IF_ERROR(engine->slices_->DropSlice(id));
+    }
+  }
+  for (storage::SliceId id : referenced) {
+    if (!engine->slices_->GetSlice(id).ok()) {
+      return Status::Corruption(fmt::format("slice {} is in the catalog but missing from {}/slices",
+                                            id, options.data_dir));
+    }
+  }
+  log::Info("engine open: data directory {}, {} tables, {} slices", options.data_dir, tables,
+            referenced.size());
+  return engine;
+}
+
+std::mutex& Engine::TableWriteMutex(uint64_t table_id) {
+  std::lock_guard lock(table_mutexes_mu_);
+  auto& m = table_mutexes_[table_id];
+  if (!m) m = std::make_unique<std::mutex>();
+  return *m;
+}
+
+}  // namespace shale::exec

@@ -1,0 +1,247 @@
+#include "src/exec/session.h"
+
+#include "planner/planner.h"
+#include "sierra/eval.h"
+#include "rebalancer/placement.h"
+#include "src/common/errors.h"
+#include "src/common/log.h"
+#include "src/exec/engine.h"
+#include "src/exec/executor.h"
+#include "src/sql/binder.h"
+#include "src/sql/parser.h"
+
+namespace shale::exec {
+namespace ast = sql::ast;
+namespace {
+
+// Replicas per slice on a node that has no cluster yet.
+constexpr uint32_t kDefaultReplicas = 2;
+
+StatementResult Ok(uint64_t affected = 0) {
+  StatementResult r;
+  r.affected_rows = affected;
+  return r;
+}
+
+Status RunCreateTable(Engine* engine, sql::CreateTableCmd cmd) {
+  catalog::Catalog* cat = engine->catalog();
+  if (cat->GetTable(cmd.def.db, cmd.def.name).ok()) {
+    if (cmd.if_not_exists) return Status::OK();
+    return SqlError(ErrorCode::kTableExists, "Table '{}' already exists", cmd.def.name);
+  }
+  uint32_t count = cmd.slices ? cmd.slices : engine->options().default_slices;
+  SHALE_ASSIGN_OR_RETURN(cmd.def.id, cat->NextId());
+  auto placements = rebalancer::PlaceNewRepresentation(count, kDefaultReplicas,
+                                                       {engine->options().node_name});
+  std::vector<storage::SliceId> created;
+  auto undo = [&] {
+    for (storage::SliceId id : created) (void)engine->slices()->DropSlice(id);
+  };
+  for (const auto& p : placements) {
+    catalog::SliceDef s;
+    auto id = cat->NextId();
+    if (!id.ok()) {
+      undo();
+      return id.status();
+    }
+    s.id = *id;
+    s.hash_begin = p.hash_begin;
+    s.hash_end = p.hash_end;
+    s.replicas = p.replicas;
+    auto slice = engine->slices()->CreateSlice(s.id);
+    if (!slice.ok()) {
+      undo();
+      return slice.status();
+    }
+    created.push_back(s.id);
+    cmd.def.primary.slices.push_back(std::move(s));
+  }
+  // The catalog write is the commit point: slices made before it are
+  // orphans if it fails, removed now or at the next start.
+  bool made = false;
+  Status st = cat->CreateTable(std::move(cmd.def), cmd.if_not_exists, &made);
+  if (!st.ok() || !made) undo();
+  return st;
+}
+
+Status DropSlicesOf(Engine* engine, const catalog::TableDef& t) {
+  for (const auto& s : t.primary.slices) {
+    Status st = engine->slices()->DropSlice(s.id);
+    if (!st.ok() && !st.IsNotFound()) {
+      // The table is gone from the catalog; the slice is an orphan that the
+      // next start removes.
+      log::Warn("drop of slice {} of {}.{} failed: {}", s.id, t.db, t.name, st.ToString());
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Session::Session(Engine* engine, uint32_t connection_id)
+    : engine_(engine), connection_id_(connection_id), variables_(engine->global_variables()) {}
+
+Session::~Session() = default;
+
+bool Session::autocommit() const {
+  auto it = variables_.find("autocommit");
+  return it == variables_.end() || sierra::IsTrue(it->second);
+}
+
+Status Session::SetCurrentDatabase(std::string_view db) {
+  std::string name(db);
+  if (!engine_->catalog()->DatabaseExists(name)) {
+    return SqlError(ErrorCode::kBadDb, "Unknown database '{}'", name);
+  }
+  current_db_ = std::move(name);
+  return Status::OK();
+}
+
+std::vector<Result<StatementResult>> Session::Execute(std::string_view sql) {
+  std::vector<Result<StatementResult>> results;
+  sql::Parser parser(sql);
+  while (true) {
+    auto next = parser.Next();
+    if (!next.ok()) {
+      warnings_ = {{"Error", next.status().mysql_code(), next.status().message()}};
+      results.emplace_back(next.status());
+      break;
+    }
+    if (!next->has_value()) break;
+    const ast::Statement& stmt = **next;
+    bool is_show_warnings = std::holds_alternative<ast::ShowStmt>(stmt) &&
+                            std::get<ast::ShowStmt>(stmt).kind == ast::ShowStmt::Kind::kWarnings;
+    std::vector<Warning> previous = std::move(warnings_);
+    warnings_.clear();
+    auto result = ExecuteStatement(stmt, is_show_warnings ? previous : std::vector<Warning>{});
+    if (is_show_warnings) warnings_ = std::move(previous);
+    if (!result.ok()) {
+      warnings_ = {{"Error", result.status().mysql_code(), result.status().message()}};
+      if (result.status().code() != StatusCode::kSqlError) {
+        log::Warn("connection {}: statement failed: {}", connection_id_, result.status().ToString());
+      }
+      results.push_back(std::move(result));
+      break;
+    }
+    result->warnings = static_cast<uint16_t>(warnings_.size());
+    results.push_back(std::move(result));
+  }
+  return results;
+}
+
+Result<StatementResult> Session::ExecuteStatement(const ast::Statement& stmt,
+                                                  const std::vector<Warning>& shown_warnings) {
+  sql::BindContext ctx;
+  ctx.catalog = engine_->catalog();
+  ctx.current_db = current_db_;
+  ctx.variables = &variables_;
+  ctx.connection_id = connection_id_;
+  ctx.user = "root@localhost";
+  for (const Warning& w : shown_warnings) {
+    ctx.warnings.push_back({Value::String(w.level), Value::Int(w.code), Value::String(w.message)});
+  }
+  SHALE_ASSIGN_OR_RETURN(sql::BoundStatement bound, sql::Bind(stmt, ctx));
+
+  return std::visit(
+      [&](auto& cmd) -> Result<StatementResult> {
+        using T = std::decay_t<decltype(cmd)>;
+        if constexpr (std::is_same_v<T, sql::PlanCmd>) {
+          SHALE_ASSIGN_OR_RETURN(auto physical, planner::Plan(*cmd.plan));
+          bool writes = cmd.plan->kind == sierra::LogicalKind::kInsert;
+          SHALE_ASSIGN_OR_RETURN(StatementResult r, ExecutePlan(engine_, *physical));
+          if (writes) {
+            if (!autocommit()) in_transaction_ = true;
+            if (in_transaction_) changed_data_in_transaction_ = true;
+          }
+          return r;
+        } else if constexpr (std::is_same_v<T, sql::CreateDatabaseCmd>) {
+          EndTransaction();  // DDL commits implicitly
+          bool created = false;
+          SHALE_RETURN_IF_ERROR(engine_->catalog()->CreateDatabase(cmd.name, cmd.if_not_exists, &created));
+          if (!created) {
+            warnings_.push_back({"Note", static_cast<uint16_t>(ErrorCode::kDbCreateExists),
+                                 fmt::format("Can't create database '{}'; database exists", cmd.name)});
+          }
+          return Ok(created ? 1 : 0);
+        } else if constexpr (std::is_same_v<T, sql::DropDatabaseCmd>) {
+          EndTransaction();
+          std::vector<std::shared_ptr<const catalog::TableDef>> dropped;
+          bool existed = engine_->catalog()->DatabaseExists(cmd.name);
+          SHALE_RETURN_IF_ERROR(engine_->catalog()->DropDatabase(cmd.name, cmd.if_exists, &dropped));
+          for (const auto& t : dropped) SHALE_RETURN_IF_ERROR(DropSlicesOf(engine_, *t));
+          if (!existed) {
+            warnings_.push_back({"Note", static_cast<uint16_t>(ErrorCode::kDbDropExists),
+                                 fmt::format("Can't drop database '{}'; database doesn't exist", cmd.name)});
+          }
+          if (existed && current_db_ == cmd.name) current_db_.clear();
+          return Ok(dropped.size());
+        } else if constexpr (std::is_same_v<T, sql::UseCmd>) {
+          current_db_ = cmd.db;
+          return Ok();
+        } else if constexpr (std::is_same_v<T, sql::CreateTableCmd>) {
+          EndTransaction();
+          bool existed = engine_->catalog()->GetTable(cmd.def.db, cmd.def.name).ok();
+          std::string name = cmd.def.name;
+          SHALE_RETURN_IF_ERROR(RunCreateTable(engine_, std::move(cmd)));
+          if (existed) {
+            warnings_.push_back({"Note", static_cast<uint16_t>(ErrorCode::kTableExists),
+                                 fmt::format("Table '{}' already exists", name)});
+          }
+          return Ok();
+        } else if constexpr (std::is_same_v<T, sql::DropTableCmd>) {
+          EndTransaction();
+          // MySQL checks every table first and drops none if one is missing.
+          std::string missing;
+          for (const auto& [db, name] : cmd.tables) {
+            if (!engine_->catalog()->GetTable(db, name).ok()) {
+              missing += (missing.empty() ? "" : ",") + db + "." + name;
+            }
+          }
+          if (!missing.empty() && !cmd.if_exists) {
+            return SqlError(ErrorCode::kBadTable, "Unknown table '{}'", missing);
+          }
+          for (const auto& [db, name] : cmd.tables) {
+            auto table = engine_->catalog()->GetTable(db, name);
+            if (!table.ok()) {
+              warnings_.push_back({"Note", static_cast<uint16_t>(ErrorCode::kBadTable),
+                                   fmt::format("Unknown table '{}.{}'", db, name)});
+              continue;
+            }
+            SHALE_RETURN_IF_ERROR(engine_->catalog()->DropTable(db, name));
+            SHALE_RETURN_IF_ERROR(DropSlicesOf(engine_, **table));
+          }
+          return Ok();
+        } else if constexpr (std::is_same_v<T, sql::SetCmd>) {
+          for (auto& [name, value] : cmd.assignments) {
+            if (name == "autocommit" && sierra::IsTrue(value) && !autocommit()) {
+              EndTransaction();  // turning autocommit on commits
+            }
+            variables_[name] = value;
+          }
+          return Ok();
+        } else {
+          static_assert(std::is_same_v<T, sql::TransactionCmd>);
+          using Kind = ast::TransactionStmt::Kind;
+          bool changed = changed_data_in_transaction_;
+          EndTransaction();
+          if (cmd.kind == Kind::kBegin) {
+            in_transaction_ = true;
+          } else if (cmd.kind == Kind::kRollback && changed) {
+            // Writes are applied at once (as with a non-transactional MySQL
+            // engine) until the MVCC storage and transaction layers exist.
+            warnings_.push_back({"Warning",
+                                 static_cast<uint16_t>(ErrorCode::kWarningNotCompleteRollback),
+                                 "Some non-transactional changed tables couldn't be rolled back"});
+          }
+          return Ok();
+        }
+      },
+      bound);
+}
+
+void Session::EndTransaction() {
+  in_transaction_ = false;
+  changed_data_in_transaction_ = false;
+}
+
+}  // namespace shale::exec

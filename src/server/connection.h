@@ -1,0 +1,124 @@
+// Internal to src/server: the state a Server shares with its connections,
+// and Connection, one client served by one coroutine (connection.cc).
+//
+// A Connection runs the protocol of docs/formats/mysql-protocol.md:
+// greeting, authentication (with an AuthSwitchRequest to
+// mysql_native_password when the client proposed another plugin), then a
+// loop of commands, each answered in full before the next is read.
+//
+// Thread-safety: everything of a Connection but Close() runs on its strand
+// (the executor of its socket). Close() may be called from any thread.
+// ServerState's connection table is guarded by `mu`.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include <utility>  // before Asio: Boost 1.74 awaitable.hpp needs std::exchange
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+
+#include "shale/status.h"
+#include "src/exec/session.h"
+#include "src/server/packet.h"
+#include "src/server/server.h"
+
+namespace shale::server {
+
+class Connection;
+
+struct ServerState : std::enable_shared_from_this<ServerState> {
+  ServerState(boost::asio::io_context& io_context, ServerOptions opts, exec::Engine* eng)
+      : io(io_context),
+        options(std::move(opts)),
+        engine(eng),
+        accept_strand(boost::asio::make_strand(io_context)),
+        acceptor(accept_strand) {}
+
+  // Admits a new connection unless stopping or full: moves `socket` into it
+  // and returns it. Returns null, leaving `socket` alone, if refused.
+  std::shared_ptr<Connection> Admit(boost::asio::ip::tcp::socket& socket);
+  void Unregister(uint32_t connection_id);
+
+  boost::asio::io_context& io;
+  const ServerOptions options;
+  exec::Engine* const engine;
+  // The acceptor is used only on accept_strand.
+  boost::asio::strand<boost::asio::io_context::executor_type> accept_strand;
+  boost::asio::ip::tcp::acceptor acceptor;
+  uint16_t port = 0;   // set by Start()
+  bool started = false;
+  std::atomic<uint32_t> next_connection_id{1};
+
+  std::mutex mu;
+  bool stopping = false;  // GUARDED_BY(mu)
+  std::unordered_map<uint32_t, std::shared_ptr<Connection>> connections;  // GUARDED_BY(mu)
+};
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  // `socket` is connected; its executor is this connection's strand.
+  Connection(std::shared_ptr<ServerState> server, boost::asio::ip::tcp::socket socket,
+             uint32_t connection_id);
+  ~Connection();
+
+  // Serves the client until it quits, fails or is closed, then unregisters
+  // from the server. Never throws.
+  static boost::asio::awaitable<void> Serve(std::shared_ptr<Connection> self);
+
+  // Closes the socket from any thread; the coroutine then ends.
+  void Close();
+
+  uint32_t id() const { return id_; }
+
+ private:
+  boost::asio::awaitable<void> Run();
+  // Greeting and authentication; false if the connection must close.
+  boost::asio::awaitable<bool> Handshake();
+  boost::asio::awaitable<void> CommandLoop();
+  boost::asio::awaitable<void> RunQuery(std::string_view sql);
+
+  // The next payload from the client, checking it starts with sequence id
+  // seq_ and advancing seq_ past it.
+  boost::asio::awaitable<Result<Packet>> ReadPacket();
+  // Answers a failed read: ERR 1153 for an oversized packet; nothing for
+  // out-of-order frames (the client is not speaking our protocol).
+  boost::asio::awaitable<void> ReportReadError(const Status& status);
+
+  // Frames `payload` into the output buffer with the next sequence id.
+  void Queue(std::string_view payload);
+  void QueueErr(const Status& status);
+  // Writes the output buffer to the socket.
+  boost::asio::awaitable<void> Flush();
+
+  uint16_t StatusFlags() const;
+  bool DeprecateEof() const;
+  void StartHandshakeTimer();
+  void CloseSocket();
+
+  std::shared_ptr<ServerState> server_;
+  boost::asio::ip::tcp::socket socket_;
+  boost::asio::steady_timer handshake_timer_;
+  const uint32_t id_;
+  std::string peer_host_;
+
+  PacketDecoder decoder_;
+  uint8_t seq_ = 0;           // next sequence id, in either direction
+  std::string out_;           // framed bytes not yet written
+  std::array<char, 16384> read_buf_;
+
+  std::string scramble_;
+  uint32_t client_capabilities_ = 0;  // client's flags & ours
+  std::unique_ptr<exec::Session> session_;  // after authentication
+};
+
+}  // namespace shale::server

@@ -1,0 +1,83 @@
+// Server: the MySQL protocol front door of shaled. It listens on a TCP port,
+// and runs each accepted client as one coroutine on its own strand:
+// handshake and mysql_native_password authentication, then COM_* commands
+// turned into calls on an exec::Session. Wire format:
+// docs/formats/mysql-protocol.md.
+//
+// Invariants:
+//  1. A connection's socket, session and buffers are touched only on that
+//     connection's strand, so the io_context may run on any number of
+//     threads.
+//  2. A failure of one connection (bad bytes, exceptions, a dead peer) ends
+//     that connection only.
+//  3. At most `max_connections` clients are served at once; the next ones
+//     get ER_CON_COUNT_ERROR (1040) and are closed.
+//
+// Thread-safety: Start() must be called once, before the io_context serves
+// the server; port() is safe after Start(); Stop() may be called from any
+// thread, more than once. Stop() is asynchronous: it closes the listener and
+// every connection through the io_context. Keep the Engine alive until the
+// io_context has finished running (or is destroyed), since connections in
+// flight still hold Sessions on it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+// Boost 1.74's asio/awaitable.hpp uses std::exchange without <utility>.
+#include <utility>
+
+#include <boost/asio/io_context.hpp>
+
+#include "shale/status.h"
+
+namespace shale::exec {
+class Engine;
+}
+
+namespace shale::server {
+
+struct ServerOptions {
+  // Address to listen on (an IP literal or a host name).
+  // Default: 127.0.0.1
+  std::string bind_address = "127.0.0.1";
+  // TCP port; 0 picks a free port (see Server::port()).
+  // Default: 3306
+  uint16_t port = 3306;
+  // Password of the only user, 'root'@'%'.
+  // Default: empty (no password)
+  std::string root_password;
+  // Clients served at once; more get ER_CON_COUNT_ERROR (1040).
+  // Default: 151
+  uint32_t max_connections = 151;
+  // Largest client packet (joined payload) accepted; a larger one gets
+  // ER_NET_PACKET_TOO_LARGE (1153) and the connection is closed.
+  // Default: 64 MiB
+  uint32_t max_allowed_packet = 64u << 20;
+};
+
+struct ServerState;
+
+class Server {
+ public:
+  // `engine` must outlive the server and its connections (see above).
+  Server(boost::asio::io_context& io, ServerOptions options, exec::Engine* engine);
+  ~Server();  // Stop()s
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds and listens on bind_address:port and starts accepting. Fails
+  // (IOError) if the address is unusable or the port is taken, and
+  // (InvalidArgument) if called twice.
+  Status Start();
+  // The port actually bound (useful with port 0). REQUIRES: Start() was OK.
+  uint16_t port() const;
+  // Stops accepting and closes every connection.
+  void Stop();
+
+ private:
+  std::shared_ptr<ServerState> state_;
+};
+
+}  // namespace shale::server

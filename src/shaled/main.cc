@@ -1,0 +1,91 @@
+// shaled: one Shale node. Opens the node's data directory, serves the MySQL
+// protocol to clients and the gRPC node service to other nodes, and stops
+// cleanly on SIGINT/SIGTERM.
+#include <utility>  // before Asio under C++20 (ARCHITECTURE.md)
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+#include "shale/version.h"
+#include "src/cluster/node_identity.h"
+#include "src/cluster/rpc_server.h"
+#include "src/common/log.h"
+#include "src/exec/engine.h"
+#include "src/server/server.h"
+#include "src/shaled/options.h"
+
+namespace {
+
+int Fail(const shale::Status& st) {
+  shale::log::Error("shaled: {}", st.ToString());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace shale;
+  NodeOptions opts;
+  bool exit_now = false;
+  std::string message;
+  Status st = ParseNodeOptions(std::vector<std::string>(argv + 1, argv + argc), &opts, &exit_now, &message);
+  if (!st.ok()) {
+    std::fprintf(stderr, "shaled: %s\n", st.message().c_str());
+    return 2;
+  }
+  if (exit_now) {
+    std::fputs(message.c_str(), stdout);
+    return 0;
+  }
+  log::SetLevel(opts.log_level == "debug"  ? log::Level::kDebug
+                : opts.log_level == "warn" ? log::Level::kWarn
+                : opts.log_level == "error" ? log::Level::kError
+                                            : log::Level::kInfo);
+
+  exec::EngineOptions eo;
+  eo.data_dir = opts.data_dir;
+  eo.node_name = opts.node_name;
+  eo.default_slices = opts.default_slices;
+  auto engine = exec::Engine::Open(eo);
+  if (!engine.ok()) return Fail(engine.status());
+
+  auto identity = cluster::LoadOrCreateNodeIdentity((*engine)->meta(), opts.node_name);
+  if (!identity.ok()) return Fail(identity.status());
+  cluster::RpcServer rpc(*identity);
+  st = rpc.Start(fmt::format("{}:{}", opts.bind_address, opts.rpc_port));
+  if (!st.ok()) return Fail(st);
+
+  boost::asio::io_context io;
+  server::ServerOptions so;
+  so.bind_address = opts.bind_address;
+  so.port = opts.port;
+  so.root_password = opts.root_password;
+  so.max_connections = opts.max_connections;
+  server::Server server(io, so, engine->get());
+  st = server.Start();
+  if (!st.ok()) return Fail(st);
+  log::Info("shaled {} node '{}' (id {}) ready: mysql {}:{}, rpc {}:{}, data {}", kServerVersion,
+            identity->name, identity->id, opts.bind_address, server.port(), opts.bind_address,
+            rpc.port(), opts.data_dir);
+
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& ec, int sig) {
+    if (ec) return;
+    log::Info("shaled: signal {}, shutting down", sig);
+    server.Stop();
+    io.stop();
+  });
+
+  unsigned threads = opts.threads ? opts.threads : std::max(2u, std::thread::hardware_concurrency());
+  std::vector<std::thread> pool;
+  for (unsigned i = 1; i < threads; ++i) pool.emplace_back([&] { io.run(); });
+  io.run();
+  for (auto& t : pool) t.join();
+  rpc.Shutdown();
+  log::Info("shaled: stopped");
+  return 0;
+}

@@ -1,0 +1,137 @@
+#include "src/shaled/options.h"
+
+#include <charconv>
+#include <fstream>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "shale/version.h"
+
+namespace shale {
+namespace {
+
+constexpr const char* kUsage = R"(Usage: shaled [options]
+  --config=FILE          read "name = value" options from FILE (flags win)
+  --bind-address=ADDR    MySQL protocol address (default 127.0.0.1)
+  --port=N               MySQL protocol port (default 3306; 0 picks a free one)
+  --rpc-port=N           gRPC node service port (default port+1000; 0 picks one)
+  --datadir=DIR          data directory (default ./data)
+  --node-name=NAME       this node's name (default node1)
+  --root-password=PW     password of user root (default empty)
+  --slices=N             slices per new table (default 4)
+  --max-connections=N    client connections (default 151)
+  --threads=N            I/O threads (default: hardware threads)
+  --log-level=LEVEL      debug, info, warn or error (default info)
+  --help, --version
+)";
+
+std::string Trim(std::string s) {
+  size_t b = s.find_first_not_of(" \t\r\n");
+  size_t e = s.find_last_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  s = s.substr(b, e - b + 1);
+  if (s.size() >= 2 && ((s.front() == '"' && s.back() == '"') || (s.front() == '\'' && s.back() == '\''))) {
+    s = s.substr(1, s.size() - 2);
+  }
+  return s;
+}
+
+template <typename T>
+Status ParseNumber(const std::string& name, const std::string& value, T min, T max, T* out) {
+  T v{};
+  auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+  if (ec != std::errc() || ptr != value.data() + value.size() || v < min || v > max) {
+    return Status::InvalidArgument(fmt::format("option {}: '{}' is not a number in [{}, {}]", name, value, min, max));
+  }
+  *out = v;
+  return Status::OK();
+}
+
+Status Apply(const std::string& raw_name, const std::string& value, NodeOptions* o) {
+  std::string name = raw_name;
+  for (char& c : name) if (c == '_') c = '-';
+  if (name == "bind-address") { o->bind_address = value; return Status::OK(); }
+  if (name == "port") return ParseNumber<uint16_t>(name, value, 0, 65535, &o->port);
+  if (name == "rpc-port") return ParseNumber<int>(name, value, 0, 65535, &o->rpc_port);
+  if (name == "datadir" || name == "data-dir") { o->data_dir = value; return Status::OK(); }
+  if (name == "node-name") {
+    if (value.empty()) return Status::InvalidArgument("option node-name: empty");
+    o->node_name = value;
+    return Status::OK();
+  }
+  if (name == "root-password") { o->root_password = value; return Status::OK(); }
+  if (name == "slices") return ParseNumber<uint32_t>(name, value, 1, 4096, &o->default_slices);
+  if (name == "max-connections") return ParseNumber<uint32_t>(name, value, 1, 100000, &o->max_connections);
+  if (name == "threads") return ParseNumber<uint32_t>(name, value, 0, 1024, &o->threads);
+  if (name == "log-level") {
+    if (value != "debug" && value != "info" && value != "warn" && value != "error") {
+      return Status::InvalidArgument("option log-level: expected debug, info, warn or error");
+    }
+    o->log_level = value;
+    return Status::OK();
+  }
+  return Status::InvalidArgument(fmt::format("unknown option '{}' (see --help)", raw_name));
+}
+
+}  // namespace
+
+Status ParseNodeOptions(const std::vector<std::string>& args, NodeOptions* out, bool* exit_now,
+                        std::string* message) {
+  *exit_now = false;
+  // (name, value) pairs from flags, in order.
+  std::vector<std::pair<std::string, std::string>> flags;
+  std::string config;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      *exit_now = true;
+      *message = kUsage;
+      return Status::OK();
+    }
+    if (a == "--version") {
+      *exit_now = true;
+      *message = fmt::format("shaled {}\n", kServerVersion);
+      return Status::OK();
+    }
+    if (a.rfind("--", 0) != 0) return Status::InvalidArgument(fmt::format("unexpected argument '{}'", a));
+    std::string body = a.substr(2);
+    std::string name, value;
+    size_t eq = body.find('=');
+    if (eq != std::string::npos) {
+      name = body.substr(0, eq);
+      value = body.substr(eq + 1);
+    } else {
+      if (i + 1 >= args.size()) return Status::InvalidArgument(fmt::format("option --{} needs a value", body));
+      name = body;
+      value = args[++i];
+    }
+    if (name == "config") {
+      config = value;
+    } else {
+      flags.emplace_back(name, value);
+    }
+  }
+  if (!config.empty()) {
+    std::ifstream in(config);
+    if (!in) return Status::InvalidArgument(fmt::format("cannot read config file {}", config));
+    std::string line;
+    int lineno = 0;
+    while (std::getline(in, line)) {
+      ++lineno;
+      line = Trim(line);
+      if (line.empty() || line[0] == '#' || line[0] == ';' || line[0] == '[') continue;
+      size_t eq = line.find('=');
+      if (eq == std::string::npos) {
+        return Status::InvalidArgument(fmt::format("{}:{}: expected 'name = value'", config, lineno));
+      }
+      Status st = Apply(Trim(line.substr(0, eq)), Trim(line.substr(eq + 1)), out);
+      if (!st.ok()) return Status::InvalidArgument(fmt::format("{}:{}: {}", config, lineno, st.message()));
+    }
+  }
+  for (const auto& [name, value] : flags) SHALE_RETURN_IF_ERROR(Apply(name, value, out));
+  if (out->rpc_port < 0) out->rpc_port = out->port == 0 ? 0 : (out->port + 1000) % 65536;
+  return Status::OK();
+}
+
+}  // namespace shale

@@ -1,0 +1,35 @@
+// Command-line and config-file options of shaled.
+//
+// Every option can be given as a flag (--name=value or --name value) or as a
+// line "name = value" in the file named by --config (flags win). Lines
+// starting with '#' or ';' and [section] headers are ignored, so a my.cnf
+// style file works.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "shale/status.h"
+
+namespace shale {
+
+struct NodeOptions {
+  std::string bind_address = "127.0.0.1";  // bind-address. Default: 127.0.0.1
+  uint16_t port = 3306;                    // port: MySQL protocol. Default: 3306
+  int rpc_port = -1;                       // rpc-port: gRPC node service. Default: port + 1000; 0 picks one
+  std::string data_dir = "./data";         // datadir. Default: ./data
+  std::string node_name = "node1";         // node-name. Default: node1
+  std::string root_password;               // root-password. Default: empty
+  uint32_t default_slices = 4;             // slices: per new table. Default: 4
+  uint32_t max_connections = 151;          // max-connections. Default: 151
+  uint32_t threads = 0;                    // threads: I/O threads. Default: hardware threads
+  std::string log_level = "info";          // log-level: debug|info|warn|error. Default: info
+};
+
+// Parses argv (and the --config file it names). `*exit_now` is set for
+// --help/--version, with the text to print in `*message`.
+Status ParseNodeOptions(const std::vector<std::string>& args, NodeOptions* out, bool* exit_now,
+                        std::string* message);
+
+}  // namespace shale

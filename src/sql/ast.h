@@ -1,0 +1,147 @@
+// The abstract syntax tree the parser produces: statements as written, names
+// unresolved. The binder (src/sql/binder.h) resolves names against the
+// catalog and turns a tree into Sierra or a command.
+//
+// Thread-safety: plain data.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "src/common/value.h"
+
+namespace shale::sql::ast {
+
+enum class ExprKind : uint8_t {
+  kLiteral,    // value
+  kColumn,     // names: [col] / [table, col] / [db, table, col]
+  kStar,       // names: [] or [table] or [db, table]
+  kBinary,     // op, children[0..1]
+  kUnary,      // op ("NOT", "-", "+", "!", "~"), children[0]
+  kIsNull,     // negated, children[0]
+  kInList,     // negated, children[0] IN (children[1..])
+  kBetween,    // negated, children[0] BETWEEN children[1] AND children[2]
+  kFunction,   // name (upper-cased), children = arguments
+  kSystemVar,  // name (lower-cased), scope
+  kDefault,    // the DEFAULT keyword in INSERT ... VALUES
+};
+
+struct Expr {
+  ExprKind kind = ExprKind::kLiteral;
+  Value value;
+  std::vector<std::string> names;
+  std::string op;    // for kBinary: "=", "<>", "<", "<=", ">", ">=", "<=>", "AND", "OR", "XOR", "+", "-", "*", "/", "%", "DIV"
+  std::string name;  // function or variable name
+  std::string scope; // system variables: "", "session", "global"
+  bool negated = false;
+  std::vector<std::unique_ptr<Expr>> children;
+  std::string text;  // the source text of this expression
+};
+using ExprPtr = std::unique_ptr<Expr>;
+
+struct TableName {
+  std::string db;  // empty: the current database
+  std::string table;
+};
+
+struct TableRef {
+  TableName name;
+  std::string alias;  // empty: none
+};
+
+struct SelectItem {
+  ExprPtr expr;
+  std::string alias;  // empty: none
+};
+
+struct OrderItem {
+  ExprPtr expr;
+  bool desc = false;
+};
+
+struct SelectStmt {
+  bool distinct = false;
+  std::vector<SelectItem> items;
+  std::optional<TableRef> from;
+  ExprPtr where;
+  std::vector<OrderItem> order_by;
+  std::optional<uint64_t> limit;
+  uint64_t offset = 0;
+};
+
+struct InsertStmt {
+  TableName table;
+  std::vector<std::string> columns;            // empty: all, in table order
+  std::vector<std::vector<ExprPtr>> rows;
+};
+
+struct ColumnDefinition {
+  std::string name;
+  std::string type_name;  // upper-cased: INT, INTEGER, BIGINT, VARCHAR, ...
+  std::optional<uint32_t> length;
+  bool is_unsigned = false;
+  bool not_null = false;
+  bool primary_key = false;
+  ExprPtr default_value;
+};
+
+struct CreateTableStmt {
+  TableName table;
+  bool if_not_exists = false;
+  std::vector<ColumnDefinition> columns;
+  std::vector<std::string> primary_key;  // from a PRIMARY KEY (...) clause
+  std::optional<uint32_t> slices;        // SLICES=n
+};
+
+struct DropTableStmt {
+  std::vector<TableName> tables;
+  bool if_exists = false;
+};
+
+struct CreateDatabaseStmt {
+  std::string name;
+  bool if_not_exists = false;
+};
+
+struct DropDatabaseStmt {
+  std::string name;
+  bool if_exists = false;
+};
+
+struct UseStmt {
+  std::string db;
+};
+
+struct SetAssignment {
+  std::string scope;  // "", "session", "global"
+  std::string name;   // lower-cased system variable name
+  ExprPtr value;
+};
+
+struct SetStmt {
+  std::vector<SetAssignment> assignments;
+};
+
+struct ShowStmt {
+  enum class Kind : uint8_t { kDatabases, kTables, kVariables, kWarnings, kCreateTable, kColumns };
+  Kind kind = Kind::kDatabases;
+  std::string db;                  // SHOW TABLES FROM db
+  TableName table;                 // SHOW CREATE TABLE t / SHOW COLUMNS FROM t
+  std::optional<std::string> like; // LIKE 'pattern'
+  bool full = false;
+};
+
+struct TransactionStmt {
+  enum class Kind : uint8_t { kBegin, kCommit, kRollback };
+  Kind kind = Kind::kBegin;
+};
+
+using Statement = std::variant<SelectStmt, InsertStmt, CreateTableStmt, DropTableStmt,
+                               CreateDatabaseStmt, DropDatabaseStmt, UseStmt, SetStmt, ShowStmt,
+                               TransactionStmt>;
+
+}  // namespace shale::sql::ast

@@ -1,0 +1,83 @@
+// Binder: resolves the names of a parsed statement against the catalog and
+// the session, type-checks it, and produces either a Sierra logical plan
+// (queries, INSERT, SHOW) or a command for the statement executor (DDL, USE,
+// SET, transaction control).
+//
+// Name rules (MySQL's): database and table names are case-sensitive, column
+// names and aliases are not; an unqualified table is in the current database
+// (ER_NO_DB_ERROR 1046 when there is none).
+//
+// Thread-safety: Bind() may run concurrently for different sessions.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "shale/status.h"
+#include "sierra/logical.h"
+#include "src/catalog/catalog.h"
+#include "src/sql/ast.h"
+
+namespace shale::sql {
+
+// What the binder may read of the session.
+struct BindContext {
+  catalog::Catalog* catalog = nullptr;
+  std::string current_db;
+  const std::map<std::string, Value>* variables = nullptr;  // session variables
+  std::vector<std::vector<Value>> warnings;                   // for SHOW WARNINGS: level, code, message
+  uint32_t connection_id = 0;
+  std::string user;  // 'user@host'
+};
+
+struct CreateDatabaseCmd {
+  std::string name;
+  bool if_not_exists = false;
+};
+struct DropDatabaseCmd {
+  std::string name;
+  bool if_exists = false;
+};
+struct UseCmd {
+  std::string db;
+};
+struct CreateTableCmd {
+  catalog::TableDef def;  // id and slices not yet allocated
+  bool if_not_exists = false;
+  uint32_t slices = 0;    // 0: the node default
+};
+struct DropTableCmd {
+  std::vector<std::pair<std::string, std::string>> tables;  // (db, table)
+  bool if_exists = false;
+};
+struct SetCmd {
+  std::vector<std::pair<std::string, Value>> assignments;  // session variables
+};
+struct TransactionCmd {
+  ast::TransactionStmt::Kind kind;
+};
+// A Sierra plan: a query (kInsert at the root for INSERT).
+struct PlanCmd {
+  sierra::LogicalPtr plan;
+};
+
+using BoundStatement = std::variant<PlanCmd, CreateDatabaseCmd, DropDatabaseCmd, UseCmd,
+                                    CreateTableCmd, DropTableCmd, SetCmd, TransactionCmd>;
+
+Result<BoundStatement> Bind(const ast::Statement& stmt, const BindContext& ctx);
+
+// Validates a database or table name (length, characters): ER_WRONG_DB_NAME /
+// ER_WRONG_TABLE_NAME / ER_TOO_LONG_IDENT.
+Status CheckDatabaseName(const std::string& name);
+Status CheckTableName(const std::string& name);
+
+// The SQL type written in CREATE TABLE for `c`, e.g. "varchar(20)".
+std::string ColumnTypeSql(const catalog::ColumnDef& c);
+// CREATE TABLE text for SHOW CREATE TABLE.
+std::string ShowCreateTableSql(const catalog::TableDef& t);
+
+}  // namespace shale::sql

@@ -1,0 +1,180 @@
+#include "src/sql/lexer.h"
+
+#include <cctype>
+
+#include "src/common/errors.h"
+
+namespace shale::sql {
+namespace {
+
+bool IsIdentStart(unsigned char c) { return std::isalpha(c) || c == '_' || c == '$' || c >= 0x80; }
+bool IsIdentChar(unsigned char c) { return std::isalnum(c) || c == '_' || c == '$' || c >= 0x80; }
+
+int LineAt(std::string_view sql, size_t pos) {
+  int line = 1;
+  for (size_t i = 0; i < pos && i < sql.size(); ++i) line += sql[i] == '\n';
+  return line;
+}
+
+}  // namespace
+
+Result<std::vector<Token>> Tokenize(std::string_view sql) {
+  std::vector<Token> out;
+  size_t i = 0;
+  const size_t n = sql.size();
+  auto error_at = [&](size_t pos) { return SyntaxError(sql.substr(pos), LineAt(sql, pos)); };
+  while (i < n) {
+    unsigned char c = sql[i];
+    if (std::isspace(c)) {
+      ++i;
+      continue;
+    }
+    // Comments: -- (followed by space or end), #, /* */.
+    if (c == '#' || (c == '-' && i + 1 < n && sql[i + 1] == '-' &&
+                     (i + 2 >= n || std::isspace(static_cast<unsigned char>(sql[i + 2]))))) {
+      while (i < n && sql[i] != '\n') ++i;
+      continue;
+    }
+    if (c == '/' && i + 1 < n && sql[i + 1] == '*') {
+      size_t close = sql.find("*/", i + 2);
+      if (close == std::string_view::npos) return error_at(i);
+      i = close + 2;
+      continue;
+    }
+    Token t;
+    t.begin = i;
+    t.line = LineAt(sql, i);
+    if (IsIdentStart(c) && !(std::isdigit(c))) {
+      size_t j = i;
+      while (j < n && IsIdentChar(sql[j])) ++j;
+      t.kind = TokenKind::kIdent;
+      t.text = std::string(sql.substr(i, j - i));
+      i = j;
+    } else if (std::isdigit(c) || (c == '.' && i + 1 < n && std::isdigit(static_cast<unsigned char>(sql[i + 1])))) {
+      size_t j = i;
+      bool decimal = false;
+      while (j < n && std::isdigit(static_cast<unsigned char>(sql[j]))) ++j;
+      if (j < n && sql[j] == '.') {
+        decimal = true;
+        ++j;
+        while (j < n && std::isdigit(static_cast<unsigned char>(sql[j]))) ++j;
+      }
+      if (j < n && (sql[j] == 'e' || sql[j] == 'E')) {
+        size_t k = j + 1;
+        if (k < n && (sql[k] == '+' || sql[k] == '-')) ++k;
+        if (k < n && std::isdigit(static_cast<unsigned char>(sql[k]))) {
+          decimal = true;
+          j = k;
+          while (j < n && std::isdigit(static_cast<unsigned char>(sql[j]))) ++j;
+        }
+      }
+      // "1abc" is an identifier in MySQL; we treat digits followed by letters
+      // as an identifier too.
+      if (!decimal && j < n && IsIdentStart(sql[j])) {
+        while (j < n && IsIdentChar(sql[j])) ++j;
+        t.kind = TokenKind::kIdent;
+      } else {
+        t.kind = decimal ? TokenKind::kDecimal : TokenKind::kInteger;
+      }
+      t.text = std::string(sql.substr(i, j - i));
+      i = j;
+    } else if (c == '\'' || c == '"') {
+      char quote = static_cast<char>(c);
+      size_t j = i + 1;
+      std::string value;
+      bool closed = false;
+      while (j < n) {
+        char d = sql[j];
+        if (d == '\\' && j + 1 < n) {
+          char e = sql[j + 1];
+          switch (e) {
+            case 'n': value.push_back('\n'); break;
+            case 't': value.push_back('\t'); break;
+            case 'r': value.push_back('\r'); break;
+            case '0': value.push_back('\0'); break;
+            case 'b': value.push_back('\b'); break;
+            case 'Z': value.push_back('\x1a'); break;
+            default: value.push_back(e); break;
+          }
+          j += 2;
+          continue;
+        }
+        if (d == quote) {
+          if (j + 1 < n && sql[j + 1] == quote) {
+            value.push_back(quote);
+            j += 2;
+            continue;
+          }
+          closed = true;
+          ++j;
+          break;
+        }
+        value.push_back(d);
+        ++j;
+      }
+      if (!closed) return error_at(i);
+      t.kind = TokenKind::kString;
+      t.text = std::move(value);
+      i = j;
+    } else if (c == '`') {
+      size_t j = i + 1;
+      std::string value;
+      bool closed = false;
+      while (j < n) {
+        if (sql[j] == '`') {
+          if (j + 1 < n && sql[j + 1] == '`') {
+            value.push_back('`');
+            j += 2;
+            continue;
+          }
+          closed = true;
+          ++j;
+          break;
+        }
+        value.push_back(sql[j++]);
+      }
+      if (!closed) return error_at(i);
+      t.kind = TokenKind::kQuotedIdent;
+      t.text = std::move(value);
+      i = j;
+    } else if (c == '@') {
+      bool system = i + 1 < n && sql[i + 1] == '@';
+      size_t j = i + (system ? 2 : 1);
+      size_t start = j;
+      if (!system && j < n && (sql[j] == '`' || sql[j] == '\'' || sql[j] == '"')) {
+        return error_at(i);  // quoted user variable names: not yet
+      }
+      while (j < n && (IsIdentChar(sql[j]) || sql[j] == '.')) ++j;
+      if (j == start) return error_at(i);
+      t.kind = system ? TokenKind::kSystemVar : TokenKind::kUserVar;
+      t.text = std::string(sql.substr(start, j - start));
+      i = j;
+    } else {
+      static constexpr std::string_view kThree[] = {"<=>"};
+      static constexpr std::string_view kTwo[] = {"<>", "!=", "<=", ">=", "<<", ">>", "&&", "||", ":="};
+      t.kind = TokenKind::kOperator;
+      std::string_view rest = sql.substr(i);
+      size_t len = 0;
+      for (auto op : kThree) if (rest.substr(0, 3) == op) len = 3;
+      if (!len) for (auto op : kTwo) if (rest.substr(0, 2) == op) len = 2;
+      if (!len) {
+        if (std::string_view("=<>+-*/%(),.;!~&|^").find(static_cast<char>(c)) == std::string_view::npos) {
+          return error_at(i);
+        }
+        len = 1;
+      }
+      t.text = std::string(rest.substr(0, len));
+      i += len;
+    }
+    t.end = i;
+    out.push_back(std::move(t));
+  }
+  Token end;
+  end.kind = TokenKind::kEnd;
+  end.begin = end.end = n;
+  end.line = LineAt(sql, n);
+  out.push_back(end);
+  return out;
+}
+
+}  // namespace shale::sql

@@ -1,0 +1,41 @@
+// Lexer for the MySQL dialect: turns statement text into tokens that keep
+// their byte offsets, so errors can quote the text "near" them and select
+// items can be named by their source text.
+//
+// Thread-safety: a Lexer is used by one thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shale/status.h"
+
+namespace shale::sql {
+
+enum class TokenKind : uint8_t {
+  kEnd,
+  kIdent,        // bare identifier or keyword (keywords are checked by the parser)
+  kQuotedIdent,  // `quoted`
+  kInteger,      // 123
+  kDecimal,      // 1.5, 1e3
+  kString,       // 'abc' or "abc" (text holds the unescaped value)
+  kOperator,     // = <> != < <= > >= <=> + - * / % ( ) , . ; ! ~ & | ^ << >> && ||
+  kSystemVar,    // @@name, @@session.name, @@global.name (text holds the part after @@)
+  kUserVar,      // @name
+};
+
+struct Token {
+  TokenKind kind = TokenKind::kEnd;
+  std::string text;   // identifier, unescaped string, operator, number digits
+  size_t begin = 0;   // byte offset of the token in the statement
+  size_t end = 0;     // one past its last byte
+  int line = 1;
+};
+
+// Splits `sql` into tokens. A lexical error (unterminated string or comment)
+// is reported as ER_PARSE_ERROR (1064) near the offending text.
+Result<std::vector<Token>> Tokenize(std::string_view sql);
+
+}  // namespace shale::sql

@@ -1,0 +1,985 @@
+#include "src/sql/parser.h"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <strings.h>
+
+#include "src/common/errors.h"
+
+namespace shale::sql {
+namespace {
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
+}
+
+std::string Upper(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Reserved words (a subset of MySQL 8.0's) that may not be bare names.
+constexpr std::array<std::string_view, 62> kReserved = {
+    "ADD",      "ALL",     "ALTER",    "AND",      "AS",      "ASC",       "BETWEEN",  "BY",
+    "CASE",     "CHECK",   "COLLATE",  "COLUMN",   "CREATE",  "CROSS",     "DATABASE", "DEFAULT",
+    "DELETE",   "DESC",    "DISTINCT", "DIV",      "DROP",    "ELSE",      "EXISTS",   "FALSE",
+    "FOR",      "FROM",    "GROUP",    "HAVING",   "IF",      "IN",        "INDEX",    "INNER",
+    "INSERT",   "INTO",    "IS",       "JOIN",     "KEY",     "LEFT",      "LIKE",     "LIMIT",
+    "MOD",      "NOT",     "NULL",     "ON",       "OR",      "ORDER",     "PRIMARY",  "RIGHT",
+    "SELECT",   "SET",     "SHOW",     "TABLE",    "THEN",    "TRUE",      "UNION",    "UNIQUE",
+    "UPDATE",   "USE",     "USING",    "VALUES",   "WHEN",    "WHERE",
+};
+
+ast::ExprPtr MakeExpr(ast::ExprKind kind) {
+  auto e = std::make_unique<ast::Expr>();
+  e->kind = kind;
+  return e;
+}
+
+}  // namespace
+
+bool IsReservedWord(std::string_view word) {
+  return std::any_of(kReserved.begin(), kReserved.end(),
+                     [&](std::string_view r) { return EqualsIgnoreCase(r, word); });
+}
+
+Parser::Parser(std::string_view sql) : sql_(sql) {
+  auto tokens = Tokenize(sql);
+  if (tokens.ok()) {
+    tokens_ = std::move(tokens).value();
+  } else {
+    lex_status_ = tokens.status();
+    Token end;
+    end.kind = TokenKind::kEnd;
+    tokens_.push_back(end);
+  }
+}
+
+// ---- tokens -----------------------------------------------------------------
+
+const Token& Parser::Peek(size_t ahead) const {
+  size_t i = std::min(pos_ + ahead, tokens_.size() - 1);
+  return tokens_[i];
+}
+
+bool Parser::AtKeyword(std::string_view kw, size_t ahead) const {
+  const Token& t = Peek(ahead);
+  return t.kind == TokenKind::kIdent && EqualsIgnoreCase(t.text, kw);
+}
+
+bool Parser::AtOperator(std::string_view op, size_t ahead) const {
+  const Token& t = Peek(ahead);
+  return t.kind == TokenKind::kOperator && t.text == op;
+}
+
+bool Parser::AcceptKeyword(std::string_view kw) {
+  if (!AtKeyword(kw)) return false;
+  ++pos_;
+  return true;
+}
+
+bool Parser::AcceptOperator(std::string_view op) {
+  if (!AtOperator(op)) return false;
+  ++pos_;
+  return true;
+}
+
+Status Parser::ExpectKeyword(std::string_view kw) {
+  return AcceptKeyword(kw) ? Status::OK() : ErrorHere();
+}
+
+Status Parser::ExpectOperator(std::string_view op) {
+  return AcceptOperator(op) ? Status::OK() : ErrorHere();
+}
+
+bool Parser::AtStatementEnd() const {
+  return Peek().kind == TokenKind::kEnd || AtOperator(";");
+}
+
+Status Parser::ErrorHere() const {
+  const Token& t = Peek();
+  // MySQL quotes the rest of the statement from the offending token.
+  std::string_view rest = sql_.substr(std::min(t.begin, sql_.size()));
+  size_t semi = std::string_view::npos;
+  (void)semi;
+  return SyntaxError(rest, t.line);
+}
+
+Status Parser::NotSupported(std::string_view what) const {
+  return SqlError(ErrorCode::kNotSupportedYet, "This version of Shale doesn't yet support '{}'",
+                  what);
+}
+
+ast::ExprPtr Parser::Finish(ast::ExprPtr e, size_t begin) const {
+  size_t end = pos_ > 0 ? tokens_[pos_ - 1].end : begin;
+  if (end > begin) e->text = std::string(sql_.substr(begin, end - begin));
+  return e;
+}
+
+// ---- statements -------------------------------------------------------------
+
+Result<std::optional<ast::Statement>> Parser::Next() {
+  if (!lex_status_.ok()) {
+    Status st = lex_status_;
+    lex_status_ = Status::OK();
+    pos_ = tokens_.size() - 1;
+    return st;
+  }
+  while (AcceptOperator(";")) {
+  }
+  if (Peek().kind == TokenKind::kEnd) {
+    if (first_) {
+      first_ = false;
+      return SqlError(ErrorCode::kEmptyQuery, "Query was empty");
+    }
+    return std::optional<ast::Statement>();
+  }
+  first_ = false;
+  auto stmt = ParseStatement();
+  if (!stmt.ok()) {
+    pos_ = tokens_.size() - 1;  // a syntax error ends the script
+    return stmt.status();
+  }
+  if (!AtStatementEnd()) {
+    Status st = ErrorHere();
+    pos_ = tokens_.size() - 1;
+    return st;
+  }
+  return std::optional<ast::Statement>(std::move(stmt).value());
+}
+
+Result<ast::Statement> Parser::ParseStatement() {
+  if (AtKeyword("SELECT")) {
+    SHALE_ASSIGN_OR_RETURN(auto s, ParseSelect());
+    return ast::Statement(std::move(s));
+  }
+  if (AtKeyword("INSERT")) {
+    SHALE_ASSIGN_OR_RETURN(auto s, ParseInsert());
+    return ast::Statement(std::move(s));
+  }
+  if (AtKeyword("CREATE")) return ParseCreate();
+  if (AtKeyword("DROP")) return ParseDrop();
+  if (AcceptKeyword("USE")) {
+    ast::UseStmt u;
+    SHALE_ASSIGN_OR_RETURN(u.db, ParseIdentifier());
+    return ast::Statement(std::move(u));
+  }
+  if (AtKeyword("SET")) {
+    SHALE_ASSIGN_OR_RETURN(auto s, ParseSet());
+    return ast::Statement(std::move(s));
+  }
+  if (AtKeyword("SHOW")) {
+    SHALE_ASSIGN_OR_RETURN(auto s, ParseShow());
+    return ast::Statement(std::move(s));
+  }
+  if (AcceptKeyword("BEGIN")) {
+    AcceptKeyword("WORK");
+    return ast::Statement(ast::TransactionStmt{ast::TransactionStmt::Kind::kBegin});
+  }
+  if (AcceptKeyword("START")) {
+    SHALE_RETURN_IF_ERROR(ExpectKeyword("TRANSACTION"));
+    return ast::Statement(ast::TransactionStmt{ast::TransactionStmt::Kind::kBegin});
+  }
+  if (AcceptKeyword("COMMIT")) {
+    AcceptKeyword("WORK");
+    return ast::Statement(ast::TransactionStmt{ast::TransactionStmt::Kind::kCommit});
+  }
+  if (AcceptKeyword("ROLLBACK")) {
+    AcceptKeyword("WORK");
+    return ast::Statement(ast::TransactionStmt{ast::TransactionStmt::Kind::kRollback});
+  }
+  if (AtKeyword("DESCRIBE") || AtKeyword("DESC")) {
+    ++pos_;
+    ast::ShowStmt s;
+    s.kind = ast::ShowStmt::Kind::kColumns;
+    SHALE_ASSIGN_OR_RETURN(s.table, ParseTableName());
+    return ast::Statement(std::move(s));
+  }
+  // Statements of the MySQL dialect that Shale recognises but cannot run yet.
+  for (std::string_view kw : {"UPDATE", "DELETE", "REPLACE", "ALTER", "TRUNCATE", "RENAME",
+                              "GRANT", "REVOKE", "LOAD", "EXPLAIN", "ANALYZE", "LOCK", "UNLOCK",
+                              "CALL", "PREPARE", "EXECUTE", "DEALLOCATE", "SAVEPOINT", "RELEASE",
+                              "KILL", "FLUSH", "OPTIMIZE", "CHECK", "HANDLER", "DO", "WITH"}) {
+    if (AtKeyword(kw)) return NotSupported(Upper(kw));
+  }
+  return ErrorHere();
+}
+
+Result<ast::SelectStmt> Parser::ParseSelect() {
+  SHALE_RETURN_IF_ERROR(ExpectKeyword("SELECT"));
+  ast::SelectStmt s;
+  if (AcceptKeyword("DISTINCT")) {
+    s.distinct = true;
+  } else {
+    AcceptKeyword("ALL");
+  }
+  while (true) {
+    ast::SelectItem item;
+    size_t begin = Peek().begin;
+    if (AtOperator("*")) {
+      ++pos_;
+      item.expr = Finish(MakeExpr(ast::ExprKind::kStar), begin);
+    } else if ((Peek().kind == TokenKind::kIdent || Peek().kind == TokenKind::kQuotedIdent) &&
+               AtOperator(".", 1) && AtOperator("*", 2)) {
+      auto star = MakeExpr(ast::ExprKind::kStar);
+      star->names.push_back(Peek().text);
+      pos_ += 3;
+      item.expr = Finish(std::move(star), begin);
+    } else {
+      SHALE_ASSIGN_OR_RETURN(item.expr, ParseExpr());
+      if (AcceptKeyword("AS")) {
+        if (Peek().kind == TokenKind::kString) {
+          item.alias = Peek().text;
+          ++pos_;
+        } else {
+          SHALE_ASSIGN_OR_RETURN(item.alias, ParseIdentifier());
+        }
+      } else if ((Peek().kind == TokenKind::kIdent && !IsReservedWord(Peek().text)) ||
+                 Peek().kind == TokenKind::kQuotedIdent || Peek().kind == TokenKind::kString) {
+        item.alias = Peek().text;
+        ++pos_;
+      }
+    }
+    s.items.push_back(std::move(item));
+    if (!AcceptOperator(",")) break;
+  }
+  if (AcceptKeyword("FROM")) {
+    if (AcceptKeyword("DUAL")) {
+      // FROM DUAL: no table.
+    } else {
+      ast::TableRef ref;
+      SHALE_ASSIGN_OR_RETURN(ref.name, ParseTableName());
+      if (AcceptKeyword("AS")) {
+        SHALE_ASSIGN_OR_RETURN(ref.alias, ParseIdentifier());
+      } else if ((Peek().kind == TokenKind::kIdent && !IsReservedWord(Peek().text)) ||
+                 Peek().kind == TokenKind::kQuotedIdent) {
+        ref.alias = Peek().text;
+        ++pos_;
+      }
+      if (AtOperator(",") || AtKeyword("JOIN") || AtKeyword("INNER") || AtKeyword("LEFT") ||
+          AtKeyword("RIGHT") || AtKeyword("CROSS") || AtKeyword("NATURAL") ||
+          AtKeyword("STRAIGHT_JOIN")) {
+        return NotSupported("joins");
+      }
+      s.from = std::move(ref);
+    }
+  }
+  if (AcceptKeyword("WHERE")) {
+    SHALE_ASSIGN_OR_RETURN(s.where, ParseExpr());
+  }
+  if (AtKeyword("GROUP") || AtKeyword("HAVING")) return NotSupported("GROUP BY");
+  if (AcceptKeyword("ORDER")) {
+    SHALE_RETURN_IF_ERROR(ExpectKeyword("BY"));
+    while (true) {
+      ast::OrderItem item;
+      SHALE_ASSIGN_OR_RETURN(item.expr, ParseExpr());
+      if (AcceptKeyword("DESC")) {
+        item.desc = true;
+      } else {
+        AcceptKeyword("ASC");
+      }
+      s.order_by.push_back(std::move(item));
+      if (!AcceptOperator(",")) break;
+    }
+  }
+  if (AcceptKeyword("LIMIT")) {
+    SHALE_ASSIGN_OR_RETURN(uint64_t first, ParseUnsigned());
+    if (AcceptOperator(",")) {
+      s.offset = first;
+      SHALE_ASSIGN_OR_RETURN(uint64_t count, ParseUnsigned());
+      s.limit = count;
+    } else {
+      s.limit = first;
+      if (AcceptKeyword("OFFSET")) {
+        SHALE_ASSIGN_OR_RETURN(s.offset, ParseUnsigned());
+      }
+    }
+  }
+  if (AtKeyword("UNION")) return NotSupported("UNION");
+  if (AtKeyword("FOR") || AtKeyword("LOCK")) return NotSupported("locking reads");
+  return s;
+}
+
+Result<ast::InsertStmt> Parser::ParseInsert() {
+  SHALE_RETURN_IF_ERROR(ExpectKeyword("INSERT"));
+  if (AtKeyword("IGNORE")) return NotSupported("INSERT IGNORE");
+  AcceptKeyword("INTO");
+  ast::InsertStmt s;
+  SHALE_ASSIGN_OR_RETURN(s.table, ParseTableName());
+  if (AcceptOperator("(")) {
+    if (!AtOperator(")")) {
+      while (true) {
+        SHALE_ASSIGN_OR_RETURN(std::string col, ParseIdentifier());
+        s.columns.push_back(std::move(col));
+        if (!AcceptOperator(",")) break;
+      }
+    }
+    SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
+  }
+  if (AtKeyword("SELECT")) return NotSupported("INSERT ... SELECT");
+  if (AtKeyword("SET")) return NotSupported("INSERT ... SET");
+  if (!AcceptKeyword("VALUES") && !AcceptKeyword("VALUE")) return ErrorHere();
+  while (true) {
+    SHALE_RETURN_IF_ERROR(ExpectOperator("("));
+    std::vector<ast::ExprPtr> row;
+    if (!AtOperator(")")) {
+      while (true) {
+        if (AtKeyword("DEFAULT")) {
+          size_t begin = Peek().begin;
+          ++pos_;
+          row.push_back(Finish(MakeExpr(ast::ExprKind::kDefault), begin));
+        } else {
+          SHALE_ASSIGN_OR_RETURN(auto e, ParseExpr());
+          row.push_back(std::move(e));
+        }
+        if (!AcceptOperator(",")) break;
+      }
+    }
+    SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
+    s.rows.push_back(std::move(row));
+    if (!AcceptOperator(",")) break;
+  }
+  if (AtKeyword("ON")) return NotSupported("ON DUPLICATE KEY UPDATE");
+  return s;
+}
+
+Result<ast::Statement> Parser::ParseCreate() {
+  SHALE_RETURN_IF_ERROR(ExpectKeyword("CREATE"));
+  if (AcceptKeyword("DATABASE") || AcceptKeyword("SCHEMA")) {
+    ast::CreateDatabaseStmt s;
+    if (AcceptKeyword("IF")) {
+      SHALE_RETURN_IF_ERROR(ExpectKeyword("NOT"));
+      SHALE_RETURN_IF_ERROR(ExpectKeyword("EXISTS"));
+      s.if_not_exists = true;
+    }
+    SHALE_ASSIGN_OR_RETURN(s.name, ParseIdentifier());
+    // [DEFAULT] CHARACTER SET / CHARSET / COLLATE options are accepted.
+    while (!AtStatementEnd()) {
+      AcceptKeyword("DEFAULT");
+      if (AcceptKeyword("CHARACTER")) {
+        SHALE_RETURN_IF_ERROR(ExpectKeyword("SET"));
+      } else if (!AcceptKeyword("CHARSET") && !AcceptKeyword("COLLATE")) {
+        return ErrorHere();
+      }
+      AcceptOperator("=");
+      SHALE_ASSIGN_OR_RETURN(std::string ignored, ParseIdentifier());
+      (void)ignored;
+    }
+    return ast::Statement(std::move(s));
+  }
+  if (AtKeyword("TABLE") || AtKeyword("TEMPORARY")) {
+    if (AtKeyword("TEMPORARY")) return NotSupported("CREATE TEMPORARY TABLE");
+    SHALE_ASSIGN_OR_RETURN(auto s, ParseCreateTable());
+    return ast::Statement(std::move(s));
+  }
+  for (std::string_view kw : {"INDEX", "UNIQUE", "VIEW", "USER", "PROCEDURE", "FUNCTION",
+                              "TRIGGER", "EVENT", "OR"}) {
+    if (AtKeyword(kw)) return NotSupported(fmt::format("CREATE {}", Upper(kw)));
+  }
+  return ErrorHere();
+}
+
+Result<ast::CreateTableStmt> Parser::ParseCreateTable() {
+  SHALE_RETURN_IF_ERROR(ExpectKeyword("TABLE"));
+  ast::CreateTableStmt s;
+  if (AcceptKeyword("IF")) {
+    SHALE_RETURN_IF_ERROR(ExpectKeyword("NOT"));
+    SHALE_RETURN_IF_ERROR(ExpectKeyword("EXISTS"));
+    s.if_not_exists = true;
+  }
+  SHALE_ASSIGN_OR_RETURN(s.table, ParseTableName());
+  if (AtKeyword("LIKE") || AtKeyword("AS") || AtKeyword("SELECT")) {
+    return NotSupported("CREATE TABLE ... LIKE/AS");
+  }
+  SHALE_RETURN_IF_ERROR(ExpectOperator("("));
+  while (true) {
+    if (AcceptKeyword("PRIMARY")) {
+      SHALE_RETURN_IF_ERROR(ExpectKeyword("KEY"));
+      if (!s.primary_key.empty()) {
+        return SqlError(ErrorCode::kMultiplePriKey, "Multiple primary key defined");
+      }
+      SHALE_RETURN_IF_ERROR(ExpectOperator("("));
+      while (true) {
+        SHALE_ASSIGN_OR_RETURN(std::string col, ParseIdentifier());
+        s.primary_key.push_back(std::move(col));
+        if (!AcceptOperator(",")) break;
+      }
+      SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
+    } else if (AtKeyword("KEY") || AtKeyword("INDEX") || AtKeyword("UNIQUE") ||
+               AtKeyword("CONSTRAINT") || AtKeyword("FOREIGN") || AtKeyword("FULLTEXT") ||
+               AtKeyword("CHECK")) {
+      return NotSupported("secondary indexes and constraints");
+    } else {
+      SHALE_ASSIGN_OR_RETURN(auto col, ParseColumnDefinition());
+      s.columns.push_back(std::move(col));
+    }
+    if (!AcceptOperator(",")) break;
+  }
+  SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
+  // Table options: ENGINE=, [DEFAULT] CHARSET=, COLLATE=, COMMENT= are accepted;
+  // SLICES=n sets the slice count.
+  while (!AtStatementEnd()) {
+    AcceptOperator(",");
+    AcceptKeyword("DEFAULT");
+    if (AcceptKeyword("SLICES")) {
+      AcceptOperator("=");
+      SHALE_ASSIGN_OR_RETURN(uint64_t n, ParseUnsigned());
+      if (n == 0 || n > 4096) {
+        return SqlError(ErrorCode::kWrongArguments, "Incorrect arguments to SLICES");
+      }
+      s.slices = static_cast<uint32_t>(n);
+      continue;
+    }
+    if (AcceptKeyword("CHARACTER")) {
+      SHALE_RETURN_IF_ERROR(ExpectKeyword("SET"));
+    } else if (!AcceptKeyword("ENGINE") && !AcceptKeyword("CHARSET") &&
+               !AcceptKeyword("COLLATE") && !AcceptKeyword("COMMENT") &&
+               !AcceptKeyword("ROW_FORMAT")) {
+      return ErrorHere();
+    }
+    AcceptOperator("=");
+    if (Peek().kind == TokenKind::kString) {
+      ++pos_;
+    } else {
+      SHALE_ASSIGN_OR_RETURN(std::string ignored, ParseIdentifier());
+      (void)ignored;
+    }
+  }
+  return s;
+}
+
+Result<ast::ColumnDefinition> Parser::ParseColumnDefinition() {
+  ast::ColumnDefinition c;
+  SHALE_ASSIGN_OR_RETURN(c.name, ParseIdentifier());
+  if (Peek().kind != TokenKind::kIdent) return ErrorHere();
+  c.type_name = Upper(Peek().text);
+  ++pos_;
+  if (AcceptOperator("(")) {
+    SHALE_ASSIGN_OR_RETURN(uint64_t len, ParseUnsigned());
+    if (len > 0xFFFFFFFFu) return ErrorHere();
+    c.length = static_cast<uint32_t>(len);
+    if (AcceptOperator(",")) return NotSupported("column types with a scale");
+    SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
+  }
+  if (AcceptKeyword("UNSIGNED")) c.is_unsigned = true;
+  AcceptKeyword("SIGNED");
+  AcceptKeyword("ZEROFILL");
+  while (!AtOperator(",") && !AtOperator(")") && !AtStatementEnd()) {
+    if (AcceptKeyword("NOT")) {
+      SHALE_RETURN_IF_ERROR(ExpectKeyword("NULL"));
+      c.not_null = true;
+    } else if (AcceptKeyword("NULL")) {
+      c.not_null = false;
+    } else if (AcceptKeyword("PRIMARY")) {
+      SHALE_RETURN_IF_ERROR(ExpectKeyword("KEY"));
+      c.primary_key = true;
+    } else if (AcceptKeyword("KEY")) {
+      c.primary_key = true;  // a bare KEY in a column definition means PRIMARY KEY
+    } else if (AcceptKeyword("DEFAULT")) {
+      SHALE_ASSIGN_OR_RETURN(c.default_value, ParseUnary());
+    } else if (AcceptKeyword("COMMENT")) {
+      if (Peek().kind != TokenKind::kString) return ErrorHere();
+      ++pos_;
+    } else if (AcceptKeyword("CHARACTER")) {
+      SHALE_RETURN_IF_ERROR(ExpectKeyword("SET"));
+      SHALE_ASSIGN_OR_RETURN(std::string ignored, ParseIdentifier());
+      (void)ignored;
+    } else if (AcceptKeyword("CHARSET") || AcceptKeyword("COLLATE")) {
+      SHALE_ASSIGN_OR_RETURN(std::string ignored, ParseIdentifier());
+      (void)ignored;
+    } else if (AtKeyword("AUTO_INCREMENT")) {
+      return NotSupported("AUTO_INCREMENT");
+    } else if (AtKeyword("UNIQUE") || AtKeyword("REFERENCES") || AtKeyword("CHECK") ||
+               AtKeyword("ON") || AtKeyword("GENERATED") || AtKeyword("AS")) {
+      return NotSupported(fmt::format("column attribute {}", Upper(Peek().text)));
+    } else {
+      return ErrorHere();
+    }
+  }
+  return c;
+}
+
+Result<ast::Statement> Parser::ParseDrop() {
+  SHALE_RETURN_IF_ERROR(ExpectKeyword("DROP"));
+  if (AcceptKeyword("DATABASE") || AcceptKeyword("SCHEMA")) {
+    ast::DropDatabaseStmt s;
+    if (AcceptKeyword("IF")) {
+      SHALE_RETURN_IF_ERROR(ExpectKeyword("EXISTS"));
+      s.if_exists = true;
+    }
+    SHALE_ASSIGN_OR_RETURN(s.name, ParseIdentifier());
+    return ast::Statement(std::move(s));
+  }
+  if (AcceptKeyword("TABLE") || AcceptKeyword("TABLES")) {
+    ast::DropTableStmt s;
+    if (AcceptKeyword("IF")) {
+      SHALE_RETURN_IF_ERROR(ExpectKeyword("EXISTS"));
+      s.if_exists = true;
+    }
+    while (true) {
+      SHALE_ASSIGN_OR_RETURN(auto name, ParseTableName());
+      s.tables.push_back(std::move(name));
+      if (!AcceptOperator(",")) break;
+    }
+    AcceptKeyword("RESTRICT") || AcceptKeyword("CASCADE");
+    return ast::Statement(std::move(s));
+  }
+  for (std::string_view kw : {"INDEX", "VIEW", "USER", "PROCEDURE", "FUNCTION", "TRIGGER",
+                              "EVENT", "TEMPORARY"}) {
+    if (AtKeyword(kw)) return NotSupported(fmt::format("DROP {}", Upper(kw)));
+  }
+  return ErrorHere();
+}
+
+Result<ast::SetStmt> Parser::ParseSet() {
+  SHALE_RETURN_IF_ERROR(ExpectKeyword("SET"));
+  ast::SetStmt s;
+  if (AcceptKeyword("NAMES") || (AtKeyword("CHARACTER") && AtKeyword("SET", 1))) {
+    if (AtKeyword("CHARACTER")) pos_ += 2;
+    // SET NAMES cs [COLLATE coll]: sets the three connection character sets.
+    std::string cs;
+    if (Peek().kind == TokenKind::kString) {
+      cs = Peek().text;
+      ++pos_;
+    } else if (AcceptKeyword("DEFAULT")) {
+      cs = "utf8mb4";
+    } else {
+      SHALE_ASSIGN_OR_RETURN(cs, ParseIdentifier());
+    }
+    cs = Lower(cs);
+    for (const char* var : {"character_set_client", "character_set_connection",
+                            "character_set_results"}) {
+      auto lit = MakeExpr(ast::ExprKind::kLiteral);
+      lit->value = Value::String(cs);
+      s.assignments.push_back({"", var, std::move(lit)});
+    }
+    if (AcceptKeyword("COLLATE")) {
+      std::string coll;
+      if (Peek().kind == TokenKind::kString) {
+        coll = Peek().text;
+        ++pos_;
+      } else {
+        SHALE_ASSIGN_OR_RETURN(coll, ParseIdentifier());
+      }
+      auto lit = MakeExpr(ast::ExprKind::kLiteral);
+      lit->value = Value::String(Lower(coll));
+      s.assignments.push_back({"", "collation_connection", std::move(lit)});
+    }
+    return s;
+  }
+  if (AtKeyword("TRANSACTION") || (AtKeyword("SESSION") && AtKeyword("TRANSACTION", 1)) ||
+      (AtKeyword("GLOBAL") && AtKeyword("TRANSACTION", 1))) {
+    return NotSupported("SET TRANSACTION");
+  }
+  while (true) {
+    ast::SetAssignment a;
+    if (Peek().kind == TokenKind::kSystemVar) {
+      std::string name = Lower(Peek().text);
+      ++pos_;
+      for (std::string_view scope : {"session.", "global.", "local."}) {
+        if (name.rfind(scope, 0) == 0) {
+          a.scope = std::string(scope.substr(0, scope.size() - 1));
+          if (a.scope == "local") a.scope = "session";
+          name = name.substr(scope.size());
+        }
+      }
+      a.name = name;
+    } else if (Peek().kind == TokenKind::kUserVar) {
+      return NotSupported("user variables");
+    } else {
+      if (AcceptKeyword("SESSION") || AcceptKeyword("LOCAL")) {
+        a.scope = "session";
+      } else if (AcceptKeyword("GLOBAL")) {
+        a.scope = "global";
+      } else if (AtKeyword("PERSIST") || AtKeyword("PERSIST_ONLY")) {
+        return NotSupported("SET PERSIST");
+      }
+      SHALE_ASSIGN_OR_RETURN(std::string name, ParseIdentifier());
+      a.name = Lower(name);
+    }
+    if (!AcceptOperator("=") && !AcceptOperator(":=")) return ErrorHere();
+    if (AtKeyword("DEFAULT") || AtKeyword("ON") || AtKeyword("OFF")) {
+      // Keywords as values: stored as strings for the variable to interpret.
+      auto lit = MakeExpr(ast::ExprKind::kLiteral);
+      lit->value = Value::String(Upper(Peek().text));
+      lit->text = Peek().text;
+      ++pos_;
+      a.value = std::move(lit);
+    } else {
+      SHALE_ASSIGN_OR_RETURN(a.value, ParseExpr());
+    }
+    s.assignments.push_back(std::move(a));
+    if (!AcceptOperator(",")) break;
+  }
+  return s;
+}
+
+Result<ast::ShowStmt> Parser::ParseShow() {
+  SHALE_RETURN_IF_ERROR(ExpectKeyword("SHOW"));
+  ast::ShowStmt s;
+  if (AcceptKeyword("FULL")) s.full = true;
+  AcceptKeyword("SESSION") || AcceptKeyword("GLOBAL");
+  if (AcceptKeyword("DATABASES") || AcceptKeyword("SCHEMAS")) {
+    s.kind = ast::ShowStmt::Kind::kDatabases;
+  } else if (AcceptKeyword("TABLES")) {
+    s.kind = ast::ShowStmt::Kind::kTables;
+    if (AcceptKeyword("FROM") || AcceptKeyword("IN")) {
+      SHALE_ASSIGN_OR_RETURN(s.db, ParseIdentifier());
+    }
+  } else if (AcceptKeyword("VARIABLES")) {
+    s.kind = ast::ShowStmt::Kind::kVariables;
+  } else if (AcceptKeyword("WARNINGS")) {
+    s.kind = ast::ShowStmt::Kind::kWarnings;
+  } else if (AcceptKeyword("COLUMNS") || AcceptKeyword("FIELDS")) {
+    s.kind = ast::ShowStmt::Kind::kColumns;
+    if (!AcceptKeyword("FROM")) SHALE_RETURN_IF_ERROR(ExpectKeyword("IN"));
+    SHALE_ASSIGN_OR_RETURN(s.table, ParseTableName());
+    if (AcceptKeyword("FROM") || AcceptKeyword("IN")) {
+      SHALE_ASSIGN_OR_RETURN(s.table.db, ParseIdentifier());
+    }
+  } else if (AtKeyword("CREATE") && AtKeyword("TABLE", 1)) {
+    pos_ += 2;
+    s.kind = ast::ShowStmt::Kind::kCreateTable;
+    SHALE_ASSIGN_OR_RETURN(s.table, ParseTableName());
+  } else {
+    if (Peek().kind == TokenKind::kIdent) {
+      return NotSupported(fmt::format("SHOW {}", Upper(Peek().text)));
+    }
+    return ErrorHere();
+  }
+  if (AcceptKeyword("LIKE")) {
+    if (Peek().kind != TokenKind::kString) return ErrorHere();
+    s.like = Peek().text;
+    ++pos_;
+  } else if (AtKeyword("WHERE")) {
+    return NotSupported("SHOW ... WHERE");
+  }
+  return s;
+}
+
+// ---- names ------------------------------------------------------------------
+
+Result<std::string> Parser::ParseIdentifier() {
+  const Token& t = Peek();
+  if (t.kind == TokenKind::kQuotedIdent || (t.kind == TokenKind::kIdent && !IsReservedWord(t.text))) {
+    ++pos_;
+    return t.text;
+  }
+  return ErrorHere();
+}
+
+Result<ast::TableName> Parser::ParseTableName() {
+  ast::TableName name;
+  SHALE_ASSIGN_OR_RETURN(std::string first, ParseIdentifier());
+  if (AcceptOperator(".")) {
+    name.db = std::move(first);
+    SHALE_ASSIGN_OR_RETURN(name.table, ParseIdentifier());
+  } else {
+    name.table = std::move(first);
+  }
+  return name;
+}
+
+Result<uint64_t> Parser::ParseUnsigned() {
+  const Token& t = Peek();
+  if (t.kind != TokenKind::kInteger) return ErrorHere();
+  uint64_t v = 0;
+  auto [ptr, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
+  if (ec != std::errc() || ptr != t.text.data() + t.text.size()) return ErrorHere();
+  ++pos_;
+  return v;
+}
+
+// ---- expressions ------------------------------------------------------------
+
+Result<ast::ExprPtr> Parser::ParseExpr() {
+  size_t begin = Peek().begin;
+  SHALE_ASSIGN_OR_RETURN(ast::ExprPtr left, ParseXor());
+  while (AtKeyword("OR") || AtOperator("||")) {
+    ++pos_;
+    SHALE_ASSIGN_OR_RETURN(ast::ExprPtr right, ParseXor());
+    auto e = MakeExpr(ast::ExprKind::kBinary);
+    e->op = "OR";
+    e->children.push_back(std::move(left));
+    e->children.push_back(std::move(right));
+    left = Finish(std::move(e), begin);
+  }
+  return left;
+}
+
+Result<ast::ExprPtr> Parser::ParseXor() {
+  size_t begin = Peek().begin;
+  SHALE_ASSIGN_OR_RETURN(ast::ExprPtr left, ParseAnd());
+  while (AcceptKeyword("XOR")) {
+    SHALE_ASSIGN_OR_RETURN(ast::ExprPtr right, ParseAnd());
+    auto e = MakeExpr(ast::ExprKind::kBinary);
+    e->op = "XOR";
+    e->children.push_back(std::move(left));
+    e->children.push_back(std::move(right));
+    left = Finish(std::move(e), begin);
+  }
+  return left;
+}
+
+Result<ast::ExprPtr> Parser::ParseAnd() {
+  size_t begin = Peek().begin;
+  SHALE_ASSIGN_OR_RETURN(ast::ExprPtr left, ParseNot());
+  while (AtKeyword("AND") || AtOperator("&&")) {
+    ++pos_;
+    SHALE_ASSIGN_OR_RETURN(ast::ExprPtr right, ParseNot());
+    auto e = MakeExpr(ast::ExprKind::kBinary);
+    e->op = "AND";
+    e->children.push_back(std::move(left));
+    e->children.push_back(std::move(right));
+    left = Finish(std::move(e), begin);
+  }
+  return left;
+}
+
+Result<ast::ExprPtr> Parser::ParseNot() {
+  size_t begin = Peek().begin;
+  if (AcceptKeyword("NOT")) {
+    SHALE_ASSIGN_OR_RETURN(ast::ExprPtr operand, ParseNot());
+    auto e = MakeExpr(ast::ExprKind::kUnary);
+    e->op = "NOT";
+    e->children.push_back(std::move(operand));
+    return Finish(std::move(e), begin);
+  }
+  return ParsePredicate();
+}
+
+Result<ast::ExprPtr> Parser::ParsePredicate() {
+  size_t begin = Peek().begin;
+  SHALE_ASSIGN_OR_RETURN(ast::ExprPtr left, ParseAdditive());
+  while (true) {
+    if (AcceptKeyword("IS")) {
+      auto e = MakeExpr(ast::ExprKind::kIsNull);
+      e->negated = AcceptKeyword("NOT");
+      if (AtKeyword("TRUE") || AtKeyword("FALSE") || AtKeyword("UNKNOWN")) {
+        return NotSupported("IS TRUE/FALSE/UNKNOWN");
+      }
+      SHALE_RETURN_IF_ERROR(ExpectKeyword("NULL"));
+      e->children.push_back(std::move(left));
+      left = Finish(std::move(e), begin);
+      continue;
+    }
+    bool negated = false;
+    if (AtKeyword("NOT") && (AtKeyword("IN", 1) || AtKeyword("BETWEEN", 1) || AtKeyword("LIKE", 1))) {
+      ++pos_;
+      negated = true;
+    }
+    if (AcceptKeyword("IN")) {
+      auto e = MakeExpr(ast::ExprKind::kInList);
+      e->negated = negated;
+      e->children.push_back(std::move(left));
+      SHALE_RETURN_IF_ERROR(ExpectOperator("("));
+      if (AtKeyword("SELECT")) return NotSupported("subqueries");
+      while (true) {
+        SHALE_ASSIGN_OR_RETURN(auto item, ParseExpr());
+        e->children.push_back(std::move(item));
+        if (!AcceptOperator(",")) break;
+      }
+      SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
+      left = Finish(std::move(e), begin);
+      continue;
+    }
+    if (AcceptKeyword("BETWEEN")) {
+      auto e = MakeExpr(ast::ExprKind::kBetween);
+      e->negated = negated;
+      e->children.push_back(std::move(left));
+      SHALE_ASSIGN_OR_RETURN(auto low, ParseAdditive());
+      SHALE_RETURN_IF_ERROR(ExpectKeyword("AND"));
+      SHALE_ASSIGN_OR_RETURN(auto high, ParseAdditive());
+      e->children.push_back(std::move(low));
+      e->children.push_back(std::move(high));
+      left = Finish(std::move(e), begin);
+      continue;
+    }
+    if (AtKeyword("LIKE") || AtKeyword("REGEXP") || AtKeyword("RLIKE") || AtKeyword("SOUNDS")) {
+      return NotSupported(Upper(Peek().text));
+    }
+    if (negated) return ErrorHere();
+    static constexpr std::string_view kComparisons[] = {"=", "<>", "!=", "<", "<=", ">", ">=", "<=>"};
+    const Token& t = Peek();
+    if (t.kind == TokenKind::kOperator &&
+        std::find(std::begin(kComparisons), std::end(kComparisons), t.text) != std::end(kComparisons)) {
+      std::string op = t.text == "!=" ? "<>" : t.text;
+      ++pos_;
+      if (AtKeyword("ANY") || AtKeyword("ALL") || AtKeyword("SOME")) return NotSupported("subqueries");
+      SHALE_ASSIGN_OR_RETURN(auto right, ParseAdditive());
+      auto e = MakeExpr(ast::ExprKind::kBinary);
+      e->op = op;
+      e->children.push_back(std::move(left));
+      e->children.push_back(std::move(right));
+      left = Finish(std::move(e), begin);
+      continue;
+    }
+    return left;
+  }
+}
+
+Result<ast::ExprPtr> Parser::ParseAdditive() {
+  size_t begin = Peek().begin;
+  SHALE_ASSIGN_OR_RETURN(ast::ExprPtr left, ParseMultiplicative());
+  while (AtOperator("+") || AtOperator("-")) {
+    std::string op = Peek().text;
+    ++pos_;
+    SHALE_ASSIGN_OR_RETURN(ast::ExprPtr right, ParseMultiplicative());
+    auto e = MakeExpr(ast::ExprKind::kBinary);
+    e->op = op;
+    e->children.push_back(std::move(left));
+    e->children.push_back(std::move(right));
+    left = Finish(std::move(e), begin);
+  }
+  return left;
+}
+
+Result<ast::ExprPtr> Parser::ParseMultiplicative() {
+  size_t begin = Peek().begin;
+  SHALE_ASSIGN_OR_RETURN(ast::ExprPtr left, ParseUnary());
+  while (AtOperator("*") || AtOperator("/") || AtOperator("%") || AtKeyword("DIV") ||
+         AtKeyword("MOD")) {
+    std::string op = Upper(Peek().text);
+    if (op == "MOD") op = "%";
+    ++pos_;
+    SHALE_ASSIGN_OR_RETURN(ast::ExprPtr right, ParseUnary());
+    auto e = MakeExpr(ast::ExprKind::kBinary);
+    e->op = op;
+    e->children.push_back(std::move(left));
+    e->children.push_back(std::move(right));
+    left = Finish(std::move(e), begin);
+  }
+  return left;
+}
+
+Result<ast::ExprPtr> Parser::ParseUnary() {
+  size_t begin = Peek().begin;
+  if (AtOperator("-") || AtOperator("+") || AtOperator("!")) {
+    std::string op = Peek().text;
+    ++pos_;
+    SHALE_ASSIGN_OR_RETURN(ast::ExprPtr operand, ParseUnary());
+    if (op == "+") return operand;
+    auto e = MakeExpr(ast::ExprKind::kUnary);
+    e->op = op == "!" ? "NOT" : op;
+    e->children.push_back(std::move(operand));
+    return Finish(std::move(e), begin);
+  }
+  if (AtOperator("~")) return NotSupported("bit operators");
+  return ParsePrimary();
+}
+
+Result<ast::ExprPtr> Parser::ParsePrimary() {
+  const Token& t = Peek();
+  size_t begin = t.begin;
+  switch (t.kind) {
+    case TokenKind::kInteger: {
+      int64_t v = 0;
+      auto [ptr, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
+      if (ec != std::errc() || ptr != t.text.data() + t.text.size()) {
+        return NotSupported("integer literals beyond BIGINT");
+      }
+      ++pos_;
+      auto e = MakeExpr(ast::ExprKind::kLiteral);
+      e->value = Value::Int(v);
+      return Finish(std::move(e), begin);
+    }
+    case TokenKind::kDecimal:
+      return NotSupported("DECIMAL and floating-point values");
+    case TokenKind::kString: {
+      ++pos_;
+      auto e = MakeExpr(ast::ExprKind::kLiteral);
+      e->value = Value::String(t.text);
+      // Adjacent string literals concatenate: 'a' 'b' = 'ab'.
+      std::string joined = t.text;
+      while (Peek().kind == TokenKind::kString) {
+        joined += Peek().text;
+        ++pos_;
+      }
+      e->value = Value::String(std::move(joined));
+      return Finish(std::move(e), begin);
+    }
+    case TokenKind::kSystemVar: {
+      ++pos_;
+      auto e = MakeExpr(ast::ExprKind::kSystemVar);
+      std::string name = Lower(t.text);
+      for (std::string_view scope : {"session.", "global.", "local."}) {
+        if (name.rfind(scope, 0) == 0) {
+          e->scope = std::string(scope.substr(0, scope.size() - 1));
+          if (e->scope == "local") e->scope = "session";
+          name = name.substr(scope.size());
+        }
+      }
+      e->name = std::move(name);
+      return Finish(std::move(e), begin);
+    }
+    case TokenKind::kUserVar:
+      return NotSupported("user variables");
+    case TokenKind::kOperator:
+      if (t.text == "(") {
+        ++pos_;
+        if (AtKeyword("SELECT")) return NotSupported("subqueries");
+        SHALE_ASSIGN_OR_RETURN(ast::ExprPtr inner, ParseExpr());
+        if (AtOperator(",")) return NotSupported("row constructors");
+        SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
+        return Finish(std::move(inner), begin);
+      }
+      return ErrorHere();
+    case TokenKind::kIdent:
+    case TokenKind::kQuotedIdent: {
+      if (t.kind == TokenKind::kIdent) {
+        if (AcceptKeyword("NULL")) {
+          return Finish(MakeExpr(ast::ExprKind::kLiteral), begin);
+        }
+        if (AtKeyword("TRUE") || AtKeyword("FALSE")) {
+          auto e = MakeExpr(ast::ExprKind::kLiteral);
+          e->value = Value::Int(AtKeyword("TRUE") ? 1 : 0);
+          ++pos_;
+          return Finish(std::move(e), begin);
+        }
+        if (AtKeyword("CASE") || AtKeyword("EXISTS") || AtKeyword("INTERVAL")) {
+          return NotSupported(Upper(t.text));
+        }
+        // Function call: name immediately followed by '('.
+        if (AtOperator("(", 1) && Peek(1).begin == t.end) {
+          auto e = MakeExpr(ast::ExprKind::kFunction);
+          e->name = Upper(t.text);
+          pos_ += 2;
+          if (!AtOperator(")")) {
+            if (AtOperator("*")) return NotSupported("aggregate functions");
+            while (true) {
+              SHALE_ASSIGN_OR_RETURN(auto arg, ParseExpr());
+              e->children.push_back(std::move(arg));
+              if (!AcceptOperator(",")) break;
+            }
+          }
+          SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
+          return Finish(std::move(e), begin);
+        }
+        if (IsReservedWord(t.text)) return ErrorHere();
+      }
+      auto e = MakeExpr(ast::ExprKind::kColumn);
+      e->names.push_back(t.text);
+      ++pos_;
+      while (AtOperator(".")) {
+        if (e->names.size() == 3) return ErrorHere();
+        ++pos_;
+        SHALE_ASSIGN_OR_RETURN(std::string part, ParseIdentifier());
+        e->names.push_back(std::move(part));
+      }
+      return Finish(std::move(e), begin);
+    }
+    case TokenKind::kEnd:
+      return ErrorHere();
+  }
+  return ErrorHere();
+}
+
+}  // namespace shale::sql

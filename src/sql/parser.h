@@ -1,0 +1,81 @@
+// Recursive-descent parser for the MySQL dialect, with precedence climbing
+// for expressions. Produces src/sql/ast.h trees.
+//
+// A script of ';'-separated statements is parsed one statement at a time so
+// the caller can execute each before parsing the next, as MySQL does.
+//
+// Thread-safety: a Parser is used by one thread.
+#pragma once
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "shale/status.h"
+#include "src/sql/ast.h"
+#include "src/sql/lexer.h"
+
+namespace shale::sql {
+
+class Parser {
+ public:
+  // Parses `sql`; a lexical error is reported by the first Next().
+  explicit Parser(std::string_view sql);
+
+  // The next statement, std::nullopt at the end of the script, or an error
+  // (ER_PARSE_ERROR 1064, ER_NOT_SUPPORTED_YET 1235 for statements Shale
+  // recognises but does not run yet, ER_EMPTY_QUERY 1065 for an empty script).
+  Result<std::optional<ast::Statement>> Next();
+
+ private:
+  // Statements.
+  Result<ast::Statement> ParseStatement();
+  Result<ast::SelectStmt> ParseSelect();
+  Result<ast::InsertStmt> ParseInsert();
+  Result<ast::Statement> ParseCreate();
+  Result<ast::Statement> ParseDrop();
+  Result<ast::SetStmt> ParseSet();
+  Result<ast::ShowStmt> ParseShow();
+  Result<ast::CreateTableStmt> ParseCreateTable();
+  Result<ast::ColumnDefinition> ParseColumnDefinition();
+
+  // Expressions, lowest precedence first.
+  Result<ast::ExprPtr> ParseExpr();
+  Result<ast::ExprPtr> ParseXor();
+  Result<ast::ExprPtr> ParseAnd();
+  Result<ast::ExprPtr> ParseNot();
+  Result<ast::ExprPtr> ParsePredicate();
+  Result<ast::ExprPtr> ParseAdditive();
+  Result<ast::ExprPtr> ParseMultiplicative();
+  Result<ast::ExprPtr> ParseUnary();
+  Result<ast::ExprPtr> ParsePrimary();
+
+  // Names.
+  Result<std::string> ParseIdentifier();
+  Result<ast::TableName> ParseTableName();
+  Result<uint64_t> ParseUnsigned();
+
+  // Tokens.
+  const Token& Peek(size_t ahead = 0) const;
+  bool AtKeyword(std::string_view kw, size_t ahead = 0) const;
+  bool AtOperator(std::string_view op, size_t ahead = 0) const;
+  bool AcceptKeyword(std::string_view kw);
+  bool AcceptOperator(std::string_view op);
+  Status ExpectKeyword(std::string_view kw);
+  Status ExpectOperator(std::string_view op);
+  bool AtStatementEnd() const;
+  Status ErrorHere() const;  // ER_PARSE_ERROR near the current token
+  Status NotSupported(std::string_view what) const;
+  ast::ExprPtr Finish(ast::ExprPtr e, size_t begin) const;  // sets e->text
+
+  std::string_view sql_;
+  std::vector<Token> tokens_;
+  Status lex_status_;
+  size_t pos_ = 0;
+  bool first_ = true;
+};
+
+// Whether `word` is a reserved word that cannot be a bare alias or name.
+bool IsReservedWord(std::string_view word);
+
+}  // namespace shale::sql

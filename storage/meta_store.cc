@@ -1,0 +1,92 @@
+#include "storage/meta_store.h"
+
+#include <memory>
+
+#include <fmt/format.h>
+#include <rocksdb/db.h>
+#include <rocksdb/iterator.h>
+#include <rocksdb/options.h>
+#include <rocksdb/write_batch.h>
+
+namespace shale::storage {
+namespace {
+
+rocksdb::Slice ToRocks(std::string_view s) { return rocksdb::Slice(s.data(), s.size()); }
+std::string_view ToView(const rocksdb::Slice& s) { return std::string_view(s.data(), s.size()); }
+
+// Maps a RocksDB status onto ours; messages name the database path.
+Status FromRocks(const rocksdb::Status& s, const std::string& path, std::string_view what) {
+  if (s.ok()) return Status::OK();
+  std::string msg = fmt::format("meta store {}: {}: {}", path, what, s.ToString());
+  if (s.IsNotFound()) return Status::NotFound(std::move(msg));
+  if (s.IsCorruption()) return Status::Corruption(std::move(msg));
+  if (s.IsIOError()) return Status::IOError(std::move(msg));
+  if (s.IsInvalidArgument()) return Status::InvalidArgument(std::move(msg));
+  if (s.IsBusy() || s.IsTimedOut() || s.IsTryAgain()) return Status::Unavailable(std::move(msg));
+  return Status::Internal(std::move(msg));
+}
+
+class RocksMetaStore final : public MetaStore {
+ public:
+  RocksMetaStore(std::string path, std::unique_ptr<rocksdb::DB> db)
+      : path_(std::move(path)), db_(std::move(db)) {
+    sync_.sync = true;  // invariant 1
+  }
+
+  Status Put(std::string_view key, std::string_view value) override {
+    return FromRocks(db_->Put(sync_, ToRocks(key), ToRocks(value)), path_, "put");
+  }
+
+  Status Delete(std::string_view key) override {
+    return FromRocks(db_->Delete(sync_, ToRocks(key)), path_, "delete");
+  }
+
+  Status Get(std::string_view key, std::string* value) const override {
+    rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), ToRocks(key), value);
+    if (s.IsNotFound()) return Status::NotFound(fmt::format("meta store {}: key not found", path_));
+    return FromRocks(s, path_, "get");
+  }
+
+  Status Write(const std::vector<Change>& batch) override {
+    rocksdb::WriteBatch wb;
+    for (const auto& [key, value] : batch) {
+      rocksdb::Status s = value.has_value() ? wb.Put(ToRocks(key), ToRocks(*value))
+                                            : wb.Delete(ToRocks(key));
+      SHALE_RETURN_IF_ERROR(FromRocks(s, path_, "build batch"));
+    }
+    return FromRocks(db_->Write(sync_, &wb), path_, "write batch");
+  }
+
+  Status Scan(std::string_view prefix,
+              const std::function<bool(std::string_view, std::string_view)>& fn) const override {
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+    for (it->Seek(ToRocks(prefix)); it->Valid(); it->Next()) {
+      std::string_view key = ToView(it->key());
+      if (!key.starts_with(prefix)) break;
+      if (!fn(key, ToView(it->value()))) break;
+    }
+    return FromRocks(it->status(), path_, "scan");
+  }
+
+ private:
+  const std::string path_;
+  const std::unique_ptr<rocksdb::DB> db_;
+  rocksdb::WriteOptions sync_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<MetaStore>> MetaStore::Open(const std::string& path) {
+  rocksdb::Options options;
+  options.create_if_missing = true;
+  // Metadata is small; keep RocksDB's own info log quiet and short.
+  options.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
+  options.keep_log_file_num = 2;
+  options.max_log_file_size = 1 << 20;
+  rocksdb::DB* raw = nullptr;
+  SHALE_RETURN_IF_ERROR(FromRocks(rocksdb::DB::Open(options, path, &raw), path, "open"));
+  return std::unique_ptr<MetaStore>(
+      std::make_unique<RocksMetaStore>(path, std::unique_ptr<rocksdb::DB>(raw)));
+}
+
+}  // namespace shale::storage

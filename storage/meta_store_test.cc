@@ -1,0 +1,91 @@
+#include "storage/meta_store.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "storage/test_temp_dir.h"
+
+namespace shale::storage {
+namespace {
+
+using Pairs = std::vector<std::pair<std::string, std::string>>;
+
+Pairs ScanAll(const MetaStore& store, std::string_view prefix) {
+  Pairs out;
+  Status s = store.Scan(prefix, [&](std::string_view k, std::string_view v) {
+    out.emplace_back(k, v);
+    return true;
+  });
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return out;
+}
+
+TEST(MetaStoreTest, PutGetDelete) {
+  TestTempDir dir;
+  auto store = MetaStore::Open(dir.path() + "/meta");
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  std::string v;
+  EXPECT_TRUE((*store)->Get("node/id", &v).IsNotFound());
+  ASSERT_TRUE((*store)->Put("node/id", "17").ok());
+  ASSERT_TRUE((*store)->Get("node/id", &v).ok());
+  EXPECT_EQ("17", v);
+  ASSERT_TRUE((*store)->Put("node/id", std::string("a\0b", 3)).ok());
+  ASSERT_TRUE((*store)->Get("node/id", &v).ok());
+  EXPECT_EQ(std::string("a\0b", 3), v);
+  ASSERT_TRUE((*store)->Delete("node/id").ok());
+  EXPECT_TRUE((*store)->Get("node/id", &v).IsNotFound());
+  EXPECT_TRUE((*store)->Delete("never/existed").ok());
+}
+
+TEST(MetaStoreTest, BatchAndPrefixScan) {
+  TestTempDir dir;
+  auto store = MetaStore::Open(dir.path());
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  ASSERT_TRUE((*store)->Put("catalog/t2", "old").ok());
+  ASSERT_TRUE((*store)->Put("catalog/gone", "x").ok());
+  std::vector<MetaStore::Change> batch = {
+      {"catalog/t1", "one"},
+      {"catalog/t2", "two"},
+      {"catalog/gone", std::nullopt},
+      {"catalog0", "not in prefix"},
+      {"catalof", "before prefix"},
+      {"node/id", "3"},
+  };
+  ASSERT_TRUE((*store)->Write(batch).ok());
+  EXPECT_EQ((Pairs{{"catalog/t1", "one"}, {"catalog/t2", "two"}}), ScanAll(**store, "catalog/"));
+  EXPECT_EQ((Pairs{{"node/id", "3"}}), ScanAll(**store, "node/"));
+  EXPECT_TRUE(ScanAll(**store, "zzz").empty());
+  EXPECT_EQ(5u, ScanAll(**store, "").size());
+
+  // fn returning false stops the scan.
+  int calls = 0;
+  ASSERT_TRUE((*store)
+                  ->Scan("catalog",
+                         [&](std::string_view, std::string_view) {
+                           ++calls;
+                           return false;
+                         })
+                  .ok());
+  EXPECT_EQ(1, calls);
+}
+
+TEST(MetaStoreTest, ReopenKeepsData) {
+  TestTempDir dir;
+  {
+    auto store = MetaStore::Open(dir.path());
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->Put("a", "1").ok());
+    ASSERT_TRUE((*store)->Write({{"b", "2"}, {"c", "3"}, {"a", std::nullopt}}).ok());
+  }
+  auto store = MetaStore::Open(dir.path());
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  std::string v;
+  EXPECT_TRUE((*store)->Get("a", &v).IsNotFound());
+  EXPECT_EQ((Pairs{{"b", "2"}, {"c", "3"}}), ScanAll(**store, ""));
+}
+
+}  // namespace
+}  // namespace shale::storage
