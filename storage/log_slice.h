@@ -77,7 +77,7 @@ class LogSlice final : public Slice {
   // Reads the whole log and applies every good record; handles a torn tail.
   Status Replay();
   // Appends one record and syncs it. REQUIRES: write_mu_ held.
-  Status AppendRecord(const std::string& payload);
+  Status AppendRecord(const std::string& record);
   void ApplyLocked(const WriteBatch& batch);  // REQUIRES: map_mu_ held exclusively
   bool ShouldCompact() const;                 // REQUIRES: write_mu_ held
   Status CompactLocked();                     // REQUIRES: write_mu_ held
@@ -88,9 +88,9 @@ class LogSlice final : public Slice {
   const LogSliceOptions options_;
 
   mutable std::mutex write_mu_;
-  int fd_;                // GUARDED_BY(write_mu_); the open log, O_WRONLY
+  int fd_;                  // GUARDED_BY(write_mu_); the open log (O_RDWR)
   uint64_t log_bytes_ = 0;  // GUARDED_BY(write_mu_); size of the log file
-  Status write_error_;    // GUARDED_BY(write_mu_); sticky, see invariant 3
+  Status write_error_;      // GUARDED_BY(write_mu_); sticky, see invariant 3
 
   // The fields below change only with both write_mu_ and map_mu_ (exclusive)
   // held, so holding either one is enough to read them.

@@ -1,0 +1,74 @@
+"""Starts and stops a real shaled for end-to-end tests.
+
+A ShaledProcess owns a temporary data directory and a free loopback port.
+stop() sends SIGTERM; kill() sends SIGKILL (power loss); start() again
+reuses the same data directory and port, so tests can check what survives.
+"""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ShaledProcess:
+    def __init__(self, binary, extra_args=()):
+        self.binary = binary
+        self.extra_args = list(extra_args)
+        self.data_dir = tempfile.mkdtemp(prefix="shale-e2e-")
+        self.port = free_port()
+        self.proc = None
+        self.log_path = os.path.join(self.data_dir, "shaled.log")
+
+    def start(self, timeout=20.0):
+        with open(self.log_path, "ab") as log:  # the child keeps its own descriptor
+            self.proc = subprocess.Popen(
+                [self.binary, "--port", str(self.port), "--rpc-port", "0",
+                 "--datadir", os.path.join(self.data_dir, "data")] + self.extra_args,
+                stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("shaled exited with %s; log:\n%s" % (self.proc.returncode, self.log()))
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                    return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("shaled did not listen within %.0fs; log:\n%s" % (timeout, self.log()))
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise RuntimeError("shaled did not stop on SIGTERM")
+        self.proc = None
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc = None
+
+    def log(self):
+        try:
+            with open(self.log_path, "r", errors="replace") as f:
+                return f.read()[-4000:]
+        except OSError:
+            return ""
+
+    def cleanup(self):
+        self.kill()
+        shutil.rmtree(self.data_dir, ignore_errors=True)
