@@ -191,11 +191,11 @@ TEST(LogSliceTest, RandomizedAgainstModelWithReopen) {
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
   std::unique_ptr<LogSlice> slice = std::move(opened).value();
   int reopens = 0;
-  for (int step = 0; step < 1500; ++step) {
+  for (int step = 0; step < 600; ++step) {
     WriteBatch batch = rows.Batch(8);
     ASSERT_TRUE(slice->Write(batch).ok());
     ApplyToModel(batch, &model);
-    if (rows.Next() % 50 == 0) {
+    if (rows.Next() % 25 == 0) {
       slice.reset();
       auto recovered = LogSlice::Recover(dir.path(), 7);
       ASSERT_TRUE(recovered.ok()) << recovered.status().ToString();
@@ -203,7 +203,7 @@ TEST(LogSliceTest, RandomizedAgainstModelWithReopen) {
       ++reopens;
       ASSERT_NO_FATAL_FAILURE(ExpectMatches(*slice, model));
     }
-    if (step % 100 == 0) {
+    if (step % 50 == 0) {
       ASSERT_NO_FATAL_FAILURE(ExpectMatches(*slice, model));
     }
     KeyRange range = rows.Range();
@@ -275,7 +275,7 @@ TEST(LogSliceTest, ConcurrentReadersSeeWholeBatches) {
       }
     });
   }
-  for (int v = 1; v <= 200; ++v) ASSERT_TRUE(slice->Write(batch_for(v)).ok());
+  for (int v = 1; v <= 100; ++v) ASSERT_TRUE(slice->Write(batch_for(v)).ok());
   done = true;
   for (auto& t : readers) t.join();
   EXPECT_EQ(0, torn.load());
@@ -415,18 +415,18 @@ TEST(LogSliceTest, LengthPastEndWithRecordsAfterIsCorruption) {
 TEST(LogSliceTest, CompactionPreservesContents) {
   TestTempDir dir;
   LogSliceOptions options;
-  options.compact_min_log_bytes = 64 << 10;
+  options.compact_min_log_bytes = 16 << 10;
   auto created = LogSlice::Create(dir.path(), 8, options);
   ASSERT_TRUE(created.ok());
   std::unique_ptr<LogSlice> slice = std::move(created).value();
   RandomRows rows(99);
   Model model;
   uint64_t max_log = 0;
-  for (int i = 0; i < 1500; ++i) {
+  for (int i = 0; i < 250; ++i) {
     WriteBatch b;
-    // Overwrite a few of 40 keys with 1 KiB values; delete now and then.
+    // Overwrite a few of 20 keys with 1 KiB values; delete now and then.
     for (int j = 0; j < 3; ++j) {
-      std::string key = "row" + std::to_string(rows.Next() % 40);
+      std::string key = "row" + std::to_string(rows.Next() % 20);
       if (rows.Next() % 10 == 0) {
         b.Delete(key);
       } else {
@@ -437,8 +437,9 @@ TEST(LogSliceTest, CompactionPreservesContents) {
     ApplyToModel(b, &model);
     max_log = std::max(max_log, slice->TEST_LogBytes());
   }
-  // 1500 * 3 KiB were written; compaction kept the log near the live size.
-  EXPECT_LT(max_log, 200u << 10);
+  // 250 * 3 KiB were written; compaction kept the log near the live size
+  // (at most 20 KiB), so below twice that plus one batch.
+  EXPECT_LT(max_log, 48u << 10);
   ExpectMatches(*slice, model);
   slice.reset();
   auto recovered = LogSlice::Recover(dir.path(), 8, options);
@@ -454,7 +455,7 @@ TEST(LogSliceTest, ExplicitCompactThenReopen) {
   {
     auto slice = LogSlice::Create(dir.path(), 2);
     ASSERT_TRUE(slice.ok());
-    for (int i = 0; i < 300; ++i) {
+    for (int i = 0; i < 100; ++i) {
       WriteBatch b = rows.Batch(5);
       ASSERT_TRUE((*slice)->Write(b).ok());
       ApplyToModel(b, &model);
