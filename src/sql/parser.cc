@@ -700,48 +700,49 @@ Result<uint64_t> Parser::ParseUnsigned() {
 
 // ---- expressions ------------------------------------------------------------
 
-Result<ast::ExprPtr> Parser::ParseExpr() {
+Result<ast::ExprPtr> Parser::ParseLeftAssociative(
+    Result<ast::ExprPtr> (Parser::*operand)(), std::string (Parser::*take_operator)()) {
   size_t begin = Peek().begin;
-  SHALE_ASSIGN_OR_RETURN(ast::ExprPtr left, ParseXor());
-  while (AtKeyword("OR") || AtOperator("||")) {
-    ++pos_;
-    SHALE_ASSIGN_OR_RETURN(ast::ExprPtr right, ParseXor());
+  SHALE_ASSIGN_OR_RETURN(ast::ExprPtr left, (this->*operand)());
+  while (true) {
+    std::string op = (this->*take_operator)();
+    if (op.empty()) return left;
+    SHALE_ASSIGN_OR_RETURN(ast::ExprPtr right, (this->*operand)());
     auto e = MakeExpr(ast::ExprKind::kBinary);
-    e->op = "OR";
+    e->op = std::move(op);
     e->children.push_back(std::move(left));
     e->children.push_back(std::move(right));
     left = Finish(std::move(e), begin);
   }
-  return left;
+}
+
+std::string Parser::TakeOr() { return AcceptKeyword("OR") || AcceptOperator("||") ? "OR" : ""; }
+std::string Parser::TakeXor() { return AcceptKeyword("XOR") ? "XOR" : ""; }
+std::string Parser::TakeAnd() { return AcceptKeyword("AND") || AcceptOperator("&&") ? "AND" : ""; }
+std::string Parser::TakeAdditive() {
+  if (AcceptOperator("+")) return "+";
+  if (AcceptOperator("-")) return "-";
+  return "";
+}
+std::string Parser::TakeMultiplicative() {
+  for (const char* op : {"*", "/", "%"}) {
+    if (AcceptOperator(op)) return op;
+  }
+  if (AcceptKeyword("DIV")) return "DIV";
+  if (AcceptKeyword("MOD")) return "%";
+  return "";
+}
+
+Result<ast::ExprPtr> Parser::ParseExpr() {
+  return ParseLeftAssociative(&Parser::ParseXor, &Parser::TakeOr);
 }
 
 Result<ast::ExprPtr> Parser::ParseXor() {
-  size_t begin = Peek().begin;
-  SHALE_ASSIGN_OR_RETURN(ast::ExprPtr left, ParseAnd());
-  while (AcceptKeyword("XOR")) {
-    SHALE_ASSIGN_OR_RETURN(ast::ExprPtr right, ParseAnd());
-    auto e = MakeExpr(ast::ExprKind::kBinary);
-    e->op = "XOR";
-    e->children.push_back(std::move(left));
-    e->children.push_back(std::move(right));
-    left = Finish(std::move(e), begin);
-  }
-  return left;
+  return ParseLeftAssociative(&Parser::ParseAnd, &Parser::TakeXor);
 }
 
 Result<ast::ExprPtr> Parser::ParseAnd() {
-  size_t begin = Peek().begin;
-  SHALE_ASSIGN_OR_RETURN(ast::ExprPtr left, ParseNot());
-  while (AtKeyword("AND") || AtOperator("&&")) {
-    ++pos_;
-    SHALE_ASSIGN_OR_RETURN(ast::ExprPtr right, ParseNot());
-    auto e = MakeExpr(ast::ExprKind::kBinary);
-    e->op = "AND";
-    e->children.push_back(std::move(left));
-    e->children.push_back(std::move(right));
-    left = Finish(std::move(e), begin);
-  }
-  return left;
+  return ParseLeftAssociative(&Parser::ParseNot, &Parser::TakeAnd);
 }
 
 Result<ast::ExprPtr> Parser::ParseNot() {
@@ -827,37 +828,11 @@ Result<ast::ExprPtr> Parser::ParsePredicate() {
 }
 
 Result<ast::ExprPtr> Parser::ParseAdditive() {
-  size_t begin = Peek().begin;
-  SHALE_ASSIGN_OR_RETURN(ast::ExprPtr left, ParseMultiplicative());
-  while (AtOperator("+") || AtOperator("-")) {
-    std::string op = Peek().text;
-    ++pos_;
-    SHALE_ASSIGN_OR_RETURN(ast::ExprPtr right, ParseMultiplicative());
-    auto e = MakeExpr(ast::ExprKind::kBinary);
-    e->op = op;
-    e->children.push_back(std::move(left));
-    e->children.push_back(std::move(right));
-    left = Finish(std::move(e), begin);
-  }
-  return left;
+  return ParseLeftAssociative(&Parser::ParseMultiplicative, &Parser::TakeAdditive);
 }
 
 Result<ast::ExprPtr> Parser::ParseMultiplicative() {
-  size_t begin = Peek().begin;
-  SHALE_ASSIGN_OR_RETURN(ast::ExprPtr left, ParseUnary());
-  while (AtOperator("*") || AtOperator("/") || AtOperator("%") || AtKeyword("DIV") ||
-         AtKeyword("MOD")) {
-    std::string op = Upper(Peek().text);
-    if (op == "MOD") op = "%";
-    ++pos_;
-    SHALE_ASSIGN_OR_RETURN(ast::ExprPtr right, ParseUnary());
-    auto e = MakeExpr(ast::ExprKind::kBinary);
-    e->op = op;
-    e->children.push_back(std::move(left));
-    e->children.push_back(std::move(right));
-    left = Finish(std::move(e), begin);
-  }
-  return left;
+  return ParseLeftAssociative(&Parser::ParseUnary, &Parser::TakeMultiplicative);
 }
 
 Result<ast::ExprPtr> Parser::ParseUnary() {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -49,6 +50,15 @@ class Parser {
   Result<ast::ExprPtr> ParseMultiplicative();
   Result<ast::ExprPtr> ParseUnary();
   Result<ast::ExprPtr> ParsePrimary();
+  // operand (op operand)*, folded to the left. take_operator consumes the
+  // next operator token and returns its AST name, or "" if none follows.
+  Result<ast::ExprPtr> ParseLeftAssociative(Result<ast::ExprPtr> (Parser::*operand)(),
+                                            std::string (Parser::*take_operator)());
+  std::string TakeOr();
+  std::string TakeXor();
+  std::string TakeAnd();
+  std::string TakeAdditive();
+  std::string TakeMultiplicative();
 
   // Names.
   Result<std::string> ParseIdentifier();
