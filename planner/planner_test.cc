@@ -1,1 +1,463 @@
+#include "planner/planner.h"
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
+
+#include "src/catalog/catalog.h"
+#include "src/sql/binder.h"
+#include "src/sql/parser.h"
+#include "storage/meta_store.h"
+
+namespace shale::planner {
+namespace {
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = "/tmp/shale-planner-test-XXXXXX";
+    if (::mkdtemp(tmpl.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed";
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::string K(std::vector<Value> values) { return catalog::EncodeKey(values); }
+
+// A catalog with database "db" and tables, each in 4 equal slices:
+//   t   (id INT PRIMARY KEY, name VARCHAR(10), n INT)
+//   c   (a INT, b VARCHAR(10), v INT, PRIMARY KEY (a, b))
+//   s   (k VARCHAR(10) PRIMARY KEY, v INT)
+//   big (id BIGINT PRIMARY KEY)
+class PlannerTest : public ::testing::Test {
+ protected:
+  // The catalog is only read by the tests: build it once for the suite.
+  static void SetUpTestSuite() {
+    shared_ = new Shared;
+    auto meta = storage::MetaStore::Open(shared_->dir.path() + "/meta");
+    ASSERT_TRUE(meta.ok()) << meta.status().ToString();
+    shared_->meta = std::move(meta).value();
+    auto cat = catalog::Catalog::Load(shared_->meta.get());
+    ASSERT_TRUE(cat.ok()) << cat.status().ToString();
+    shared_->catalog = std::move(cat).value();
+    bool created = false;
+    ASSERT_TRUE(shared_->catalog->CreateDatabase("db", false, &created).ok());
+    CreateTable("CREATE TABLE t (id INT PRIMARY KEY, name VARCHAR(10), n INT)");
+    CreateTable("CREATE TABLE c (a INT, b VARCHAR(10), v INT, PRIMARY KEY (a, b))");
+    CreateTable("CREATE TABLE s (k VARCHAR(10) PRIMARY KEY, v INT)");
+    CreateTable("CREATE TABLE big (id BIGINT PRIMARY KEY)");
+  }
+
+  static void TearDownTestSuite() {
+    delete shared_;
+    shared_ = nullptr;
+  }
+
+  static Result<sql::BoundStatement> BindSql(std::string_view text) {
+    static const std::map<std::string, Value> kVariables = {{"autocommit", Value::Int(1)}};
+    sql::BindContext ctx;
+    ctx.catalog = shared_->catalog.get();
+    ctx.current_db = "db";
+    ctx.variables = &kVariables;
+    sql::Parser p(text);
+    auto stmt = p.Next();
+    if (!stmt.ok()) return stmt.status();
+    if (!stmt->has_value()) return Status::Internal("no statement");
+    return sql::Bind(**stmt, ctx);
+  }
+
+  static void CreateTable(std::string_view text) {
+    catalog::Catalog* cat = shared_->catalog.get();
+    auto r = BindSql(text);
+    ASSERT_TRUE(r.ok()) << text << ": " << r.status().ToString();
+    catalog::TableDef def = std::get<sql::CreateTableCmd>(*r).def;
+    def.id = *cat->NextId();
+    const unsigned __int128 space = static_cast<unsigned __int128>(1) << 64;
+    for (int i = 0; i < 4; ++i) {
+      catalog::SliceDef s;
+      s.id = *cat->NextId();
+      s.hash_begin = static_cast<uint64_t>(space * i / 4);
+      s.hash_end = static_cast<uint64_t>(space * (i + 1) / 4 - 1);
+      s.replicas = {"node1"};
+      def.primary.slices.push_back(s);
+    }
+    bool created = false;
+    ASSERT_TRUE(cat->CreateTable(def, false, &created).ok());
+  }
+
+  std::shared_ptr<const catalog::TableDef> Table(const std::string& name) {
+    auto t = shared_->catalog->GetTable("db", name);
+    EXPECT_TRUE(t.ok()) << t.status().ToString();
+    return *t;
+  }
+
+  // Binds and plans `text`; keeps the logical plan alive with the physical.
+  PhysicalPtr PlanSql(std::string_view text) {
+    auto r = BindSql(text);
+    EXPECT_TRUE(r.ok()) << text << ": " << r.status().ToString();
+    if (!r.ok()) return nullptr;
+    logical_ = std::move(std::get<sql::PlanCmd>(*r).plan);
+    auto p = Plan(*logical_);
+    EXPECT_TRUE(p.ok()) << text << ": " << p.status().ToString();
+    return p.ok() ? std::move(p).value() : nullptr;
+  }
+
+  // The access path (PointGet or SliceScan) of a plan, and its parent.
+  static const PhysicalOperator* Access(const PhysicalOperator* op, const PhysicalOperator** parent) {
+    *parent = nullptr;
+    while (op && op->kind != PhysicalKind::kPointGet && op->kind != PhysicalKind::kSliceScan) {
+      if (op->children.empty()) return nullptr;
+      *parent = op;
+      op = op->children[0].get();
+    }
+    return op;
+  }
+
+  // The access path of `text`, checking that a Filter holding the whole WHERE
+  // predicate sits directly above it.
+  const PhysicalOperator* AccessUnderFilter(std::string_view text, const std::string& predicate) {
+    plan_ = PlanSql(text);
+    if (!plan_) return nullptr;
+    const PhysicalOperator* parent = nullptr;
+    const PhysicalOperator* access = Access(plan_.get(), &parent);
+    EXPECT_TRUE(access) << text << "\n" << plan_->ToString();
+    if (!access) return nullptr;
+    EXPECT_TRUE(parent && parent->kind == PhysicalKind::kFilter) << text << "\n" << plan_->ToString();
+    if (parent && parent->kind == PhysicalKind::kFilter) {
+      EXPECT_EQ(parent->predicate->ToString(), predicate) << text;
+    }
+    return access;
+  }
+
+  static std::vector<storage::SliceId> Ids(const std::vector<catalog::SliceDef>& slices) {
+    std::vector<storage::SliceId> out;
+    for (const auto& s : slices) out.push_back(s.id);
+    return out;
+  }
+
+  struct Shared {
+    TempDir dir;
+    std::unique_ptr<storage::MetaStore> meta;
+    std::unique_ptr<catalog::Catalog> catalog;
+    ~Shared() {
+      catalog.reset();
+      meta.reset();
+    }
+  };
+  static Shared* shared_;
+
+  sierra::LogicalPtr logical_;
+  PhysicalPtr plan_;
+};
+
+PlannerTest::Shared* PlannerTest::shared_ = nullptr;
+
+TEST_F(PlannerTest, EqualityOnKeyIsPointGetOnOwningSlice) {
+  auto t = Table("t");
+  std::set<storage::SliceId> used;
+  for (int64_t id : {0, 1, 5, 17, 99, 12345, 2147483647}) {
+    std::string text = "SELECT * FROM t WHERE id = " + std::to_string(id);
+    const PhysicalOperator* access =
+        AccessUnderFilter(text, "(#0:id = " + std::to_string(id) + ")");
+    ASSERT_TRUE(access);
+    ASSERT_EQ(access->kind, PhysicalKind::kPointGet) << text;
+    EXPECT_EQ(access->key, K({Value::Int(id)})) << text;
+    ASSERT_EQ(access->slices.size(), 1u);
+    const catalog::SliceDef& want =
+        t->primary.SliceForHash(catalog::DistributionHash(t->primary, {Value::Int(id)}));
+    EXPECT_EQ(access->slices[0].id, want.id) << text;
+    EXPECT_EQ(access->table->name, "t");
+    used.insert(access->slices[0].id);
+  }
+  EXPECT_GT(used.size(), 1u) << "every key went to one slice";
+}
+
+TEST_F(PlannerTest, PointGetVariants) {
+  auto t = Table("t");
+  struct Case {
+    const char* sql;
+    const char* predicate;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"SELECT * FROM t WHERE 5 = id", "(5 = #0:id)"},
+           {"SELECT * FROM t WHERE id <=> 5", "(#0:id <=> 5)"},
+           {"SELECT name FROM t WHERE id = 5 AND name = 'x'", "((#0:id = 5) AND (#1:name = 'x'))"},
+           {"SELECT * FROM t WHERE n > 3 AND ID = 5", "((#2:n > 3) AND (#0:id = 5))"},
+           {"SELECT * FROM t AS x WHERE x.id = 5", "(#0:id = 5)"},
+       }) {
+    const PhysicalOperator* access = AccessUnderFilter(c.sql, c.predicate);
+    ASSERT_TRUE(access);
+    ASSERT_EQ(access->kind, PhysicalKind::kPointGet) << c.sql;
+    EXPECT_EQ(access->key, K({Value::Int(5)})) << c.sql;
+    EXPECT_EQ(access->slices[0].id,
+              t->primary.SliceForHash(catalog::DistributionHash(t->primary, {Value::Int(5)})).id);
+  }
+}
+
+// A negative literal is folded to a constant by the binder, so it is a key
+// value: `WHERE id = -7` is a PointGet and `id > -3` bounds the scan.
+TEST_F(PlannerTest, NegativeKeyValueIsPointGetAndBound) {
+  auto t = Table("t");
+  const PhysicalOperator* eq = AccessUnderFilter("SELECT * FROM t WHERE id = -7", "(#0:id = -7)");
+  ASSERT_TRUE(eq);
+  ASSERT_EQ(eq->kind, PhysicalKind::kPointGet);
+  EXPECT_EQ(eq->key, K({Value::Int(-7)}));
+  EXPECT_EQ(eq->slices[0].id,
+            t->primary.SliceForHash(catalog::DistributionHash(t->primary, {Value::Int(-7)})).id);
+  const PhysicalOperator* lower = AccessUnderFilter("SELECT * FROM t WHERE id > -3", "(#0:id > -3)");
+  ASSERT_TRUE(lower);
+  EXPECT_TRUE(lower->range.has_start);
+  EXPECT_FALSE(lower->range.Contains(K({Value::Int(-3)})));
+}
+
+TEST_F(PlannerTest, RangeOnLeadingKeyScansAllSlicesWithBounds) {
+  auto t = Table("t");
+  const PhysicalOperator* access =
+      AccessUnderFilter("SELECT * FROM t WHERE id >= 2 AND id < 9", "((#0:id >= 2) AND (#0:id < 9))");
+  ASSERT_TRUE(access);
+  ASSERT_EQ(access->kind, PhysicalKind::kSliceScan);
+  EXPECT_EQ(Ids(access->slices), Ids(t->primary.slices));
+  EXPECT_TRUE(access->range.has_start);
+  EXPECT_TRUE(access->range.has_end);
+  EXPECT_FALSE(access->range.Contains(K({Value::Int(1)})));
+  EXPECT_TRUE(access->range.Contains(K({Value::Int(2)})));
+  EXPECT_TRUE(access->range.Contains(K({Value::Int(8)})));
+  EXPECT_FALSE(access->range.Contains(K({Value::Int(9)})));
+  EXPECT_FALSE(access->range.Contains(K({Value::Int(-5)})));
+
+  access = AccessUnderFilter("SELECT * FROM t WHERE id > 2 AND id <= 9", "((#0:id > 2) AND (#0:id <= 9))");
+  ASSERT_TRUE(access);
+  ASSERT_EQ(access->kind, PhysicalKind::kSliceScan);
+  EXPECT_EQ(access->slices.size(), 4u);
+  EXPECT_FALSE(access->range.Contains(K({Value::Int(2)})));
+  EXPECT_TRUE(access->range.Contains(K({Value::Int(3)})));
+  EXPECT_TRUE(access->range.Contains(K({Value::Int(9)})));
+  EXPECT_FALSE(access->range.Contains(K({Value::Int(10)})));
+}
+
+TEST_F(PlannerTest, OneSidedAndFlippedRanges) {
+  const PhysicalOperator* lower = AccessUnderFilter("SELECT * FROM t WHERE id > 3", "(#0:id > 3)");
+  ASSERT_TRUE(lower);
+  ASSERT_EQ(lower->kind, PhysicalKind::kSliceScan);
+  EXPECT_TRUE(lower->range.has_start);
+  EXPECT_FALSE(lower->range.has_end);
+  EXPECT_FALSE(lower->range.Contains(K({Value::Int(3)})));
+  EXPECT_TRUE(lower->range.Contains(K({Value::Int(4)})));
+  EXPECT_FALSE(lower->range.Contains(K({Value::Int(-4)})));
+
+  const PhysicalOperator* flipped = AccessUnderFilter("SELECT * FROM t WHERE 10 > id", "(10 > #0:id)");
+  ASSERT_TRUE(flipped);
+  ASSERT_EQ(flipped->kind, PhysicalKind::kSliceScan);
+  EXPECT_FALSE(flipped->range.has_start);
+  EXPECT_TRUE(flipped->range.has_end);
+  EXPECT_TRUE(flipped->range.Contains(K({Value::Int(9)})));
+  EXPECT_FALSE(flipped->range.Contains(K({Value::Int(10)})));
+
+  // The tightest of several bounds wins.
+  const PhysicalOperator* tight = AccessUnderFilter(
+      "SELECT * FROM t WHERE id >= 2 AND id >= 5 AND id < 100 AND id <= 7",
+      "((((#0:id >= 2) AND (#0:id >= 5)) AND (#0:id < 100)) AND (#0:id <= 7))");
+  ASSERT_TRUE(tight);
+  EXPECT_FALSE(tight->range.Contains(K({Value::Int(4)})));
+  EXPECT_TRUE(tight->range.Contains(K({Value::Int(5)})));
+  EXPECT_TRUE(tight->range.Contains(K({Value::Int(7)})));
+  EXPECT_FALSE(tight->range.Contains(K({Value::Int(8)})));
+}
+
+TEST_F(PlannerTest, NonKeyPredicateScansEverythingUnbounded) {
+  auto t = Table("t");
+  struct Case {
+    const char* sql;
+    const char* predicate;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"SELECT * FROM t WHERE n = 5", "(#2:n = 5)"},
+           {"SELECT * FROM t WHERE name >= 'a'", "(#1:name >= 'a')"},
+           {"SELECT * FROM t WHERE id = 5 OR id = 6", "((#0:id = 5) OR (#0:id = 6))"},
+           {"SELECT * FROM t WHERE id <> 5", "(#0:id <> 5)"},
+           {"SELECT * FROM t WHERE id IN (5)", "(#0:id IN (5))"},
+           {"SELECT * FROM t WHERE id = n", "(#0:id = #2:n)"},
+           {"SELECT * FROM t WHERE id + 0 = 5", "((#0:id + 0) = 5)"},
+       }) {
+    const PhysicalOperator* access = AccessUnderFilter(c.sql, c.predicate);
+    ASSERT_TRUE(access);
+    ASSERT_EQ(access->kind, PhysicalKind::kSliceScan) << c.sql;
+    EXPECT_EQ(Ids(access->slices), Ids(t->primary.slices)) << c.sql;
+    EXPECT_FALSE(access->range.has_start) << c.sql;
+    EXPECT_FALSE(access->range.has_end) << c.sql;
+  }
+}
+
+TEST_F(PlannerTest, NoWhereScansEverythingWithoutFilter) {
+  auto t = Table("t");
+  auto plan = PlanSql("SELECT * FROM t");
+  ASSERT_TRUE(plan);
+  ASSERT_EQ(plan->kind, PhysicalKind::kProject);
+  ASSERT_EQ(plan->children.size(), 1u);
+  const PhysicalOperator& scan = *plan->children[0];
+  ASSERT_EQ(scan.kind, PhysicalKind::kSliceScan);
+  EXPECT_EQ(Ids(scan.slices), Ids(t->primary.slices));
+  EXPECT_FALSE(scan.range.has_start);
+  EXPECT_FALSE(scan.range.has_end);
+  EXPECT_EQ(scan.columns.size(), 3u);
+}
+
+TEST_F(PlannerTest, CompositeKeyPrefixScansOneSlice) {
+  auto c = Table("c");
+  const PhysicalOperator* access = AccessUnderFilter("SELECT * FROM c WHERE a = 1", "(#0:a = 1)");
+  ASSERT_TRUE(access);
+  ASSERT_EQ(access->kind, PhysicalKind::kSliceScan);
+  ASSERT_EQ(access->slices.size(), 1u);
+  EXPECT_EQ(access->slices[0].id,
+            c->primary.SliceForHash(catalog::DistributionHash(c->primary, {Value::Int(1)})).id);
+  EXPECT_TRUE(access->range.has_start);
+  EXPECT_TRUE(access->range.has_end);
+  EXPECT_TRUE(access->range.Contains(K({Value::Int(1), Value::String("")})));
+  EXPECT_TRUE(access->range.Contains(K({Value::Int(1), Value::String("\xff\xff\xff")})));
+  EXPECT_FALSE(access->range.Contains(K({Value::Int(0), Value::String("zzz")})));
+  EXPECT_FALSE(access->range.Contains(K({Value::Int(2), Value::String("")})));
+}
+
+TEST_F(PlannerTest, CompositeKeyFullEqualityIsPointGet) {
+  auto c = Table("c");
+  const PhysicalOperator* access = AccessUnderFilter("SELECT * FROM c WHERE b = 'x' AND a = 1",
+                                                     "((#1:b = 'x') AND (#0:a = 1))");
+  ASSERT_TRUE(access);
+  ASSERT_EQ(access->kind, PhysicalKind::kPointGet);
+  EXPECT_EQ(access->key, K({Value::Int(1), Value::String("x")}));  // in key column order
+  // Rows are distributed on the first key column only.
+  EXPECT_EQ(access->slices[0].id,
+            c->primary.SliceForHash(catalog::DistributionHash(c->primary, {Value::Int(1)})).id);
+}
+
+TEST_F(PlannerTest, CompositeKeyOtherShapes) {
+  auto c = Table("c");
+  // Equality on the second key column alone does not narrow anything.
+  const PhysicalOperator* second = AccessUnderFilter("SELECT * FROM c WHERE b = 'x'", "(#1:b = 'x')");
+  ASSERT_TRUE(second);
+  ASSERT_EQ(second->kind, PhysicalKind::kSliceScan);
+  EXPECT_EQ(second->slices.size(), 4u);
+  EXPECT_FALSE(second->range.has_start);
+  EXPECT_FALSE(second->range.has_end);
+
+  // A range on the leading column bounds whole key prefixes.
+  const PhysicalOperator* range =
+      AccessUnderFilter("SELECT * FROM c WHERE a >= 2 AND a <= 4", "((#0:a >= 2) AND (#0:a <= 4))");
+  ASSERT_TRUE(range);
+  ASSERT_EQ(range->kind, PhysicalKind::kSliceScan);
+  EXPECT_EQ(range->slices.size(), 4u);
+  EXPECT_FALSE(range->range.Contains(K({Value::Int(1), Value::String("\xff\xff")})));
+  EXPECT_TRUE(range->range.Contains(K({Value::Int(2), Value::String("")})));
+  EXPECT_TRUE(range->range.Contains(K({Value::Int(4), Value::String("\xff\xff")})));
+  EXPECT_FALSE(range->range.Contains(K({Value::Int(5), Value::String("")})));
+
+  const PhysicalOperator* open = AccessUnderFilter("SELECT * FROM c WHERE a > 2", "(#0:a > 2)");
+  ASSERT_TRUE(open);
+  EXPECT_FALSE(open->range.Contains(K({Value::Int(2), Value::String("\xff\xff")})));
+  EXPECT_TRUE(open->range.Contains(K({Value::Int(3), Value::String("")})));
+  const PhysicalOperator* below = AccessUnderFilter("SELECT * FROM c WHERE a < 2", "(#0:a < 2)");
+  ASSERT_TRUE(below);
+  EXPECT_TRUE(below->range.Contains(K({Value::Int(1), Value::String("\xff\xff")})));
+  EXPECT_FALSE(below->range.Contains(K({Value::Int(2), Value::String("")})));
+}
+
+TEST_F(PlannerTest, TypeMismatchIsNotAPointGet) {
+  auto t = Table("t");
+  struct Case {
+    const char* sql;
+    const char* predicate;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"SELECT * FROM t WHERE id = 'abc'", "(#0:id = 'abc')"},
+           {"SELECT * FROM t WHERE id = '5'", "(#0:id = '5')"},  // compares numerically, not bytewise
+           {"SELECT * FROM t WHERE id = 3000000000", "(#0:id = 3000000000)"},  // beyond INT
+           {"SELECT * FROM t WHERE id = NULL", "(#0:id = NULL)"},
+           {"SELECT * FROM t WHERE id >= '2'", "(#0:id >= '2')"},
+       }) {
+    const PhysicalOperator* access = AccessUnderFilter(c.sql, c.predicate);
+    ASSERT_TRUE(access);
+    EXPECT_EQ(access->kind, PhysicalKind::kSliceScan) << c.sql;
+    EXPECT_EQ(Ids(access->slices), Ids(t->primary.slices)) << c.sql;
+    EXPECT_FALSE(access->range.has_start) << c.sql;
+    EXPECT_FALSE(access->range.has_end) << c.sql;
+  }
+  const PhysicalOperator* varchar_with_int = AccessUnderFilter("SELECT * FROM s WHERE k = 5", "(#0:k = 5)");
+  ASSERT_TRUE(varchar_with_int);
+  EXPECT_EQ(varchar_with_int->kind, PhysicalKind::kSliceScan);
+  EXPECT_EQ(varchar_with_int->slices.size(), 4u);
+}
+
+TEST_F(PlannerTest, OtherKeyTypes) {
+  auto s = Table("s");
+  const PhysicalOperator* str = AccessUnderFilter("SELECT * FROM s WHERE k = 'abc'", "(#0:k = 'abc')");
+  ASSERT_TRUE(str);
+  ASSERT_EQ(str->kind, PhysicalKind::kPointGet);
+  EXPECT_EQ(str->key, K({Value::String("abc")}));
+  EXPECT_EQ(str->slices[0].id,
+            s->primary.SliceForHash(catalog::DistributionHash(s->primary, {Value::String("abc")})).id);
+
+  const PhysicalOperator* big =
+      AccessUnderFilter("SELECT * FROM big WHERE id = 3000000000", "(#0:id = 3000000000)");
+  ASSERT_TRUE(big);
+  ASSERT_EQ(big->kind, PhysicalKind::kPointGet);
+  EXPECT_EQ(big->key, K({Value::Int(3000000000LL)}));
+}
+
+TEST_F(PlannerTest, OperatorsAboveTheAccessPath) {
+  auto plan = PlanSql("SELECT DISTINCT name FROM t WHERE id = 5 ORDER BY n DESC LIMIT 1 OFFSET 2");
+  ASSERT_TRUE(plan);
+  std::vector<PhysicalKind> chain;
+  for (const PhysicalOperator* op = plan.get(); op; op = op->children.empty() ? nullptr : op->children[0].get()) {
+    chain.push_back(op->kind);
+  }
+  EXPECT_EQ(chain, (std::vector<PhysicalKind>{PhysicalKind::kLimit, PhysicalKind::kDistinct,
+                                              PhysicalKind::kProject, PhysicalKind::kSort,
+                                              PhysicalKind::kFilter, PhysicalKind::kPointGet}));
+  EXPECT_EQ(plan->limit, 1u);
+  EXPECT_EQ(plan->offset, 2u);
+  ASSERT_EQ(plan->columns.size(), 1u);
+  EXPECT_EQ(plan->columns[0].name, "name");
+  auto t = Table("t");
+  std::string slice = std::to_string(
+      t->primary.SliceForHash(catalog::DistributionHash(t->primary, {Value::Int(5)})).id);
+  EXPECT_EQ(plan->ToString(),
+            "Limit 1 offset 2\n"
+            "  Distinct\n"
+            "    Project #1:name\n"
+            "      Sort #2:n DESC\n"
+            "        Filter (#0:id = 5)\n"
+            "          PointGet db.t slice=" + slice + "\n");
+}
+
+TEST_F(PlannerTest, InsertAndValues) {
+  auto insert = PlanSql("INSERT INTO t (id) VALUES (1), (2)");
+  ASSERT_TRUE(insert);
+  ASSERT_EQ(insert->kind, PhysicalKind::kInsert);
+  EXPECT_EQ(insert->table->name, "t");
+  ASSERT_EQ(insert->children.size(), 1u);
+  EXPECT_EQ(insert->children[0]->kind, PhysicalKind::kValues);
+  EXPECT_EQ(insert->children[0]->rows.size(), 2u);
+  EXPECT_EQ(insert->ToString(), "Insert db.t\n  Values rows=2\n");
+
+  auto no_from = PlanSql("SELECT 1 + 2");
+  ASSERT_TRUE(no_from);
+  ASSERT_EQ(no_from->kind, PhysicalKind::kProject);
+  EXPECT_EQ(no_from->children[0]->kind, PhysicalKind::kValues);
+}
+
+}  // namespace
+}  // namespace shale::planner

@@ -1,1 +1,306 @@
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
+
+#include "sierra/eval.h"
+#include "sierra/expr.h"
+#include "sierra/logical.h"
+
+namespace shale::sierra {
+namespace {
+
+constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+
+ExprPtr I(int64_t v) { return Expr::Constant(Value::Int(v)); }
+ExprPtr S(const std::string& s) { return Expr::Constant(Value::String(s)); }
+ExprPtr N() { return Expr::Constant(Value::Null()); }
+
+// Evaluates `e` over `row`, failing the test on an error.
+Value Eval(const ExprPtr& e, const Row& row = {}) {
+  auto r = Evaluate(*e, row);
+  EXPECT_TRUE(r.ok()) << e->ToString() << ": " << r.status().ToString();
+  return r.ok() ? *r : Value::String("<error>");
+}
+
+const Value kTrue = Value::Int(1);
+const Value kFalse = Value::Int(0);
+const Value kNull = Value::Null();
+
+ExprPtr And(ExprPtr a, ExprPtr b) { return Expr::Logical(ExprKind::kAnd, std::move(a), std::move(b)); }
+ExprPtr Or(ExprPtr a, ExprPtr b) { return Expr::Logical(ExprKind::kOr, std::move(a), std::move(b)); }
+ExprPtr Xor(ExprPtr a, ExprPtr b) { return Expr::Logical(ExprKind::kXor, std::move(a), std::move(b)); }
+ExprPtr Cmp(CompareOp op, ExprPtr a, ExprPtr b) { return Expr::Compare(op, std::move(a), std::move(b)); }
+ExprPtr Arith(ArithOp op, ExprPtr a, ExprPtr b) { return Expr::Arith(op, std::move(a), std::move(b)); }
+
+TEST(EvalTest, ThreeValuedAnd) {
+  EXPECT_EQ(Eval(And(N(), I(0))), kFalse);
+  EXPECT_EQ(Eval(And(I(0), N())), kFalse);
+  EXPECT_EQ(Eval(And(N(), I(1))), kNull);
+  EXPECT_EQ(Eval(And(I(1), N())), kNull);
+  EXPECT_EQ(Eval(And(N(), N())), kNull);
+  EXPECT_EQ(Eval(And(I(1), I(1))), kTrue);
+  EXPECT_EQ(Eval(And(I(1), I(0))), kFalse);
+  EXPECT_EQ(Eval(And(I(5), I(-3))), kTrue);  // any non-zero is true
+}
+
+TEST(EvalTest, ThreeValuedOr) {
+  EXPECT_EQ(Eval(Or(N(), I(1))), kTrue);
+  EXPECT_EQ(Eval(Or(I(1), N())), kTrue);
+  EXPECT_EQ(Eval(Or(N(), I(0))), kNull);
+  EXPECT_EQ(Eval(Or(I(0), N())), kNull);
+  EXPECT_EQ(Eval(Or(N(), N())), kNull);
+  EXPECT_EQ(Eval(Or(I(0), I(0))), kFalse);
+  EXPECT_EQ(Eval(Or(I(0), I(2))), kTrue);
+}
+
+TEST(EvalTest, XorAndNot) {
+  EXPECT_EQ(Eval(Xor(I(1), I(0))), kTrue);
+  EXPECT_EQ(Eval(Xor(I(1), I(1))), kFalse);
+  EXPECT_EQ(Eval(Xor(N(), I(1))), kNull);
+  EXPECT_EQ(Eval(Expr::Not(N())), kNull);
+  EXPECT_EQ(Eval(Expr::Not(I(0))), kTrue);
+  EXPECT_EQ(Eval(Expr::Not(I(7))), kFalse);
+  EXPECT_EQ(Eval(Expr::Not(S("abc"))), kTrue);  // 'abc' reads as 0
+  EXPECT_EQ(Eval(Expr::Not(S("3x"))), kFalse);
+}
+
+TEST(EvalTest, ComparisonsWithNullAreNull) {
+  for (CompareOp op : {CompareOp::kEq, CompareOp::kNe, CompareOp::kLt, CompareOp::kLe,
+                       CompareOp::kGt, CompareOp::kGe}) {
+    EXPECT_EQ(Eval(Cmp(op, N(), I(1))), kNull) << static_cast<int>(op);
+    EXPECT_EQ(Eval(Cmp(op, I(1), N())), kNull) << static_cast<int>(op);
+    EXPECT_EQ(Eval(Cmp(op, N(), N())), kNull) << static_cast<int>(op);
+  }
+}
+
+TEST(EvalTest, NullSafeEquality) {
+  EXPECT_EQ(Eval(Cmp(CompareOp::kNullSafeEq, N(), N())), kTrue);
+  EXPECT_EQ(Eval(Cmp(CompareOp::kNullSafeEq, N(), I(1))), kFalse);
+  EXPECT_EQ(Eval(Cmp(CompareOp::kNullSafeEq, I(1), N())), kFalse);
+  EXPECT_EQ(Eval(Cmp(CompareOp::kNullSafeEq, I(1), I(1))), kTrue);
+  EXPECT_EQ(Eval(Cmp(CompareOp::kNullSafeEq, I(1), S("1"))), kTrue);
+  EXPECT_FALSE(Cmp(CompareOp::kNullSafeEq, N(), N())->nullable);
+  EXPECT_TRUE(Cmp(CompareOp::kEq, N(), I(1))->nullable);
+}
+
+TEST(EvalTest, Comparisons) {
+  EXPECT_EQ(Eval(Cmp(CompareOp::kEq, I(2), I(2))), kTrue);
+  EXPECT_EQ(Eval(Cmp(CompareOp::kNe, I(2), I(2))), kFalse);
+  EXPECT_EQ(Eval(Cmp(CompareOp::kLt, I(-3), I(2))), kTrue);
+  EXPECT_EQ(Eval(Cmp(CompareOp::kLe, I(2), I(2))), kTrue);
+  EXPECT_EQ(Eval(Cmp(CompareOp::kGt, I(2), I(2))), kFalse);
+  EXPECT_EQ(Eval(Cmp(CompareOp::kGe, I(kMax), I(kMin))), kTrue);
+  EXPECT_EQ(Eval(Cmp(CompareOp::kLt, S("abc"), S("abd"))), kTrue);
+}
+
+TEST(EvalTest, StringsCompareWithNumbersNumerically) {
+  EXPECT_EQ(Eval(Cmp(CompareOp::kGt, I(10), S("9"))), kTrue);   // as strings "10" < "9"
+  EXPECT_EQ(Eval(Cmp(CompareOp::kLt, S("10"), S("9"))), kTrue);  // two strings: bytewise
+  EXPECT_EQ(Eval(Cmp(CompareOp::kEq, I(1), S("1abc"))), kTrue);
+  EXPECT_EQ(Eval(Cmp(CompareOp::kEq, I(0), S("abc"))), kTrue);
+  EXPECT_EQ(Eval(Cmp(CompareOp::kEq, S(" 42"), I(42))), kTrue);
+}
+
+TEST(EvalTest, InListWithNulls) {
+  auto in = [](ExprPtr v, std::vector<ExprPtr> list, bool negated = false) {
+    return Expr::InList(std::move(v), std::move(list), negated);
+  };
+  EXPECT_EQ(Eval(in(I(1), {I(2), N()})), kNull);
+  EXPECT_EQ(Eval(in(I(1), {I(1), N()})), kTrue);
+  EXPECT_EQ(Eval(in(I(1), {N(), I(1)})), kTrue);
+  EXPECT_EQ(Eval(in(I(1), {I(2), I(3)})), kFalse);
+  EXPECT_EQ(Eval(in(N(), {I(1)})), kNull);
+  EXPECT_EQ(Eval(in(I(1), {I(2), N()}, true)), kNull);   // 1 NOT IN (2, NULL)
+  EXPECT_EQ(Eval(in(I(1), {I(1), N()}, true)), kFalse);  // 1 NOT IN (1, NULL)
+  EXPECT_EQ(Eval(in(I(1), {I(2), I(3)}, true)), kTrue);
+  EXPECT_EQ(Eval(in(I(5), {S("5")})), kTrue);
+  EXPECT_FALSE(in(I(1), {I(2)})->nullable);
+  EXPECT_TRUE(in(I(1), {N()})->nullable);
+}
+
+TEST(EvalTest, IsNull) {
+  EXPECT_EQ(Eval(Expr::IsNull(N(), false)), kTrue);
+  EXPECT_EQ(Eval(Expr::IsNull(I(0), false)), kFalse);
+  EXPECT_EQ(Eval(Expr::IsNull(N(), true)), kFalse);
+  EXPECT_EQ(Eval(Expr::IsNull(S(""), true)), kTrue);
+  EXPECT_FALSE(Expr::IsNull(N(), false)->nullable);
+}
+
+TEST(EvalTest, Arithmetic) {
+  EXPECT_EQ(Eval(Arith(ArithOp::kAdd, I(2), I(3))), Value::Int(5));
+  EXPECT_EQ(Eval(Arith(ArithOp::kSub, I(2), I(3))), Value::Int(-1));
+  EXPECT_EQ(Eval(Arith(ArithOp::kMul, I(-4), I(3))), Value::Int(-12));
+  EXPECT_EQ(Eval(Arith(ArithOp::kIntDiv, I(7), I(2))), Value::Int(3));
+  EXPECT_EQ(Eval(Arith(ArithOp::kIntDiv, I(-7), I(2))), Value::Int(-3));  // truncates toward zero
+  EXPECT_EQ(Eval(Arith(ArithOp::kMod, I(7), I(3))), Value::Int(1));
+  EXPECT_EQ(Eval(Arith(ArithOp::kMod, I(-7), I(3))), Value::Int(-1));  // sign of the dividend
+  EXPECT_EQ(Eval(Arith(ArithOp::kMod, I(7), I(-3))), Value::Int(1));
+  EXPECT_EQ(Eval(Arith(ArithOp::kMod, I(kMin), I(-1))), Value::Int(0));
+  EXPECT_EQ(Eval(Arith(ArithOp::kAdd, S("3"), I(4))), Value::Int(7));
+  EXPECT_EQ(Eval(Arith(ArithOp::kAdd, S("abc"), I(4))), Value::Int(4));
+  EXPECT_EQ(Eval(Arith(ArithOp::kAdd, N(), I(4))), kNull);
+  EXPECT_EQ(Eval(Arith(ArithOp::kMul, I(4), N())), kNull);
+  EXPECT_EQ(Eval(Expr::Negate(I(5))), Value::Int(-5));
+  EXPECT_EQ(Eval(Expr::Negate(N())), kNull);
+  EXPECT_EQ(Eval(Arith(ArithOp::kAdd, I(kMax - 1), I(1))), Value::Int(kMax));
+  EXPECT_EQ(Eval(Expr::Negate(I(kMax))), Value::Int(-kMax));
+}
+
+TEST(EvalTest, DivisionByZeroIsNull) {
+  EXPECT_EQ(Eval(Arith(ArithOp::kIntDiv, I(7), I(0))), kNull);
+  EXPECT_EQ(Eval(Arith(ArithOp::kMod, I(7), I(0))), kNull);
+  EXPECT_EQ(Eval(Arith(ArithOp::kIntDiv, I(7), S("abc"))), kNull);  // 'abc' reads as 0
+  EXPECT_TRUE(Arith(ArithOp::kIntDiv, I(1), I(1))->nullable);
+  EXPECT_TRUE(Arith(ArithOp::kMod, I(1), I(1))->nullable);
+  EXPECT_FALSE(Arith(ArithOp::kAdd, I(1), I(1))->nullable);
+}
+
+TEST(EvalTest, OverflowIsOutOfRange) {
+  std::vector<ExprPtr> overflowing = {
+      Arith(ArithOp::kAdd, I(kMax), I(1)),
+      Arith(ArithOp::kSub, I(kMin), I(1)),
+      Arith(ArithOp::kMul, I(kMax / 2 + 1), I(2)),
+      Arith(ArithOp::kMul, I(kMin), I(-1)),
+      Arith(ArithOp::kIntDiv, I(kMin), I(-1)),
+      Expr::Negate(I(kMin)),
+  };
+  for (const ExprPtr& e : overflowing) {
+    auto r = Evaluate(*e, {});
+    ASSERT_FALSE(r.ok()) << e->ToString() << " gave " << r->ToText();
+    EXPECT_EQ(r.status().mysql_code(), 1690) << e->ToString();
+    EXPECT_NE(r.status().message().find("BIGINT value is out of range"), std::string::npos)
+        << r.status().message();
+  }
+}
+
+TEST(EvalTest, ErrorsPropagateAndShortCircuit) {
+  ExprPtr boom = Arith(ArithOp::kAdd, I(kMax), I(1));
+  // FALSE AND <error> and TRUE OR <error> do not evaluate the right side.
+  EXPECT_EQ(Eval(And(I(0), boom)), kFalse);
+  EXPECT_EQ(Eval(Or(I(1), boom)), kTrue);
+  EXPECT_EQ(Evaluate(*And(I(1), boom), {}).status().mysql_code(), 1690);
+  EXPECT_EQ(Evaluate(*Cmp(CompareOp::kEq, boom, I(1)), {}).status().mysql_code(), 1690);
+  EXPECT_EQ(Evaluate(*Expr::InList(I(1), {boom}, false), {}).status().mysql_code(), 1690);
+}
+
+TEST(EvalTest, ColumnReferences) {
+  Row row = {Value::Int(3), Value::String("x"), Value::Null()};
+  auto c0 = Expr::ColumnRef(0, "a", SqlType::Int(), false);
+  auto c2 = Expr::ColumnRef(2, "c", SqlType::Int(), true);
+  EXPECT_EQ(Eval(c0, row), Value::Int(3));
+  EXPECT_EQ(Eval(Expr::ColumnRef(1, "b", SqlType::Varchar(1), true), row), Value::String("x"));
+  EXPECT_EQ(Eval(Cmp(CompareOp::kGe, c0, I(2)), row), kTrue);
+  EXPECT_EQ(Eval(Cmp(CompareOp::kEq, c2, I(2)), row), kNull);
+  auto out_of_range = Evaluate(*Expr::ColumnRef(3, "d", SqlType::Int(), true), row);
+  EXPECT_FALSE(out_of_range.ok());
+}
+
+TEST(EvalTest, IsTrue) {
+  EXPECT_FALSE(IsTrue(kNull));
+  EXPECT_FALSE(IsTrue(kFalse));
+  EXPECT_TRUE(IsTrue(kTrue));
+  EXPECT_TRUE(IsTrue(Value::Int(-1)));
+  EXPECT_FALSE(IsTrue(Value::String("abc")));
+  EXPECT_TRUE(IsTrue(Value::String("2abc")));
+}
+
+TEST(ExprTest, ConstantTypes) {
+  EXPECT_EQ(I(1)->type, SqlType::BigInt());
+  EXPECT_FALSE(I(1)->nullable);
+  EXPECT_EQ(S("abc")->type, SqlType::Varchar(3));
+  EXPECT_EQ(N()->type.id, TypeId::kNull);
+  EXPECT_TRUE(N()->nullable);
+}
+
+TEST(ExprTest, ToString) {
+  auto id = Expr::ColumnRef(0, "id", SqlType::Int(), false);
+  EXPECT_EQ(Cmp(CompareOp::kGe, id, I(2))->ToString(), "(#0:id >= 2)");
+  EXPECT_EQ(And(Cmp(CompareOp::kEq, id, S("a")), Expr::Not(N()))->ToString(),
+            "((#0:id = 'a') AND (NOT NULL))");
+  EXPECT_EQ(Expr::InList(id, {I(1), I(2)}, true)->ToString(), "(#0:id NOT IN (1, 2))");
+  EXPECT_EQ(Expr::IsNull(id, true)->ToString(), "(#0:id IS NOT NULL)");
+  EXPECT_EQ(Arith(ArithOp::kIntDiv, id, I(3))->ToString(), "(#0:id DIV 3)");
+  EXPECT_EQ(Cmp(CompareOp::kNullSafeEq, id, N())->ToString(), "(#0:id <=> NULL)");
+}
+
+TEST(ExprTest, SplitConjuncts) {
+  auto a = Cmp(CompareOp::kEq, I(1), I(1));
+  auto b = Cmp(CompareOp::kEq, I(2), I(2));
+  auto c = Or(I(0), I(1));
+  std::vector<ExprPtr> out;
+  SplitConjuncts(And(And(a, b), c), &out);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0], a);
+  EXPECT_EQ(out[1], b);
+  EXPECT_EQ(out[2], c);  // OR is not split
+  out.clear();
+  SplitConjuncts(c, &out);
+  EXPECT_EQ(out.size(), 1u);
+}
+
+std::shared_ptr<const catalog::TableDef> SampleTable() {
+  auto t = std::make_shared<catalog::TableDef>();
+  t->id = 1;
+  t->db = "db";
+  t->name = "t";
+  t->columns = {{"id", SqlType::Int(), false, std::nullopt},
+                {"name", SqlType::Varchar(10), true, std::nullopt}};
+  t->primary.name = "PRIMARY";
+  t->primary.key_columns = {0};
+  t->primary.slices = {{2, 0, UINT64_MAX, {"node1"}}};
+  return t;
+}
+
+TEST(LogicalTest, ScanDescribesTableColumns) {
+  auto scan = LogicalOperator::Scan(SampleTable(), "x");
+  ASSERT_EQ(scan->columns.size(), 2u);
+  EXPECT_EQ(scan->columns[0].name, "id");
+  EXPECT_EQ(scan->columns[0].table, "x");
+  EXPECT_EQ(scan->columns[0].org_table, "t");
+  EXPECT_EQ(scan->columns[0].db, "db");
+  EXPECT_TRUE(scan->columns[0].primary_key);
+  EXPECT_FALSE(scan->columns[0].nullable);
+  EXPECT_FALSE(scan->columns[1].primary_key);
+  EXPECT_TRUE(scan->columns[1].nullable);
+  EXPECT_EQ(LogicalOperator::Scan(SampleTable(), "")->columns[0].table, "t");
+}
+
+TEST(LogicalTest, ToStringPrintsIndentedTree) {
+  auto table = SampleTable();
+  auto scan = LogicalOperator::Scan(table, "");
+  auto id = Expr::ColumnRef(0, "id", SqlType::Int(), false);
+  auto filter = LogicalOperator::Filter(std::move(scan), Cmp(CompareOp::kGe, id, I(2)));
+  EXPECT_EQ(filter->columns.size(), 2u);  // a filter keeps its child's columns
+  auto sort = LogicalOperator::Sort(std::move(filter), {{id, true}});
+  ColumnInfo out;
+  out.name = "id";
+  auto project = LogicalOperator::Project(std::move(sort), {id}, {out});
+  auto distinct = LogicalOperator::Distinct(std::move(project));
+  auto limit = LogicalOperator::Limit(std::move(distinct), 10, 5);
+  EXPECT_EQ(limit->columns.size(), 1u);
+  EXPECT_EQ(limit->ToString(),
+            "Limit 10 offset 5\n"
+            "  Distinct\n"
+            "    Project #0:id\n"
+            "      Sort #0:id DESC\n"
+            "        Filter (#0:id >= 2)\n"
+            "          Scan db.t\n");
+  EXPECT_EQ(limit->Describe(), "Limit 10 offset 5");
+}
+
+TEST(LogicalTest, InsertOverValues) {
+  auto table = SampleTable();
+  auto scan = LogicalOperator::Scan(table, "");
+  auto values = LogicalOperator::Values(scan->columns, {{I(1), S("a")}, {I(2), N()}});
+  auto insert = LogicalOperator::Insert(table, std::move(values));
+  EXPECT_EQ(insert->ToString(), "Insert db.t\n  Values rows=2 columns=2\n");
+  EXPECT_TRUE(insert->columns.empty());
+}
+
+}  // namespace
+}  // namespace shale::sierra

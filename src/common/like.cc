@@ -30,7 +30,14 @@ bool MatchLike(std::string_view text, std::string_view pattern) {
         width = 2;
         any = false;
       }
-      if (any || CharEq(pc, text[t])) {
+      if (any) {
+        // One character: a UTF-8 lead byte and its continuation bytes.
+        p += width;
+        ++t;
+        while (t < text.size() && (static_cast<unsigned char>(text[t]) & 0xC0) == 0x80) ++t;
+        continue;
+      }
+      if (CharEq(pc, text[t])) {
         p += width;
         ++t;
         continue;
@@ -39,6 +46,7 @@ bool MatchLike(std::string_view text, std::string_view pattern) {
     if (star_p == std::string_view::npos) return false;
     p = star_p;
     t = ++star_t;
+    while (t < text.size() && (static_cast<unsigned char>(text[t]) & 0xC0) == 0x80) t = ++star_t;
   }
   while (p < pattern.size() && pattern[p] == '%') ++p;
   return p == pattern.size();

@@ -37,16 +37,27 @@ namespace {
 // MySQL's string-to-number conversion: leading whitespace, an optional sign,
 // digits; stops at the first other character. Returns false if the string
 // holds no number at all (MySQL then uses 0 with a warning).
-bool ParseLeadingInt(std::string_view s, int64_t* out, bool* whole) {
-  size_t i = 0;
-  while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n')) ++i;
-  const char* begin = s.data() + i;
-  const char* end = s.data() + s.size();
-  if (begin < end && *begin == '+') ++begin;
-  auto [ptr, ec] = std::from_chars(begin, end, *out);
-  if (ec != std::errc()) return false;
-  *whole = (ptr == end);
-  return true;
+enum class IntParse { kOk, kNotANumber, kOutOfRange };
+
+bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// Reads a whole string as an integer as MySQL stores it into an integer
+// column: surrounding whitespace and a leading '+' allowed, nothing else.
+IntParse ParseWholeInt(std::string_view s, int64_t* out) {
+  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
+  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
+  if (!s.empty() && s.front() == '+') s.remove_prefix(1);
+  if (s.empty()) return IntParse::kNotANumber;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  if (ec == std::errc::result_out_of_range) {
+    // Out of range only if the rest is digits too; "9...9x" is not a number.
+    for (const char* p = ptr; p < s.data() + s.size(); ++p) {
+      if (*p < '0' || *p > '9') return IntParse::kNotANumber;
+    }
+    return IntParse::kOutOfRange;
+  }
+  if (ec != std::errc() || ptr != s.data() + s.size()) return IntParse::kNotANumber;
+  return IntParse::kOk;
 }
 
 }  // namespace
@@ -90,11 +101,16 @@ Result<Value> CoerceToColumn(const Value& v, const SqlType& t, std::string_view 
       if (v.is_int()) {
         n = v.as_int();
       } else {
-        bool whole = false;
-        if (!ParseLeadingInt(v.as_string(), &n, &whole) || !whole) {
-          return SqlError(ErrorCode::kTruncatedWrongValue,
-                          "Incorrect integer value: '{}' for column '{}' at row 1", v.as_string(),
-                          column);
+        switch (ParseWholeInt(v.as_string(), &n)) {
+          case IntParse::kOk:
+            break;
+          case IntParse::kOutOfRange:
+            return SqlError(ErrorCode::kDataOutOfRange,
+                            "Out of range value for column '{}' at row 1", column);
+          case IntParse::kNotANumber:
+            return SqlError(ErrorCode::kTruncatedWrongValue,
+                            "Incorrect integer value: '{}' for column '{}' at row 1",
+                            v.as_string(), column);
         }
       }
       if (t.id == TypeId::kInt &&

@@ -1,1 +1,489 @@
+#include "src/exec/session.h"
+
+#include <stdlib.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
+
+#include "src/exec/engine.h"
+
+namespace shale::exec {
+namespace {
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = "/tmp/shale-exec-test-XXXXXX";
+    if (::mkdtemp(tmpl.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed";
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+using Table = std::vector<std::vector<std::string>>;
+
+// Rows as text, NULL as "NULL".
+Table Text(const StatementResult& r) {
+  Table out;
+  for (const Row& row : r.rows) {
+    std::vector<std::string> line;
+    for (const Value& v : row) line.push_back(v.is_null() ? "NULL" : v.ToText());
+    out.push_back(std::move(line));
+  }
+  return out;
+}
+
+// An Engine over a fresh data directory and one Session on it.
+class SessionTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Open(); }
+  void TearDown() override { Close(); }
+
+  void Open() {
+    EngineOptions options;
+    options.data_dir = dir_.path() + "/data";
+    options.default_slices = 4;
+    auto engine = Engine::Open(options);
+    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    engine_ = std::move(engine).value();
+    session_ = std::make_unique<Session>(engine_.get(), 1);
+  }
+
+  void Close() {
+    session_.reset();
+    engine_.reset();
+  }
+
+  // Runs `sql`, expecting every statement to succeed; returns the last result.
+  StatementResult Run(std::string_view sql) {
+    auto results = session_->Execute(sql);
+    EXPECT_FALSE(results.empty()) << sql;
+    for (const auto& r : results) {
+      EXPECT_TRUE(r.ok()) << sql << ": " << r.status().ToString();
+      if (!r.ok()) return StatementResult{};
+    }
+    return results.empty() ? StatementResult{} : *results.back();
+  }
+
+  Table Query(std::string_view sql) {
+    StatementResult r = Run(sql);
+    EXPECT_TRUE(r.is_result_set) << sql;
+    return Text(r);
+  }
+
+  // The error of the last statement of `sql`.
+  Status Fail(std::string_view sql) {
+    auto results = session_->Execute(sql);
+    if (results.empty() || results.back().ok()) {
+      ADD_FAILURE() << sql << " succeeded";
+      return Status::OK();
+    }
+    return results.back().status();
+  }
+
+  // Creates database d with
+  //   t (id INT PRIMARY KEY, name VARCHAR(10), n INT)
+  // holding ids 1..6, and makes d current.
+  void CreateSample() {
+    Run("CREATE DATABASE d; USE d; CREATE TABLE t (id INT PRIMARY KEY, name VARCHAR(10), n INT)");
+    StatementResult r = Run(
+        "INSERT INTO t VALUES (3, 'c', 30), (1, 'a', 10), (5, 'e', 10), (2, 'b', 20), (6, NULL, NULL), "
+        "(4, 'd', 20)");
+    EXPECT_EQ(r.affected_rows, 6u);
+    EXPECT_FALSE(r.is_result_set);
+  }
+
+  std::set<storage::SliceId> SlicesOf(const std::string& db, const std::string& table) {
+    std::set<storage::SliceId> out;
+    auto t = engine_->catalog()->GetTable(db, table);
+    EXPECT_TRUE(t.ok()) << t.status().ToString();
+    if (t.ok()) {
+      for (const auto& s : (*t)->primary.slices) out.insert(s.id);
+    }
+    return out;
+  }
+
+  std::set<storage::SliceId> StoredSlices() {
+    auto ids = engine_->slices()->ListSlices();
+    return std::set<storage::SliceId>(ids.begin(), ids.end());
+  }
+
+  TempDir dir_;
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<Session> session_;
+};
+
+TEST_F(SessionTest, SelectWithoutTable) {
+  StatementResult r = Run("SELECT 1 + 2, 'x' AS s, NULL");
+  ASSERT_TRUE(r.is_result_set);
+  ASSERT_EQ(r.columns.size(), 3u);
+  EXPECT_EQ(r.columns[0].name, "1 + 2");
+  EXPECT_EQ(r.columns[1].name, "s");
+  EXPECT_EQ(Text(r), (Table{{"3", "x", "NULL"}}));
+  EXPECT_EQ(Fail("SELECT 9223372036854775807 + 1").mysql_code(), 1690);
+}
+
+TEST_F(SessionTest, CreateInsertSelect) {
+  CreateSample();
+  EXPECT_EQ(session_->current_database(), "d");
+  // A full scan returns every row (slices are hash-distributed: sort to compare).
+  Table all = Query("SELECT * FROM t");
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(all, (Table{{"1", "a", "10"}, {"2", "b", "20"}, {"3", "c", "30"},
+                        {"4", "d", "20"}, {"5", "e", "10"}, {"6", "NULL", "NULL"}}));
+  StatementResult r = Run("SELECT * FROM t WHERE id = 3");
+  ASSERT_EQ(r.columns.size(), 3u);
+  EXPECT_EQ(r.columns[0].name, "id");
+  EXPECT_TRUE(r.columns[0].primary_key);
+  EXPECT_EQ(Text(r), (Table{{"3", "c", "30"}}));
+  EXPECT_EQ(Query("SELECT name FROM t WHERE id = 42"), Table{});
+  EXPECT_EQ(Query("SELECT id FROM t WHERE n = 20 ORDER BY id"), (Table{{"2"}, {"4"}}));
+  EXPECT_EQ(Query("SELECT id FROM t WHERE id >= 2 AND id < 5 ORDER BY id"), (Table{{"2"}, {"3"}, {"4"}}));
+  EXPECT_EQ(Query("SELECT id FROM t WHERE name IS NULL"), (Table{{"6"}}));
+  EXPECT_EQ(Query("SELECT id FROM t WHERE n = 'abc'"), Table{});
+  EXPECT_EQ(Query("SELECT id FROM t WHERE id = '3'"), (Table{{"3"}}));  // numeric comparison
+}
+
+TEST_F(SessionTest, OrderLimitDistinct) {
+  CreateSample();
+  EXPECT_EQ(Query("SELECT id, name FROM t ORDER BY id DESC"),
+            (Table{{"6", "NULL"}, {"5", "e"}, {"4", "d"}, {"3", "c"}, {"2", "b"}, {"1", "a"}}));
+  EXPECT_EQ(Query("SELECT id FROM t ORDER BY id LIMIT 2"), (Table{{"1"}, {"2"}}));
+  EXPECT_EQ(Query("SELECT id FROM t ORDER BY id LIMIT 2 OFFSET 3"), (Table{{"4"}, {"5"}}));
+  EXPECT_EQ(Query("SELECT id FROM t ORDER BY id LIMIT 4, 10"), (Table{{"5"}, {"6"}}));
+  EXPECT_EQ(Query("SELECT id FROM t ORDER BY id LIMIT 0"), Table{});
+  EXPECT_EQ(Query("SELECT id FROM t ORDER BY id LIMIT 10 OFFSET 10"), Table{});
+  // NULL sorts first ascending, last descending; ties keep a stable order by id.
+  EXPECT_EQ(Query("SELECT n, id FROM t ORDER BY n, id"),
+            (Table{{"NULL", "6"}, {"10", "1"}, {"10", "5"}, {"20", "2"}, {"20", "4"}, {"30", "3"}}));
+  EXPECT_EQ(Query("SELECT n FROM t ORDER BY 1 DESC LIMIT 2"), (Table{{"30"}, {"20"}}));
+  EXPECT_EQ(Query("SELECT DISTINCT n FROM t ORDER BY n"), (Table{{"NULL"}, {"10"}, {"20"}, {"30"}}));
+  EXPECT_EQ(Query("SELECT DISTINCT n AS k FROM t ORDER BY k DESC LIMIT 1 OFFSET 1"), (Table{{"20"}}));
+}
+
+TEST_F(SessionTest, DuplicateKeyInsertsNothing) {
+  CreateSample();
+  Status dup = Fail("INSERT INTO t VALUES (10, 'x', 1), (11, 'y', 2), (10, 'z', 3)");
+  EXPECT_EQ(dup.mysql_code(), 1062) << dup.ToString();
+  EXPECT_EQ(dup.message(), "Duplicate entry '10' for key 't.PRIMARY'");
+  EXPECT_EQ(Query("SELECT id FROM t WHERE id >= 10"), Table{});
+  // Against an existing row: the new row of the same statement is not written.
+  EXPECT_EQ(Fail("INSERT INTO t VALUES (12, 'x', 1), (3, 'y', 2)").mysql_code(), 1062);
+  EXPECT_EQ(Query("SELECT id FROM t WHERE id = 12"), Table{});
+  EXPECT_EQ(Query("SELECT name FROM t WHERE id = 3"), (Table{{"c"}}));
+}
+
+TEST_F(SessionTest, ValueChecksOnInsert) {
+  CreateSample();
+  Run("CREATE TABLE u (id INT PRIMARY KEY, s VARCHAR(3) NOT NULL)");
+  Run("INSERT INTO u VALUES (1, '日本語'), ('2', 'ab')");
+  EXPECT_EQ(Query("SELECT id, s FROM u ORDER BY id"), (Table{{"1", "日本語"}, {"2", "ab"}}));
+  EXPECT_EQ(Query("SELECT s FROM u WHERE id = 2"), (Table{{"ab"}}));  // '2' was stored as 2
+  Status too_long = Fail("INSERT INTO u VALUES (3, 'abc'), (4, 'abcd')");
+  EXPECT_EQ(too_long.mysql_code(), 1406);
+  EXPECT_EQ(too_long.message(), "Data too long for column 's' at row 2");
+  EXPECT_EQ(Fail("INSERT INTO u VALUES (5, NULL)").mysql_code(), 1048);
+  EXPECT_EQ(Fail("INSERT INTO u VALUES (2147483648, 'x')").mysql_code(), 1264);
+  EXPECT_EQ(Fail("INSERT INTO u VALUES ('7x', 'x')").mysql_code(), 1292);
+  EXPECT_EQ(Fail("INSERT INTO u (id) VALUES (8)").mysql_code(), 1364);
+  EXPECT_EQ(Query("SELECT id FROM u ORDER BY id"), (Table{{"1"}, {"2"}}));
+}
+
+TEST_F(SessionTest, RowsSurviveReopen) {
+  CreateSample();
+  Run("CREATE TABLE c (a INT, b VARCHAR(5), PRIMARY KEY (a, b)) SLICES=3");
+  Run("INSERT INTO c VALUES (1, 'x'), (1, 'y'), (2, 'x')");
+  Close();
+  Open();
+  EXPECT_EQ(session_->current_database(), "");
+  EXPECT_EQ(Fail("SELECT * FROM t").mysql_code(), 1046);
+  Run("USE d");
+  EXPECT_EQ(Query("SELECT id, name, n FROM t ORDER BY id"),
+            (Table{{"1", "a", "10"}, {"2", "b", "20"}, {"3", "c", "30"},
+                   {"4", "d", "20"}, {"5", "e", "10"}, {"6", "NULL", "NULL"}}));
+  EXPECT_EQ(Query("SELECT name FROM t WHERE id = 5"), (Table{{"e"}}));
+  EXPECT_EQ(Query("SELECT b FROM c WHERE a = 1 ORDER BY b"), (Table{{"x"}, {"y"}}));
+  EXPECT_EQ(SlicesOf("d", "c").size(), 3u);
+  // Keys stay unique after the restart.
+  EXPECT_EQ(Fail("INSERT INTO t VALUES (1, 'again', 0)").mysql_code(), 1062);
+  Run("INSERT INTO t VALUES (7, 'g', 70)");
+  Close();
+  Open();
+  EXPECT_EQ(Query("SELECT name FROM d.t WHERE id = 7"), (Table{{"g"}}));
+}
+
+TEST_F(SessionTest, DropTableRemovesItsSlices) {
+  CreateSample();
+  Run("CREATE TABLE other (id INT PRIMARY KEY) SLICES=2");
+  std::set<storage::SliceId> t_slices = SlicesOf("d", "t");
+  std::set<storage::SliceId> other_slices = SlicesOf("d", "other");
+  EXPECT_EQ(t_slices.size(), 4u);  // the engine default
+  EXPECT_EQ(other_slices.size(), 2u);
+  std::set<storage::SliceId> stored = StoredSlices();
+  for (auto id : t_slices) EXPECT_TRUE(stored.count(id)) << id;
+  Run("DROP TABLE t");
+  stored = StoredSlices();
+  for (auto id : t_slices) EXPECT_FALSE(stored.count(id)) << "slice " << id << " of t survived";
+  for (auto id : other_slices) EXPECT_TRUE(stored.count(id)) << id;
+  EXPECT_EQ(Fail("SELECT * FROM t").mysql_code(), 1146);
+  EXPECT_EQ(Fail("DROP TABLE t").mysql_code(), 1051);
+  StatementResult if_exists = Run("DROP TABLE IF EXISTS t");
+  EXPECT_EQ(if_exists.warnings, 1u);
+  Close();
+  Open();
+  stored = StoredSlices();
+  for (auto id : t_slices) EXPECT_FALSE(stored.count(id)) << id;
+  // A table of the same name starts empty, on new slices.
+  Run("USE d; CREATE TABLE t (id INT PRIMARY KEY)");
+  EXPECT_EQ(Query("SELECT * FROM t"), Table{});
+  for (auto id : SlicesOf("d", "t")) EXPECT_FALSE(t_slices.count(id)) << "slice id " << id << " reused";
+}
+
+TEST_F(SessionTest, DropDatabaseRemovesItsTablesSlices) {
+  CreateSample();
+  std::set<storage::SliceId> t_slices = SlicesOf("d", "t");
+  StatementResult r = Run("DROP DATABASE d");
+  EXPECT_EQ(r.affected_rows, 1u);  // tables dropped
+  EXPECT_EQ(session_->current_database(), "");
+  std::set<storage::SliceId> stored = StoredSlices();
+  for (auto id : t_slices) EXPECT_FALSE(stored.count(id)) << id;
+  EXPECT_EQ(Fail("USE d").mysql_code(), 1049);
+  EXPECT_EQ(Fail("DROP DATABASE d").mysql_code(), 1008);
+  EXPECT_EQ(Run("DROP DATABASE IF EXISTS d").warnings, 1u);
+}
+
+TEST_F(SessionTest, MultiStatementStopsAtFirstError) {
+  CreateSample();
+  auto results = session_->Execute(
+      "INSERT INTO t VALUES (20, 'x', 0); SELECT * FROM nope; INSERT INTO t VALUES (21, 'y', 0)");
+  ASSERT_EQ(results.size(), 2u);
+  ASSERT_TRUE(results[0].ok());
+  EXPECT_EQ(results[0]->affected_rows, 1u);
+  ASSERT_FALSE(results[1].ok());
+  EXPECT_EQ(results[1].status().mysql_code(), 1146);
+  EXPECT_EQ(Query("SELECT id FROM t WHERE id >= 20 ORDER BY id"), (Table{{"20"}}));
+
+  auto three = session_->Execute("SELECT 1; SELECT 2;SELECT 3;");
+  ASSERT_EQ(three.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    ASSERT_TRUE(three[i].ok());
+    EXPECT_EQ(Text(*three[i]), (Table{{std::to_string(i + 1)}}));
+  }
+
+  auto syntax = session_->Execute("SELECT 1; SELEC 2; SELECT 3");
+  ASSERT_EQ(syntax.size(), 2u);
+  EXPECT_TRUE(syntax[0].ok());
+  EXPECT_EQ(syntax[1].status().mysql_code(), 1064);
+}
+
+TEST_F(SessionTest, EmptyQuery) {
+  auto results = session_->Execute("  ");
+  ASSERT_EQ(results.size(), 1u);
+  ASSERT_FALSE(results[0].ok());
+  EXPECT_EQ(results[0].status().mysql_code(), 1065);
+}
+
+TEST_F(SessionTest, RollbackAfterInsertWarns) {
+  CreateSample();
+  EXPECT_TRUE(session_->autocommit());
+  Run("SET autocommit = 0");
+  EXPECT_FALSE(session_->autocommit());
+  EXPECT_FALSE(session_->in_transaction());
+  Run("INSERT INTO t VALUES (30, 'x', 0)");
+  EXPECT_TRUE(session_->in_transaction());
+  StatementResult r = Run("ROLLBACK");
+  EXPECT_EQ(r.warnings, 1u);
+  ASSERT_EQ(session_->warnings().size(), 1u);
+  EXPECT_EQ(session_->warnings()[0].code, 1196);
+  EXPECT_EQ(session_->warnings()[0].level, "Warning");
+  EXPECT_FALSE(session_->in_transaction());
+  // SHOW WARNINGS lists the previous statement's warning.
+  StatementResult shown = Run("SHOW WARNINGS");
+  EXPECT_EQ(Text(shown), (Table{{"Warning", "1196",
+                                 "Some non-transactional changed tables couldn't be rolled back"}}));
+  // The write was applied at once and stays.
+  EXPECT_EQ(Query("SELECT id FROM t WHERE id = 30"), (Table{{"30"}}));
+
+  // Nothing changed since: no warning.
+  EXPECT_EQ(Run("ROLLBACK").warnings, 0u);
+  // A SELECT-only transaction: no warning.
+  Run("SELECT * FROM t");
+  EXPECT_EQ(Run("ROLLBACK").warnings, 0u);
+  // COMMIT ends the transaction: a later ROLLBACK has nothing to warn about.
+  Run("INSERT INTO t VALUES (31, 'y', 0)");
+  Run("COMMIT");
+  EXPECT_EQ(Run("ROLLBACK").warnings, 0u);
+}
+
+TEST_F(SessionTest, RollbackWithAutocommitWarnsOnlyInsideTransactions) {
+  CreateSample();
+  Run("INSERT INTO t VALUES (40, 'x', 0)");
+  EXPECT_EQ(Run("ROLLBACK").warnings, 0u);  // autocommit: each INSERT committed itself
+  Run("BEGIN");
+  EXPECT_TRUE(session_->in_transaction());
+  Run("INSERT INTO t VALUES (41, 'x', 0)");
+  EXPECT_EQ(Run("ROLLBACK").warnings, 1u);
+  Run("START TRANSACTION; INSERT INTO t VALUES (42, 'x', 0); CREATE TABLE z (a INT PRIMARY KEY)");
+  EXPECT_EQ(Run("ROLLBACK").warnings, 0u);  // DDL committed implicitly
+}
+
+TEST_F(SessionTest, ShowStatements) {
+  CreateSample();
+  Run("CREATE DATABASE e; CREATE TABLE t2 (a BIGINT PRIMARY KEY, b VARCHAR(5) NOT NULL DEFAULT 'q')");
+  StatementResult dbs = Run("SHOW DATABASES");
+  ASSERT_EQ(dbs.columns.size(), 1u);
+  EXPECT_EQ(dbs.columns[0].name, "Database");
+  EXPECT_EQ(Text(dbs), (Table{{"d"}, {"e"}}));
+  EXPECT_EQ(Query("SHOW DATABASES LIKE 'e%'"), (Table{{"e"}}));
+
+  StatementResult tables = Run("SHOW TABLES");
+  ASSERT_EQ(tables.columns.size(), 1u);
+  EXPECT_EQ(tables.columns[0].name, "Tables_in_d");
+  EXPECT_EQ(Text(tables), (Table{{"t"}, {"t2"}}));
+  EXPECT_EQ(Query("SHOW TABLES FROM e"), Table{});
+  EXPECT_EQ(Query("SHOW FULL TABLES LIKE 't2'"), (Table{{"t2", "BASE TABLE"}}));
+
+  StatementResult cols = Run("SHOW COLUMNS FROM t2");
+  ASSERT_EQ(cols.columns.size(), 6u);
+  EXPECT_EQ(cols.columns[0].name, "Field");
+  EXPECT_EQ(cols.columns[4].name, "Default");
+  EXPECT_EQ(Text(cols), (Table{{"a", "bigint", "NO", "PRI", "NULL", ""},
+                               {"b", "varchar(5)", "NO", "", "q", ""}}));
+  EXPECT_EQ(Query("DESCRIBE t"), (Table{{"id", "int", "NO", "PRI", "NULL", ""},
+                                        {"name", "varchar(10)", "YES", "", "NULL", ""},
+                                        {"n", "int", "YES", "", "NULL", ""}}));
+  EXPECT_EQ(Query("SHOW CREATE TABLE t2"),
+            (Table{{"t2", "CREATE TABLE `t2` (\n"
+                          "  `a` bigint NOT NULL,\n"
+                          "  `b` varchar(5) NOT NULL DEFAULT 'q',\n"
+                          "  PRIMARY KEY (`a`)\n"
+                          ") SLICES=4"}}));
+  EXPECT_EQ(Fail("SHOW COLUMNS FROM nope").mysql_code(), 1146);
+}
+
+TEST_F(SessionTest, DatabaseAndTableDdlErrors) {
+  Run("CREATE DATABASE d");
+  EXPECT_EQ(Fail("CREATE DATABASE d").mysql_code(), 1007);
+  StatementResult again = Run("CREATE DATABASE IF NOT EXISTS d");
+  EXPECT_EQ(again.warnings, 1u);
+  ASSERT_EQ(session_->warnings().size(), 1u);
+  EXPECT_EQ(session_->warnings()[0].code, 1007);
+  EXPECT_EQ(session_->warnings()[0].level, "Note");
+  EXPECT_EQ(Fail("CREATE TABLE t (id INT PRIMARY KEY)").mysql_code(), 1046);
+  Run("USE d; CREATE TABLE t (id INT PRIMARY KEY)");
+  EXPECT_EQ(Fail("CREATE TABLE t (id INT PRIMARY KEY)").mysql_code(), 1050);
+  size_t slices_before = StoredSlices().size();
+  EXPECT_EQ(Run("CREATE TABLE IF NOT EXISTS t (id INT PRIMARY KEY)").warnings, 1u);
+  EXPECT_EQ(StoredSlices().size(), slices_before);  // no slices made for nothing
+  EXPECT_EQ(Fail("CREATE TABLE x (id INT)").mysql_code(), 1235);
+}
+
+TEST_F(SessionTest, ErrorIsTheOnlyWarningAfterAFailure) {
+  CreateSample();
+  EXPECT_EQ(Fail("SELECT * FROM nope").mysql_code(), 1146);
+  ASSERT_EQ(session_->warnings().size(), 1u);
+  EXPECT_EQ(session_->warnings()[0].level, "Error");
+  EXPECT_EQ(session_->warnings()[0].code, 1146);
+  EXPECT_EQ(Query("SHOW WARNINGS"), (Table{{"Error", "1146", "Table 'd.nope' doesn't exist"}}));
+  Run("SELECT 1");
+  EXPECT_TRUE(session_->warnings().empty());
+}
+
+TEST_F(SessionTest, SetAndReadVariables) {
+  EXPECT_EQ(Query("SELECT @@autocommit, @@session.autocommit"), (Table{{"1", "1"}}));
+  Run("SET autocommit = OFF");
+  EXPECT_EQ(Query("SELECT @@autocommit"), (Table{{"0"}}));
+  Run("SET @@session.sql_mode = 'ANSI'");
+  EXPECT_EQ(Query("SELECT @@sql_mode"), (Table{{"ANSI"}}));
+  EXPECT_EQ(Query("SHOW VARIABLES LIKE 'sql\\_mode'"), (Table{{"sql_mode", "ANSI"}}));
+  EXPECT_EQ(Fail("SET nosuch = 1").mysql_code(), 1193);
+  // Another session keeps the global defaults.
+  Session other(engine_.get(), 2);
+  auto r = other.Execute("SELECT @@autocommit, @@sql_mode = 'ANSI'");
+  ASSERT_EQ(r.size(), 1u);
+  ASSERT_TRUE(r[0].ok());
+  EXPECT_EQ(Text(*r[0]), (Table{{"1", "0"}}));
+}
+
+TEST_F(SessionTest, DropTableWithAMissingTableDropsNothing) {
+  CreateSample();
+  Status st = Fail("DROP TABLE t, nope");
+  EXPECT_EQ(st.mysql_code(), 1051);
+  EXPECT_EQ(st.message(), "Unknown table 'd.nope'");
+  EXPECT_EQ(Query("SELECT id FROM t WHERE id = 1"), (Table{{"1"}}));
+  StatementResult r = Run("DROP TABLE IF EXISTS t, nope");
+  EXPECT_EQ(r.warnings, 1u);
+  EXPECT_EQ(Fail("SELECT * FROM t").mysql_code(), 1146);
+}
+
+TEST_F(SessionTest, VarcharAndCompositeKeys) {
+  CreateSample();
+  Run("CREATE TABLE s (k VARCHAR(5) PRIMARY KEY, v INT); INSERT INTO s VALUES (5, 1), ('a', 2), ('', 3)");
+  EXPECT_EQ(Query("SELECT v FROM s WHERE k = '5'"), (Table{{"1"}}));  // 5 was stored as '5'
+  EXPECT_EQ(Query("SELECT v FROM s WHERE k = ''"), (Table{{"3"}}));
+  EXPECT_EQ(Query("SELECT k FROM s WHERE k >= 'a'"), (Table{{"a"}}));
+  EXPECT_EQ(Fail("INSERT INTO s VALUES ('5', 9)").mysql_code(), 1062);
+  Run("CREATE TABLE c (a INT, b VARCHAR(5), v INT, PRIMARY KEY (a, b))");
+  Run("INSERT INTO c VALUES (1, 'x', 10), (1, 'y', 11), (2, 'x', 20)");
+  EXPECT_EQ(Query("SELECT v FROM c WHERE a = 1 AND b = 'y'"), (Table{{"11"}}));
+  EXPECT_EQ(Query("SELECT v FROM c WHERE a = 1 ORDER BY b DESC"), (Table{{"11"}, {"10"}}));
+  EXPECT_EQ(Query("SELECT v FROM c WHERE b = 'x' ORDER BY v"), (Table{{"10"}, {"20"}}));
+  Status dup = Fail("INSERT INTO c VALUES (2, 'x', 0)");
+  EXPECT_EQ(dup.mysql_code(), 1062);
+  EXPECT_EQ(dup.message(), "Duplicate entry '2-x' for key 'c.PRIMARY'");
+}
+
+TEST_F(SessionTest, OrphanSlicesAreRemovedAtOpen) {
+  CreateSample();
+  std::set<storage::SliceId> t_slices = SlicesOf("d", "t");
+  auto orphan = engine_->slices()->CreateSlice(999999);
+  ASSERT_TRUE(orphan.ok()) << orphan.status().ToString();
+  Close();
+  Open();
+  std::set<storage::SliceId> stored = StoredSlices();
+  EXPECT_FALSE(stored.count(999999));
+  for (auto id : t_slices) EXPECT_TRUE(stored.count(id)) << id;
+  EXPECT_EQ(Query("SELECT name FROM d.t WHERE id = 2"), (Table{{"b"}}));
+}
+
+TEST_F(SessionTest, MissingSliceOfATableFailsOpen) {
+  CreateSample();
+  storage::SliceId victim = *SlicesOf("d", "t").begin();
+  ASSERT_TRUE(engine_->slices()->DropSlice(victim).ok());
+  Close();
+  EngineOptions options;
+  options.data_dir = dir_.path() + "/data";
+  auto engine = Engine::Open(options);
+  ASSERT_FALSE(engine.ok());
+  EXPECT_TRUE(engine.status().IsCorruption()) << engine.status().ToString();
+}
+
+TEST(EngineTest, NeedsADataDirectory) {
+  auto engine = Engine::Open(EngineOptions{});
+  ASSERT_FALSE(engine.ok());
+  EXPECT_EQ(engine.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(SessionTest, SetCurrentDatabase) {
+  EXPECT_EQ(session_->SetCurrentDatabase("d").mysql_code(), 1049);
+  Run("CREATE DATABASE d");
+  EXPECT_TRUE(session_->SetCurrentDatabase("d").ok());
+  EXPECT_EQ(session_->current_database(), "d");
+  EXPECT_EQ(Query("SELECT DATABASE()"), (Table{{"d"}}));
+}
+
+}  // namespace
+}  // namespace shale::exec

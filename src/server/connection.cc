@@ -30,9 +30,17 @@ using asio::use_awaitable;
 
 namespace {
 
-// The client must finish logging in within this time (MySQL's
-// connect_timeout default).
+// Deadlines, after MySQL's defaults for the variables named. A connection
+// past one is closed, so a stalled or hostile peer never pins a coroutine
+// and its buffers forever.
+// connect_timeout: the whole handshake, greeting to OK.
 constexpr std::chrono::seconds kConnectTimeout{10};
+// wait_timeout: idle between commands.
+constexpr std::chrono::seconds kWaitTimeout{28800};
+// net_read_timeout: the rest of a packet once its first bytes arrived.
+constexpr std::chrono::seconds kNetReadTimeout{30};
+// net_write_timeout: one write of buffered output.
+constexpr std::chrono::seconds kNetWriteTimeout{60};
 // Output is written once a command is answered, or earlier when this much
 // is buffered (large result sets).
 constexpr size_t kFlushThreshold = 1u << 20;
@@ -63,7 +71,7 @@ Connection::Connection(std::shared_ptr<ServerState> server, asio::ip::tcp::socke
                        uint32_t connection_id)
     : server_(std::move(server)),
       socket_(std::move(socket)),
-      handshake_timer_(socket_.get_executor()),
+      deadline_(socket_.get_executor()),
       id_(connection_id),
       decoder_(server_->options.max_allowed_packet) {}
 
@@ -76,7 +84,7 @@ void Connection::Close() {
 
 void Connection::CloseSocket() {
   boost::system::error_code ec;
-  handshake_timer_.cancel();
+  deadline_.cancel();
   if (socket_.is_open()) {
     socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
     socket_.close(ec);
@@ -87,20 +95,16 @@ awaitable<void> Connection::Serve(std::shared_ptr<Connection> self) {
   try {
     co_await self->Run();
   } catch (const boost::system::system_error& e) {
-    // EOF, reset, or the socket closed by Stop() or the handshake timer.
+    // EOF, reset, or the socket closed by Stop() or a deadline.
     log::Debug("connection {}: closed: {}", self->id_, e.what());
   } catch (const std::exception& e) {
     log::Warn("connection {}: closed after error: {}", self->id_, e.what());
   } catch (...) {
     log::Warn("connection {}: closed after unknown exception", self->id_);
   }
-  try {
-    // Flush nothing further; drop the session (rolls back an open
-    // transaction in exec) before the socket so nothing waits on us.
-    self->session_.reset();
-  } catch (const std::exception& e) {
-    log::Warn("connection {}: error ending session: {}", self->id_, e.what());
-  }
+  // End the session (and whatever exec does for an unfinished transaction)
+  // while the connection still counts against max_connections.
+  self->session_.reset();
   self->CloseSocket();
   self->server_->Unregister(self->id_);
 }
@@ -111,24 +115,36 @@ awaitable<void> Connection::Run() {
   peer_host_ = ec ? std::string("unknown") : remote.address().to_string();
   log::Debug("connection {}: accepted from {}", id_, peer_host_);
 
-  StartHandshakeTimer();
+  in_handshake_ = true;
+  SetDeadline(kConnectTimeout);
   bool authenticated = co_await Handshake();
-  handshake_timer_.cancel();
+  ClearDeadline();
+  in_handshake_ = false;
   if (!authenticated) co_return;
   co_await CommandLoop();
 }
 
-void Connection::StartHandshakeTimer() {
-  handshake_timer_.expires_after(kConnectTimeout);
+void Connection::SetDeadline(std::chrono::steady_clock::duration d) {
+  // Moving the expiry cancels the previous wait (its handler sees
+  // operation_aborted).
+  deadline_.expires_after(d);
   std::weak_ptr<Connection> weak = weak_from_this();
-  handshake_timer_.async_wait(
+  deadline_.async_wait(
       asio::bind_executor(socket_.get_executor(), [weak](const boost::system::error_code& ec) {
-        if (ec) return;  // cancelled: the handshake finished in time
-        if (auto self = weak.lock()) {
-          log::Debug("connection {}: handshake timed out", self->id_);
-          self->CloseSocket();
-        }
+        if (ec) return;  // moved or cleared
+        auto self = weak.lock();
+        if (self == nullptr) return;
+        // A handler already queued when the deadline moved still runs with
+        // success; only act if the current deadline has really passed.
+        if (self->deadline_.expiry() > std::chrono::steady_clock::now()) return;
+        log::Debug("connection {}: timed out ({})", self->id_,
+                   self->in_handshake_ ? "handshake" : "read/write");
+        self->CloseSocket();
       }));
+}
+
+void Connection::ClearDeadline() {
+  deadline_.expires_at(std::chrono::steady_clock::time_point::max());
 }
 
 uint16_t Connection::StatusFlags() const {
@@ -152,11 +168,14 @@ void Connection::QueueErr(const Status& status) { Queue(BuildErr(status)); }
 
 awaitable<void> Connection::Flush() {
   if (out_.empty()) co_return;
+  if (!in_handshake_) SetDeadline(kNetWriteTimeout);
   co_await asio::async_write(socket_, asio::buffer(out_), use_awaitable);
+  if (!in_handshake_) ClearDeadline();
   out_.clear();
 }
 
 awaitable<Result<Packet>> Connection::ReadPacket() {
+  bool partial_deadline = false;
   for (;;) {
     Result<std::optional<Packet>> next = decoder_.Next();
     if (!next.ok()) co_return next.status();
@@ -168,6 +187,10 @@ awaitable<Result<Packet>> Connection::ReadPacket() {
       }
       seq_ = packet.next_seq;
       co_return packet;
+    }
+    if (!in_handshake_ && !partial_deadline && decoder_.buffered() > 0) {
+      SetDeadline(kNetReadTimeout);
+      partial_deadline = true;
     }
     size_t n = co_await socket_.async_read_some(asio::buffer(read_buf_), use_awaitable);
     decoder_.Feed(std::string_view(read_buf_.data(), n));
@@ -261,7 +284,9 @@ awaitable<bool> Connection::Handshake() {
 awaitable<void> Connection::CommandLoop() {
   for (;;) {
     seq_ = 0;  // every command starts a new sequence
+    SetDeadline(kWaitTimeout);
     Result<Packet> packet = co_await ReadPacket();
+    ClearDeadline();
     if (!packet.ok()) {
       co_await ReportReadError(packet.status());
       co_return;
@@ -314,6 +339,10 @@ awaitable<void> Connection::RunQuery(std::string_view sql) {
     log::Error("connection {}: statement threw: {}", id_, e.what());
     results.clear();
     results.emplace_back(Status::Internal(fmt::format("internal error: {}", e.what())));
+  } catch (...) {
+    log::Error("connection {}: statement threw a non-standard exception", id_);
+    results.clear();
+    results.emplace_back(Status::Internal("internal error"));
   }
   if (results.empty()) results.emplace_back(exec::StatementResult{});
 

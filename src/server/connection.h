@@ -13,6 +13,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -88,7 +89,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   boost::asio::awaitable<void> RunQuery(std::string_view sql);
 
   // The next payload from the client, checking it starts with sequence id
-  // seq_ and advancing seq_ past it.
+  // seq_ and advancing seq_ past it. Outside the handshake, a packet once
+  // begun must arrive within the net read timeout.
   boost::asio::awaitable<Result<Packet>> ReadPacket();
   // Answers a failed read: ERR 1153 for an oversized packet; nothing for
   // out-of-order frames (the client is not speaking our protocol).
@@ -97,17 +99,23 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Frames `payload` into the output buffer with the next sequence id.
   void Queue(std::string_view payload);
   void QueueErr(const Status& status);
-  // Writes the output buffer to the socket.
+  // Writes the output buffer to the socket (within the net write timeout
+  // outside the handshake).
   boost::asio::awaitable<void> Flush();
 
   uint16_t StatusFlags() const;
   bool DeprecateEof() const;
-  void StartHandshakeTimer();
+  // Closes the socket unless the deadline is moved or cleared within `d`.
+  void SetDeadline(std::chrono::steady_clock::duration d);
+  void ClearDeadline();
   void CloseSocket();
 
   std::shared_ptr<ServerState> server_;
   boost::asio::ip::tcp::socket socket_;
-  boost::asio::steady_timer handshake_timer_;
+  // One deadline at a time: the whole handshake, an idle wait for a
+  // command, the rest of a started packet, or a write (connection.cc).
+  boost::asio::steady_timer deadline_;
+  bool in_handshake_ = true;
   const uint32_t id_;
   std::string peer_host_;
 

@@ -117,10 +117,17 @@ Status ParseNodeOptions(const std::vector<std::string>& args, NodeOptions* out, 
     if (!in) return Status::InvalidArgument(fmt::format("cannot read config file {}", config));
     std::string line;
     int lineno = 0;
+    bool ours = true;  // outside any section, or in [shaled], [mysqld] or [server]
     while (std::getline(in, line)) {
       ++lineno;
       line = Trim(line);
-      if (line.empty() || line[0] == '#' || line[0] == ';' || line[0] == '[') continue;
+      if (line.empty() || line[0] == '#' || line[0] == ';') continue;
+      if (line[0] == '[') {
+        std::string section = line.substr(1, line.find(']') - 1);
+        ours = section == "shaled" || section == "mysqld" || section == "server";
+        continue;
+      }
+      if (!ours) continue;
       size_t eq = line.find('=');
       if (eq == std::string::npos) {
         return Status::InvalidArgument(fmt::format("{}:{}: expected 'name = value'", config, lineno));
@@ -130,7 +137,9 @@ Status ParseNodeOptions(const std::vector<std::string>& args, NodeOptions* out, 
     }
   }
   for (const auto& [name, value] : flags) SHALE_RETURN_IF_ERROR(Apply(name, value, out));
-  if (out->rpc_port < 0) out->rpc_port = out->port == 0 ? 0 : (out->port + 1000) % 65536;
+  if (out->rpc_port < 0) {
+    out->rpc_port = out->port == 0 ? 0 : (out->port <= 64535 ? out->port + 1000 : out->port - 1000);
+  }
   return Status::OK();
 }
 

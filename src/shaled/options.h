@@ -2,8 +2,9 @@
 //
 // Every option can be given as a flag (--name=value or --name value) or as a
 // line "name = value" in the file named by --config (flags win). Lines
-// starting with '#' or ';' and [section] headers are ignored, so a my.cnf
-// style file works.
+// starting with '#' or ';' are comments. Lines outside any section and in
+// the [shaled], [mysqld] and [server] sections are read; other sections (such
+// as [client]) are skipped, so a my.cnf style file works.
 #pragma once
 
 #include <cstdint>

@@ -238,10 +238,7 @@ Result<ExprPtr> Binder::BindColumn(const ast::Expr& e, const Scope& scope) {
   auto unknown = [&] {
     return SqlError(ErrorCode::kBadField, "Unknown column '{}' in '{}'", full, scope.clause);
   };
-  if (!scope.source || !scope.source->table) {
-    // Filters and sorts sit above the scan and keep its columns.
-    if (!scope.source || scope.source->columns.empty()) return unknown();
-  }
+  if (!scope.source || scope.source->columns.empty()) return unknown();
   const std::string& col = e.names.back();
   if (e.names.size() >= 2 && e.names[e.names.size() - 2] != scope.table_alias) return unknown();
   if (e.names.size() == 3 && e.names[0] != scope.db) return unknown();
@@ -316,6 +313,10 @@ Result<ExprPtr> Binder::BindExpr(const ast::Expr& e, const Scope& scope) {
     case ast::ExprKind::kUnary: {
       SHALE_ASSIGN_OR_RETURN(ExprPtr c, BindExpr(*e.children[0], scope));
       if (e.op == "NOT") return Expr::Not(c);
+      if (c->kind == sierra::ExprKind::kConstant && c->constant.is_int() &&
+          c->constant.as_int() != INT64_MIN) {
+        return Expr::Constant(Value::Int(-c->constant.as_int()));  // a negative literal
+      }
       return Expr::Negate(c);
     }
     case ast::ExprKind::kIsNull: {

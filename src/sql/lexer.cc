@@ -94,6 +94,12 @@ Result<std::vector<Token>> Tokenize(std::string_view sql) {
             case '0': value.push_back('\0'); break;
             case 'b': value.push_back('\b'); break;
             case 'Z': value.push_back('\x1a'); break;
+            case '%':
+            case '_':
+              // Kept escaped, for LIKE patterns (as MySQL does).
+              value.push_back('\\');
+              value.push_back(e);
+              break;
             default: value.push_back(e); break;
           }
           j += 2;

@@ -131,6 +131,7 @@ Result<std::optional<ast::Statement>> Parser::Next() {
     Status st = lex_status_;
     lex_status_ = Status::OK();
     pos_ = tokens_.size() - 1;
+    first_ = false;
     return st;
   }
   while (AcceptOperator(";")) {

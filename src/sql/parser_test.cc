@@ -1,1 +1,989 @@
+#include "src/sql/parser.h"
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
+
+#include "src/catalog/catalog.h"
+#include "src/sql/binder.h"
+#include "src/sql/lexer.h"
+#include "storage/meta_store.h"
+
+namespace shale::sql {
+namespace {
+
+// ---- lexer ----------------------------------------------------------------------------
+
+std::vector<Token> Lex(std::string_view sql) {
+  auto r = Tokenize(sql);
+  EXPECT_TRUE(r.ok()) << sql << ": " << r.status().ToString();
+  return r.ok() ? *r : std::vector<Token>{};
+}
+
+// "kind:text" for each token but the final kEnd.
+std::vector<std::string> Describe(const std::vector<Token>& tokens) {
+  static const char* kNames[] = {"end", "id", "qid", "int", "dec", "str", "op", "sys", "user"};
+  std::vector<std::string> out;
+  for (const Token& t : tokens) {
+    if (t.kind == TokenKind::kEnd) break;
+    out.push_back(std::string(kNames[static_cast<int>(t.kind)]) + ":" + t.text);
+  }
+  return out;
+}
+
+using Strings = std::vector<std::string>;
+
+TEST(LexerTest, EndsWithEndToken) {
+  auto tokens = Lex("SELECT 1");
+  ASSERT_EQ(tokens.size(), 3u);
+  EXPECT_EQ(tokens.back().kind, TokenKind::kEnd);
+  EXPECT_EQ(tokens.back().begin, 8u);
+  EXPECT_EQ(Lex("").size(), 1u);
+}
+
+TEST(LexerTest, StringsAndEscapes) {
+  EXPECT_EQ(Describe(Lex("'it''s'")), Strings{"str:it's"});
+  EXPECT_EQ(Describe(Lex(R"('a\'b')")), Strings{"str:a'b"});
+  EXPECT_EQ(Describe(Lex(R"("say ""hi"" \"x\"")")), Strings{R"(str:say "hi" "x")"});
+  EXPECT_EQ(Describe(Lex(R"('x\ny\tz\\w')")), Strings{"str:x\ny\tz\\w"});
+  EXPECT_EQ(Describe(Lex("'\"'")), Strings{"str:\""});
+  EXPECT_EQ(Describe(Lex("''")), Strings{"str:"});
+  auto nul = Lex(R"('a\0b')");
+  EXPECT_EQ(nul[0].text, std::string("a\0b", 3));
+  EXPECT_EQ(Describe(Lex("'a' 'b'")), (Strings{"str:a", "str:b"}));
+}
+
+// Regression (fixed): MySQL keeps the backslash of \% and \_ in string literals (so that
+// LIKE 'a\_b' matches a literal underscore), but the lexer drops it: 'a\_b'
+// becomes "a_b" and SHOW TABLES LIKE 't\_1' also matches "tx1".
+TEST(LexerTest, BackslashPercentAndUnderscoreKeepTheBackslash) {
+  EXPECT_EQ(Describe(Lex(R"('a\_b')")), Strings{R"(str:a\_b)"});
+  EXPECT_EQ(Describe(Lex(R"('100\%')")), Strings{R"(str:100\%)"});
+}
+
+TEST(LexerTest, QuotedIdentifiers) {
+  EXPECT_EQ(Describe(Lex("`my table`.`a``b`")), (Strings{"qid:my table", "op:.", "qid:a`b"}));
+  EXPECT_EQ(Describe(Lex("`select`")), Strings{"qid:select"});
+}
+
+TEST(LexerTest, Comments) {
+  EXPECT_EQ(Describe(Lex("SELECT 1 -- one\n, 2 # two\n + /* three\n */ 3")),
+            (Strings{"id:SELECT", "int:1", "op:,", "int:2", "op:+", "int:3"}));
+  EXPECT_EQ(Describe(Lex("SELECT 1 --")), (Strings{"id:SELECT", "int:1"}));
+  // "--" not followed by a space is two minus signs.
+  EXPECT_EQ(Describe(Lex("1--1")), (Strings{"int:1", "op:-", "op:-", "int:1"}));
+  EXPECT_EQ(Describe(Lex("/**/x")), Strings{"id:x"});
+}
+
+TEST(LexerTest, Variables) {
+  EXPECT_EQ(Describe(Lex("@@session.autocommit @@version @@GLOBAL.max_allowed_packet @x")),
+            (Strings{"sys:session.autocommit", "sys:version", "sys:GLOBAL.max_allowed_packet",
+                     "user:x"}));
+}
+
+TEST(LexerTest, Numbers) {
+  EXPECT_EQ(Describe(Lex("123 1.5 .5 1e3 2E-2 1abc 1e")),
+            (Strings{"int:123", "dec:1.5", "dec:.5", "dec:1e3", "dec:2E-2", "id:1abc", "id:1e"}));
+  EXPECT_EQ(Describe(Lex("18446744073709551616")), Strings{"int:18446744073709551616"});
+}
+
+TEST(LexerTest, Operators) {
+  EXPECT_EQ(Describe(Lex("a<=>b<>c!=d<=e>=f:=g<h>i=j")),
+            (Strings{"id:a", "op:<=>", "id:b", "op:<>", "id:c", "op:!=", "id:d", "op:<=", "id:e",
+                     "op:>=", "id:f", "op::=", "id:g", "op:<", "id:h", "op:>", "id:i", "op:=",
+                     "id:j"}));
+  EXPECT_EQ(Describe(Lex("(a,b);*%")),
+            (Strings{"op:(", "id:a", "op:,", "id:b", "op:)", "op:;", "op:*", "op:%"}));
+}
+
+TEST(LexerTest, OffsetsAndLines) {
+  auto tokens = Lex("SELECT\n  abc,\n'x'");
+  ASSERT_EQ(tokens.size(), 5u);
+  EXPECT_EQ(tokens[0].line, 1);
+  EXPECT_EQ(tokens[1].begin, 9u);
+  EXPECT_EQ(tokens[1].end, 12u);
+  EXPECT_EQ(tokens[1].line, 2);
+  EXPECT_EQ(tokens[3].begin, 14u);
+  EXPECT_EQ(tokens[3].end, 17u);
+  EXPECT_EQ(tokens[3].line, 3);
+}
+
+TEST(LexerTest, LexicalErrors) {
+  for (const char* sql : {"SELECT 'abc", "SELECT `abc", "SELECT /* open", "SELECT ?", "SELECT @@"}) {
+    auto r = Tokenize(sql);
+    ASSERT_FALSE(r.ok()) << sql;
+    EXPECT_EQ(r.status().mysql_code(), 1064) << sql;
+  }
+  auto r = Tokenize("SELECT 1,\n 'abc");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("near ''abc' at line 2"), std::string::npos)
+      << r.status().message();
+}
+
+// ---- parser -----------------------------------------------------------------------------
+
+// The only statement of `sql`.
+ast::Statement ParseOne(std::string_view sql) {
+  Parser p(sql);
+  auto r = p.Next();
+  EXPECT_TRUE(r.ok()) << sql << ": " << r.status().ToString();
+  if (!r.ok() || !r->has_value()) {
+    ADD_FAILURE() << "no statement in " << sql;
+    return ast::Statement{};
+  }
+  ast::Statement s = std::move(**r);
+  auto end = p.Next();
+  EXPECT_TRUE(end.ok() && !end->has_value()) << "more than one statement in " << sql;
+  return s;
+}
+
+template <typename T>
+T ParseAs(std::string_view sql) {
+  ast::Statement s = ParseOne(sql);
+  EXPECT_TRUE(std::holds_alternative<T>(s)) << sql << " parsed as variant " << s.index();
+  if (!std::holds_alternative<T>(s)) return T{};
+  return std::move(std::get<T>(s));
+}
+
+// The error of the first statement of `sql`.
+Status ParseError(std::string_view sql) {
+  Parser p(sql);
+  auto r = p.Next();
+  EXPECT_FALSE(r.ok()) << sql << " parsed";
+  return r.ok() ? Status::OK() : r.status();
+}
+
+// A compact rendering of an expression tree.
+std::string Render(const ast::Expr& e) {
+  switch (e.kind) {
+    case ast::ExprKind::kLiteral:
+      return e.value.ToSqlLiteral();
+    case ast::ExprKind::kColumn: {
+      std::string s;
+      for (size_t i = 0; i < e.names.size(); ++i) s += (i ? "." : "") + e.names[i];
+      return s;
+    }
+    case ast::ExprKind::kStar:
+      return e.names.empty() ? "*" : e.names[0] + ".*";
+    case ast::ExprKind::kBinary:
+      return "(" + Render(*e.children[0]) + " " + e.op + " " + Render(*e.children[1]) + ")";
+    case ast::ExprKind::kUnary:
+      return "(" + e.op + " " + Render(*e.children[0]) + ")";
+    case ast::ExprKind::kIsNull:
+      return "(" + Render(*e.children[0]) + (e.negated ? " IS NOT NULL)" : " IS NULL)");
+    case ast::ExprKind::kInList: {
+      std::string s = "(" + Render(*e.children[0]) + (e.negated ? " NOT IN (" : " IN (");
+      for (size_t i = 1; i < e.children.size(); ++i) s += (i > 1 ? ", " : "") + Render(*e.children[i]);
+      return s + "))";
+    }
+    case ast::ExprKind::kBetween:
+      return "(" + Render(*e.children[0]) + (e.negated ? " NOT BETWEEN " : " BETWEEN ") +
+             Render(*e.children[1]) + " AND " + Render(*e.children[2]) + ")";
+    case ast::ExprKind::kFunction: {
+      std::string s = e.name + "(";
+      for (size_t i = 0; i < e.children.size(); ++i) s += (i ? ", " : "") + Render(*e.children[i]);
+      return s + ")";
+    }
+    case ast::ExprKind::kSystemVar:
+      return "@@" + (e.scope.empty() ? "" : e.scope + ".") + e.name;
+    case ast::ExprKind::kDefault:
+      return "DEFAULT";
+  }
+  return "?";
+}
+
+// The rendering of the single select item of "SELECT <expr>".
+std::string RenderExpr(const std::string& expr) {
+  auto s = ParseAs<ast::SelectStmt>("SELECT " + expr);
+  if (s.items.size() != 1 || !s.items[0].expr) return "<none>";
+  return Render(*s.items[0].expr);
+}
+
+TEST(ParserTest, Precedence) {
+  EXPECT_EQ(RenderExpr("1+2*3"), "(1 + (2 * 3))");
+  EXPECT_EQ(RenderExpr("(1+2)*3"), "((1 + 2) * 3)");
+  EXPECT_EQ(RenderExpr("1-2-3"), "((1 - 2) - 3)");
+  EXPECT_EQ(RenderExpr("a OR b AND c"), "(a OR (b AND c))");
+  EXPECT_EQ(RenderExpr("a AND b OR c"), "((a AND b) OR c)");
+  EXPECT_EQ(RenderExpr("a OR b XOR c AND d"), "(a OR (b XOR (c AND d)))");
+  EXPECT_EQ(RenderExpr("NOT a = b"), "(NOT (a = b))");
+  EXPECT_EQ(RenderExpr("!a = b"), "((NOT a) = b)");
+  EXPECT_EQ(RenderExpr("NOT a AND b"), "((NOT a) AND b)");
+  EXPECT_EQ(RenderExpr("-2*3"), "((- 2) * 3)");
+  EXPECT_EQ(RenderExpr("+5"), "5");
+  EXPECT_EQ(RenderExpr("a = 1 + 2"), "(a = (1 + 2))");
+  EXPECT_EQ(RenderExpr("a || b && c"), "(a OR (b AND c))");
+  EXPECT_EQ(RenderExpr("7 DIV 2 MOD 3 % 4"), "(((7 DIV 2) % 3) % 4)");
+  EXPECT_EQ(RenderExpr("a != b"), "(a <> b)");
+  EXPECT_EQ(RenderExpr("a <=> NULL"), "(a <=> NULL)");
+}
+
+TEST(ParserTest, Predicates) {
+  EXPECT_EQ(RenderExpr("a IS NULL"), "(a IS NULL)");
+  EXPECT_EQ(RenderExpr("a IS NOT NULL AND b"), "((a IS NOT NULL) AND b)");
+  EXPECT_EQ(RenderExpr("a IN (1, 'x', NULL)"), "(a IN (1, 'x', NULL))");
+  EXPECT_EQ(RenderExpr("a NOT IN (1)"), "(a NOT IN (1))");
+  EXPECT_EQ(RenderExpr("a BETWEEN 1 AND 2 AND b"), "((a BETWEEN 1 AND 2) AND b)");
+  EXPECT_EQ(RenderExpr("a NOT BETWEEN 1+1 AND 5"), "(a NOT BETWEEN (1 + 1) AND 5)");
+}
+
+TEST(ParserTest, Primaries) {
+  EXPECT_EQ(RenderExpr("TRUE"), "1");
+  EXPECT_EQ(RenderExpr("false"), "0");
+  EXPECT_EQ(RenderExpr("NULL"), "NULL");
+  EXPECT_EQ(RenderExpr("'a' 'b' \"c\""), "'abc'");
+  EXPECT_EQ(RenderExpr("9223372036854775807"), "9223372036854775807");
+  EXPECT_EQ(RenderExpr("db.t.c"), "db.t.c");
+  EXPECT_EQ(RenderExpr("`t`.`select`"), "t.select");
+  EXPECT_EQ(RenderExpr("version()"), "VERSION()");
+  EXPECT_EQ(RenderExpr("Concat(1, 2)"), "CONCAT(1, 2)");
+  EXPECT_EQ(RenderExpr("@@SESSION.AutoCommit"), "@@session.autocommit");
+  EXPECT_EQ(RenderExpr("@@local.x"), "@@session.x");
+  EXPECT_EQ(RenderExpr("@@version_comment"), "@@version_comment");
+}
+
+TEST(ParserTest, Select) {
+  auto s = ParseAs<ast::SelectStmt>(
+      "SELECT DISTINCT id, name AS n, n + 1 total, 'x' 'y', t.* FROM db.t AS x WHERE id >= 2 "
+      "ORDER BY name DESC, 2 LIMIT 10 OFFSET 5");
+  EXPECT_TRUE(s.distinct);
+  ASSERT_EQ(s.items.size(), 5u);
+  EXPECT_EQ(Render(*s.items[0].expr), "id");
+  EXPECT_EQ(s.items[0].alias, "");
+  EXPECT_EQ(s.items[1].alias, "n");
+  EXPECT_EQ(s.items[2].alias, "total");
+  EXPECT_EQ(s.items[2].expr->text, "n + 1");
+  EXPECT_EQ(Render(*s.items[3].expr), "'xy'");  // adjacent strings join, no alias
+  EXPECT_EQ(s.items[3].alias, "");
+  EXPECT_EQ(s.items[4].expr->kind, ast::ExprKind::kStar);
+  EXPECT_EQ(s.items[4].expr->names, Strings{"t"});
+  ASSERT_TRUE(s.from.has_value());
+  EXPECT_EQ(s.from->name.db, "db");
+  EXPECT_EQ(s.from->name.table, "t");
+  EXPECT_EQ(s.from->alias, "x");
+  ASSERT_TRUE(s.where);
+  EXPECT_EQ(Render(*s.where), "(id >= 2)");
+  ASSERT_EQ(s.order_by.size(), 2u);
+  EXPECT_EQ(Render(*s.order_by[0].expr), "name");
+  EXPECT_TRUE(s.order_by[0].desc);
+  EXPECT_EQ(Render(*s.order_by[1].expr), "2");
+  EXPECT_FALSE(s.order_by[1].desc);
+  EXPECT_EQ(s.limit, 10u);
+  EXPECT_EQ(s.offset, 5u);
+}
+
+TEST(ParserTest, SelectVariants) {
+  auto star = ParseAs<ast::SelectStmt>("select * from t");
+  ASSERT_EQ(star.items.size(), 1u);
+  EXPECT_EQ(star.items[0].expr->kind, ast::ExprKind::kStar);
+  EXPECT_TRUE(star.items[0].expr->names.empty());
+  EXPECT_EQ(star.from->name.db, "");
+  EXPECT_EQ(star.from->alias, "");
+  EXPECT_FALSE(star.limit.has_value());
+
+  auto limit_comma = ParseAs<ast::SelectStmt>("SELECT a FROM t x LIMIT 5, 10");
+  EXPECT_EQ(limit_comma.from->alias, "x");
+  EXPECT_EQ(limit_comma.offset, 5u);
+  EXPECT_EQ(limit_comma.limit, 10u);
+
+  auto dual = ParseAs<ast::SelectStmt>("SELECT 1 AS 'one' FROM DUAL");
+  EXPECT_FALSE(dual.from.has_value());
+  EXPECT_EQ(dual.items[0].alias, "one");
+
+  auto all = ParseAs<ast::SelectStmt>("SELECT ALL a `b` FROM t ORDER BY a ASC");
+  EXPECT_FALSE(all.distinct);
+  EXPECT_EQ(all.items[0].alias, "b");
+  EXPECT_FALSE(all.order_by[0].desc);
+
+  auto no_from = ParseAs<ast::SelectStmt>("SELECT 1 + 1");
+  EXPECT_FALSE(no_from.from.has_value());
+  EXPECT_EQ(no_from.items[0].expr->text, "1 + 1");
+}
+
+TEST(ParserTest, Insert) {
+  auto s = ParseAs<ast::InsertStmt>("INSERT INTO db.t (a, `b`) VALUES (1, 'x'), (-2, DEFAULT)");
+  EXPECT_EQ(s.table.db, "db");
+  EXPECT_EQ(s.table.table, "t");
+  EXPECT_EQ(s.columns, (Strings{"a", "b"}));
+  ASSERT_EQ(s.rows.size(), 2u);
+  ASSERT_EQ(s.rows[0].size(), 2u);
+  EXPECT_EQ(Render(*s.rows[0][1]), "'x'");
+  EXPECT_EQ(Render(*s.rows[1][0]), "(- 2)");
+  EXPECT_EQ(s.rows[1][1]->kind, ast::ExprKind::kDefault);
+
+  auto bare = ParseAs<ast::InsertStmt>("insert t value ()");
+  EXPECT_EQ(bare.table.table, "t");
+  EXPECT_TRUE(bare.columns.empty());
+  ASSERT_EQ(bare.rows.size(), 1u);
+  EXPECT_TRUE(bare.rows[0].empty());
+}
+
+TEST(ParserTest, CreateTable) {
+  auto s = ParseAs<ast::CreateTableStmt>(
+      "CREATE TABLE IF NOT EXISTS db.t (\n"
+      "  id INT NOT NULL,\n"
+      "  name VARCHAR(20) DEFAULT 'x' COMMENT 'the name',\n"
+      "  n BIGINT NULL DEFAULT -1,\n"
+      "  u INT UNSIGNED,\n"
+      "  PRIMARY KEY (id, name)\n"
+      ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 SLICES=8");
+  EXPECT_TRUE(s.if_not_exists);
+  EXPECT_EQ(s.table.db, "db");
+  EXPECT_EQ(s.table.table, "t");
+  ASSERT_EQ(s.columns.size(), 4u);
+  EXPECT_EQ(s.columns[0].name, "id");
+  EXPECT_EQ(s.columns[0].type_name, "INT");
+  EXPECT_TRUE(s.columns[0].not_null);
+  EXPECT_FALSE(s.columns[0].primary_key);
+  EXPECT_EQ(s.columns[1].type_name, "VARCHAR");
+  EXPECT_EQ(s.columns[1].length, 20u);
+  ASSERT_TRUE(s.columns[1].default_value);
+  EXPECT_EQ(Render(*s.columns[1].default_value), "'x'");
+  EXPECT_FALSE(s.columns[2].not_null);
+  ASSERT_TRUE(s.columns[2].default_value);
+  EXPECT_EQ(Render(*s.columns[2].default_value), "(- 1)");
+  EXPECT_TRUE(s.columns[3].is_unsigned);
+  EXPECT_EQ(s.primary_key, (Strings{"id", "name"}));
+  EXPECT_EQ(s.slices, 8u);
+
+  auto inline_pk = ParseAs<ast::CreateTableStmt>("create table t (id int primary key, v varchar(3))");
+  EXPECT_FALSE(inline_pk.if_not_exists);
+  EXPECT_TRUE(inline_pk.columns[0].primary_key);
+  EXPECT_TRUE(inline_pk.primary_key.empty());
+  EXPECT_FALSE(inline_pk.slices.has_value());
+  EXPECT_EQ(ParseAs<ast::CreateTableStmt>("CREATE TABLE t (id INT KEY)").columns[0].primary_key, true);
+}
+
+TEST(ParserTest, CreateTableErrors) {
+  EXPECT_EQ(ParseError("CREATE TABLE t (a INT, PRIMARY KEY (a), PRIMARY KEY (a))").mysql_code(), 1068);
+  EXPECT_EQ(ParseError("CREATE TABLE t (a INT) SLICES=0").mysql_code(), 1210);
+  EXPECT_EQ(ParseError("CREATE TABLE t (a INT) SLICES=4097").mysql_code(), 1210);
+  EXPECT_EQ(ParseError("CREATE TABLE t (a INT AUTO_INCREMENT)").mysql_code(), 1235);
+  EXPECT_EQ(ParseError("CREATE TABLE t (a INT, KEY (a))").mysql_code(), 1235);
+  EXPECT_EQ(ParseError("CREATE TABLE t (a DECIMAL(10, 2))").mysql_code(), 1235);
+  EXPECT_EQ(ParseError("CREATE TEMPORARY TABLE t (a INT)").mysql_code(), 1235);
+  EXPECT_EQ(ParseError("CREATE TABLE t (a INT").mysql_code(), 1064);
+  EXPECT_EQ(ParseError("CREATE TABLE t (a INT FOO)").mysql_code(), 1064);
+}
+
+TEST(ParserTest, DatabaseStatements) {
+  auto c = ParseAs<ast::CreateDatabaseStmt>("CREATE DATABASE IF NOT EXISTS d DEFAULT CHARACTER SET utf8mb4 COLLATE = utf8mb4_bin");
+  EXPECT_EQ(c.name, "d");
+  EXPECT_TRUE(c.if_not_exists);
+  auto schema = ParseAs<ast::CreateDatabaseStmt>("create schema `my db`");
+  EXPECT_EQ(schema.name, "my db");
+  EXPECT_FALSE(schema.if_not_exists);
+  auto d = ParseAs<ast::DropDatabaseStmt>("DROP DATABASE IF EXISTS d");
+  EXPECT_EQ(d.name, "d");
+  EXPECT_TRUE(d.if_exists);
+  EXPECT_FALSE(ParseAs<ast::DropDatabaseStmt>("DROP SCHEMA d").if_exists);
+  EXPECT_EQ(ParseAs<ast::UseStmt>("USE `d`").db, "d");
+}
+
+TEST(ParserTest, DropTable) {
+  auto s = ParseAs<ast::DropTableStmt>("DROP TABLE IF EXISTS a, db.b");
+  EXPECT_TRUE(s.if_exists);
+  ASSERT_EQ(s.tables.size(), 2u);
+  EXPECT_EQ(s.tables[0].db, "");
+  EXPECT_EQ(s.tables[0].table, "a");
+  EXPECT_EQ(s.tables[1].db, "db");
+  EXPECT_EQ(s.tables[1].table, "b");
+  EXPECT_FALSE(ParseAs<ast::DropTableStmt>("DROP TABLE t").if_exists);
+}
+
+TEST(ParserTest, Set) {
+  auto s = ParseAs<ast::SetStmt>(
+      "SET autocommit = 0, @@session.sql_mode = 'ANSI', SESSION wait_timeout := 5, "
+      "@@GLOBAL.x = 1, LOCAL y = ON");
+  ASSERT_EQ(s.assignments.size(), 5u);
+  EXPECT_EQ(s.assignments[0].scope, "");
+  EXPECT_EQ(s.assignments[0].name, "autocommit");
+  EXPECT_EQ(Render(*s.assignments[0].value), "0");
+  EXPECT_EQ(s.assignments[1].scope, "session");
+  EXPECT_EQ(s.assignments[1].name, "sql_mode");
+  EXPECT_EQ(Render(*s.assignments[1].value), "'ANSI'");
+  EXPECT_EQ(s.assignments[2].scope, "session");
+  EXPECT_EQ(s.assignments[2].name, "wait_timeout");
+  EXPECT_EQ(s.assignments[3].scope, "global");
+  EXPECT_EQ(s.assignments[3].name, "x");
+  EXPECT_EQ(s.assignments[4].scope, "session");
+  EXPECT_EQ(Render(*s.assignments[4].value), "'ON'");
+
+  auto names = ParseAs<ast::SetStmt>("SET NAMES 'UTF8MB4' COLLATE utf8mb4_general_ci");
+  ASSERT_EQ(names.assignments.size(), 4u);
+  EXPECT_EQ(names.assignments[0].name, "character_set_client");
+  EXPECT_EQ(Render(*names.assignments[0].value), "'utf8mb4'");
+  EXPECT_EQ(names.assignments[1].name, "character_set_connection");
+  EXPECT_EQ(names.assignments[2].name, "character_set_results");
+  EXPECT_EQ(names.assignments[3].name, "collation_connection");
+  EXPECT_EQ(Render(*names.assignments[3].value), "'utf8mb4_general_ci'");
+  EXPECT_EQ(ParseAs<ast::SetStmt>("SET CHARACTER SET utf8").assignments.size(), 3u);
+
+  EXPECT_EQ(ParseError("SET @x = 1").mysql_code(), 1235);
+  EXPECT_EQ(ParseError("SET TRANSACTION ISOLATION LEVEL READ COMMITTED").mysql_code(), 1235);
+  EXPECT_EQ(ParseError("SET autocommit 1").mysql_code(), 1064);
+}
+
+TEST(ParserTest, Show) {
+  using Kind = ast::ShowStmt::Kind;
+  auto dbs = ParseAs<ast::ShowStmt>("SHOW DATABASES LIKE 'a%'");
+  EXPECT_EQ(dbs.kind, Kind::kDatabases);
+  EXPECT_EQ(dbs.like, "a%");
+  auto tables = ParseAs<ast::ShowStmt>("SHOW FULL TABLES FROM db LIKE 't%'");
+  EXPECT_EQ(tables.kind, Kind::kTables);
+  EXPECT_TRUE(tables.full);
+  EXPECT_EQ(tables.db, "db");
+  EXPECT_EQ(tables.like, "t%");
+  auto plain = ParseAs<ast::ShowStmt>("show tables");
+  EXPECT_EQ(plain.db, "");
+  EXPECT_FALSE(plain.like.has_value());
+  EXPECT_FALSE(plain.full);
+  EXPECT_EQ(ParseAs<ast::ShowStmt>("SHOW SESSION VARIABLES").kind, Kind::kVariables);
+  EXPECT_EQ(ParseAs<ast::ShowStmt>("SHOW WARNINGS").kind, Kind::kWarnings);
+  auto create = ParseAs<ast::ShowStmt>("SHOW CREATE TABLE db.t");
+  EXPECT_EQ(create.kind, Kind::kCreateTable);
+  EXPECT_EQ(create.table.db, "db");
+  EXPECT_EQ(create.table.table, "t");
+  auto columns = ParseAs<ast::ShowStmt>("SHOW COLUMNS FROM t FROM db");
+  EXPECT_EQ(columns.kind, Kind::kColumns);
+  EXPECT_EQ(columns.table.table, "t");
+  EXPECT_EQ(columns.table.db, "db");
+  auto fields = ParseAs<ast::ShowStmt>("SHOW FIELDS IN t LIKE 'i%'");
+  EXPECT_EQ(fields.kind, Kind::kColumns);
+  EXPECT_EQ(fields.like, "i%");
+  auto describe = ParseAs<ast::ShowStmt>("DESCRIBE db.t");
+  EXPECT_EQ(describe.kind, Kind::kColumns);
+  EXPECT_EQ(describe.table.db, "db");
+  EXPECT_EQ(ParseAs<ast::ShowStmt>("DESC t").table.table, "t");
+
+  EXPECT_EQ(ParseError("SHOW STATUS").mysql_code(), 1235);
+  EXPECT_EQ(ParseError("SHOW TABLES WHERE 1").mysql_code(), 1235);
+  EXPECT_EQ(ParseError("SHOW TABLES LIKE x").mysql_code(), 1064);
+}
+
+TEST(ParserTest, Transactions) {
+  using Kind = ast::TransactionStmt::Kind;
+  EXPECT_EQ(ParseAs<ast::TransactionStmt>("BEGIN").kind, Kind::kBegin);
+  EXPECT_EQ(ParseAs<ast::TransactionStmt>("begin work").kind, Kind::kBegin);
+  EXPECT_EQ(ParseAs<ast::TransactionStmt>("START TRANSACTION").kind, Kind::kBegin);
+  EXPECT_EQ(ParseAs<ast::TransactionStmt>("COMMIT").kind, Kind::kCommit);
+  EXPECT_EQ(ParseAs<ast::TransactionStmt>("COMMIT WORK").kind, Kind::kCommit);
+  EXPECT_EQ(ParseAs<ast::TransactionStmt>("ROLLBACK").kind, Kind::kRollback);
+  EXPECT_EQ(ParseError("START").mysql_code(), 1064);
+}
+
+TEST(ParserTest, MultipleStatements) {
+  Parser p("SELECT 1; INSERT INTO t VALUES (2);; \n SELECT 3;");
+  auto a = p.Next();
+  ASSERT_TRUE(a.ok() && a->has_value()) << a.status().ToString();
+  EXPECT_TRUE(std::holds_alternative<ast::SelectStmt>(**a));
+  auto b = p.Next();
+  ASSERT_TRUE(b.ok() && b->has_value()) << b.status().ToString();
+  EXPECT_TRUE(std::holds_alternative<ast::InsertStmt>(**b));
+  auto c = p.Next();
+  ASSERT_TRUE(c.ok() && c->has_value()) << c.status().ToString();
+  EXPECT_EQ(Render(*std::get<ast::SelectStmt>(**c).items[0].expr), "3");
+  auto end = p.Next();
+  ASSERT_TRUE(end.ok());
+  EXPECT_FALSE(end->has_value());
+  auto again = p.Next();
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->has_value());
+}
+
+TEST(ParserTest, ErrorEndsTheScript) {
+  Parser p("SELECT 1; SELEC 2; SELECT 3");
+  ASSERT_TRUE(p.Next().ok());
+  auto bad = p.Next();
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().mysql_code(), 1064);
+  EXPECT_NE(bad.status().message().find("near 'SELEC 2"), std::string::npos) << bad.status().message();
+  auto after = p.Next();
+  ASSERT_TRUE(after.ok());
+  EXPECT_FALSE(after->has_value());
+}
+
+TEST(ParserTest, SyntaxErrorsQuoteTheRestFromTheBadToken) {
+  struct Case {
+    const char* sql;
+    const char* near;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"SELECT * FORM t", "near 'FORM t' at line 1"},
+           {"SELECT 1,\nFROM t", "near 'FROM t' at line 2"},
+           {"SELECT 1 SELECT 2", "near 'SELECT 2' at line 1"},
+           {"SELECT", "near '' at line 1"},
+           {"SELECT (1", "near '' at line 1"},
+           {"SELECT a FROM t WHERE", "near '' at line 1"},
+           {"SELECT a FROM t LIMIT x", "near 'x' at line 1"},
+           {"FOO BAR", "near 'FOO BAR' at line 1"},
+           {"INSERT INTO t (a) VALUES 1", "near '1' at line 1"},
+           {"SELECT 1 +\n\n  * 2", "near '* 2' at line 3"},
+           {"SELECT a.b.c.d", "near '.d' at line 1"},
+           {"SELECT select", "near 'select' at line 1"},
+           {"SELECT a NOT = 1", "near 'NOT = 1' at line 1"},
+       }) {
+    Status st = ParseError(c.sql);
+    EXPECT_EQ(st.mysql_code(), 1064) << c.sql;
+    EXPECT_NE(st.message().find(c.near), std::string::npos) << c.sql << " -> " << st.message();
+  }
+}
+
+TEST(ParserTest, EmptyQuery) {
+  for (const char* sql : {"", "   ", ";", " ; ;", "-- just a comment", "/* c */"}) {
+    Status st = ParseError(sql);
+    EXPECT_EQ(st.mysql_code(), 1065) << "'" << sql << "'";
+  }
+}
+
+TEST(ParserTest, LexicalErrorIsReportedByNext) {
+  Parser p("SELECT 'abc");
+  auto r = p.Next();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().mysql_code(), 1064);
+  EXPECT_NE(r.status().message().find("near ''abc'"), std::string::npos) << r.status().message();
+}
+
+// Regression (fixed): after a lexical error the next Next() returns ER_EMPTY_QUERY (1065)
+// instead of the end of the script (std::nullopt): Next() returns the lexer's
+// error without clearing first_. A syntax error does end the script cleanly
+// (ErrorEndsTheScript). Session::Execute stops at the first error, so clients
+// do not see this yet.
+TEST(ParserTest, NextAfterLexicalErrorIsEndOfScript) {
+  Parser p("SELECT 'abc");
+  ASSERT_FALSE(p.Next().ok());
+  auto after = p.Next();
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_FALSE(after->has_value());
+}
+
+TEST(ParserTest, RecognisedButUnsupportedStatements) {
+  for (const char* sql : {
+           "UPDATE t SET a = 1", "DELETE FROM t", "REPLACE INTO t VALUES (1)", "ALTER TABLE t ADD b INT",
+           "TRUNCATE t", "EXPLAIN SELECT 1", "WITH x AS (SELECT 1) SELECT * FROM x",
+           "SELECT * FROM a JOIN b", "SELECT * FROM a, b", "SELECT * FROM a LEFT JOIN b ON 1",
+           "SELECT a FROM t GROUP BY a", "SELECT 1 UNION SELECT 2", "SELECT a FROM t FOR UPDATE",
+           "SELECT * FROM t WHERE a IN (SELECT 1)", "SELECT (SELECT 1)", "SELECT a LIKE 'x'",
+           "SELECT 1.5", "SELECT 9223372036854775808", "SELECT CASE WHEN 1 THEN 2 END", "SELECT @x",
+           "SELECT COUNT(*) FROM t", "SELECT ~1", "INSERT INTO t SELECT 1", "INSERT IGNORE INTO t VALUES (1)",
+           "INSERT INTO t VALUES (1) ON DUPLICATE KEY UPDATE a = 2", "CREATE INDEX i ON t (a)",
+           "CREATE VIEW v AS SELECT 1", "DROP INDEX i ON t", "SELECT a IS TRUE FROM t",
+       }) {
+    Status st = ParseError(sql);
+    EXPECT_EQ(st.mysql_code(), 1235) << sql << " -> " << st.ToString();
+  }
+}
+
+// ---- binder ----------------------------------------------------------------------------
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = "/tmp/shale-sql-test-XXXXXX";
+    if (::mkdtemp(tmpl.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed";
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// A catalog with database "db" holding
+//   t (id INT PRIMARY KEY, name VARCHAR(10) NOT NULL, n BIGINT DEFAULT 7, note VARCHAR(5))
+// created through the binder itself.
+class BinderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto meta = storage::MetaStore::Open(dir_.path() + "/meta");
+    ASSERT_TRUE(meta.ok()) << meta.status().ToString();
+    meta_ = std::move(meta).value();
+    auto cat = catalog::Catalog::Load(meta_.get());
+    ASSERT_TRUE(cat.ok()) << cat.status().ToString();
+    catalog_ = std::move(cat).value();
+    bool created = false;
+    ASSERT_TRUE(catalog_->CreateDatabase("db", false, &created).ok());
+    variables_ = {{"autocommit", Value::Int(1)}, {"sql_mode", Value::String("")},
+                  {"version", Value::String("8.0")}, {"init_connect", Value::Null()}};
+    ctx_.catalog = catalog_.get();
+    ctx_.current_db = "db";
+    ctx_.variables = &variables_;
+    CreateTable("CREATE TABLE t (id INT PRIMARY KEY, name VARCHAR(10) NOT NULL, n BIGINT DEFAULT 7, "
+                "note VARCHAR(5))");
+  }
+
+  Result<BoundStatement> BindSql(std::string_view sql) {
+    Parser p(sql);
+    auto stmt = p.Next();
+    if (!stmt.ok()) return stmt.status();
+    if (!stmt->has_value()) return Status::Internal("no statement");
+    return Bind(**stmt, ctx_);
+  }
+
+  uint16_t BindError(std::string_view sql, std::string* message = nullptr) {
+    auto r = BindSql(sql);
+    EXPECT_FALSE(r.ok()) << sql << " bound";
+    if (message) *message = r.status().message();
+    return r.ok() ? 0 : r.status().mysql_code();
+  }
+
+  // The logical plan of a query.
+  sierra::LogicalPtr PlanOf(std::string_view sql) {
+    auto r = BindSql(sql);
+    EXPECT_TRUE(r.ok()) << sql << ": " << r.status().ToString();
+    if (!r.ok() || !std::holds_alternative<PlanCmd>(*r)) return nullptr;
+    return std::move(std::get<PlanCmd>(*r).plan);
+  }
+
+  // Binds CREATE TABLE and publishes it with one slice.
+  void CreateTable(std::string_view sql) {
+    auto r = BindSql(sql);
+    ASSERT_TRUE(r.ok()) << sql << ": " << r.status().ToString();
+    ASSERT_TRUE(std::holds_alternative<CreateTableCmd>(*r));
+    catalog::TableDef def = std::get<CreateTableCmd>(*r).def;
+    def.id = *catalog_->NextId();
+    def.primary.slices = {{*catalog_->NextId(), 0, UINT64_MAX, {"node1"}}};
+    bool created = false;
+    ASSERT_TRUE(catalog_->CreateTable(def, false, &created).ok());
+  }
+
+  TempDir dir_;
+  std::unique_ptr<storage::MetaStore> meta_;
+  std::unique_ptr<catalog::Catalog> catalog_;
+  std::map<std::string, Value> variables_;
+  BindContext ctx_;
+};
+
+TEST_F(BinderTest, UnknownDatabaseAndTable) {
+  EXPECT_EQ(BindError("SELECT * FROM nodb.t"), 1049);
+  EXPECT_EQ(BindError("SELECT * FROM zz"), 1146);
+  EXPECT_EQ(BindError("SELECT * FROM T"), 1146);  // table names are case-sensitive
+  EXPECT_EQ(BindError("INSERT INTO zz VALUES (1)"), 1146);
+  EXPECT_EQ(BindError("INSERT INTO nodb.t VALUES (1)"), 1049);
+  EXPECT_EQ(BindError("USE nodb"), 1049);
+  EXPECT_EQ(BindError("SHOW COLUMNS FROM zz"), 1146);
+  EXPECT_EQ(BindError("SHOW TABLES FROM nodb"), 1049);
+  EXPECT_EQ(BindError("CREATE TABLE nodb.x (a INT PRIMARY KEY)"), 1049);
+}
+
+TEST_F(BinderTest, NoDatabaseSelected) {
+  ctx_.current_db.clear();
+  EXPECT_EQ(BindError("SELECT * FROM t"), 1046);
+  EXPECT_EQ(BindError("INSERT INTO t VALUES (1, 'a', 1, 'b')"), 1046);
+  EXPECT_EQ(BindError("CREATE TABLE x (a INT PRIMARY KEY)"), 1046);
+  EXPECT_EQ(BindError("DROP TABLE t"), 1046);
+  EXPECT_EQ(BindError("SHOW TABLES"), 1046);
+  // Qualified names need no current database.
+  EXPECT_TRUE(BindSql("SELECT * FROM db.t").ok());
+  EXPECT_TRUE(BindSql("SELECT 1").ok());
+}
+
+TEST_F(BinderTest, UnknownColumnNamesItsClause) {
+  struct Case {
+    const char* sql;
+    const char* message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"SELECT zz FROM t", "Unknown column 'zz' in 'field list'"},
+           {"SELECT zz", "Unknown column 'zz' in 'field list'"},
+           {"SELECT id FROM t WHERE zz = 1", "Unknown column 'zz' in 'where clause'"},
+           {"SELECT id FROM t ORDER BY zz", "Unknown column 'zz' in 'order clause'"},
+           {"SELECT id FROM t ORDER BY 2", "Unknown column '2' in 'order clause'"},
+           {"SELECT id FROM t ORDER BY 0", "Unknown column '0' in 'order clause'"},
+           {"SELECT x.id FROM t", "Unknown column 'x.id' in 'field list'"},
+           {"SELECT t.id FROM t AS a", "Unknown column 't.id' in 'field list'"},
+           {"SELECT other.t.id FROM t", "Unknown column 'other.t.id' in 'field list'"},
+       }) {
+    std::string message;
+    EXPECT_EQ(BindError(c.sql, &message), 1054) << c.sql;
+    EXPECT_EQ(message, c.message) << c.sql;
+  }
+}
+
+TEST_F(BinderTest, ColumnResolution) {
+  for (const char* sql : {"SELECT ID, Name FROM t", "SELECT t.id FROM t", "SELECT db.t.id FROM t",
+                          "SELECT a.id FROM t a", "SELECT t.* FROM t", "SELECT a.* FROM t AS a"}) {
+    auto r = BindSql(sql);
+    EXPECT_TRUE(r.ok()) << sql << ": " << r.status().ToString();
+  }
+  EXPECT_EQ(BindError("SELECT x.* FROM t"), 1109);
+  EXPECT_EQ(BindError("SELECT *"), 1096);
+}
+
+TEST_F(BinderTest, SelectPlanShapeAndColumns) {
+  auto plan = PlanOf("SELECT DISTINCT Id AS a, n + 1, note FROM t WHERE id >= 2 LIMIT 3 OFFSET 1");
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->ToString(),
+            "Limit 3 offset 1\n"
+            "  Distinct\n"
+            "    Project #0:id, (#2:n + 1), #3:note\n"
+            "      Filter (#0:id >= 2)\n"
+            "        Scan db.t\n");
+  ASSERT_EQ(plan->columns.size(), 3u);
+  EXPECT_EQ(plan->columns[0].name, "a");
+  EXPECT_EQ(plan->columns[0].org_name, "id");
+  EXPECT_EQ(plan->columns[0].org_table, "t");
+  EXPECT_TRUE(plan->columns[0].primary_key);
+  EXPECT_FALSE(plan->columns[0].nullable);
+  EXPECT_EQ(plan->columns[1].name, "n + 1");
+  EXPECT_EQ(plan->columns[1].type, SqlType::BigInt());
+  EXPECT_EQ(plan->columns[2].name, "note");
+  EXPECT_EQ(plan->columns[2].type, SqlType::Varchar(5));
+  EXPECT_TRUE(plan->columns[2].nullable);
+}
+
+TEST_F(BinderTest, StarExpandsInTableOrder) {
+  auto plan = PlanOf("SELECT * FROM t");
+  ASSERT_TRUE(plan);
+  ASSERT_EQ(plan->columns.size(), 4u);
+  EXPECT_EQ(plan->columns[0].name, "id");
+  EXPECT_EQ(plan->columns[1].name, "name");
+  EXPECT_EQ(plan->columns[2].name, "n");
+  EXPECT_EQ(plan->columns[3].name, "note");
+  EXPECT_FALSE(plan->columns[1].nullable);  // NOT NULL
+}
+
+TEST_F(BinderTest, OrderByPositionAndAlias) {
+  // SELECT name, id ... ORDER BY 2 DESC sorts by id, the source's column 0.
+  auto by_position = PlanOf("SELECT name, id FROM t ORDER BY 2 DESC");
+  ASSERT_TRUE(by_position);
+  ASSERT_EQ(by_position->kind, sierra::LogicalKind::kProject);
+  const auto& sort = *by_position->children[0];
+  ASSERT_EQ(sort.kind, sierra::LogicalKind::kSort);
+  ASSERT_EQ(sort.sort_keys.size(), 1u);
+  EXPECT_EQ(sort.sort_keys[0].expr->ToString(), "#0:id");
+  EXPECT_TRUE(sort.sort_keys[0].desc);
+
+  auto by_alias = PlanOf("SELECT n + 1 AS k, id FROM t ORDER BY K, id DESC");
+  ASSERT_TRUE(by_alias);
+  const auto& sort2 = *by_alias->children[0];
+  ASSERT_EQ(sort2.kind, sierra::LogicalKind::kSort);
+  ASSERT_EQ(sort2.sort_keys.size(), 2u);
+  EXPECT_EQ(sort2.sort_keys[0].expr->ToString(), "(#2:n + 1)");
+  EXPECT_FALSE(sort2.sort_keys[0].desc);
+  EXPECT_EQ(sort2.sort_keys[1].expr->ToString(), "#0:id");
+  EXPECT_TRUE(sort2.sort_keys[1].desc);
+
+  // An expression over the source that is not in the select list.
+  auto by_hidden = PlanOf("SELECT id FROM t ORDER BY note");
+  ASSERT_TRUE(by_hidden);
+  EXPECT_EQ(by_hidden->children[0]->sort_keys[0].expr->ToString(), "#3:note");
+}
+
+TEST_F(BinderTest, InsertFillsDefaults) {
+  auto plan = PlanOf("INSERT INTO t (name, id) VALUES ('a', 1), ('b', 2)");
+  ASSERT_TRUE(plan);
+  ASSERT_EQ(plan->kind, sierra::LogicalKind::kInsert);
+  ASSERT_EQ(plan->table->name, "t");
+  const auto& values = *plan->children[0];
+  ASSERT_EQ(values.kind, sierra::LogicalKind::kValues);
+  ASSERT_EQ(values.rows.size(), 2u);
+  ASSERT_EQ(values.rows[0].size(), 4u);  // in table column order
+  EXPECT_EQ(values.rows[0][0]->ToString(), "1");
+  EXPECT_EQ(values.rows[0][1]->ToString(), "'a'");
+  EXPECT_EQ(values.rows[0][2]->ToString(), "7");     // DEFAULT 7
+  EXPECT_EQ(values.rows[0][3]->ToString(), "NULL");  // nullable, no default
+  EXPECT_EQ(values.rows[1][0]->ToString(), "2");
+
+  auto with_default = PlanOf("INSERT INTO t VALUES (3, 'c', DEFAULT, DEFAULT)");
+  ASSERT_TRUE(with_default);
+  EXPECT_EQ(with_default->children[0]->rows[0][2]->ToString(), "7");
+  EXPECT_EQ(with_default->children[0]->rows[0][3]->ToString(), "NULL");
+}
+
+TEST_F(BinderTest, InsertErrors) {
+  std::string message;
+  EXPECT_EQ(BindError("INSERT INTO t VALUES (1)", &message), 1136);
+  EXPECT_EQ(message, "Column count doesn't match value count at row 1");
+  EXPECT_EQ(BindError("INSERT INTO t (id, name) VALUES (1, 'a'), (2)", &message), 1136);
+  EXPECT_EQ(message, "Column count doesn't match value count at row 2");
+  EXPECT_EQ(BindError("INSERT INTO t (id, name) VALUES (1, 'a', 3)"), 1136);
+  EXPECT_EQ(BindError("INSERT INTO t (id) VALUES (1)", &message), 1364);
+  EXPECT_EQ(message, "Field 'name' doesn't have a default value");
+  EXPECT_EQ(BindError("INSERT INTO t VALUES (1, DEFAULT, 1, 'x')"), 1364);
+  EXPECT_EQ(BindError("INSERT INTO t (id, zz) VALUES (1, 2)"), 1054);
+  EXPECT_EQ(BindError("INSERT INTO t (id, ID, name) VALUES (1, 2, 'a')"), 1110);
+  EXPECT_EQ(BindError("INSERT INTO t VALUES (1, 'a', id, 'b')"), 1054);  // no columns in VALUES
+}
+
+TEST_F(BinderTest, CreateTableDefinition) {
+  auto r = BindSql("CREATE TABLE IF NOT EXISTS x (a INT, B VARCHAR(4) DEFAULT 'q', c BIGINT NOT NULL "
+                   "DEFAULT '5', PRIMARY KEY (b, a)) SLICES=6");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(std::holds_alternative<CreateTableCmd>(*r));
+  const CreateTableCmd& cmd = std::get<CreateTableCmd>(*r);
+  EXPECT_TRUE(cmd.if_not_exists);
+  EXPECT_EQ(cmd.slices, 6u);
+  const catalog::TableDef& def = cmd.def;
+  EXPECT_EQ(def.db, "db");
+  EXPECT_EQ(def.name, "x");
+  ASSERT_EQ(def.columns.size(), 3u);
+  EXPECT_EQ(def.columns[0].type, SqlType::Int());
+  EXPECT_FALSE(def.columns[0].nullable);  // key columns become NOT NULL
+  EXPECT_EQ(def.columns[1].type, SqlType::Varchar(4));
+  EXPECT_FALSE(def.columns[1].nullable);
+  EXPECT_EQ(def.columns[1].default_value, Value::String("q"));
+  EXPECT_EQ(def.columns[2].type, SqlType::BigInt());
+  EXPECT_EQ(def.columns[2].default_value, Value::Int(5));  // coerced to the column type
+  EXPECT_EQ(def.primary.key_columns, (std::vector<int>{1, 0}));
+  EXPECT_EQ(def.primary.name, "PRIMARY");
+  EXPECT_EQ(def.primary.distribution_columns, 1);
+  EXPECT_TRUE(def.primary.slices.empty());
+
+  auto defaults = BindSql("CREATE TABLE y (a INTEGER PRIMARY KEY, b INT DEFAULT NULL, c INT)");
+  ASSERT_TRUE(defaults.ok()) << defaults.status().ToString();
+  const auto& cols = std::get<CreateTableCmd>(*defaults).def.columns;
+  EXPECT_EQ(cols[0].type, SqlType::Int());
+  ASSERT_TRUE(cols[1].default_value.has_value());
+  EXPECT_TRUE(cols[1].default_value->is_null());
+  EXPECT_FALSE(cols[2].default_value.has_value());
+  EXPECT_EQ(std::get<CreateTableCmd>(*defaults).slices, 0u);
+}
+
+TEST_F(BinderTest, CreateTableErrors) {
+  struct Case {
+    const char* sql;
+    uint16_t code;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"CREATE TABLE x (a INT PRIMARY KEY, A INT)", 1060},
+           {"CREATE TABLE x (a INT PRIMARY KEY, b INT PRIMARY KEY)", 1068},
+           {"CREATE TABLE x (a INT PRIMARY KEY, b INT, PRIMARY KEY (b))", 1068},
+           {"CREATE TABLE x (a INT, PRIMARY KEY (zz))", 1072},
+           {"CREATE TABLE x (a INT, PRIMARY KEY (a, A))", 1060},
+           {"CREATE TABLE x (a FLOAT PRIMARY KEY)", 1235},
+           {"CREATE TABLE x (a TEXT PRIMARY KEY)", 1235},
+           {"CREATE TABLE x (a INT UNSIGNED PRIMARY KEY)", 1235},
+           {"CREATE TABLE x (a INT)", 1235},  // no primary key
+           {"CREATE TABLE x (a VARCHAR PRIMARY KEY)", 1064},
+           {"CREATE TABLE x (a VARCHAR(16384) PRIMARY KEY)", 1074},
+           {"CREATE TABLE x (a INT PRIMARY KEY, b INT DEFAULT 'abc')", 1067},
+           {"CREATE TABLE x (a INT PRIMARY KEY, b INT NOT NULL DEFAULT NULL)", 1067},
+           {"CREATE TABLE x (a INT PRIMARY KEY, b VARCHAR(2) DEFAULT 'abc')", 1067},
+           {"CREATE TABLE x (a INT PRIMARY KEY DEFAULT NULL)", 1067},
+           {"CREATE TABLE x (a INT PRIMARY KEY, b INT DEFAULT 2147483648)", 1067},
+       }) {
+    auto r = BindSql(c.sql);
+    ASSERT_FALSE(r.ok()) << c.sql;
+    EXPECT_EQ(r.status().mysql_code(), c.code) << c.sql << " -> " << r.status().ToString();
+  }
+  // A name longer than 64 characters.
+  EXPECT_EQ(BindError("CREATE TABLE " + std::string(65, 'x') + " (a INT PRIMARY KEY)"), 1059);
+}
+
+TEST_F(BinderTest, Set) {
+  auto r = BindSql("SET autocommit = OFF, sql_mode = 'ANSI', @@session.sql_mode = TRADITIONAL");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const SetCmd& cmd = std::get<SetCmd>(*r);
+  ASSERT_EQ(cmd.assignments.size(), 3u);
+  EXPECT_EQ(cmd.assignments[0].first, "autocommit");
+  EXPECT_EQ(cmd.assignments[0].second, Value::Int(0));
+  EXPECT_EQ(cmd.assignments[1].second, Value::String("ANSI"));
+  EXPECT_EQ(cmd.assignments[2].second, Value::String("TRADITIONAL"));
+  auto on = BindSql("SET AUTOCOMMIT = 1");
+  ASSERT_TRUE(on.ok());
+  EXPECT_EQ(std::get<SetCmd>(*on).assignments[0].second, Value::Int(1));
+  auto quoted_on = BindSql("SET autocommit = 'on'");
+  ASSERT_TRUE(quoted_on.ok());
+  EXPECT_EQ(std::get<SetCmd>(*quoted_on).assignments[0].second, Value::Int(1));
+
+  std::string message;
+  EXPECT_EQ(BindError("SET nosuchvar = 1", &message), 1193);
+  EXPECT_EQ(message, "Unknown system variable 'nosuchvar'");
+  EXPECT_EQ(BindError("SET @@session.nosuchvar = 1"), 1193);
+  EXPECT_EQ(BindError("SET GLOBAL autocommit = 1"), 1235);
+  EXPECT_EQ(BindError("SET autocommit = 'maybe'"), 1231);
+  EXPECT_EQ(BindError("SET autocommit = 2"), 1231);
+  EXPECT_EQ(BindError("SELECT @@nosuchvar"), 1193);
+}
+
+TEST_F(BinderTest, SystemVariablesAndFunctions) {
+  auto plan = PlanOf("SELECT @@version, @@session.autocommit, DATABASE(), CONNECTION_ID()");
+  ASSERT_TRUE(plan);
+  ASSERT_EQ(plan->kind, sierra::LogicalKind::kProject);
+  EXPECT_EQ(plan->exprs[0]->ToString(), "'8.0'");
+  EXPECT_EQ(plan->exprs[1]->ToString(), "1");
+  EXPECT_EQ(plan->exprs[2]->ToString(), "'db'");
+  EXPECT_EQ(plan->columns[0].name, "@@version");
+  EXPECT_EQ(plan->columns[2].name, "DATABASE()");
+  EXPECT_EQ(BindError("SELECT NOSUCHFN()"), 1305);
+  EXPECT_EQ(BindError("SELECT VERSION(1)"), 1582);
+  EXPECT_EQ(BindError("SELECT 4 / 2"), 1235);
+  ctx_.current_db.clear();
+  auto no_db = PlanOf("SELECT DATABASE()");
+  ASSERT_TRUE(no_db);
+  EXPECT_EQ(no_db->exprs[0]->ToString(), "NULL");
+}
+
+TEST_F(BinderTest, ShowStatements) {
+  CreateTable("CREATE TABLE t2 (a INT PRIMARY KEY)");
+  auto tables = PlanOf("SHOW TABLES LIKE 't_'");
+  ASSERT_TRUE(tables);
+  ASSERT_EQ(tables->kind, sierra::LogicalKind::kValues);
+  ASSERT_EQ(tables->columns.size(), 1u);
+  EXPECT_EQ(tables->columns[0].name, "Tables_in_db");
+  ASSERT_EQ(tables->rows.size(), 1u);
+  EXPECT_EQ(tables->rows[0][0]->ToString(), "'t2'");
+
+  auto full = PlanOf("SHOW FULL TABLES");
+  ASSERT_TRUE(full);
+  ASSERT_EQ(full->rows.size(), 2u);
+  EXPECT_EQ(full->columns[1].name, "Table_type");
+  EXPECT_EQ(full->rows[0][1]->ToString(), "'BASE TABLE'");
+
+  auto dbs = PlanOf("SHOW DATABASES");
+  ASSERT_TRUE(dbs);
+  EXPECT_EQ(dbs->columns[0].name, "Database");
+  ASSERT_EQ(dbs->rows.size(), 1u);
+  EXPECT_EQ(dbs->rows[0][0]->ToString(), "'db'");
+
+  auto cols = PlanOf("SHOW COLUMNS FROM t LIKE 'n%'");
+  ASSERT_TRUE(cols);
+  ASSERT_EQ(cols->columns.size(), 6u);
+  ASSERT_EQ(cols->rows.size(), 3u);  // name, n, note
+  EXPECT_EQ(cols->rows[0][0]->ToString(), "'name'");
+  EXPECT_EQ(cols->rows[0][1]->ToString(), "'varchar(10)'");
+  EXPECT_EQ(cols->rows[0][2]->ToString(), "'NO'");
+  EXPECT_EQ(cols->rows[1][4]->ToString(), "'7'");
+  EXPECT_EQ(cols->rows[2][4]->ToString(), "NULL");
+}
+
+TEST(BinderNameTest, CheckNames) {
+  EXPECT_TRUE(CheckDatabaseName("db").ok());
+  EXPECT_EQ(CheckDatabaseName("").mysql_code(), 1102);
+  EXPECT_EQ(CheckDatabaseName("a/b").mysql_code(), 1102);
+  EXPECT_EQ(CheckDatabaseName("trailing ").mysql_code(), 1102);
+  EXPECT_EQ(CheckTableName("a/b").mysql_code(), 1103);
+  EXPECT_EQ(CheckTableName(std::string(65, 'x')).mysql_code(), 1059);
+  EXPECT_TRUE(CheckTableName(std::string(64, 'x')).ok());
+}
+
+TEST(BinderNameTest, ShowCreateTableSql) {
+  catalog::TableDef t;
+  t.name = "t";
+  t.columns = {{"id", SqlType::Int(), false, std::nullopt},
+               {"name", SqlType::Varchar(10), true, std::nullopt},
+               {"n", SqlType::BigInt(), false, Value::Int(7)}};
+  t.primary.key_columns = {0, 2};
+  t.primary.slices = {{1, 0, 10, {}}, {2, 11, UINT64_MAX, {}}};
+  EXPECT_EQ(ShowCreateTableSql(t),
+            "CREATE TABLE `t` (\n"
+            "  `id` int NOT NULL,\n"
+            "  `name` varchar(10) DEFAULT NULL,\n"
+            "  `n` bigint NOT NULL DEFAULT '7',\n"
+            "  PRIMARY KEY (`id`,`n`)\n"
+            ") SLICES=2");
+}
+
+}  // namespace
+}  // namespace shale::sql
