@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include "src/common/testing/temp_dir.h"
+
 #include "src/catalog/catalog.h"
 #include "src/sql/binder.h"
 #include "src/sql/parser.h"
@@ -19,22 +21,6 @@
 namespace shale::planner {
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = "/tmp/shale-planner-test-XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed";
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 std::string K(std::vector<Value> values) { return catalog::EncodeKey(values); }
 
@@ -150,7 +136,7 @@ class PlannerTest : public ::testing::Test {
   }
 
   struct Shared {
-    TempDir dir;
+    shale::testing::TempDir dir;
     std::unique_ptr<storage::MetaStore> meta;
     std::unique_ptr<catalog::Catalog> catalog;
     ~Shared() {

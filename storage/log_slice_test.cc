@@ -15,7 +15,7 @@
 
 #include <gtest/gtest.h>
 
-#include "storage/test_temp_dir.h"
+#include "src/common/testing/temp_dir.h"
 
 namespace shale::storage {
 namespace {
@@ -160,7 +160,7 @@ TEST(KeyRangeTest, Contains) {
 }
 
 TEST(LogSliceTest, CreateFailsIfLogExists) {
-  TestTempDir dir;
+  shale::testing::TempDir dir;
   auto a = LogSlice::Create(dir.path(), 1);
   ASSERT_TRUE(a.ok()) << a.status().ToString();
   auto b = LogSlice::Create(dir.path(), 1);
@@ -168,7 +168,7 @@ TEST(LogSliceTest, CreateFailsIfLogExists) {
 }
 
 TEST(LogSliceTest, GetMissingIsNotFound) {
-  TestTempDir dir;
+  shale::testing::TempDir dir;
   auto slice = LogSlice::Create(dir.path(), 3);
   ASSERT_TRUE(slice.ok());
   std::string v;
@@ -184,7 +184,7 @@ TEST(LogSliceTest, GetMissingIsNotFound) {
 // A long random sequence of batches against a std::map model, closing and
 // recovering the slice at random points.
 TEST(LogSliceTest, RandomizedAgainstModelWithReopen) {
-  TestTempDir dir;
+  shale::testing::TempDir dir;
   RandomRows rows(42);
   Model model;
   auto opened = LogSlice::Create(dir.path(), 7);
@@ -227,7 +227,7 @@ TEST(LogSliceTest, RandomizedAgainstModelWithReopen) {
 }
 
 TEST(LogSliceTest, IteratorIsASnapshot) {
-  TestTempDir dir;
+  shale::testing::TempDir dir;
   auto slice = LogSlice::Create(dir.path(), 1);
   ASSERT_TRUE(slice.ok());
   WriteBatch b;
@@ -251,7 +251,7 @@ TEST(LogSliceTest, IteratorIsASnapshot) {
 // Readers iterating while a writer runs only ever see whole batches: every
 // batch sets all keys to the same new value.
 TEST(LogSliceTest, ConcurrentReadersSeeWholeBatches) {
-  TestTempDir dir;
+  shale::testing::TempDir dir;
   auto created = LogSlice::Create(dir.path(), 1);
   ASSERT_TRUE(created.ok());
   LogSlice* slice = created->get();
@@ -310,7 +310,7 @@ History WriteBatches(const std::string& dir, SliceId id, int n, uint64_t seed) {
 // Cutting the log anywhere inside its last record is a torn write: recovery
 // keeps exactly the first N-1 batches, shortens the file, and appends work.
 TEST(LogSliceTest, TornTailAtEveryOffsetOfLastRecord) {
-  TestTempDir dir;
+  shale::testing::TempDir dir;
   constexpr int kBatches = 6;
   History h = WriteBatches(dir.path(), 5, kBatches, 11);
   const std::string path = LogSlice::LogPath(dir.path(), 5);
@@ -345,7 +345,7 @@ TEST(LogSliceTest, TornTailAtEveryOffsetOfLastRecord) {
 
 // A complete last record whose checksum fails is a torn write too.
 TEST(LogSliceTest, ChecksumMismatchInLastRecordIsTornTail) {
-  TestTempDir dir;
+  shale::testing::TempDir dir;
   History h = WriteBatches(dir.path(), 2, 4, 12);
   const std::string path = LogSlice::LogPath(dir.path(), 2);
   std::string data = ReadFile(path);
@@ -358,7 +358,7 @@ TEST(LogSliceTest, ChecksumMismatchInLastRecordIsTornTail) {
 
 // Filesystems can persist a file's new size before its data, leaving zeros.
 TEST(LogSliceTest, ZeroFilledTailIsTornTail) {
-  TestTempDir dir;
+  shale::testing::TempDir dir;
   History h = WriteBatches(dir.path(), 2, 4, 13);
   const std::string path = LogSlice::LogPath(dir.path(), 2);
   std::string data = ReadFile(path);
@@ -371,7 +371,7 @@ TEST(LogSliceTest, ZeroFilledTailIsTornTail) {
 
 // Damage followed by further records is corruption, never silently dropped.
 TEST(LogSliceTest, FlippedByteInEarlierRecordIsCorruption) {
-  TestTempDir dir;
+  shale::testing::TempDir dir;
   constexpr int kBatches = 5;
   History h = WriteBatches(dir.path(), 9, kBatches, 14);
   const std::string path = LogSlice::LogPath(dir.path(), 9);
@@ -401,7 +401,7 @@ TEST(LogSliceTest, FlippedByteInEarlierRecordIsCorruption) {
 // A record's length field damaged to run past the end of the file looks like a
 // torn tail, but the good records after it give it away.
 TEST(LogSliceTest, LengthPastEndWithRecordsAfterIsCorruption) {
-  TestTempDir dir;
+  shale::testing::TempDir dir;
   History h = WriteBatches(dir.path(), 4, 5, 15);
   const std::string path = LogSlice::LogPath(dir.path(), 4);
   std::string data = ReadFile(path);
@@ -413,7 +413,7 @@ TEST(LogSliceTest, LengthPastEndWithRecordsAfterIsCorruption) {
 }
 
 TEST(LogSliceTest, CompactionPreservesContents) {
-  TestTempDir dir;
+  shale::testing::TempDir dir;
   LogSliceOptions options;
   options.compact_min_log_bytes = 16 << 10;
   auto created = LogSlice::Create(dir.path(), 8, options);
@@ -449,7 +449,7 @@ TEST(LogSliceTest, CompactionPreservesContents) {
 }
 
 TEST(LogSliceTest, ExplicitCompactThenReopen) {
-  TestTempDir dir;
+  shale::testing::TempDir dir;
   RandomRows rows(5);
   Model model;
   {
@@ -486,7 +486,7 @@ TEST(LogSliceTest, ExplicitCompactThenReopen) {
 }
 
 TEST(LogSliceTest, LeftoverCompactionTempFileIsRemoved) {
-  TestTempDir dir;
+  shale::testing::TempDir dir;
   History h = WriteBatches(dir.path(), 6, 3, 16);
   const std::string tmp = LogSlice::LogPath(dir.path(), 6) + ".tmp";
   WriteFile(tmp, "half a compaction");

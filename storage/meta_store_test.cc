@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "storage/test_temp_dir.h"
+#include "src/common/testing/temp_dir.h"
 
 namespace shale::storage {
 namespace {
@@ -24,7 +24,7 @@ Pairs ScanAll(const MetaStore& store, std::string_view prefix) {
 }
 
 TEST(MetaStoreTest, PutGetDelete) {
-  TestTempDir dir;
+  shale::testing::TempDir dir;
   auto store = MetaStore::Open(dir.path() + "/meta");
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   std::string v;
@@ -41,7 +41,7 @@ TEST(MetaStoreTest, PutGetDelete) {
 }
 
 TEST(MetaStoreTest, BatchAndPrefixScan) {
-  TestTempDir dir;
+  shale::testing::TempDir dir;
   auto store = MetaStore::Open(dir.path());
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   ASSERT_TRUE((*store)->Put("catalog/t2", "old").ok());
@@ -73,7 +73,7 @@ TEST(MetaStoreTest, BatchAndPrefixScan) {
 }
 
 TEST(MetaStoreTest, ReopenKeepsData) {
-  TestTempDir dir;
+  shale::testing::TempDir dir;
   {
     auto store = MetaStore::Open(dir.path());
     ASSERT_TRUE(store.ok());

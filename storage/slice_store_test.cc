@@ -9,7 +9,7 @@
 
 #include "storage/log_slice.h"
 #include "storage/slice.h"
-#include "storage/test_temp_dir.h"
+#include "src/common/testing/temp_dir.h"
 
 namespace shale::storage {
 namespace {
@@ -27,7 +27,7 @@ std::string GetOr(Slice* slice, const std::string& key, const std::string& missi
 }
 
 TEST(SliceStoreTest, CreateGetDropList) {
-  TestTempDir dir;
+  shale::testing::TempDir dir;
   auto opened = SliceStore::Open(dir.path() + "/store");  // created if needed
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
   SliceStore& store = **opened;
@@ -59,7 +59,7 @@ TEST(SliceStoreTest, CreateGetDropList) {
 }
 
 TEST(SliceStoreTest, ReopenRecoversEverySlice) {
-  TestTempDir dir;
+  shale::testing::TempDir dir;
   {
     auto store = SliceStore::Open(dir.path());
     ASSERT_TRUE(store.ok());
@@ -84,7 +84,7 @@ TEST(SliceStoreTest, ReopenRecoversEverySlice) {
 }
 
 TEST(SliceStoreTest, SecondOpenOfSameDirectoryFails) {
-  TestTempDir dir;
+  shale::testing::TempDir dir;
   auto first = SliceStore::Open(dir.path());
   ASSERT_TRUE(first.ok());
   auto second = SliceStore::Open(dir.path());
@@ -95,7 +95,7 @@ TEST(SliceStoreTest, SecondOpenOfSameDirectoryFails) {
 }
 
 TEST(SliceStoreTest, CorruptSliceFailsOpen) {
-  TestTempDir dir;
+  shale::testing::TempDir dir;
   {
     auto store = SliceStore::Open(dir.path());
     ASSERT_TRUE(store.ok());
@@ -115,7 +115,7 @@ TEST(SliceStoreTest, CorruptSliceFailsOpen) {
 }
 
 TEST(SliceStoreTest, ConcurrentCreateAndGet) {
-  TestTempDir dir;
+  shale::testing::TempDir dir;
   auto store = SliceStore::Open(dir.path());
   ASSERT_TRUE(store.ok());
   std::vector<std::thread> threads;

@@ -11,29 +11,14 @@
 
 #include <gtest/gtest.h>
 
+#include "src/common/testing/temp_dir.h"
+
 #include "src/common/hash.h"
 #include "storage/meta_store.h"
 
 namespace shale::catalog {
 namespace {
 
-// A fresh directory under /tmp, removed with its contents at scope exit.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = "/tmp/shale-catalog-test-XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed";
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // A MetaStore and the Catalog loaded from it; Reopen() closes both and loads
 // them again from disk, as a restarted node does.
@@ -94,7 +79,7 @@ class CatalogTest : public ::testing::Test {
     return out;
   }
 
-  TempDir dir_;
+  shale::testing::TempDir dir_;
   std::unique_ptr<storage::MetaStore> meta_;
   std::unique_ptr<Catalog> catalog_;
 };

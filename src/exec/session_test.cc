@@ -11,27 +11,13 @@
 
 #include <gtest/gtest.h>
 
+#include "src/common/testing/temp_dir.h"
+
 #include "src/exec/engine.h"
 
 namespace shale::exec {
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = "/tmp/shale-exec-test-XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed";
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 using Table = std::vector<std::vector<std::string>>;
 
@@ -121,7 +107,7 @@ class SessionTest : public ::testing::Test {
     return std::set<storage::SliceId>(ids.begin(), ids.end());
   }
 
-  TempDir dir_;
+  shale::testing::TempDir dir_;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<Session> session_;
 };

@@ -9,33 +9,11 @@
 
 #include <gtest/gtest.h>
 
+#include "src/common/testing/temp_dir.h"
+
 namespace shale {
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = "/tmp/shale-options-test-XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed";
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
-  // Writes `text` to a file in the directory and returns its path.
-  std::string Write(const std::string& name, const std::string& text) const {
-    std::string file = path_ + "/" + name;
-    std::ofstream out(file);
-    out << text;
-    return file;
-  }
-
- private:
-  std::string path_;
-};
 
 struct Parsed {
   Status status;
@@ -106,7 +84,7 @@ TEST(OptionsTest, LaterFlagWins) {
 }
 
 TEST(OptionsTest, ConfigFileWithFlagsOverriding) {
-  TempDir dir;
+  shale::testing::TempDir dir;
   std::string conf = dir.Write("shaled.cnf",
                                "# a comment\n"
                                "; another comment\n"
@@ -145,7 +123,7 @@ TEST(OptionsTest, ConfigFileWithFlagsOverriding) {
 }
 
 TEST(OptionsTest, ConfigFileErrors) {
-  TempDir dir;
+  shale::testing::TempDir dir;
   Parsed missing = Parse({"--config=" + dir.path() + "/nope.cnf"});
   EXPECT_FALSE(missing.status.ok());
   EXPECT_EQ(missing.status.code(), StatusCode::kInvalidArgument);

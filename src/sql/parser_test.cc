@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include "src/common/testing/temp_dir.h"
+
 #include "src/catalog/catalog.h"
 #include "src/sql/binder.h"
 #include "src/sql/lexer.h"
@@ -582,22 +584,6 @@ TEST(ParserTest, RecognisedButUnsupportedStatements) {
 
 // ---- binder ----------------------------------------------------------------------------
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = "/tmp/shale-sql-test-XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr) ADD_FAILURE() << "mkdtemp failed";
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // A catalog with database "db" holding
 //   t (id INT PRIMARY KEY, name VARCHAR(10) NOT NULL, n BIGINT DEFAULT 7, note VARCHAR(5))
@@ -657,7 +643,7 @@ class BinderTest : public ::testing::Test {
     ASSERT_TRUE(catalog_->CreateTable(def, false, &created).ok());
   }
 
-  TempDir dir_;
+  shale::testing::TempDir dir_;
   std::unique_ptr<storage::MetaStore> meta_;
   std::unique_ptr<catalog::Catalog> catalog_;
   std::map<std::string, Value> variables_;
