@@ -1,0 +1,134 @@
+// BTree: a B+tree of byte-string keys and values on the pages of a
+// BufferPool (storage/buffer_pool.h). Keys are memcomparable: ordered by
+// memcmp, a proper prefix first (storage/slice.h invariant 3). Leaves hold
+// key -> value cells; internal pages hold a leftmost child (the header link)
+// and cells (separator key -> child) where child i+1 holds keys >= key i and
+// < key i+1. Page layout: docs/formats/page-format.md; how the pieces fit:
+// docs/storage.md.
+//
+// This is the single-version tree; MVCC versions, the WAL and recovery come
+// next (docs/storage.md, "What comes next"). It is not yet the slice engine.
+//
+// Invariants:
+//  1. The root page id never changes: a root split moves the root's cells
+//     into two new children and turns the root into their parent, and a root
+//     left with one child absorbs that child. So no latch guards "which page
+//     is the root".
+//  2. All leaves are at level 0 and at the same depth; an internal page at
+//     level L has children at level L-1.
+//  3. Every key of the subtree under an internal cell's child is >= that
+//     cell's key and < the next cell's key (the parent's bounds outside).
+//  4. Latches are taken top-down only (parent before child), and a page's
+//     sibling only while holding the parent exclusively, so latching cannot
+//     deadlock; the buffer pool never waits on a latch while evicting.
+//  5. A key is at most kMaxKeyBytes and key + value at most kMaxEntryBytes
+//     (a quarter page), so a split always yields two pages that fit.
+//  6. Underflow: after a delete, a non-root page using fewer than
+//     kUnderflowBytes is merged with an adjacent sibling under the same
+//     parent when the two fit in one page; the emptied page goes to the free
+//     list. There is no redistribution: if they do not fit, the page stays
+//     under-full (its sibling is then more than 3/4 full).
+//
+// Concurrency (latch coupling): readers descend with shared latches,
+// releasing the parent once the child is latched. Writers first try the
+// same descent, latching only the leaf exclusively, and finish there if the
+// leaf can take the change without split or underflow; otherwise they retry
+// pessimistically, holding exclusive latches on the path and releasing all
+// ancestors whenever a child is safe (cannot split / cannot underflow).
+//
+// Thread-safety: all methods may be called concurrently. An iterator is used
+// by one thread at a time; it holds no latch or pin between calls, and sees
+// keys in increasing order, each leaf consistently, but is not a snapshot
+// (that needs MVCC): it returns every key present for the whole scan.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "shale/status.h"
+#include "storage/buffer_pool.h"
+#include "storage/slice.h"
+
+namespace shale::storage {
+
+// Limits of one entry (invariant 5); larger ones are InvalidArgument. Large
+// values will go to overflow pages later.
+inline constexpr size_t kMaxKeyBytes = 2048;
+inline constexpr size_t kMaxEntryBytes = kPageSize / 4;
+// A non-root page below this many used bytes is merged if possible.
+inline constexpr size_t kUnderflowBytes = SlottedPage::kUsable / 4;
+
+struct BTreeCheck {
+  uint64_t entries = 0;
+  uint64_t leaf_pages = 0;
+  uint64_t internal_pages = 0;
+  uint32_t height = 0;  // 1 for a lone root leaf
+};
+
+class BTree {
+ public:
+  // Opens the tree whose root the pool's data file names in its meta page,
+  // creating an empty one (a root leaf) if it names none. The pool must
+  // outlive the tree; call pool->FlushAll() to make changes durable.
+  static Result<std::unique_ptr<BTree>> Open(BufferPool* pool);
+
+  // NotFound when absent.
+  Status Get(std::string_view key, std::string* value) const;
+  // Inserts or overwrites.
+  Status Put(std::string_view key, std::string_view value);
+  // NotFound when absent.
+  Status Delete(std::string_view key);
+  // Rows of `range` in key order (see the iterator contract above).
+  std::unique_ptr<SliceIterator> NewIterator(const KeyRange& range) const;
+
+  PageId root() const { return root_; }
+
+  // Walks the whole tree checking invariants 2 and 3 and slot order.
+  // Corruption on a violation. Needs no concurrent writers.
+  Result<BTreeCheck> TEST_Check() const;
+
+ private:
+  friend class BTreeIterator;
+  struct Path;
+  BTree(BufferPool* pool, PageId root) : pool_(pool), root_(root) {}
+
+  static constexpr int kAnyLevel = -1;
+  // Fetches a tree page, Corruption (logged) unless it is a leaf or internal
+  // page at `expected_level` (kAnyLevel: any): a checksummed page that the
+  // tree does not expect there is never used as one.
+  Result<PageGuard> FetchNode(PageId id, LatchMode mode, int expected_level) const;
+  Status CheckEntry(std::string_view key, std::string_view value) const;
+  // Optimistic write: returns true in *done when finished (with the result).
+  Status PutOptimistic(std::string_view key, std::string_view value, bool* done);
+  Status PutPessimistic(std::string_view key, std::string_view value);
+  Status DeleteOptimistic(std::string_view key, bool* done);
+  Status DeletePessimistic(std::string_view key);
+  // Allocates into *spares every new page a split of path level `level` can
+  // need (an upper bound), before any page changes.
+  Status ReserveSplitPages(const Path& path, size_t level, std::vector<PageGuard>* spares);
+  Result<PageGuard> TakeSpare(std::vector<PageGuard>* spares);
+  // Inserts (key, value) at slot `slot` of path level `level`, splitting as
+  // far up as needed, with new pages from *spares.
+  Status InsertWithSplit(Path* path, size_t level, size_t slot, std::string key, std::string value,
+                         std::vector<PageGuard>* spares);
+  // Merges underflowing pages from the leaf up; collapses the root.
+  Status FixUnderflow(Path* path);
+  // One leaf's worth of a scan: up to `limit` entries >= seek (> seek if
+  // !inclusive) appended to *out (*truncated if the leaf had more), and the
+  // leaf's upper fence (lowest key the next leaf may hold) in *fence if
+  // there is one.
+  Status ScanLeaf(std::string_view seek, bool has_seek, bool inclusive, size_t limit,
+                  std::vector<std::pair<std::string, std::string>>* out, std::string* fence, bool* has_fence,
+                  bool* truncated) const;
+  Status CheckSubtree(PageId id, int expected_level, const std::string* lo, const std::string* hi,
+                      BTreeCheck* out) const;
+
+  BufferPool* const pool_;
+  const PageId root_;
+};
+
+}  // namespace shale::storage
