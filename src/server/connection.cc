@@ -4,6 +4,7 @@
 #include "src/server/connection.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <exception>
 #include <vector>
 
@@ -12,15 +13,19 @@
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
 #include "shale/version.h"
 #include "src/common/errors.h"
 #include "src/common/log.h"
+#include "src/server/compression.h"
 #include "src/server/messages.h"
 #include "src/server/native_password.h"
 #include "src/server/protocol_constants.h"
+#include "src/server/wire_codec.h"
 
 namespace shale::server {
 
@@ -46,6 +51,27 @@ constexpr std::chrono::seconds kNetWriteTimeout{60};
 constexpr size_t kFlushThreshold = 1u << 20;
 
 constexpr const char* kRootUser = "root";
+
+// MySQL error numbers not (yet) in src/common/errors.h.
+constexpr uint16_t kErUnknownStmtHandler = 1243;        // ER_UNKNOWN_STMT_HANDLER
+constexpr uint16_t kErStmtHasNoOpenCursor = 1421;       // ER_STMT_HAS_NO_OPEN_CURSOR
+constexpr uint16_t kErMaxPreparedStmtCountReached = 1461;  // ER_MAX_PREPARED_STMT_COUNT_REACHED
+// Prepared statements one connection may hold (MySQL's
+// max_prepared_stmt_count is server-wide, default 16382).
+constexpr size_t kMaxPreparedStatements = 16382;
+constexpr uint16_t kErSecureTransportRequired = 3159;   // ER_SECURE_TRANSPORT_REQUIRED
+constexpr uint16_t kErMalformedPacket = 1835;           // ER_MALFORMED_PACKET
+
+// An SSLRequest is exactly the 32-byte fixed part of HandshakeResponse41
+// (capabilities, max packet size, charset, 23 filler bytes) with CLIENT_SSL.
+bool IsSslRequest(std::string_view payload) {
+  if (payload.size() != 32) return false;
+  const uint32_t caps = static_cast<uint8_t>(payload[0]) |
+                        (static_cast<uint32_t>(static_cast<uint8_t>(payload[1])) << 8) |
+                        (static_cast<uint32_t>(static_cast<uint8_t>(payload[2])) << 16) |
+                        (static_cast<uint32_t>(static_cast<uint8_t>(payload[3])) << 24);
+  return (caps & capability::kSsl) != 0;
+}
 
 }  // namespace
 
@@ -169,7 +195,17 @@ void Connection::QueueErr(const Status& status) { Queue(BuildErr(status)); }
 awaitable<void> Connection::Flush() {
   if (out_.empty()) co_return;
   if (!in_handshake_) SetDeadline(kNetWriteTimeout);
-  co_await asio::async_write(socket_, asio::buffer(out_), use_awaitable);
+  std::string_view wire = out_;
+  if (compress_) {
+    compressed_out_.clear();
+    AppendCompressedFrames(out_, &compressed_seq_, &compressed_out_);
+    wire = compressed_out_;
+  }
+  if (tls_) {
+    co_await asio::async_write(*tls_, asio::buffer(wire.data(), wire.size()), use_awaitable);
+  } else {
+    co_await asio::async_write(socket_, asio::buffer(wire.data(), wire.size()), use_awaitable);
+  }
   if (!in_handshake_) ClearDeadline();
   out_.clear();
 }
@@ -188,13 +224,82 @@ awaitable<Result<Packet>> Connection::ReadPacket() {
       seq_ = packet.next_seq;
       co_return packet;
     }
-    if (!in_handshake_ && !partial_deadline && decoder_.buffered() > 0) {
+    if (compress_) {
+      // Unwrap the next compressed frame into the packet stream.
+      Result<std::optional<CompressedFrame>> frame = compressed_decoder_.Next();
+      if (!frame.ok()) co_return frame.status();
+      if (frame->has_value()) {
+        if ((*frame)->seq != compressed_seq_) {
+          co_return Status::InvalidArgument(
+              fmt::format("compressed packets out of order: got sequence id {}, expected {}",
+                          (*frame)->seq, compressed_seq_));
+        }
+        ++compressed_seq_;
+        decoder_.Feed((*frame)->data);
+        continue;
+      }
+    }
+    const size_t pending = decoder_.buffered() + (compress_ ? compressed_decoder_.buffered() : 0);
+    if (!in_handshake_ && !partial_deadline && pending > 0) {
       SetDeadline(kNetReadTimeout);
       partial_deadline = true;
     }
-    size_t n = co_await socket_.async_read_some(asio::buffer(read_buf_), use_awaitable);
-    decoder_.Feed(std::string_view(read_buf_.data(), n));
+    size_t n = co_await ReadSome();
+    if (compress_) {
+      compressed_decoder_.Feed(std::string_view(read_buf_.data(), n));
+    } else {
+      decoder_.Feed(std::string_view(read_buf_.data(), n));
+    }
   }
+}
+
+awaitable<size_t> Connection::ReadSome() {
+  if (tls_) co_return co_await tls_->async_read_some(asio::buffer(read_buf_), use_awaitable);
+  co_return co_await socket_.async_read_some(asio::buffer(read_buf_), use_awaitable);
+}
+
+awaitable<Result<Packet>> Connection::ReadFirstPacket() {
+  // Exactly one frame, byte by byte as announced: after an SSLRequest the
+  // client's TLS ClientHello follows at once, and those bytes belong to
+  // OpenSSL, not to our decoder.
+  std::array<char, kFrameHeaderSize> header;
+  co_await asio::async_read(socket_, asio::buffer(header), use_awaitable);
+  const uint32_t length = static_cast<uint8_t>(header[0]) |
+                          (static_cast<uint32_t>(static_cast<uint8_t>(header[1])) << 8) |
+                          (static_cast<uint32_t>(static_cast<uint8_t>(header[2])) << 16);
+  decoder_.Feed(std::string_view(header.data(), header.size()));
+  if (length > 0 && length <= server_->options.max_allowed_packet) {
+    std::string body(length, '\0');
+    co_await asio::async_read(socket_, asio::buffer(body), use_awaitable);
+    decoder_.Feed(body);
+  }
+  // A longer payload (or one too large) is the decoder's to join or refuse.
+  co_return co_await ReadPacket();
+}
+
+uint32_t Connection::ServerCapabilities() const {
+  uint32_t caps = capability::kServerDefault | capability::kCompress;
+  if (server_->tls_context) caps |= capability::kSsl;
+  return caps;
+}
+
+awaitable<bool> Connection::StartTls() {
+  if (decoder_.buffered() != 0) {
+    // Plaintext after the SSLRequest: not a client we understand.
+    log::Debug("connection {}: bytes after SSLRequest before TLS", id_);
+    co_return false;
+  }
+  tls_ = std::make_unique<asio::ssl::stream<asio::ip::tcp::socket&>>(socket_,
+                                                                     *server_->tls_context);
+  boost::system::error_code ec;
+  co_await tls_->async_handshake(asio::ssl::stream_base::server,
+                                 asio::redirect_error(use_awaitable, ec));
+  if (ec) {
+    log::Debug("connection {}: TLS handshake failed: {}", id_, ec.message());
+    co_return false;
+  }
+  log::Debug("connection {}: TLS on ({})", id_, SSL_get_cipher_name(tls_->native_handle()));
+  co_return true;
 }
 
 awaitable<void> Connection::ReportReadError(const Status& status) {
@@ -214,7 +319,7 @@ awaitable<bool> Connection::Handshake() {
   greeting.server_version = kServerVersion;
   greeting.connection_id = id_;
   greeting.scramble = scramble_;
-  greeting.capabilities = capability::kServerDefault;
+  greeting.capabilities = ServerCapabilities();
   greeting.charset = kCharsetUtf8mb4GeneralCi;
   greeting.status_flags = server_status::kAutocommit;
   greeting.auth_plugin = kNativePasswordPlugin;
@@ -222,10 +327,25 @@ awaitable<bool> Connection::Handshake() {
   Queue(BuildHandshakeV10(greeting));
   co_await Flush();
 
-  Result<Packet> packet = co_await ReadPacket();
+  Result<Packet> packet = co_await ReadFirstPacket();
   if (!packet.ok()) {
     co_await ReportReadError(packet.status());
     co_return false;
+  }
+  if (IsSslRequest(packet->payload)) {
+    // SSLRequest: the fixed part of a HandshakeResponse41 with CLIENT_SSL;
+    // TLS starts now and the real response follows over it.
+    if (!server_->tls_context) {
+      QueueErr(SqlError(ErrorCode::kHandshakeError, "Bad handshake"));
+      co_await Flush();
+      co_return false;
+    }
+    if (!co_await StartTls()) co_return false;
+    packet = co_await ReadPacket();
+    if (!packet.ok()) {
+      co_await ReportReadError(packet.status());
+      co_return false;
+    }
   }
   Result<HandshakeResponse> response = ParseHandshakeResponse(packet->payload);
   if (!response.ok()) {
@@ -234,7 +354,14 @@ awaitable<bool> Connection::Handshake() {
     co_await Flush();
     co_return false;
   }
-  client_capabilities_ = response->capabilities & capability::kServerDefault;
+  client_capabilities_ = response->capabilities & ServerCapabilities();
+  if (server_->options.require_secure_transport && !tls_) {
+    QueueErr(Status::Sql(kErSecureTransportRequired,
+                         "Connections using insecure transport are prohibited while "
+                         "--require_secure_transport=ON."));
+    co_await Flush();
+    co_return false;
+  }
 
   std::string token = response->auth_response;
   if ((response->capabilities & capability::kPluginAuth) && !response->auth_plugin.empty() &&
@@ -275,7 +402,10 @@ awaitable<bool> Connection::Handshake() {
   ok.status_flags = StatusFlags();
   Queue(BuildOk(ok));
   co_await Flush();
-  log::Debug("connection {}: {}@{} logged in", id_, response->username, peer_host_);
+  // Everything after the OK travels in compressed frames.
+  compress_ = (client_capabilities_ & capability::kCompress) != 0;
+  log::Debug("connection {}: {}@{} logged in{}", id_, response->username, peer_host_,
+             compress_ ? " (compressed)" : "");
   co_return true;
 }
 
@@ -284,6 +414,7 @@ awaitable<bool> Connection::Handshake() {
 awaitable<void> Connection::CommandLoop() {
   for (;;) {
     seq_ = 0;  // every command starts a new sequence
+    compressed_seq_ = 0;
     SetDeadline(kWaitTimeout);
     Result<Packet> packet = co_await ReadPacket();
     ClearDeadline();
@@ -298,6 +429,7 @@ awaitable<void> Connection::CommandLoop() {
       co_return;
     }
     const auto command = static_cast<Command>(static_cast<uint8_t>(payload[0]));
+    server_->questions.fetch_add(1, std::memory_order_relaxed);
     std::string_view arg = payload.substr(1);
     switch (command) {
       case Command::kQuit:
@@ -320,7 +452,54 @@ awaitable<void> Connection::CommandLoop() {
         break;
       }
       case Command::kQuery:
+        if ((client_capabilities_ & capability::kMultiStatements) == 0) {
+          // Without CLIENT_MULTI_STATEMENTS (or after COM_SET_OPTION off),
+          // a second statement is a syntax error, as in MySQL.
+          Result<std::vector<size_t>> one = FindPlaceholders(arg);
+          if (!one.ok()) {
+            QueueErr(one.status());
+            break;
+          }
+        }
         co_await RunQuery(arg);
+        break;
+      case Command::kStmtPrepare:
+        StmtPrepare(arg);
+        break;
+      case Command::kStmtExecute:
+        co_await StmtExecute(arg);
+        break;
+      case Command::kStmtSendLongData:
+        StmtSendLongData(arg);  // no reply
+        break;
+      case Command::kStmtReset:
+        StmtReset(arg);
+        break;
+      case Command::kStmtClose:
+        StmtClose(arg);  // no reply
+        break;
+      case Command::kStmtFetch:
+        // Results are always sent whole, so no cursor is ever open.
+        QueueErr(Status::Sql(kErStmtHasNoOpenCursor,
+                             "The statement (0) has no open cursor."));
+        break;
+      case Command::kResetConnection:
+        ResetConnection();
+        break;
+      case Command::kSetOption:
+        SetOption(arg);
+        break;
+      case Command::kStatistics:
+        Queue(Statistics());
+        break;
+      case Command::kFieldList:
+        FieldList(arg);
+        break;
+      case Command::kChangeUser:
+        if (!co_await ChangeUser(arg)) {
+          co_await Flush();
+          co_return;
+        }
         break;
       default:
         QueueErr(SqlError(ErrorCode::kUnknownCom, "Unknown command"));
@@ -330,7 +509,312 @@ awaitable<void> Connection::CommandLoop() {
   }
 }
 
-awaitable<void> Connection::RunQuery(std::string_view sql) {
+void Connection::QueueOk() {
+  OkInfo ok;
+  ok.status_flags = StatusFlags();
+  Queue(BuildOk(ok));
+}
+
+// ---- prepared statements ------------------------------------------------
+
+void Connection::StmtPrepare(std::string_view sql) {
+  Result<std::vector<size_t>> placeholders = FindPlaceholders(sql);
+  if (!placeholders.ok()) {
+    QueueErr(placeholders.status());
+    return;
+  }
+  if (placeholders->size() > 0xFFFF) {
+    QueueErr(Status::Sql(static_cast<uint16_t>(ErrorCode::kParse),
+                         "Prepared statement contains too many placeholders"));
+    return;
+  }
+  if (statements_.size() >= kMaxPreparedStatements) {
+    QueueErr(Status::Sql(kErMaxPreparedStmtCountReached,
+                         fmt::format("Can't create more than max_prepared_stmt_count statements "
+                                     "(current value: {})",
+                                     kMaxPreparedStatements)));
+    return;
+  }
+  uint32_t id = next_statement_id_++;
+  if (next_statement_id_ == 0) next_statement_id_ = 1;
+  const auto num_params = static_cast<uint16_t>(placeholders->size());
+  PreparedStatement stmt{std::string(sql), std::move(*placeholders), ParamState(num_params)};
+  statements_.insert_or_assign(id, std::move(stmt));
+
+  // The result columns are not known without executing the statement, so
+  // none are announced; clients read them from the execute response.
+  Queue(BuildStmtPrepareOk(id, 0, num_params, 0));
+  if (num_params > 0) {
+    const std::string def = BuildColumnDefinition41(ParamDefinition());
+    for (uint16_t i = 0; i < num_params; ++i) Queue(def);
+    if (!DeprecateEof()) Queue(BuildEof(0, StatusFlags()));
+  }
+}
+
+awaitable<void> Connection::StmtExecute(std::string_view arg) {
+  Result<uint32_t> id = ReadStatementId(arg);
+  if (!id.ok()) {
+    QueueErr(id.status());
+    co_return;
+  }
+  auto it = statements_.find(*id);
+  if (it == statements_.end()) {
+    QueueErr(Status::Sql(kErUnknownStmtHandler,
+                         fmt::format("Unknown prepared statement handler ({}) given to "
+                                     "mysqld_stmt_execute",
+                                     *id)));
+    co_return;
+  }
+  PreparedStatement& stmt = it->second;
+  Result<StmtExecuteRequest> req = ParseStmtExecute(
+      arg, static_cast<uint16_t>(stmt.placeholders.size()), &stmt.params);
+  // Long data is used by one execute (or refused with it).
+  stmt.params.Reset();
+  if (!req.ok()) {
+    QueueErr(req.status());
+    co_return;
+  }
+  // `stmt` may be gone after the statement runs (it cannot today, but
+  // nothing here needs it any more).
+  std::string sql = SubstituteParams(stmt.sql, stmt.placeholders, req->literals);
+  co_await RunQuery(sql, /*binary=*/true);
+}
+
+void Connection::StmtSendLongData(std::string_view arg) {
+  // No reply, ever: an error is kept for the next COM_STMT_EXECUTE.
+  Result<uint32_t> id = ReadStatementId(arg);
+  if (!id.ok()) return;
+  auto it = statements_.find(*id);
+  if (it == statements_.end()) return;
+  ParamState& params = it->second.params;
+  PayloadReader r(arg);
+  (void)r.Skip(4, "statement id");
+  Result<uint64_t> param = r.ReadFixedInt(2, "parameter id");
+  if (!param.ok() || *param >= params.long_data.size()) {
+    if (params.long_data_error.ok()) {
+      params.long_data_error = SqlError(ErrorCode::kWrongArguments,
+                                        "Incorrect arguments to mysqld_stmt_send_long_data");
+    }
+    return;
+  }
+  std::optional<std::string>& data = params.long_data[*param];
+  if (!data.has_value()) data.emplace();
+  std::string_view chunk = r.ReadRest();
+  // All long data of one statement together stays under max_allowed_packet,
+  // so a client cannot grow it without bound across parameters.
+  size_t held = 0;
+  for (const auto& d : params.long_data) held += d.has_value() ? d->size() : 0;
+  if (held + chunk.size() > server_->options.max_allowed_packet) {
+    if (params.long_data_error.ok()) {
+      params.long_data_error = Status::Sql(
+          static_cast<uint16_t>(ErrorCode::kNetPacketTooLarge),
+          "Parameter of prepared statement which is set through mysql_send_long_data() is "
+          "longer than 'max_allowed_packet' bytes");
+    }
+    data.reset();
+    return;
+  }
+  data->append(chunk);
+}
+
+void Connection::StmtReset(std::string_view arg) {
+  Result<uint32_t> id = ReadStatementId(arg);
+  if (!id.ok()) {
+    QueueErr(id.status());
+    return;
+  }
+  auto it = statements_.find(*id);
+  if (it == statements_.end()) {
+    QueueErr(Status::Sql(kErUnknownStmtHandler,
+                         fmt::format("Unknown prepared statement handler ({}) given to "
+                                     "mysqld_stmt_reset",
+                                     *id)));
+    return;
+  }
+  it->second.params.Reset();
+  QueueOk();
+}
+
+void Connection::StmtClose(std::string_view arg) {
+  Result<uint32_t> id = ReadStatementId(arg);
+  if (id.ok()) statements_.erase(*id);  // no reply, even for an unknown id
+}
+
+void Connection::ResetConnection() {
+  std::string db = session_->current_database();
+  session_ = std::make_unique<exec::Session>(server_->engine, id_);
+  if (!db.empty()) {
+    // The database may have been dropped meanwhile; then there is none.
+    Status st = session_->SetCurrentDatabase(db);
+    if (!st.ok()) log::Debug("connection {}: reset: {}", id_, st.ToString());
+  }
+  statements_.clear();
+  QueueOk();
+}
+
+void Connection::SetOption(std::string_view arg) {
+  PayloadReader r(arg);
+  Result<uint64_t> option = r.ReadFixedInt(2, "option");
+  if (!option.ok() || *option > 1) {
+    QueueErr(SqlError(ErrorCode::kUnknownCom, "Unknown command"));
+    return;
+  }
+  if (*option == 0) {
+    client_capabilities_ |= capability::kMultiStatements;
+  } else {
+    client_capabilities_ &= ~capability::kMultiStatements;
+  }
+  // MySQL answers COM_SET_OPTION with an EOF packet.
+  Queue(BuildEof(0, StatusFlags()));
+}
+
+// ---- other commands -----------------------------------------------------
+
+std::string Connection::Statistics() const {
+  const auto uptime = std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::steady_clock::now() - server_->started_at)
+                          .count();
+  size_t threads;
+  {
+    std::lock_guard<std::mutex> lock(server_->mu);
+    threads = server_->connections.size();
+  }
+  const uint64_t questions = server_->questions.load(std::memory_order_relaxed);
+  // The human-readable line MySQL sends (no OK header: the whole payload).
+  return fmt::format(
+      "Uptime: {}  Threads: {}  Questions: {}  Slow queries: 0  Opens: 0  Flush tables: 0  "
+      "Open tables: 0  Queries per second avg: {:.3f}",
+      uptime, threads, questions,
+      uptime > 0 ? static_cast<double>(questions) / static_cast<double>(uptime) : 0.0);
+}
+
+void Connection::FieldList(std::string_view arg) {
+  // table NUL wildcard: answered from SHOW COLUMNS, as column definitions
+  // with their default values, then EOF.
+  PayloadReader r(arg);
+  Result<std::string_view> table = r.ReadNulString("table");
+  if (!table.ok()) table = r.ReadRest();  // some clients omit the NUL
+  std::string_view wildcard = r.ReadRest();
+  if (table->empty()) {
+    QueueErr(SqlError(ErrorCode::kNoTablesUsed, "No tables used"));
+    return;
+  }
+  std::string quoted = "`";
+  for (char c : *table) {
+    if (c == '`') quoted.push_back('`');
+    quoted.push_back(c);
+  }
+  quoted.push_back('`');
+  std::string sql = "SHOW COLUMNS FROM " + quoted;
+  if (!wildcard.empty()) sql += " LIKE " + QuoteSqlString(wildcard);
+  std::vector<Result<exec::StatementResult>> results;
+  try {
+    results = session_->Execute(sql);
+  } catch (const std::exception& e) {
+    log::Error("connection {}: field list threw: {}", id_, e.what());
+    results.clear();
+    results.emplace_back(Status::Internal(fmt::format("internal error: {}", e.what())));
+  }
+  if (results.empty() || !results.back().ok()) {
+    QueueErr(results.empty() ? Status::Internal("no result") : results.back().status());
+    return;
+  }
+  const exec::StatementResult& shown = *results.back();
+  for (const Row& row : shown.rows) {
+    // Field, Type, Null, Key, Default, Extra
+    if (row.size() < 5 || !row[0].is_string()) continue;
+    const std::string type_text = row[1].is_string() ? row[1].as_string() : "";
+    SqlType type = SqlType::Varchar(255);
+    if (type_text == "int") {
+      type = SqlType::Int();
+    } else if (type_text == "bigint") {
+      type = SqlType::BigInt();
+    } else if (type_text.rfind("varchar(", 0) == 0) {
+      type = SqlType::Varchar(static_cast<uint32_t>(
+          std::strtoul(type_text.c_str() + 8, nullptr, 10)));
+    }
+    const bool nullable = row[2].is_string() && row[2].as_string() == "YES";
+    const bool primary = row[3].is_string() && row[3].as_string() == "PRI";
+    ColumnDefinition def = DescribeColumn(type, nullable, primary);
+    def.schema = session_->current_database();
+    def.table = std::string(*table);
+    def.org_table = std::string(*table);
+    def.name = row[0].as_string();
+    def.org_name = row[0].as_string();
+    std::string payload = BuildColumnDefinition41(def);
+    if (row[4].is_null()) {
+      payload.push_back(static_cast<char>(kNullColumn));
+    } else {
+      PutLenencString(&payload, row[4].ToText());
+    }
+    Queue(payload);
+  }
+  if (DeprecateEof()) {
+    OkInfo end;
+    end.status_flags = StatusFlags();
+    Queue(BuildOk(end, kEofHeader));
+  } else {
+    Queue(BuildEof(0, StatusFlags()));
+  }
+}
+
+awaitable<bool> Connection::ChangeUser(std::string_view arg) {
+  // user NUL, auth response (1-byte length + bytes), database NUL, then
+  // optionally charset (2), plugin name NUL, connection attributes.
+  PayloadReader r(arg);
+  Result<std::string_view> user = r.ReadNulString("user");
+  Result<uint64_t> auth_len = r.ReadFixedInt(1, "auth response length");
+  if (!user.ok() || !auth_len.ok()) {
+    QueueErr(Status::Sql(kErMalformedPacket, "Malformed communication packet."));
+    co_return false;
+  }
+  Result<std::string_view> auth = r.ReadBytes(*auth_len, "auth response");
+  Result<std::string_view> db = r.ReadNulString("database");
+  if (!auth.ok() || !db.ok()) {
+    QueueErr(Status::Sql(kErMalformedPacket, "Malformed communication packet."));
+    co_return false;
+  }
+  std::string plugin;
+  if (r.remaining() >= 2) {
+    (void)r.Skip(2, "charset");
+    Result<std::string_view> p = r.ReadNulString("plugin");
+    if (p.ok()) plugin = std::string(*p);
+  }
+  std::string username(*user);
+  std::string token(*auth);
+  std::string database(*db);
+  if (!plugin.empty() && plugin != kNativePasswordPlugin) {
+    scramble_ = GenerateScramble();
+    Queue(BuildAuthSwitchRequest(kNativePasswordPlugin, scramble_));
+    co_await Flush();
+    Result<Packet> switched = co_await ReadPacket();
+    if (!switched.ok()) co_return false;
+    token = std::move(switched->payload);
+  }
+  if (username != kRootUser ||
+      !VerifyNativePassword(server_->options.root_password, scramble_, token)) {
+    // MySQL closes the connection after a failed COM_CHANGE_USER.
+    QueueErr(SqlError(ErrorCode::kAccessDenied,
+                      "Access denied for user '{}'@'{}' (using password: {})", username,
+                      peer_host_, token.empty() ? "NO" : "YES"));
+    co_return false;
+  }
+  session_ = std::make_unique<exec::Session>(server_->engine, id_);
+  statements_.clear();
+  if (!database.empty()) {
+    Status st = session_->SetCurrentDatabase(database);
+    if (!st.ok()) {
+      QueueErr(st);
+      co_return true;  // logged in, without a database
+    }
+  }
+  QueueOk();
+  co_return true;
+}
+
+// ---- queries ------------------------------------------------------------
+
+awaitable<void> Connection::RunQuery(std::string_view sql, bool binary) {
   std::vector<Result<exec::StatementResult>> results;
   try {
     results = session_->Execute(sql);
@@ -383,6 +867,8 @@ awaitable<void> Connection::RunQuery(std::string_view sql) {
     }
 
     Queue(BuildColumnCount(r.columns.size()));
+    std::vector<ColumnDefinition> defs;
+    defs.reserve(r.columns.size());
     for (const exec::ColumnInfo& col : r.columns) {
       ColumnDefinition def = DescribeColumn(col.type, col.nullable, col.primary_key);
       def.schema = col.db;
@@ -390,12 +876,18 @@ awaitable<void> Connection::RunQuery(std::string_view sql) {
       def.org_table = col.org_table;
       def.name = col.name;
       def.org_name = col.org_name;
-      Queue(BuildColumnDefinition41(def));
+      defs.push_back(std::move(def));
     }
+    if (binary) ChooseBinaryColumnTypes(r.rows, &defs);
+    for (const ColumnDefinition& def : defs) Queue(BuildColumnDefinition41(def));
     if (!deprecate_eof) Queue(BuildEof(0, flags));
     for (const Row& row : r.rows) {
       row_payload.clear();
-      AppendTextRow(row, &row_payload);
+      if (binary) {
+        AppendBinaryRow(row, defs, &row_payload);
+      } else {
+        AppendTextRow(row, &row_payload);
+      }
       Queue(row_payload);
       if (out_.size() >= kFlushThreshold) co_await Flush();
     }

@@ -19,6 +19,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include <utility>  // before Asio: Boost 1.74 awaitable.hpp needs std::exchange
 
@@ -26,11 +27,15 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/strand.hpp>
 
 #include "shale/status.h"
 #include "src/exec/session.h"
+#include "src/server/compression.h"
 #include "src/server/packet.h"
+#include "src/server/prepared_statement.h"
 #include "src/server/server.h"
 
 namespace shale::server {
@@ -59,6 +64,11 @@ struct ServerState : std::enable_shared_from_this<ServerState> {
   uint16_t port = 0;   // set by Start()
   bool started = false;
   std::atomic<uint32_t> next_connection_id{1};
+  // For COM_STATISTICS.
+  const std::chrono::steady_clock::time_point started_at = std::chrono::steady_clock::now();
+  std::atomic<uint64_t> questions{0};  // commands received
+  // Set by Start() when options.tls; shared by every connection.
+  std::shared_ptr<boost::asio::ssl::context> tls_context;
 
   std::mutex mu;
   bool stopping = false;  // GUARDED_BY(mu)
@@ -86,12 +96,37 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Greeting and authentication; false if the connection must close.
   boost::asio::awaitable<bool> Handshake();
   boost::asio::awaitable<void> CommandLoop();
-  boost::asio::awaitable<void> RunQuery(std::string_view sql);
+  // Runs `sql` and queues its results: text rows, or binary rows for
+  // COM_STMT_EXECUTE (`binary`).
+  boost::asio::awaitable<void> RunQuery(std::string_view sql, bool binary = false);
+
+  // Prepared statements (prepared_statement.h). Each queues its reply, if
+  // the command has one.
+  void StmtPrepare(std::string_view sql);
+  boost::asio::awaitable<void> StmtExecute(std::string_view arg);
+  void StmtSendLongData(std::string_view arg);
+  void StmtReset(std::string_view arg);
+  void StmtClose(std::string_view arg);
+  // COM_RESET_CONNECTION: a fresh session on the same database, no
+  // prepared statements.
+  void ResetConnection();
+  // COM_SET_OPTION: multi-statements on or off.
+  void SetOption(std::string_view arg);
+  void QueueOk();
+  // COM_STATISTICS: the status line.
+  std::string Statistics() const;
+  // COM_FIELD_LIST: the columns of a table, through SHOW COLUMNS.
+  void FieldList(std::string_view arg);
+  // COM_CHANGE_USER: re-authenticates and starts a fresh session; false if
+  // the connection must close (bad credentials or a malformed packet).
+  boost::asio::awaitable<bool> ChangeUser(std::string_view arg);
 
   // The next payload from the client, checking it starts with sequence id
   // seq_ and advancing seq_ past it. Outside the handshake, a packet once
   // begun must arrive within the net read timeout.
   boost::asio::awaitable<Result<Packet>> ReadPacket();
+  // The first packet of the handshake, read without reading past it.
+  boost::asio::awaitable<Result<Packet>> ReadFirstPacket();
   // Answers a failed read: ERR 1153 for an oversized packet; nothing for
   // out-of-order frames (the client is not speaking our protocol).
   boost::asio::awaitable<void> ReportReadError(const Status& status);
@@ -110,8 +145,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void ClearDeadline();
   void CloseSocket();
 
+  // Reads some bytes into read_buf_, from TLS once it is on.
+  boost::asio::awaitable<size_t> ReadSome();
+  // After an SSLRequest: the TLS handshake; false if it failed.
+  boost::asio::awaitable<bool> StartTls();
+  // Capabilities the greeting advertises.
+  uint32_t ServerCapabilities() const;
+
   std::shared_ptr<ServerState> server_;
   boost::asio::ip::tcp::socket socket_;
+  // Set once the client switched to TLS; wraps socket_.
+  std::unique_ptr<boost::asio::ssl::stream<boost::asio::ip::tcp::socket&>> tls_;
   // One deadline at a time: the whole handshake, an idle wait for a
   // command, the rest of a started packet, or a write (connection.cc).
   boost::asio::steady_timer deadline_;
@@ -122,11 +166,25 @@ class Connection : public std::enable_shared_from_this<Connection> {
   PacketDecoder decoder_;
   uint8_t seq_ = 0;           // next sequence id, in either direction
   std::string out_;           // framed bytes not yet written
+  // CLIENT_COMPRESS, on after login: out_ is wrapped into compressed_out_
+  // and input unwrapped by compressed_decoder_ (compression.h).
+  bool compress_ = false;
+  uint8_t compressed_seq_ = 0;  // next compressed sequence id, either direction
+  CompressedFrameDecoder compressed_decoder_;
+  std::string compressed_out_;
   std::array<char, 16384> read_buf_;
 
   std::string scramble_;
   uint32_t client_capabilities_ = 0;  // client's flags & ours
   std::unique_ptr<exec::Session> session_;  // after authentication
+
+  struct PreparedStatement {
+    std::string sql;
+    std::vector<size_t> placeholders;  // offsets of the `?`s in sql
+    ParamState params;
+  };
+  std::unordered_map<uint32_t, PreparedStatement> statements_;
+  uint32_t next_statement_id_ = 1;
 };
 
 }  // namespace shale::server

@@ -40,8 +40,10 @@ inline constexpr uint32_t kCanHandleExpiredPasswords = 1u << 22;
 inline constexpr uint32_t kSessionTrack = 1u << 23;
 inline constexpr uint32_t kDeprecateEof = 1u << 24;
 
-// What Shale's HandshakeV10 advertises. No SSL and no COMPRESS yet; no
-// SESSION_TRACK (OK packets carry plain info text).
+// The base of what Shale's HandshakeV10 advertises; the connection adds
+// COMPRESS always and SSL when TLS is configured
+// (Connection::ServerCapabilities). No SESSION_TRACK (OK packets carry
+// plain info text).
 inline constexpr uint32_t kServerDefault =
     kLongPassword | kFoundRows | kLongFlag | kConnectWithDb | kProtocol41 | kInteractive |
     kTransactions | kSecureConnection | kMultiStatements | kMultiResults | kPsMultiResults |
@@ -86,12 +88,37 @@ enum class Command : uint8_t {
 };
 
 // Column types of ColumnDefinition41 (enum_field_types). Wire values: DO NOT
-// CHANGE. Only the ones Shale sends so far.
+// CHANGE. Shale's result columns use LONG, LONGLONG, VAR_STRING and NULL;
+// the others arrive as parameter types of COM_STMT_EXECUTE.
 enum class ColumnType : uint8_t {
+  kDecimal = 0,      // MYSQL_TYPE_DECIMAL
+  kTiny = 1,         // MYSQL_TYPE_TINY: 8-bit integer
+  kShort = 2,        // MYSQL_TYPE_SHORT: 16-bit integer
   kLong = 3,         // MYSQL_TYPE_LONG: 32-bit integer
+  kFloat = 4,        // MYSQL_TYPE_FLOAT
+  kDouble = 5,       // MYSQL_TYPE_DOUBLE
   kNull = 6,         // MYSQL_TYPE_NULL
+  kTimestamp = 7,    // MYSQL_TYPE_TIMESTAMP
   kLongLong = 8,     // MYSQL_TYPE_LONGLONG: 64-bit integer
+  kInt24 = 9,        // MYSQL_TYPE_INT24
+  kDate = 10,        // MYSQL_TYPE_DATE
+  kTime = 11,        // MYSQL_TYPE_TIME
+  kDateTime = 12,    // MYSQL_TYPE_DATETIME
+  kYear = 13,        // MYSQL_TYPE_YEAR
+  kNewDate = 14,     // MYSQL_TYPE_NEWDATE
+  kVarchar = 15,     // MYSQL_TYPE_VARCHAR
+  kBit = 16,         // MYSQL_TYPE_BIT
+  kJson = 245,       // MYSQL_TYPE_JSON
+  kNewDecimal = 246, // MYSQL_TYPE_NEWDECIMAL
+  kEnum = 247,       // MYSQL_TYPE_ENUM
+  kSet = 248,        // MYSQL_TYPE_SET
+  kTinyBlob = 249,   // MYSQL_TYPE_TINY_BLOB
+  kMediumBlob = 250, // MYSQL_TYPE_MEDIUM_BLOB
+  kLongBlob = 251,   // MYSQL_TYPE_LONG_BLOB
+  kBlob = 252,       // MYSQL_TYPE_BLOB
   kVarString = 253,  // MYSQL_TYPE_VAR_STRING
+  kString = 254,     // MYSQL_TYPE_STRING
+  kGeometry = 255,   // MYSQL_TYPE_GEOMETRY
 };
 
 // Column definition flags.

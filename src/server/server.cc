@@ -19,6 +19,7 @@
 #include "src/common/errors.h"
 #include "src/common/log.h"
 #include "src/server/connection.h"
+#include "src/server/tls.h"
 #include "src/server/messages.h"
 #include "src/server/packet.h"
 
@@ -99,6 +100,11 @@ Server::~Server() { Stop(); }
 Status Server::Start() {
   if (state_->started) return Status::InvalidArgument("server already started");
   const ServerOptions& opt = state_->options;
+  if (opt.tls) {
+    Result<std::shared_ptr<asio::ssl::context>> ctx = MakeServerTlsContext(opt.ssl_cert, opt.ssl_key);
+    if (!ctx.ok()) return ctx.status();
+    state_->tls_context = std::move(*ctx);
+  }
   boost::system::error_code ec;
   asio::ip::address address = asio::ip::make_address(opt.bind_address, ec);
   if (ec) {

@@ -55,6 +55,18 @@ struct ServerOptions {
   // ER_NET_PACKET_TOO_LARGE (1153) and the connection is closed.
   // Default: 64 MiB
   uint32_t max_allowed_packet = 64u << 20;
+  // Offer TLS (CLIENT_SSL): clients may send an SSLRequest and continue
+  // over TLS with the certificate and key below.
+  // Default: false (shaled turns it on, see src/shaled/options.h)
+  bool tls = false;
+  // PEM certificate chain and private key. REQUIRES: both set when `tls`.
+  // Default: empty
+  std::string ssl_cert;
+  std::string ssl_key;
+  // Refuse logins that did not switch to TLS with ER_SECURE_TRANSPORT_REQUIRED
+  // (3159). REQUIRES: `tls`, or no client can log in.
+  // Default: false
+  bool require_secure_transport = false;
 };
 
 struct ServerState;
@@ -67,9 +79,10 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  // Binds and listens on bind_address:port and starts accepting. Fails
-  // (IOError) if the address is unusable or the port is taken, and
-  // (InvalidArgument) if called twice.
+  // Loads the TLS certificate and key (when `tls`), binds and listens on
+  // bind_address:port and starts accepting. Fails (IOError) if the address
+  // is unusable or the port is taken, and (InvalidArgument) if called twice
+  // or the certificate or key cannot be loaded.
   Status Start();
   // The port actually bound (useful with port 0). REQUIRES: Start() was OK.
   uint16_t port() const;

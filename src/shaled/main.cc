@@ -7,6 +7,7 @@
 #include <boost/asio/signal_set.hpp>
 
 #include <cstdio>
+#include <filesystem>
 #include <thread>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "src/common/log.h"
 #include "src/exec/engine.h"
 #include "src/server/server.h"
+#include "src/server/tls.h"
 #include "src/shaled/options.h"
 
 namespace {
@@ -65,6 +67,19 @@ int main(int argc, char** argv) {
   so.port = opts.port;
   so.root_password = opts.root_password;
   so.max_connections = opts.max_connections;
+  so.tls = opts.ssl;
+  so.require_secure_transport = opts.require_secure_transport;
+  if (opts.ssl) {
+    so.ssl_cert = opts.ssl_cert;
+    so.ssl_key = opts.ssl_key;
+    if (so.ssl_cert.empty()) {
+      // The engine created the data directory.
+      so.ssl_cert = (std::filesystem::path(opts.data_dir) / "server-cert.pem").string();
+      so.ssl_key = (std::filesystem::path(opts.data_dir) / "server-key.pem").string();
+      st = server::EnsureSelfSignedCertificate(so.ssl_cert, so.ssl_key);
+      if (!st.ok()) return Fail(st);
+    }
+  }
   server::Server server(io, so, engine->get());
   st = server.Start();
   if (!st.ok()) return Fail(st);

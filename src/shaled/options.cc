@@ -1,5 +1,6 @@
 #include "src/shaled/options.h"
 
+#include <cctype>
 #include <charconv>
 #include <fstream>
 #include <map>
@@ -23,6 +24,12 @@ constexpr const char* kUsage = R"(Usage: shaled [options]
   --max-connections=N    client connections (default 151)
   --threads=N            I/O threads (default: hardware threads)
   --log-level=LEVEL      debug, info, warn or error (default info)
+  --ssl=ON|OFF           offer TLS to MySQL clients (default ON)
+  --ssl-cert=FILE        TLS certificate chain, PEM (default: DATADIR/server-cert.pem,
+                         self-signed, generated on first start)
+  --ssl-key=FILE         TLS private key, PEM (default: DATADIR/server-key.pem)
+  --require-secure-transport=ON|OFF
+                         refuse logins that are not over TLS (default OFF)
   --help, --version
 )";
 
@@ -45,6 +52,20 @@ Status ParseNumber(const std::string& name, const std::string& value, T min, T m
     return Status::InvalidArgument(fmt::format("option {}: '{}' is not a number in [{}, {}]", name, value, min, max));
   }
   *out = v;
+  return Status::OK();
+}
+
+// ON/OFF, 1/0, true/false, yes/no, any case (as mysqld reads booleans).
+Status ParseBool(const std::string& name, const std::string& value, bool* out) {
+  std::string v = value;
+  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (v == "on" || v == "1" || v == "true" || v == "yes") {
+    *out = true;
+  } else if (v == "off" || v == "0" || v == "false" || v == "no") {
+    *out = false;
+  } else {
+    return Status::InvalidArgument(fmt::format("option {}: '{}' is not ON or OFF", name, value));
+  }
   return Status::OK();
 }
 
@@ -71,6 +92,10 @@ Status Apply(const std::string& raw_name, const std::string& value, NodeOptions*
     o->log_level = value;
     return Status::OK();
   }
+  if (name == "ssl") return ParseBool(name, value, &o->ssl);
+  if (name == "ssl-cert") { o->ssl_cert = value; return Status::OK(); }
+  if (name == "ssl-key") { o->ssl_key = value; return Status::OK(); }
+  if (name == "require-secure-transport") return ParseBool(name, value, &o->require_secure_transport);
   return Status::InvalidArgument(fmt::format("unknown option '{}' (see --help)", raw_name));
 }
 
@@ -137,6 +162,12 @@ Status ParseNodeOptions(const std::vector<std::string>& args, NodeOptions* out, 
     }
   }
   for (const auto& [name, value] : flags) SHALE_RETURN_IF_ERROR(Apply(name, value, out));
+  if (out->ssl_cert.empty() != out->ssl_key.empty()) {
+    return Status::InvalidArgument("options ssl-cert and ssl-key go together: give both or neither");
+  }
+  if (out->require_secure_transport && !out->ssl) {
+    return Status::InvalidArgument("option require-secure-transport=ON needs ssl=ON");
+  }
   if (out->rpc_port < 0) {
     out->rpc_port = out->port == 0 ? 0 : (out->port <= 64535 ? out->port + 1000 : out->port - 1000);
   }

@@ -26,6 +26,16 @@ struct NodeOptions {
   uint32_t max_connections = 151;          // max-connections. Default: 151
   uint32_t threads = 0;                    // threads: I/O threads. Default: hardware threads
   std::string log_level = "info";          // log-level: debug|info|warn|error. Default: info
+  // ssl: offer TLS to MySQL clients (ON/OFF). Default: ON
+  bool ssl = true;
+  // ssl-cert, ssl-key: PEM certificate chain and private key for TLS. Both
+  // or neither. Default: empty, meaning <datadir>/server-cert.pem and
+  // <datadir>/server-key.pem, a self-signed pair generated on first start.
+  std::string ssl_cert;
+  std::string ssl_key;
+  // require-secure-transport: refuse logins not over TLS (error 3159).
+  // Needs ssl=ON. Default: OFF
+  bool require_secure_transport = false;
 };
 
 // Parses argv (and the --config file it names). `*exit_now` is set for

@@ -176,6 +176,37 @@ TEST(OptionsTest, OtherBadArgumentsAreRejected) {
       << unknown.status.message();
 }
 
+TEST(OptionsTest, TlsOptions) {
+  Parsed d = Parse({});
+  ASSERT_TRUE(d.status.ok());
+  EXPECT_TRUE(d.options.ssl);
+  EXPECT_TRUE(d.options.ssl_cert.empty());
+  EXPECT_TRUE(d.options.ssl_key.empty());
+  EXPECT_FALSE(d.options.require_secure_transport);
+
+  Parsed p = Parse({"--ssl-cert=/c.pem", "--ssl_key", "/k.pem", "--require-secure-transport=on"});
+  ASSERT_TRUE(p.status.ok()) << p.status.ToString();
+  EXPECT_EQ(p.options.ssl_cert, "/c.pem");
+  EXPECT_EQ(p.options.ssl_key, "/k.pem");
+  EXPECT_TRUE(p.options.require_secure_transport);
+
+  for (const char* v : {"OFF", "0", "false", "No"}) {
+    Parsed off = Parse({std::string("--ssl=") + v});
+    ASSERT_TRUE(off.status.ok()) << v;
+    EXPECT_FALSE(off.options.ssl) << v;
+  }
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"--ssl=maybe"},
+           {"--ssl-cert=/c.pem"},  // without a key
+           {"--ssl-key=/k.pem"},   // without a certificate
+           {"--ssl=OFF", "--require-secure-transport=ON"},
+       }) {
+    Parsed bad = Parse(args);
+    EXPECT_FALSE(bad.status.ok()) << args[0];
+    EXPECT_EQ(bad.status.code(), StatusCode::kInvalidArgument) << args[0];
+  }
+}
+
 TEST(OptionsTest, HelpAndVersionExit) {
   for (const char* flag : {"--help", "-h"}) {
     Parsed p = Parse({"--port=1", flag, "--no-such-option"});
