@@ -14,6 +14,19 @@
 //   kDistinct   (none)
 //   kLimit      limit, offset
 //   kInsert     table: inserts the child's rows
+//   kUpdate     table, update_columns, exprs: updates the child's rows (full
+//               table rows from an access path, possibly filtered, sorted,
+//               limited), as sierra::LogicalKind::kUpdate
+//   kDelete     table: deletes the child's rows
+//   kHashAggregate group_by, aggregates: sierra kAggregate, with a hash
+//               table of groups (materializes its input's groups)
+//   kNestedLoopJoin join_kind, predicate: sierra kJoin; materializes the
+//               right input once and scans it per left row
+//   kHashJoin   join_kind, predicate, hash_keys: as kNestedLoopJoin, but the
+//               right rows are hashed on their hash_keys[i].second values
+//               and each left row meets only the rows whose keys equal its
+//               hash_keys[i].first values; the predicate (which implies
+//               those equalities) is still checked on every pair
 //
 // Thread-safety: built by one thread, then read-only.
 #pragma once
@@ -42,6 +55,11 @@ enum class PhysicalKind : uint8_t {
   kDistinct = 6,
   kLimit = 7,
   kInsert = 8,
+  kUpdate = 9,
+  kDelete = 10,
+  kHashAggregate = 11,
+  kNestedLoopJoin = 12,
+  kHashJoin = 13,
 };
 
 struct PhysicalOperator;
@@ -53,12 +71,18 @@ struct PhysicalOperator {
   std::vector<PhysicalPtr> children;
 
   std::vector<std::vector<sierra::ExprPtr>> rows;   // kValues
-  std::shared_ptr<const catalog::TableDef> table;   // kPointGet, kSliceScan, kInsert
+  std::shared_ptr<const catalog::TableDef> table;   // kPointGet, kSliceScan, kInsert, kUpdate, kDelete
   std::string key;                                  // kPointGet: encoded primary key
   std::vector<catalog::SliceDef> slices;            // kPointGet (one), kSliceScan
   storage::KeyRange range;                          // kSliceScan
-  sierra::ExprPtr predicate;                        // kFilter
-  std::vector<sierra::ExprPtr> exprs;               // kProject
+  sierra::ExprPtr predicate;                        // kFilter, kNestedLoopJoin
+  std::vector<sierra::ExprPtr> group_by;            // kHashAggregate
+  std::vector<sierra::AggregateCall> aggregates;    // kHashAggregate
+  sierra::JoinKind join_kind = sierra::JoinKind::kInner;  // kNestedLoopJoin, kHashJoin
+  // kHashJoin: (expression over a left row, expression over a right row).
+  std::vector<std::pair<sierra::ExprPtr, sierra::ExprPtr>> hash_keys;
+  std::vector<sierra::ExprPtr> exprs;               // kProject, kUpdate
+  std::vector<int> update_columns;                  // kUpdate
   std::vector<sierra::SortKey> sort_keys;           // kSort
   uint64_t limit = std::numeric_limits<uint64_t>::max();  // kLimit
   uint64_t offset = 0;                                    // kLimit

@@ -1,5 +1,6 @@
 #include "planner/planner.h"
 
+#include <algorithm>
 #include <optional>
 
 #include <fmt/format.h>
@@ -125,6 +126,55 @@ PhysicalPtr AccessPath(const std::shared_ptr<const catalog::TableDef>& table,
   return op;
 }
 
+void ColumnRange(const sierra::Expr& e, int* min, int* max) {
+  if (e.kind == ExprKind::kColumnRef) {
+    *min = std::min(*min, e.column);
+    *max = std::max(*max, e.column);
+  }
+  for (const ExprPtr& c : e.children) ColumnRange(*c, min, max);
+}
+
+ExprPtr ShiftColumns(const ExprPtr& e, int delta) {
+  auto copy = std::make_shared<sierra::Expr>(*e);
+  if (copy->kind == ExprKind::kColumnRef) copy->column += delta;
+  for (ExprPtr& c : copy->children) c = ShiftColumns(c, delta);
+  return copy;
+}
+
+// Type classes whose equal values have equal encodings (so they hash alike).
+int HashClass(const SqlType& t) {
+  if (t.is_integer()) return 1;
+  if (t.id == TypeId::kVarchar) return 2;
+  return 0;
+}
+
+// Equality conjuncts of a join predicate with one side over the left input
+// (columns < left_width) and the other over the right: the hash join keys,
+// the right side re-based onto right rows.
+std::vector<std::pair<ExprPtr, ExprPtr>> HashKeys(const ExprPtr& predicate, int left_width) {
+  std::vector<std::pair<ExprPtr, ExprPtr>> keys;
+  if (!predicate) return keys;
+  std::vector<ExprPtr> conjuncts;
+  sierra::SplitConjuncts(predicate, &conjuncts);
+  for (const ExprPtr& c : conjuncts) {
+    if (c->kind != ExprKind::kCompare || c->compare_op != CompareOp::kEq) continue;
+    ExprPtr a = c->children[0], b = c->children[1];
+    int amin = INT32_MAX, amax = -1, bmin = INT32_MAX, bmax = -1;
+    ColumnRange(*a, &amin, &amax);
+    ColumnRange(*b, &bmin, &bmax);
+    if (amax < 0 || bmax < 0) continue;
+    if (amin >= left_width && bmax < left_width) {
+      std::swap(a, b);
+      std::swap(amin, bmin);
+      std::swap(amax, bmax);
+    }
+    if (amax >= left_width || bmin < left_width) continue;
+    if (HashClass(a->type) == 0 || HashClass(a->type) != HashClass(b->type)) continue;
+    keys.emplace_back(a, ShiftColumns(b, -left_width));
+  }
+  return keys;
+}
+
 PhysicalPtr Make(PhysicalKind kind, const LogicalOperator& from) {
   auto op = std::make_unique<PhysicalOperator>();
   op->kind = kind;
@@ -155,21 +205,46 @@ Result<PhysicalPtr> Plan(const LogicalOperator& logical) {
       }
       return op;
     }
+    case LogicalKind::kAggregate: {
+      auto op = Make(PhysicalKind::kHashAggregate, logical);
+      op->group_by = logical.group_by;
+      op->aggregates = logical.aggregates;
+      SHALE_ASSIGN_OR_RETURN(auto c, Plan(*logical.children[0]));
+      op->children.push_back(std::move(c));
+      return op;
+    }
+    case LogicalKind::kJoin: {
+      const int left_width = static_cast<int>(logical.children[0]->columns.size());
+      auto keys = HashKeys(logical.predicate, left_width);
+      auto op = Make(keys.empty() ? PhysicalKind::kNestedLoopJoin : PhysicalKind::kHashJoin, logical);
+      op->join_kind = logical.join_kind;
+      op->predicate = logical.predicate;
+      op->hash_keys = std::move(keys);
+      for (const auto& child : logical.children) {
+        SHALE_ASSIGN_OR_RETURN(auto c, Plan(*child));
+        op->children.push_back(std::move(c));
+      }
+      return op;
+    }
     case LogicalKind::kProject:
     case LogicalKind::kSort:
     case LogicalKind::kDistinct:
     case LogicalKind::kLimit:
-    case LogicalKind::kInsert: {
+    case LogicalKind::kInsert:
+    case LogicalKind::kUpdate:
+    case LogicalKind::kDelete: {
       static constexpr PhysicalKind kMap[] = {
           PhysicalKind::kValues, PhysicalKind::kSliceScan, PhysicalKind::kFilter,
           PhysicalKind::kProject, PhysicalKind::kSort,      PhysicalKind::kDistinct,
-          PhysicalKind::kLimit,  PhysicalKind::kInsert};
+          PhysicalKind::kLimit,  PhysicalKind::kInsert,    PhysicalKind::kUpdate,
+          PhysicalKind::kDelete};
       auto op = Make(kMap[static_cast<int>(logical.kind)], logical);
       op->exprs = logical.exprs;
       op->sort_keys = logical.sort_keys;
       op->limit = logical.limit;
       op->offset = logical.offset;
       op->table = logical.table;
+      op->update_columns = logical.update_columns;
       SHALE_ASSIGN_OR_RETURN(auto c, Plan(*logical.children[0]));
       op->children.push_back(std::move(c));
       return op;
@@ -207,6 +282,22 @@ std::string PhysicalOperator::Describe() const {
     case PhysicalKind::kDistinct: return "Distinct";
     case PhysicalKind::kLimit: return fmt::format("Limit {} offset {}", limit, offset);
     case PhysicalKind::kInsert: return fmt::format("Insert {}.{}", table->db, table->name);
+    case PhysicalKind::kUpdate:
+      return fmt::format("Update {}.{} set {}", table->db, table->name,
+                         sierra::DescribeAssignments(*table, update_columns, exprs));
+    case PhysicalKind::kDelete: return fmt::format("Delete {}.{}", table->db, table->name);
+    case PhysicalKind::kHashAggregate:
+      return "Hash" + sierra::DescribeAggregate(group_by, aggregates);
+    case PhysicalKind::kNestedLoopJoin:
+      return "NestedLoop" + sierra::DescribeJoin(join_kind, predicate);
+    case PhysicalKind::kHashJoin: {
+      std::string keys;
+      for (size_t i = 0; i < hash_keys.size(); ++i) {
+        keys += fmt::format("{}{} = right {}", i ? ", " : "", hash_keys[i].first->ToString(),
+                            hash_keys[i].second->ToString());
+      }
+      return fmt::format("Hash{} keys=[{}]", sierra::DescribeJoin(join_kind, predicate), keys);
+    }
   }
   return "?";
 }

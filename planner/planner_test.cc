@@ -445,5 +445,73 @@ TEST_F(PlannerTest, InsertAndValues) {
   EXPECT_EQ(no_from->children[0]->kind, PhysicalKind::kValues);
 }
 
+TEST_F(PlannerTest, AggregateAndJoin) {
+  auto agg = PlanSql("SELECT n, COUNT(*) FROM t WHERE id = 3 GROUP BY n");
+  ASSERT_TRUE(agg);
+  ASSERT_EQ(agg->children[0]->kind, PhysicalKind::kHashAggregate);
+  EXPECT_EQ(agg->children[0]->aggregates.size(), 1u);
+  const PhysicalOperator* parent = nullptr;
+  const PhysicalOperator* access = Access(agg.get(), &parent);
+  ASSERT_TRUE(access);
+  EXPECT_EQ(access->kind, PhysicalKind::kPointGet);
+
+  auto join = PlanSql("SELECT * FROM t LEFT JOIN s ON s.v = t.id");
+  ASSERT_TRUE(join);
+  const PhysicalOperator& hash = *join->children[0];
+  ASSERT_EQ(hash.kind, PhysicalKind::kHashJoin);
+  EXPECT_EQ(hash.join_kind, sierra::JoinKind::kLeft);
+  ASSERT_EQ(hash.children.size(), 2u);
+  EXPECT_EQ(hash.children[0]->kind, PhysicalKind::kSliceScan);
+  EXPECT_EQ(hash.children[1]->kind, PhysicalKind::kSliceScan);
+  EXPECT_EQ(hash.Describe(), "HashLeftJoin on (#4:v = #0:id) keys=[#0:id = right #1:v]");
+
+  // No usable equality: nested loops. Numbers and strings compare
+  // numerically, so they do not hash alike.
+  for (const char* sql : {"SELECT * FROM t JOIN s ON s.v > t.id", "SELECT * FROM t JOIN s ON s.k = t.id",
+                          "SELECT * FROM t, s", "SELECT * FROM t JOIN s ON t.id = t.n"}) {
+    auto p = PlanSql(sql);
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->children[0]->kind, PhysicalKind::kNestedLoopJoin) << sql;
+  }
+  auto two = PlanSql("SELECT * FROM c JOIN s ON s.k = c.b AND c.a + 1 = s.v AND s.v > 0");
+  ASSERT_TRUE(two);
+  EXPECT_EQ(two->children[0]->Describe(),
+            "HashJoin on (((#3:k = #1:b) AND ((#0:a + 1) = #4:v)) AND (#4:v > 0)) "
+            "keys=[#1:b = right #0:k, (#0:a + 1) = right #1:v]");
+}
+
+TEST_F(PlannerTest, UpdateAndDeleteUseTheAccessPath) {
+  auto t = Table("t");
+  auto update = PlanSql("UPDATE t SET n = n + 1, name = 'x' WHERE id = 5");
+  ASSERT_TRUE(update);
+  ASSERT_EQ(update->kind, PhysicalKind::kUpdate);
+  EXPECT_EQ(update->update_columns, (std::vector<int>{2, 1}));
+  ASSERT_EQ(update->children.size(), 1u);
+  const PhysicalOperator* parent = nullptr;
+  const PhysicalOperator* access = Access(update.get(), &parent);
+  ASSERT_TRUE(access);
+  EXPECT_EQ(access->kind, PhysicalKind::kPointGet);
+  EXPECT_EQ(access->key, K({Value::Int(5)}));
+  EXPECT_EQ(update->ToString(),
+            "Update db.t set n = (#2:n + 1), name = 'x'\n  Filter (#0:id = 5)\n"
+            "    PointGet db.t slice=" + std::to_string(access->slices[0].id) + "\n");
+
+  auto del = PlanSql("DELETE FROM t WHERE id >= 3 ORDER BY id DESC LIMIT 2");
+  ASSERT_TRUE(del);
+  ASSERT_EQ(del->kind, PhysicalKind::kDelete);
+  EXPECT_EQ(del->children[0]->kind, PhysicalKind::kLimit);
+  EXPECT_EQ(del->children[0]->children[0]->kind, PhysicalKind::kSort);
+  access = Access(del.get(), &parent);
+  ASSERT_TRUE(access);
+  EXPECT_EQ(access->kind, PhysicalKind::kSliceScan);
+  EXPECT_TRUE(access->range.has_start);
+  EXPECT_EQ(access->slices.size(), t->primary.slices.size());
+
+  auto all = PlanSql("DELETE FROM t");
+  ASSERT_TRUE(all);
+  EXPECT_EQ(all->children[0]->kind, PhysicalKind::kSliceScan);
+  EXPECT_FALSE(all->children[0]->range.has_start);
+}
+
 }  // namespace
 }  // namespace shale::planner

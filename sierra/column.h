@@ -18,6 +18,9 @@ struct ColumnInfo {
   SqlType type;           // kNull for a bare NULL expression
   bool nullable = true;
   bool primary_key = false;
+  // A hidden column (the row id of a table without a PRIMARY KEY): read and
+  // written like any other, but never named, listed or expanded from '*'.
+  bool hidden = false;
 };
 
 }  // namespace shale::sierra

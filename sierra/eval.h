@@ -7,6 +7,9 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <string>
+#include <unordered_set>
+
 #include "shale/status.h"
 #include "sierra/expr.h"
 #include "src/common/value.h"
@@ -19,5 +22,24 @@ Result<Value> Evaluate(const Expr& e, const Row& row);
 
 // Whether `v` counts as true in a WHERE clause (non-NULL and non-zero).
 bool IsTrue(const Value& v);
+
+// The running state of one aggregate over the rows of one group: the
+// reference semantics of aggregation. NULL arguments are skipped (except by
+// COUNT(*) and ANY_VALUE); over no rows COUNT gives 0 and the others NULL.
+class Accumulator {
+ public:
+  explicit Accumulator(const AggregateCall& call) : call_(&call) {}
+  // Adds `row` (an input row of the aggregate operator).
+  // Errors: ER_DATA_OUT_OF_RANGE (1690) when a SUM leaves BIGINT.
+  Status Add(const Row& row);
+  Value Result() const;
+
+ private:
+  const AggregateCall* call_;
+  int64_t count_ = 0;
+  bool has_value_ = false;  // SUM/MIN/MAX/ANY_VALUE: value_ holds something
+  Value value_;
+  std::unordered_set<std::string> seen_;  // DISTINCT: encoded values
+};
 
 }  // namespace shale::sierra

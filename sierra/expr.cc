@@ -1,5 +1,7 @@
 #include "sierra/expr.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace shale::sierra {
@@ -90,6 +92,81 @@ ExprPtr Expr::InList(ExprPtr c, std::vector<ExprPtr> list, bool negated) {
   return e;
 }
 
+namespace {
+// The type holding every value of `types` (NULL types ignored).
+SqlType CommonType(const std::vector<SqlType>& types) {
+  SqlType out;
+  uint32_t text_length = 0;
+  bool any_string = false;
+  for (const SqlType& t : types) {
+    if (t.id == TypeId::kNull) continue;
+    text_length = std::max(text_length, t.id == TypeId::kVarchar ? t.length : 20u);
+    if (t.id == TypeId::kVarchar) {
+      any_string = true;
+    } else if (out.id == TypeId::kNull || (out.id == TypeId::kInt && t.id == TypeId::kBigInt)) {
+      out = t;
+    }
+  }
+  if (any_string) return SqlType::Varchar(text_length);
+  return out;
+}
+}  // namespace
+
+ExprPtr Expr::Case(std::vector<ExprPtr> children, bool has_else) {
+  std::vector<SqlType> types;
+  bool nullable = !has_else;
+  for (size_t i = 1; i < children.size(); i += 2) {
+    types.push_back(children[i]->type);
+    nullable |= children[i]->nullable;
+  }
+  if (has_else) {
+    types.push_back(children.back()->type);
+    nullable |= children.back()->nullable;
+  }
+  auto e = Make(ExprKind::kCase, CommonType(types), nullable);
+  e->has_else = has_else;
+  e->children = std::move(children);
+  return e;
+}
+
+ExprPtr Expr::Function(ScalarFunction f, std::vector<ExprPtr> args) {
+  SqlType type = SqlType::BigInt();
+  bool nullable = AnyNullable(args);
+  uint64_t text = 0;
+  for (const ExprPtr& a : args) text += a->type.id == TypeId::kVarchar ? a->type.length : 20;
+  switch (f) {
+    case ScalarFunction::kCoalesce: {
+      std::vector<SqlType> types;
+      nullable = true;
+      for (const ExprPtr& a : args) {
+        types.push_back(a->type);
+        nullable &= a->nullable;
+      }
+      type = CommonType(types);
+      break;
+    }
+    case ScalarFunction::kAbs:
+    case ScalarFunction::kLength:
+      break;
+    case ScalarFunction::kConcat:
+    case ScalarFunction::kLower:
+    case ScalarFunction::kUpper:
+      type = SqlType::Varchar(static_cast<uint32_t>(std::min<uint64_t>(text, 65535)));
+      break;
+  }
+  auto e = Make(ExprKind::kFunction, type, nullable);
+  e->function = f;
+  e->children = std::move(args);
+  return e;
+}
+
+ExprPtr Expr::Like(ExprPtr text, ExprPtr pattern, bool negated) {
+  auto e = Make(ExprKind::kLike, SqlType::BigInt(), text->nullable || pattern->nullable);
+  e->negated = negated;
+  e->children = {std::move(text), std::move(pattern)};
+  return e;
+}
+
 std::string Expr::ToString() const {
   switch (kind) {
     case ExprKind::kConstant:
@@ -114,6 +191,24 @@ std::string Expr::ToString() const {
       return fmt::format("(-{})", children[0]->ToString());
     case ExprKind::kIsNull:
       return fmt::format("({} IS {}NULL)", children[0]->ToString(), negated ? "NOT " : "");
+    case ExprKind::kCase: {
+      std::string out = "(CASE";
+      size_t pairs = (children.size() - (has_else ? 1 : 0)) / 2;
+      for (size_t i = 0; i < pairs; ++i) {
+        out += fmt::format(" WHEN {} THEN {}", children[2 * i]->ToString(), children[2 * i + 1]->ToString());
+      }
+      if (has_else) out += " ELSE " + children.back()->ToString();
+      return out + " END)";
+    }
+    case ExprKind::kFunction: {
+      static constexpr const char* kNames[] = {"coalesce", "abs", "length", "concat", "lower", "upper"};
+      std::string args;
+      for (size_t i = 0; i < children.size(); ++i) args += (i ? ", " : "") + children[i]->ToString();
+      return fmt::format("{}({})", kNames[static_cast<int>(function)], args);
+    }
+    case ExprKind::kLike:
+      return fmt::format("({} {}LIKE {})", children[0]->ToString(), negated ? "NOT " : "",
+                         children[1]->ToString());
     case ExprKind::kInList: {
       std::string items;
       for (size_t i = 1; i < children.size(); ++i) {
@@ -133,6 +228,13 @@ void SplitConjuncts(const ExprPtr& e, std::vector<ExprPtr>* out) {
   } else {
     out->push_back(e);
   }
+}
+
+std::string AggregateCall::ToString() const {
+  static constexpr const char* kNames[] = {"count", "count", "sum", "avg", "min", "max", "any_value"};
+  if (kind == AggregateKind::kCountStar) return "count(*)";
+  return fmt::format("{}({}{})", kNames[static_cast<int>(kind)], distinct ? "DISTINCT " : "",
+                     arg ? arg->ToString() : "");
 }
 
 }  // namespace shale::sierra

@@ -29,6 +29,19 @@ enum class ExprKind : uint8_t {
   kNegate = 8,     // -children[0]
   kIsNull = 9,     // children[0] IS [NOT] NULL (negated)
   kInList = 10,    // children[0] [NOT] IN (children[1..])
+  kCase = 11,      // children: when0, then0, when1, then1, ... [, else if has_else]
+  kFunction = 12,  // function(children...)
+  kLike = 13,      // children[0] [NOT] LIKE children[1] (negated); '\\' escapes
+};
+
+// Scalar functions of kFunction. Serialized in plans: DO NOT CHANGE values.
+enum class ScalarFunction : uint8_t {
+  kCoalesce = 0,  // the first non-NULL argument (IFNULL too)
+  kAbs = 1,       // |x|; BIGINT overflow is 1690
+  kLength = 2,    // length in bytes of the argument's text
+  kConcat = 3,    // the arguments' text joined; NULL if any is NULL
+  kLower = 4,     // ASCII letters lowered
+  kUpper = 5,     // ASCII letters raised
 };
 
 enum class CompareOp : uint8_t { kEq = 0, kNe = 1, kLt = 2, kLe = 3, kGt = 4, kGe = 5, kNullSafeEq = 6 };
@@ -46,7 +59,9 @@ struct Expr {
   std::string name;       // kColumnRef: the column's name, for printing
   CompareOp compare_op = CompareOp::kEq;
   ArithOp arith_op = ArithOp::kAdd;
-  bool negated = false;   // kIsNull, kInList
+  bool negated = false;   // kIsNull, kInList, kLike
+  bool has_else = false;  // kCase
+  ScalarFunction function = ScalarFunction::kCoalesce;  // kFunction
   std::vector<ExprPtr> children;
 
   static ExprPtr Constant(Value v);
@@ -58,8 +73,36 @@ struct Expr {
   static ExprPtr Negate(ExprPtr e);
   static ExprPtr IsNull(ExprPtr e, bool negated);
   static ExprPtr InList(ExprPtr e, std::vector<ExprPtr> list, bool negated);
+  // `children` as for kCase; the result type is the common type of the
+  // results (an integer type if all are integers, else VARCHAR).
+  static ExprPtr Case(std::vector<ExprPtr> children, bool has_else);
+  static ExprPtr Function(ScalarFunction f, std::vector<ExprPtr> args);
+  static ExprPtr Like(ExprPtr text, ExprPtr pattern, bool negated);
 
   // Printable form, e.g. "(#0:id >= 2)".
+  std::string ToString() const;
+};
+
+// Aggregate functions. Serialized in plans: DO NOT CHANGE values.
+enum class AggregateKind : uint8_t {
+  kCountStar = 0,  // COUNT(*): rows
+  kCount = 1,      // COUNT(x): non-NULL values
+  kSum = 2,        // SUM(x): BIGINT (MySQL: DECIMAL); overflow is 1690
+  kAvg = 3,        // reserved: AVG needs DECIMAL or DOUBLE values
+  kMin = 4,
+  kMax = 5,
+  kAnyValue = 6,   // a column neither grouped nor aggregated: its first value in the group
+};
+
+// One aggregate computed by a kAggregate operator, over the operator's input.
+struct AggregateCall {
+  AggregateKind kind = AggregateKind::kCountStar;
+  bool distinct = false;  // over distinct non-NULL values
+  ExprPtr arg;            // null for kCountStar
+  SqlType type;           // result type
+  bool nullable = true;
+
+  // "count(*)", "sum(DISTINCT #1:a)".
   std::string ToString() const;
 };
 

@@ -41,6 +41,7 @@ LogicalPtr LogicalOperator::Scan(std::shared_ptr<const catalog::TableDef> table,
     info.db = table->db;
     info.type = c.type;
     info.nullable = c.nullable;
+    info.hidden = c.hidden;
     for (int k : table->primary.key_columns) info.primary_key |= (k == static_cast<int>(i));
     op->columns.push_back(std::move(info));
   }
@@ -97,6 +98,73 @@ LogicalPtr LogicalOperator::Insert(std::shared_ptr<const catalog::TableDef> tabl
   return op;
 }
 
+LogicalPtr LogicalOperator::Update(std::shared_ptr<const catalog::TableDef> table, LogicalPtr child,
+                                   std::vector<int> columns, std::vector<ExprPtr> exprs) {
+  auto op = Make(LogicalKind::kUpdate);
+  op->table = std::move(table);
+  op->update_columns = std::move(columns);
+  op->exprs = std::move(exprs);
+  op->children.push_back(std::move(child));
+  return op;
+}
+
+LogicalPtr LogicalOperator::Delete(std::shared_ptr<const catalog::TableDef> table,
+                                   LogicalPtr child) {
+  auto op = Make(LogicalKind::kDelete);
+  op->table = std::move(table);
+  op->children.push_back(std::move(child));
+  return op;
+}
+
+LogicalPtr LogicalOperator::Aggregate(LogicalPtr child, std::vector<ExprPtr> group_by,
+                                      std::vector<AggregateCall> aggregates,
+                                      std::vector<ColumnInfo> columns) {
+  auto op = Make(LogicalKind::kAggregate);
+  op->columns = std::move(columns);
+  op->group_by = std::move(group_by);
+  op->aggregates = std::move(aggregates);
+  op->children.push_back(std::move(child));
+  return op;
+}
+
+LogicalPtr LogicalOperator::Join(JoinKind kind, LogicalPtr left, LogicalPtr right,
+                                 ExprPtr predicate) {
+  auto op = Make(LogicalKind::kJoin);
+  op->join_kind = kind;
+  op->columns = left->columns;
+  for (ColumnInfo c : right->columns) {
+    if (kind == JoinKind::kLeft) c.nullable = true;
+    op->columns.push_back(std::move(c));
+  }
+  op->predicate = std::move(predicate);
+  op->children.push_back(std::move(left));
+  op->children.push_back(std::move(right));
+  return op;
+}
+
+std::string DescribeAggregate(const std::vector<ExprPtr>& group_by,
+                              const std::vector<AggregateCall>& aggregates) {
+  std::string groups, aggs;
+  for (size_t i = 0; i < group_by.size(); ++i) groups += (i ? ", " : "") + group_by[i]->ToString();
+  for (size_t i = 0; i < aggregates.size(); ++i) aggs += (i ? ", " : "") + aggregates[i].ToString();
+  return fmt::format("Aggregate group=[{}] aggregates=[{}]", groups, aggs);
+}
+
+std::string DescribeJoin(JoinKind kind, const ExprPtr& predicate) {
+  return fmt::format("{}Join{}", kind == JoinKind::kLeft ? "Left" : "",
+                     predicate ? " on " + predicate->ToString() : "");
+}
+
+std::string DescribeAssignments(const catalog::TableDef& table, const std::vector<int>& columns,
+                                const std::vector<ExprPtr>& exprs) {
+  std::string list;
+  for (size_t i = 0; i < exprs.size() && i < columns.size(); ++i) {
+    if (i) list += ", ";
+    list += fmt::format("{} = {}", table.columns[columns[i]].name, exprs[i]->ToString());
+  }
+  return list;
+}
+
 std::string LogicalOperator::Describe() const {
   switch (kind) {
     case LogicalKind::kValues:
@@ -127,6 +195,15 @@ std::string LogicalOperator::Describe() const {
       return fmt::format("Limit {} offset {}", limit, offset);
     case LogicalKind::kInsert:
       return fmt::format("Insert {}.{}", table->db, table->name);
+    case LogicalKind::kUpdate:
+      return fmt::format("Update {}.{} set {}", table->db, table->name,
+                         DescribeAssignments(*table, update_columns, exprs));
+    case LogicalKind::kDelete:
+      return fmt::format("Delete {}.{}", table->db, table->name);
+    case LogicalKind::kAggregate:
+      return DescribeAggregate(group_by, aggregates);
+    case LogicalKind::kJoin:
+      return DescribeJoin(join_kind, predicate);
   }
   return "?";
 }

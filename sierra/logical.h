@@ -16,6 +16,17 @@
 //   kLimit    limit, offset
 //   kInsert   table: inserts the child's rows (in table column order);
 //             outputs nothing, reports the number of rows inserted
+//   kUpdate   table, update_columns, exprs: for each row of the child (full
+//             table rows), assigns exprs[i] to column update_columns[i] in
+//             order, each expression seeing the assignments before it
+//             (MySQL's single-table UPDATE); reports rows matched and changed
+//   kDelete   table: deletes the child's rows (full table rows)
+//   kAggregate group_by, aggregates: one row per distinct group_by value
+//             (one row in all when group_by is empty, even over no input),
+//             holding the group_by values then the aggregates' results
+//   kJoin     join_kind, predicate (may be null): rows of children[0]
+//             concatenated with rows of children[1] where the predicate is
+//             true; kLeft keeps unmatched left rows, with NULLs on the right
 //
 // Thread-safety: a tree is built by one thread, then read-only.
 #pragma once
@@ -42,7 +53,24 @@ enum class LogicalKind : uint8_t {
   kDistinct = 5,
   kLimit = 6,
   kInsert = 7,
+  kUpdate = 8,
+  kDelete = 9,
+  kAggregate = 10,
+  kJoin = 11,
 };
+
+// Serialized in plans: DO NOT CHANGE values.
+enum class JoinKind : uint8_t { kInner = 0, kLeft = 1 };
+
+struct LogicalOperator;
+// "a = (#0:a + 1), b = 2": the assignments of an UPDATE, for plan printing.
+std::string DescribeAssignments(const catalog::TableDef& table, const std::vector<int>& columns,
+                                const std::vector<ExprPtr>& exprs);
+
+// "Aggregate group=[#0:a] aggregates=[count(*)]" and "LeftJoin on (...)".
+std::string DescribeAggregate(const std::vector<ExprPtr>& group_by,
+                              const std::vector<AggregateCall>& aggregates);
+std::string DescribeJoin(JoinKind kind, const ExprPtr& predicate);
 
 struct SortKey {
   ExprPtr expr;
@@ -58,9 +86,13 @@ struct LogicalOperator {
   std::vector<LogicalPtr> children;
 
   std::vector<std::vector<ExprPtr>> rows;         // kValues
-  std::shared_ptr<const catalog::TableDef> table; // kScan, kInsert
-  ExprPtr predicate;                              // kFilter
-  std::vector<ExprPtr> exprs;                     // kProject
+  std::shared_ptr<const catalog::TableDef> table; // kScan, kInsert, kUpdate, kDelete
+  ExprPtr predicate;                              // kFilter, kJoin (ON)
+  std::vector<ExprPtr> group_by;                  // kAggregate
+  std::vector<AggregateCall> aggregates;          // kAggregate
+  JoinKind join_kind = JoinKind::kInner;          // kJoin
+  std::vector<ExprPtr> exprs;                     // kProject, kUpdate
+  std::vector<int> update_columns;                // kUpdate: table column per exprs[i]
   std::vector<SortKey> sort_keys;                 // kSort
   uint64_t limit = std::numeric_limits<uint64_t>::max();  // kLimit
   uint64_t offset = 0;                                    // kLimit
@@ -74,6 +106,13 @@ struct LogicalOperator {
   static LogicalPtr Distinct(LogicalPtr child);
   static LogicalPtr Limit(LogicalPtr child, uint64_t limit, uint64_t offset);
   static LogicalPtr Insert(std::shared_ptr<const catalog::TableDef> table, LogicalPtr child);
+  static LogicalPtr Update(std::shared_ptr<const catalog::TableDef> table, LogicalPtr child,
+                           std::vector<int> columns, std::vector<ExprPtr> exprs);
+  static LogicalPtr Delete(std::shared_ptr<const catalog::TableDef> table, LogicalPtr child);
+  // `columns` names the output: group_by values, then aggregates.
+  static LogicalPtr Aggregate(LogicalPtr child, std::vector<ExprPtr> group_by,
+                              std::vector<AggregateCall> aggregates, std::vector<ColumnInfo> columns);
+  static LogicalPtr Join(JoinKind kind, LogicalPtr left, LogicalPtr right, ExprPtr predicate);
 
   // One line describing this operator alone, e.g. "Filter (#0:id >= 2)".
   std::string Describe() const;

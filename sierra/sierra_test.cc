@@ -293,6 +293,94 @@ TEST(LogicalTest, ToStringPrintsIndentedTree) {
   EXPECT_EQ(limit->Describe(), "Limit 10 offset 5");
 }
 
+TEST(EvalTest, CaseFunctionsAndLike) {
+  // CASE WHEN NULL THEN 1 WHEN 0 THEN 2 WHEN 5 THEN 3 ELSE 4 END
+  EXPECT_EQ(Eval(Expr::Case({N(), I(1), I(0), I(2), I(5), I(3), I(4)}, true)), Value::Int(3));
+  EXPECT_EQ(Eval(Expr::Case({I(0), I(1), I(4)}, true)), Value::Int(4));
+  EXPECT_EQ(Eval(Expr::Case({I(0), I(1)}, false)), kNull);
+  auto mixed = Expr::Case({I(1), I(1), S("abc")}, true);
+  EXPECT_EQ(mixed->type.id, TypeId::kVarchar);
+  EXPECT_EQ(mixed->ToString(), "(CASE WHEN 1 THEN 1 ELSE 'abc' END)");
+  EXPECT_EQ(Eval(Expr::Function(ScalarFunction::kCoalesce, {N(), N(), I(7), I(8)})), Value::Int(7));
+  EXPECT_EQ(Eval(Expr::Function(ScalarFunction::kCoalesce, {N()})), kNull);
+  EXPECT_EQ(Eval(Expr::Function(ScalarFunction::kAbs, {I(-5)})), Value::Int(5));
+  EXPECT_EQ(Evaluate(*Expr::Function(ScalarFunction::kAbs, {I(kMin)}), {}).status().mysql_code(), 1690);
+  EXPECT_EQ(Eval(Expr::Function(ScalarFunction::kLength, {S("h\xc3\xa9")})), Value::Int(3));  // bytes
+  EXPECT_EQ(Eval(Expr::Function(ScalarFunction::kLength, {I(-12)})), Value::Int(3));
+  EXPECT_EQ(Eval(Expr::Function(ScalarFunction::kConcat, {S("a"), I(1), S("b")})), Value::String("a1b"));
+  EXPECT_EQ(Eval(Expr::Function(ScalarFunction::kConcat, {S("a"), N()})), kNull);
+  EXPECT_EQ(Eval(Expr::Function(ScalarFunction::kLower, {S("AbC\xc3\x89")})), Value::String("abc\xc3\x89"));
+  EXPECT_EQ(Eval(Expr::Function(ScalarFunction::kUpper, {S("abc")})), Value::String("ABC"));
+  EXPECT_EQ(Eval(Expr::Function(ScalarFunction::kUpper, {N()})), kNull);
+  EXPECT_EQ(Eval(Expr::Like(S("Hello"), S("h%o"), false)), kTrue);  // case-insensitive, as MySQL's default
+  EXPECT_EQ(Eval(Expr::Like(S("Hello"), S("h_o"), false)), kFalse);
+  EXPECT_EQ(Eval(Expr::Like(S("a%"), S("a\\%"), false)), kTrue);
+  EXPECT_EQ(Eval(Expr::Like(S("ab"), S("a\\%"), true)), kTrue);
+  EXPECT_EQ(Eval(Expr::Like(I(123), S("1%"), false)), kTrue);
+  EXPECT_EQ(Eval(Expr::Like(N(), S("%"), false)), kNull);
+}
+
+// Runs `call` over `values` (one-column rows) and returns its result.
+Value Aggregate(AggregateKind kind, bool distinct, const std::vector<Value>& values) {
+  AggregateCall call;
+  call.kind = kind;
+  call.distinct = distinct;
+  if (kind != AggregateKind::kCountStar) call.arg = Expr::ColumnRef(0, "a", SqlType::Int(), true);
+  Accumulator acc(call);
+  for (const Value& v : values) {
+    Status st = acc.Add({v});
+    EXPECT_TRUE(st.ok()) << st.ToString();
+  }
+  return acc.Result();
+}
+
+TEST(AggregateTest, Semantics) {
+  const std::vector<Value> values = {Value::Int(3), kNull, Value::Int(1), Value::Int(3)};
+  EXPECT_EQ(Aggregate(AggregateKind::kCountStar, false, values), Value::Int(4));
+  EXPECT_EQ(Aggregate(AggregateKind::kCount, false, values), Value::Int(3));
+  EXPECT_EQ(Aggregate(AggregateKind::kCount, true, values), Value::Int(2));
+  EXPECT_EQ(Aggregate(AggregateKind::kSum, false, values), Value::Int(7));
+  EXPECT_EQ(Aggregate(AggregateKind::kSum, true, values), Value::Int(4));
+  EXPECT_EQ(Aggregate(AggregateKind::kMin, false, values), Value::Int(1));
+  EXPECT_EQ(Aggregate(AggregateKind::kMax, false, values), Value::Int(3));
+  EXPECT_EQ(Aggregate(AggregateKind::kAnyValue, false, values), Value::Int(3));
+  EXPECT_EQ(Aggregate(AggregateKind::kMax, false, {Value::String("b"), Value::String("ab")}),
+            Value::String("b"));
+  // Over no rows, or only NULLs: COUNT 0, the others NULL.
+  EXPECT_EQ(Aggregate(AggregateKind::kCountStar, false, {}), Value::Int(0));
+  EXPECT_EQ(Aggregate(AggregateKind::kCount, false, {kNull}), Value::Int(0));
+  EXPECT_EQ(Aggregate(AggregateKind::kSum, false, {kNull}), kNull);
+  EXPECT_EQ(Aggregate(AggregateKind::kMin, false, {}), kNull);
+  EXPECT_EQ(Aggregate(AggregateKind::kAnyValue, false, {kNull, Value::Int(1)}), kNull);
+}
+
+TEST(AggregateTest, SumOverflowIsOutOfRange) {
+  AggregateCall call;
+  call.kind = AggregateKind::kSum;
+  call.arg = Expr::ColumnRef(0, "a", SqlType::BigInt(), true);
+  Accumulator acc(call);
+  ASSERT_TRUE(acc.Add({Value::Int(kMax)}).ok());
+  Status st = acc.Add({Value::Int(1)});
+  EXPECT_EQ(st.mysql_code(), 1690);
+  EXPECT_EQ(call.ToString(), "sum(#0:a)");
+}
+
+TEST(LogicalTest, AggregateAndJoinDescribe) {
+  auto left = LogicalOperator::Values({ColumnInfo{"a", "", "", "", "", SqlType::Int(), false}}, {});
+  auto right = LogicalOperator::Values({ColumnInfo{"b", "", "", "", "", SqlType::Int(), false}}, {});
+  auto join = LogicalOperator::Join(JoinKind::kLeft, std::move(left), std::move(right),
+                                    Expr::Compare(CompareOp::kEq, Expr::ColumnRef(0, "a", SqlType::Int(), false),
+                                                  Expr::ColumnRef(1, "b", SqlType::Int(), false)));
+  ASSERT_EQ(join->columns.size(), 2u);
+  EXPECT_FALSE(join->columns[0].nullable);
+  EXPECT_TRUE(join->columns[1].nullable);  // right side of a LEFT JOIN
+  EXPECT_EQ(join->Describe(), "LeftJoin on (#0:a = #1:b)");
+  AggregateCall count;
+  auto agg = LogicalOperator::Aggregate(std::move(join), {Expr::ColumnRef(0, "a", SqlType::Int(), false)},
+                                        {count}, {});
+  EXPECT_EQ(agg->Describe(), "Aggregate group=[#0:a] aggregates=[count(*)]");
+}
+
 TEST(LogicalTest, InsertOverValues) {
   auto table = SampleTable();
   auto scan = LogicalOperator::Scan(table, "");

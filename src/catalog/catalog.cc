@@ -14,6 +14,10 @@ namespace {
 constexpr std::string_view kDbPrefix = "catalog/db/";
 constexpr std::string_view kTablePrefix = "catalog/table/";
 constexpr std::string_view kNextIdKey = "catalog/next_id";
+constexpr std::string_view kRowIdPrefix = "catalog/row_id/";
+
+// "catalog/row_id/<table id>": the first row id not yet reserved.
+std::string RowIdKey(uint64_t table_id) { return std::string(kRowIdPrefix) + std::to_string(table_id); }
 
 std::string DbKey(const std::string& db) { return std::string(kDbPrefix) + db; }
 // '/' cannot appear in names we accept, so "<db>/<table>" is unambiguous.
@@ -32,6 +36,7 @@ std::string SerializeTable(const TableDef& t) {
     pc->set_type_id(static_cast<uint32_t>(c.type.id));
     pc->set_type_length(c.type.length);
     pc->set_nullable(c.nullable);
+    pc->set_hidden(c.hidden);
     if (c.default_value) {
       pc->set_has_default(true);
       std::string row;
@@ -67,6 +72,7 @@ Result<std::shared_ptr<const TableDef>> ParseTable(std::string_view bytes) {
     c.name = pc.name();
     c.type = SqlType{static_cast<TypeId>(pc.type_id()), pc.type_length()};
     c.nullable = pc.nullable();
+    c.hidden = pc.hidden();
     if (pc.has_default()) {
       Row row;
       SHALE_RETURN_IF_ERROR(DecodeRow(pc.default_row(), &row));
@@ -188,6 +194,8 @@ Status Catalog::DropDatabase(const std::string& name, bool if_exists,
   std::vector<storage::MetaStore::Change> batch;
   for (auto& [tname, t] : it->second) {
     batch.emplace_back(TableKey(name, tname), std::nullopt);
+    batch.emplace_back(RowIdKey(t->id), std::nullopt);
+    row_ids_.erase(t->id);
     dropped->push_back(t);
   }
   batch.emplace_back(DbKey(name), std::nullopt);
@@ -242,8 +250,10 @@ Status Catalog::DropTable(const std::string& db, const std::string& name) {
   if (d == dbs_.end() || !d->second.count(name)) {
     return SqlError(ErrorCode::kBadTable, "Unknown table '{}.{}'", db, name);
   }
-  SHALE_RETURN_IF_ERROR(meta_->Delete(TableKey(db, name)));
+  uint64_t id = d->second[name]->id;
+  SHALE_RETURN_IF_ERROR(meta_->Write({{TableKey(db, name), std::nullopt}, {RowIdKey(id), std::nullopt}}));
   d->second.erase(name);
+  row_ids_.erase(id);
   return Status::OK();
 }
 
@@ -262,6 +272,39 @@ Result<uint64_t> Catalog::NextId() {
   SHALE_RETURN_IF_ERROR(meta_->Put(kNextIdKey, std::to_string(id + 1)));
   next_id_ = id + 1;
   return id;
+}
+
+Result<int64_t> Catalog::AllocateRowIds(uint64_t table_id, int64_t count) {
+  if (count < 1) return Status::InvalidArgument("row id count must be positive");
+  std::lock_guard lock(mu_);
+  auto it = row_ids_.find(table_id);
+  if (it == row_ids_.end()) {
+    // First use since start-up: continue after everything reserved before.
+    RowIdRange r;
+    std::string stored;
+    Status st = meta_->Get(RowIdKey(table_id), &stored);
+    if (st.ok()) {
+      r.next = std::stoll(stored);
+    } else if (st.IsNotFound()) {
+      r.next = 1;
+    } else {
+      return st;
+    }
+    r.limit = r.next;
+    it = row_ids_.emplace(table_id, r).first;
+  }
+  RowIdRange& r = it->second;
+  if (r.limit - r.next < count) {
+    if (INT64_MAX - r.next < count + kRowIdBatch) {
+      return SqlError(ErrorCode::kDataOutOfRange, "row ids of table {} are exhausted", table_id);
+    }
+    int64_t limit = r.next + std::max(count, kRowIdBatch);
+    SHALE_RETURN_IF_ERROR(meta_->Put(RowIdKey(table_id), std::to_string(limit)));
+    r.limit = limit;
+  }
+  int64_t first = r.next;
+  r.next += count;
+  return first;
 }
 
 }  // namespace shale::catalog

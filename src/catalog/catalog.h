@@ -36,7 +36,16 @@ struct ColumnDef {
   SqlType type;
   bool nullable = true;
   std::optional<Value> default_value;  // absent: no DEFAULT clause
+  // The hidden row id that keys a table created without a PRIMARY KEY
+  // (kHiddenRowIdColumn, BIGINT NOT NULL, the last column). Never shown.
+  bool hidden = false;
 };
+
+// Name of the hidden row-id column. Users cannot name a column this way in a
+// table without a primary key (1060).
+inline constexpr std::string_view kHiddenRowIdColumn = "__shale_row_id";
+// Row ids are reserved in the MetaStore this many at a time.
+inline constexpr int64_t kRowIdBatch = 1024;
 
 // One slice of a representation: rows whose distribution hash h satisfies
 // hash_begin <= h <= hash_end.
@@ -108,6 +117,12 @@ class Catalog {
   // A fresh id for a table or slice, durable before it is returned.
   Result<uint64_t> NextId();
 
+  // Reserves `count` consecutive row ids for the hidden primary key of table
+  // `table_id` and returns the first. Ids are reserved durably in batches of
+  // at least kRowIdBatch, so ids handed out before a restart are never
+  // handed out again (ids reserved but unused are skipped).
+  Result<int64_t> AllocateRowIds(uint64_t table_id, int64_t count);
+
  private:
   explicit Catalog(storage::MetaStore* meta) : meta_(meta) {}
 
@@ -115,6 +130,11 @@ class Catalog {
   mutable std::mutex mu_;
   std::map<std::string, std::map<std::string, std::shared_ptr<const TableDef>>> dbs_;  // GUARDED_BY(mu_)
   uint64_t next_id_ = 1;  // GUARDED_BY(mu_)
+  struct RowIdRange {
+    int64_t next = 0;   // next id to hand out
+    int64_t limit = 0;  // first id not reserved
+  };
+  std::map<uint64_t, RowIdRange> row_ids_;  // GUARDED_BY(mu_); by table id
 };
 
 }  // namespace shale::catalog

@@ -260,6 +260,49 @@ TEST_F(CatalogTest, NextIdNeverRepeatsAcrossReload) {
   }
 }
 
+TEST_F(CatalogTest, RowIdsNeverRepeatAcrossReload) {
+  std::set<int64_t> seen;
+  int64_t last = 0;
+  for (int round = 0; round < 3; ++round) {
+    for (int64_t count : std::vector<int64_t>{1, 3, 1, kRowIdBatch + 5, 2}) {
+      auto first = catalog_->AllocateRowIds(42, count);
+      ASSERT_TRUE(first.ok()) << first.status().ToString();
+      EXPECT_GT(*first, last);
+      for (int64_t id = *first; id < *first + count; ++id) {
+        EXPECT_TRUE(seen.insert(id).second) << "row id " << id << " repeated";
+      }
+      last = *first + count - 1;
+    }
+    Reopen();
+  }
+  // Tables count separately, from 1.
+  auto other = catalog_->AllocateRowIds(43, 1);
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(*other, 1);
+  EXPECT_FALSE(catalog_->AllocateRowIds(43, 0).ok());
+}
+
+TEST_F(CatalogTest, HiddenColumnPersistsAndDropForgetsRowIds) {
+  CreateDb("d");
+  TableDef t = MakeTable("d", "h");
+  t.columns.push_back({std::string(kHiddenRowIdColumn), SqlType::BigInt(), false, std::nullopt, true});
+  t.primary.key_columns = {3};
+  uint64_t id = t.id;
+  bool created = false;
+  ASSERT_TRUE(catalog_->CreateTable(t, false, &created).ok());
+  ASSERT_TRUE(catalog_->AllocateRowIds(id, 10).ok());
+  Reopen();
+  auto loaded = catalog_->GetTable("d", "h");
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_EQ((*loaded)->columns.size(), 4u);
+  EXPECT_FALSE((*loaded)->columns[0].hidden);
+  EXPECT_TRUE((*loaded)->columns[3].hidden);
+  EXPECT_EQ((*loaded)->primary.key_columns, (std::vector<int>{3}));
+  ASSERT_TRUE(catalog_->DropTable("d", "h").ok());
+  std::string stored;
+  EXPECT_TRUE(meta_->Get("catalog/row_id/" + std::to_string(id), &stored).IsNotFound());
+}
+
 TEST_F(CatalogTest, NextIdIsUniqueUnderConcurrency) {
   constexpr int kThreads = 4, kPerThread = 10;
   std::vector<std::vector<uint64_t>> ids(kThreads);

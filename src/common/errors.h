@@ -68,6 +68,9 @@ enum class ErrorCode : uint16_t {
   kNoTablesUsed = 1096,         // ER_NO_TABLES_USED
   kWrongParamcountToNativeFct = 1582,  // ER_WRONG_PARAMCOUNT_TO_NATIVE_FCT
   kCorruptPage = 1712,          // ER_INDEX_CORRUPT (closest MySQL code)
+  kWrongGroupField = 1056,      // ER_WRONG_GROUP_FIELD
+  kNonUniqTable = 1066,         // ER_NONUNIQ_TABLE
+  kInvalidGroupFuncUse = 1111,  // ER_INVALID_GROUP_FUNC_USE
 };
 
 // SQLSTATE of a MySQL error number ("HY000" when the table has none).

@@ -1,7 +1,10 @@
 #include "src/exec/executor.h"
 
 #include <algorithm>
+#include <map>
 #include <mutex>
+#include <optional>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "sierra/eval.h"
@@ -247,6 +250,160 @@ class LimitSource : public RowSource {
   uint64_t returned_ = 0;
 };
 
+// GROUP BY and aggregates: reads its whole input into a hash table of groups
+// (in order of first appearance), then returns one row per group.
+class HashAggregateSource : public RowSource {
+ public:
+  HashAggregateSource(const PhysicalOperator& op, std::unique_ptr<RowSource> child)
+      : op_(op), child_(std::move(child)) {}
+  Result<bool> Next(Row* row) override {
+    if (!done_) {
+      SHALE_RETURN_IF_ERROR(Materialize());
+      done_ = true;
+    }
+    if (next_ >= groups_.size()) return false;
+    Group& g = groups_[next_++];
+    *row = std::move(g.keys);
+    for (const sierra::Accumulator& a : g.accumulators) row->push_back(a.Result());
+    return true;
+  }
+
+ private:
+  struct Group {
+    Row keys;
+    std::vector<sierra::Accumulator> accumulators;
+  };
+
+  Group NewGroup(Row keys) {
+    Group g;
+    g.keys = std::move(keys);
+    for (const auto& call : op_.aggregates) g.accumulators.emplace_back(call);
+    return g;
+  }
+
+  Status Materialize() {
+    std::unordered_map<std::string, size_t> index;
+    Row r;
+    while (true) {
+      SHALE_ASSIGN_OR_RETURN(bool more, child_->Next(&r));
+      if (!more) break;
+      Row keys;
+      for (const auto& e : op_.group_by) {
+        SHALE_ASSIGN_OR_RETURN(Value v, sierra::Evaluate(*e, r));
+        keys.push_back(std::move(v));
+      }
+      std::string encoded;
+      EncodeRow(keys, &encoded);
+      auto [it, added] = index.emplace(std::move(encoded), groups_.size());
+      if (added) groups_.push_back(NewGroup(std::move(keys)));
+      for (sierra::Accumulator& a : groups_[it->second].accumulators) {
+        SHALE_RETURN_IF_ERROR(a.Add(r));
+      }
+    }
+    // Without GROUP BY there is one group even when there are no rows.
+    if (op_.group_by.empty() && groups_.empty()) groups_.push_back(NewGroup({}));
+    return Status::OK();
+  }
+
+  const PhysicalOperator& op_;
+  std::unique_ptr<RowSource> child_;
+  std::vector<Group> groups_;
+  size_t next_ = 0;
+  bool done_ = false;
+};
+
+// Joins by scanning the (materialized) right input once per left row, or
+// with hash keys only the right rows whose keys equal the left row's.
+class NestedLoopJoinSource : public RowSource {
+ public:
+  NestedLoopJoinSource(const PhysicalOperator& op, std::unique_ptr<RowSource> left,
+                       std::unique_ptr<RowSource> right)
+      : op_(op), left_(std::move(left)), right_(std::move(right)) {}
+  Result<bool> Next(Row* row) override {
+    if (!right_read_) {
+      Row r;
+      while (true) {
+        SHALE_ASSIGN_OR_RETURN(bool more, right_->Next(&r));
+        if (!more) break;
+        if (!op_.hash_keys.empty()) {
+          SHALE_ASSIGN_OR_RETURN(std::optional<std::string> key, HashKey(r, /*left=*/false));
+          if (key) buckets_[*key].push_back(right_rows_.size());
+        }
+        right_rows_.push_back(std::move(r));
+        r = Row();
+      }
+      right_read_ = true;
+      right_width_ = op_.children[1]->columns.size();
+      for (size_t i = 0; i < right_rows_.size(); ++i) all_.push_back(i);
+    }
+    while (true) {
+      if (!have_left_) {
+        SHALE_ASSIGN_OR_RETURN(bool more, left_->Next(&left_row_));
+        if (!more) return false;
+        have_left_ = true;
+        matched_ = false;
+        next_right_ = 0;
+        candidates_ = &all_;
+        if (!op_.hash_keys.empty()) {
+          static const std::vector<size_t> kNone;
+          SHALE_ASSIGN_OR_RETURN(std::optional<std::string> key, HashKey(left_row_, /*left=*/true));
+          auto it = key ? buckets_.find(*key) : buckets_.end();
+          candidates_ = it == buckets_.end() ? &kNone : &it->second;
+        }
+      }
+      while (next_right_ < candidates_->size()) {
+        const Row& right = right_rows_[(*candidates_)[next_right_++]];
+        *row = left_row_;
+        row->insert(row->end(), right.begin(), right.end());
+        if (!op_.predicate) {
+          matched_ = true;
+          return true;
+        }
+        SHALE_ASSIGN_OR_RETURN(Value v, sierra::Evaluate(*op_.predicate, *row));
+        if (sierra::IsTrue(v)) {
+          matched_ = true;
+          return true;
+        }
+      }
+      have_left_ = false;
+      if (!matched_ && op_.join_kind == sierra::JoinKind::kLeft) {
+        *row = left_row_;
+        row->resize(row->size() + right_width_);  // NULLs
+        return true;
+      }
+    }
+  }
+
+ private:
+  // The encoded hash-key values of a left or right row; nullopt when one is
+  // NULL (an equality with NULL is never true).
+  Result<std::optional<std::string>> HashKey(const Row& row, bool left) {
+    Row values;
+    for (const auto& [l, r] : op_.hash_keys) {
+      SHALE_ASSIGN_OR_RETURN(Value v, sierra::Evaluate(left ? *l : *r, row));
+      if (v.is_null()) return std::optional<std::string>();
+      values.push_back(std::move(v));
+    }
+    std::string key;
+    EncodeRow(values, &key);
+    return std::optional<std::string>(std::move(key));
+  }
+
+  const PhysicalOperator& op_;
+  std::unique_ptr<RowSource> left_;
+  std::unique_ptr<RowSource> right_;
+  std::vector<Row> right_rows_;
+  std::unordered_map<std::string, std::vector<size_t>> buckets_;  // hash key -> right rows
+  std::vector<size_t> all_;                                       // every right row
+  const std::vector<size_t>* candidates_ = &all_;
+  size_t right_width_ = 0;
+  bool right_read_ = false;
+  Row left_row_;
+  bool have_left_ = false;
+  bool matched_ = false;
+  size_t next_right_ = 0;
+};
+
 Result<std::unique_ptr<RowSource>> Build(Engine* engine, const PhysicalOperator& op) {
   std::unique_ptr<RowSource> child;
   if (!op.children.empty()) {
@@ -261,7 +418,17 @@ Result<std::unique_ptr<RowSource>> Build(Engine* engine, const PhysicalOperator&
     case PhysicalKind::kSort: return std::unique_ptr<RowSource>(new SortSource(op, std::move(child)));
     case PhysicalKind::kDistinct: return std::unique_ptr<RowSource>(new DistinctSource(std::move(child)));
     case PhysicalKind::kLimit: return std::unique_ptr<RowSource>(new LimitSource(op, std::move(child)));
-    case PhysicalKind::kInsert: break;
+    case PhysicalKind::kHashAggregate:
+      return std::unique_ptr<RowSource>(new HashAggregateSource(op, std::move(child)));
+    case PhysicalKind::kNestedLoopJoin:
+    case PhysicalKind::kHashJoin: {
+      SHALE_ASSIGN_OR_RETURN(auto right, Build(engine, *op.children[1]));
+      return std::unique_ptr<RowSource>(
+          new NestedLoopJoinSource(op, std::move(child), std::move(right)));
+    }
+    case PhysicalKind::kInsert:
+    case PhysicalKind::kUpdate:
+    case PhysicalKind::kDelete: break;
   }
   return Status::Internal("executor: operator cannot produce rows");
 }
@@ -271,6 +438,41 @@ std::string DupEntryText(const std::vector<Value>& key) {
   std::string out;
   for (size_t i = 0; i < key.size(); ++i) out += (i ? "-" : "") + key[i].ToText();
   return out;
+}
+
+// Converts every column of `row` to its column type and checks NOT NULL, as
+// a write of row number `n` of the statement (for messages).
+Status CoerceRow(const catalog::TableDef& table, uint64_t n, Row* row) {
+  for (size_t c = 0; c < table.columns.size(); ++c) {
+    const catalog::ColumnDef& col = table.columns[c];
+    auto v = CoerceToColumn((*row)[c], col.type, col.name);
+    if (!v.ok()) {
+      // Messages from CoerceToColumn say "at row 1"; name the real row.
+      std::string msg = v.status().message();
+      auto at = msg.rfind("at row 1");
+      if (at != std::string::npos) msg = msg.substr(0, at) + fmt::format("at row {}", n);
+      return Status::Sql(v.status().mysql_code(), msg);
+    }
+    if (v->is_null() && !col.nullable) {
+      return SqlError(ErrorCode::kBadNull, "Column '{}' cannot be null", col.name);
+    }
+    (*row)[c] = std::move(v).value();
+  }
+  return Status::OK();
+}
+
+// The index of the column holding a table's hidden row id, or -1.
+int HiddenRowIdColumn(const catalog::TableDef& table) {
+  for (size_t c = 0; c < table.columns.size(); ++c) {
+    if (table.columns[c].hidden) return static_cast<int>(c);
+  }
+  return -1;
+}
+
+size_t SliceIndexOf(const catalog::TableDef& table, const std::vector<Value>& key_values) {
+  uint64_t h = catalog::DistributionHash(table.primary, key_values);
+  const catalog::SliceDef& s = table.primary.SliceForHash(h);
+  return static_cast<size_t>(&s - table.primary.slices.data());
 }
 
 Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op) {
@@ -285,32 +487,31 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
     size_t slice_index;
   };
   std::vector<Pending> pending;
+  std::vector<Row> rows;
   Row row;
-  for (uint64_t n = 1;; ++n) {
+  while (true) {
     SHALE_ASSIGN_OR_RETURN(bool more, source->Next(&row));
     if (!more) break;
-    for (size_t c = 0; c < table.columns.size(); ++c) {
-      const catalog::ColumnDef& col = table.columns[c];
-      auto v = CoerceToColumn(row[c], col.type, col.name);
-      if (!v.ok()) {
-        // Messages from CoerceToColumn say "at row 1"; name the real row.
-        std::string msg = v.status().message();
-        auto at = msg.rfind("at row 1");
-        if (at != std::string::npos) msg = msg.substr(0, at) + fmt::format("at row {}", n);
-        return Status::Sql(v.status().mysql_code(), msg);
-      }
-      if (v->is_null() && !col.nullable) {
-        return SqlError(ErrorCode::kBadNull, "Column '{}' cannot be null", col.name);
-      }
-      row[c] = std::move(v).value();
+    rows.push_back(std::move(row));
+    row = Row();
+  }
+  // A table without a primary key: every row gets a fresh hidden row id.
+  int row_id_col = HiddenRowIdColumn(table);
+  if (row_id_col >= 0 && !rows.empty()) {
+    SHALE_ASSIGN_OR_RETURN(int64_t first, engine->catalog()->AllocateRowIds(
+                                              table.id, static_cast<int64_t>(rows.size())));
+    for (size_t i = 0; i < rows.size(); ++i) {
+      rows[i][row_id_col] = Value::Int(first + static_cast<int64_t>(i));
     }
+  }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    Row& r = rows[i];
+    SHALE_RETURN_IF_ERROR(CoerceRow(table, i + 1, &r));
     Pending p;
-    p.key_values = catalog::PrimaryKeyValues(table, row);
+    p.key_values = catalog::PrimaryKeyValues(table, r);
     p.key = catalog::EncodeKey(p.key_values);
-    uint64_t h = catalog::DistributionHash(table.primary, p.key_values);
-    const catalog::SliceDef& s = table.primary.SliceForHash(h);
-    p.slice_index = static_cast<size_t>(&s - table.primary.slices.data());
-    EncodeRow(row, &p.value);
+    p.slice_index = SliceIndexOf(table, p.key_values);
+    EncodeRow(r, &p.value);
     pending.push_back(std::move(p));
   }
 
@@ -347,10 +548,131 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
   return result;
 }
 
+// UPDATE and DELETE. The whole statement runs under the table's write lock:
+// read the target rows, compute every change and check every new key, then
+// write one batch per slice. Rows are processed in the child's order and
+// keys are checked as if each row were written before the next is read, so
+// `SET id = id + 1` fails on a duplicate exactly where MySQL's row-by-row
+// execution does; but nothing is written unless every row passes.
+Result<StatementResult> ExecuteModify(Engine* engine, const PhysicalOperator& op) {
+  const catalog::TableDef& table = *op.table;
+  const bool is_update = op.kind == PhysicalKind::kUpdate;
+  std::lock_guard lock(engine->TableWriteMutex(table.id));
+
+  SHALE_ASSIGN_OR_RETURN(auto source, Build(engine, *op.children[0]));
+  std::vector<Row> targets;
+  Row row;
+  while (true) {
+    SHALE_ASSIGN_OR_RETURN(bool more, source->Next(&row));
+    if (!more) break;
+    targets.push_back(std::move(row));
+    row = Row();
+  }
+
+  std::vector<storage::Slice*> slices(table.primary.slices.size(), nullptr);
+  auto slice_at = [&](size_t index) -> Result<storage::Slice*> {
+    if (!slices[index]) {
+      SHALE_ASSIGN_OR_RETURN(slices[index], LocalSlice(engine, table, table.primary.slices[index]));
+    }
+    return slices[index];
+  };
+  // The statement's writes so far: encoded key -> (slice, new value or
+  // nullopt for a delete). std::map keeps batches in key order.
+  struct Change {
+    size_t slice_index;
+    std::optional<std::string> value;
+  };
+  std::map<std::string, Change> changes;
+  auto key_exists = [&](const std::string& key, size_t slice_index) -> Result<bool> {
+    auto it = changes.find(key);
+    if (it != changes.end()) return it->second.value.has_value();
+    SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, slice_at(slice_index));
+    std::string existing;
+    Status st = slice->Get(key, &existing);
+    if (st.ok()) return true;
+    if (st.IsNotFound()) return false;
+    return st;
+  };
+
+  uint64_t matched = 0;
+  uint64_t changed = 0;
+  for (Row& old_row : targets) {
+    ++matched;
+    std::vector<Value> old_key_values = catalog::PrimaryKeyValues(table, old_row);
+    std::string old_key = catalog::EncodeKey(old_key_values);
+    size_t old_slice = SliceIndexOf(table, old_key_values);
+    if (!is_update) {
+      changes[old_key] = Change{old_slice, std::nullopt};
+      ++changed;
+      continue;
+    }
+    Row new_row = old_row;
+    for (size_t i = 0; i < op.exprs.size(); ++i) {
+      SHALE_ASSIGN_OR_RETURN(Value v, sierra::Evaluate(*op.exprs[i], new_row));
+      const int col = op.update_columns[i];
+      const catalog::ColumnDef& def = table.columns[col];
+      if (v.is_null() && !def.nullable) {
+        return SqlError(ErrorCode::kBadNull, "Column '{}' cannot be null", def.name);
+      }
+      // Converted at once, so later assignments see the stored value.
+      auto coerced = CoerceToColumn(v, def.type, def.name);
+      if (!coerced.ok()) {
+        std::string msg = coerced.status().message();
+        auto at = msg.rfind("at row 1");
+        if (at != std::string::npos) msg = msg.substr(0, at) + fmt::format("at row {}", matched);
+        return Status::Sql(coerced.status().mysql_code(), msg);
+      }
+      new_row[col] = std::move(coerced).value();
+    }
+    if (new_row == old_row) continue;  // matched, not changed
+    ++changed;
+    std::vector<Value> new_key_values = catalog::PrimaryKeyValues(table, new_row);
+    std::string new_key = catalog::EncodeKey(new_key_values);
+    std::string value;
+    EncodeRow(new_row, &value);
+    if (new_key == old_key) {
+      changes[old_key] = Change{old_slice, std::move(value)};
+      continue;
+    }
+    // The row moves: its old key goes, its new key must be free.
+    size_t new_slice = SliceIndexOf(table, new_key_values);
+    changes[old_key] = Change{old_slice, std::nullopt};
+    SHALE_ASSIGN_OR_RETURN(bool taken, key_exists(new_key, new_slice));
+    if (taken) {
+      return SqlError(ErrorCode::kDupEntry, "Duplicate entry '{}' for key '{}.PRIMARY'",
+                      DupEntryText(new_key_values), table.name);
+    }
+    changes[new_key] = Change{new_slice, std::move(value)};
+  }
+
+  std::vector<storage::WriteBatch> batches(slices.size());
+  for (auto& [key, change] : changes) {
+    if (change.value) {
+      batches[change.slice_index].Put(key, std::move(*change.value));
+    } else {
+      batches[change.slice_index].Delete(key);
+    }
+  }
+  for (size_t i = 0; i < batches.size(); ++i) {
+    if (batches[i].empty()) continue;
+    SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, slice_at(i));
+    // TODO(txn issue): as for INSERT, batches to different slices commit
+    // independently until distributed commit exists.
+    SHALE_RETURN_IF_ERROR(slice->Write(batches[i]));
+  }
+  StatementResult result;
+  result.affected_rows = changed;
+  if (is_update) result.info = fmt::format("Rows matched: {}  Changed: {}  Warnings: 0", matched, changed);
+  return result;
+}
+
 }  // namespace
 
 Result<StatementResult> ExecutePlan(Engine* engine, const PhysicalOperator& plan) {
   if (plan.kind == PhysicalKind::kInsert) return ExecuteInsert(engine, plan);
+  if (plan.kind == PhysicalKind::kUpdate || plan.kind == PhysicalKind::kDelete) {
+    return ExecuteModify(engine, plan);
+  }
   SHALE_ASSIGN_OR_RETURN(auto source, Build(engine, plan));
   StatementResult result;
   result.is_result_set = true;

@@ -147,7 +147,9 @@ Result<StatementResult> Session::ExecuteStatement(const ast::Statement& stmt,
         using T = std::decay_t<decltype(cmd)>;
         if constexpr (std::is_same_v<T, sql::PlanCmd>) {
           SHALE_ASSIGN_OR_RETURN(auto physical, planner::Plan(*cmd.plan));
-          bool writes = cmd.plan->kind == sierra::LogicalKind::kInsert;
+          bool writes = cmd.plan->kind == sierra::LogicalKind::kInsert ||
+                        cmd.plan->kind == sierra::LogicalKind::kUpdate ||
+                        cmd.plan->kind == sierra::LogicalKind::kDelete;
           SHALE_ASSIGN_OR_RETURN(StatementResult r, ExecutePlan(engine_, *physical));
           if (writes) {
             if (!autocommit()) in_transaction_ = true;

@@ -25,9 +25,12 @@ enum class ExprKind : uint8_t {
   kIsNull,     // negated, children[0]
   kInList,     // negated, children[0] IN (children[1..])
   kBetween,    // negated, children[0] BETWEEN children[1] AND children[2]
-  kFunction,   // name (upper-cased), children = arguments
+  kFunction,   // name (upper-cased), children = arguments; distinct for
+               // COUNT(DISTINCT x); COUNT(*) has one kStar child
   kSystemVar,  // name (lower-cased), scope
   kDefault,    // the DEFAULT keyword in INSERT ... VALUES
+  kCase,       // [operand if has_operand,] when, then, when, then, ... [, else if has_else]
+  kLike,       // negated, children[0] LIKE children[1] [ESCAPE children[2]]
 };
 
 struct Expr {
@@ -38,6 +41,9 @@ struct Expr {
   std::string name;  // function or variable name
   std::string scope; // system variables: "", "session", "global"
   bool negated = false;
+  bool distinct = false;  // kFunction: an aggregate over distinct values
+  bool has_operand = false;  // kCase: CASE x WHEN ...
+  bool has_else = false;     // kCase
   std::vector<std::unique_ptr<Expr>> children;
   std::string text;  // the source text of this expression
 };
@@ -53,6 +59,14 @@ struct TableRef {
   std::string alias;  // empty: none
 };
 
+// A table joined to the ones before it in FROM.
+struct JoinClause {
+  enum class Kind : uint8_t { kInner, kLeft };  // ',' / CROSS JOIN are kInner without `on`
+  Kind kind = Kind::kInner;
+  TableRef table;
+  std::unique_ptr<Expr> on;  // null: none
+};
+
 struct SelectItem {
   ExprPtr expr;
   std::string alias;  // empty: none
@@ -66,8 +80,11 @@ struct OrderItem {
 struct SelectStmt {
   bool distinct = false;
   std::vector<SelectItem> items;
-  std::optional<TableRef> from;
+  std::optional<TableRef> from;   // the first table of FROM
+  std::vector<JoinClause> joins;  // the tables after it, in order
   ExprPtr where;
+  std::vector<ExprPtr> group_by;
+  ExprPtr having;
   std::vector<OrderItem> order_by;
   std::optional<uint64_t> limit;
   uint64_t offset = 0;
@@ -77,6 +94,28 @@ struct InsertStmt {
   TableName table;
   std::vector<std::string> columns;            // empty: all, in table order
   std::vector<std::vector<ExprPtr>> rows;
+};
+
+// UPDATE t SET col = expr, ... [WHERE] [ORDER BY] [LIMIT n]
+struct Assignment {
+  std::vector<std::string> names;  // [col] / [table, col] / [db, table, col]
+  ExprPtr value;                   // kDefault for SET c = DEFAULT
+};
+
+struct UpdateStmt {
+  TableRef table;
+  std::vector<Assignment> assignments;
+  ExprPtr where;
+  std::vector<OrderItem> order_by;
+  std::optional<uint64_t> limit;
+};
+
+// DELETE FROM t [WHERE] [ORDER BY] [LIMIT n]
+struct DeleteStmt {
+  TableRef table;
+  ExprPtr where;
+  std::vector<OrderItem> order_by;
+  std::optional<uint64_t> limit;
 };
 
 struct ColumnDefinition {
@@ -142,6 +181,6 @@ struct TransactionStmt {
 
 using Statement = std::variant<SelectStmt, InsertStmt, CreateTableStmt, DropTableStmt,
                                CreateDatabaseStmt, DropDatabaseStmt, UseStmt, SetStmt, ShowStmt,
-                               TransactionStmt>;
+                               TransactionStmt, UpdateStmt, DeleteStmt>;
 
 }  // namespace shale::sql::ast

@@ -9,6 +9,7 @@
 #include "src/common/errors.h"
 #include "src/common/like.h"
 #include "sierra/eval.h"
+#include "src/sql/parser.h"
 
 namespace shale::sql {
 namespace {
@@ -23,13 +24,119 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
 }
 
-// The names visible to an expression: the columns of at most one table.
+// One table of a FROM clause: its columns are source->columns[first,
+// first + count) of the scope holding it.
+struct ScopeTable {
+  std::string alias;  // alias, or the table name
+  std::string db;
+  size_t first = 0;
+  size_t count = 0;
+};
+
+// The names visible to an expression: the columns of the FROM tables, in
+// the rows of `source` (a table, or the join of several).
 struct Scope {
   const LogicalOperator* source = nullptr;  // null: no FROM clause
-  std::string table_alias;                  // alias, or the table name
-  std::string db;
+  std::vector<ScopeTable> tables;
   const char* clause = "field list";        // for ER_BAD_FIELD_ERROR messages
 };
+
+// Binding state of a query with GROUP BY or aggregates. Expressions above
+// the kAggregate operator see only its output: the group_by values, then
+// the aggregates' results.
+struct AggregateBinding {
+  Scope input;                               // the rows being grouped
+  std::vector<ExprPtr> group_by;             // over input
+  std::vector<std::string> group_names;      // their text, for column names
+  std::vector<sierra::AggregateCall> calls;  // over input
+  std::vector<std::string> call_names;
+  bool inside_call = false;                  // binding an aggregate's argument
+  // Select-list aliases HAVING may name: alias -> bound output expression.
+  std::vector<std::pair<std::string, ExprPtr>> aliases;
+};
+
+// The smallest and largest column positions `e` reads (min > max: none).
+void ColumnRange(const Expr& e, int* min, int* max) {
+  if (e.kind == sierra::ExprKind::kColumnRef) {
+    *min = std::min(*min, e.column);
+    *max = std::max(*max, e.column);
+  }
+  for (const ExprPtr& c : e.children) ColumnRange(*c, min, max);
+}
+
+// `e` with every column reference moved by `delta` positions.
+ExprPtr ShiftColumns(const ExprPtr& e, int delta) {
+  auto copy = std::make_shared<Expr>(*e);
+  if (copy->kind == sierra::ExprKind::kColumnRef) copy->column += delta;
+  for (ExprPtr& c : copy->children) c = ShiftColumns(c, delta);
+  return copy;
+}
+
+ExprPtr AndAll(const std::vector<ExprPtr>& conjuncts) {
+  ExprPtr out;
+  for (const ExprPtr& c : conjuncts) out = out ? Expr::Logical(sierra::ExprKind::kAnd, out, c) : c;
+  return out;
+}
+
+// Puts the WHERE conjuncts of a query over joins as low in the left-deep
+// join tree BindFrom builds as they can go: a conjunct reading only tables
+// 0..k filters the output of join k (or table 0), which commutes with every
+// join above it, inner or left; one reading only the right table of an
+// inner join filters that table's scan, so it gets an access path.
+LogicalPtr PushDownWhere(LogicalPtr plan, const ExprPtr& where, const std::vector<ScopeTable>& tables) {
+  std::vector<LogicalOperator*> joins;  // joins[k - 1] joins table k
+  for (LogicalOperator* op = plan.get(); op->kind == sierra::LogicalKind::kJoin; op = op->children[0].get()) {
+    joins.insert(joins.begin(), op);
+  }
+  const size_t n = joins.size();
+  std::vector<std::vector<ExprPtr>> above(n + 1), on_right(n + 1);
+  std::vector<ExprPtr> conjuncts;
+  sierra::SplitConjuncts(where, &conjuncts);
+  for (const ExprPtr& c : conjuncts) {
+    int min = INT32_MAX, max = -1;
+    ColumnRange(*c, &min, &max);
+    size_t k = 0;
+    while (k < n && max >= static_cast<int>(tables[k].first + tables[k].count)) ++k;
+    bool inner = k >= 1 && joins[k - 1]->join_kind == sierra::JoinKind::kInner;
+    if (inner && min >= static_cast<int>(tables[k].first)) {
+      on_right[k].push_back(ShiftColumns(c, -static_cast<int>(tables[k].first)));
+    } else {
+      above[k].push_back(c);
+    }
+  }
+  for (size_t k = 1; k <= n; ++k) {
+    if (on_right[k].empty()) continue;
+    LogicalPtr& right = joins[k - 1]->children[1];
+    right = LogicalOperator::Filter(std::move(right), AndAll(on_right[k]));
+  }
+  for (size_t k = 0; k <= n; ++k) {
+    if (above[k].empty()) continue;
+    if (k >= 1 && joins[k - 1]->join_kind == sierra::JoinKind::kInner) {
+      // Filtering an inner join's output is joining with the extra condition.
+      std::vector<ExprPtr> all;
+      if (joins[k - 1]->predicate) all.push_back(joins[k - 1]->predicate);
+      all.insert(all.end(), above[k].begin(), above[k].end());
+      joins[k - 1]->predicate = AndAll(all);
+      continue;
+    }
+    // Above table 0 or a left join: a filter on the input of the next join.
+    if (k == n) {
+      plan = LogicalOperator::Filter(std::move(plan), AndAll(above[k]));
+    } else {
+      LogicalPtr& input = joins[k]->children[0];
+      input = LogicalOperator::Filter(std::move(input), AndAll(above[k]));
+    }
+  }
+  return plan;
+}
+
+bool ContainsAggregate(const ast::Expr& e) {
+  if (e.kind == ast::ExprKind::kFunction && IsAggregateFunction(e.name)) return true;
+  for (const auto& c : e.children) {
+    if (ContainsAggregate(*c)) return true;
+  }
+  return false;
+}
 
 class Binder {
  public:
@@ -40,11 +147,27 @@ class Binder {
  private:
   Result<LogicalPtr> BindSelect(const ast::SelectStmt& s);
   Result<LogicalPtr> BindInsert(const ast::InsertStmt& s);
+  Result<LogicalPtr> BindUpdate(const ast::UpdateStmt& s);
+  Result<LogicalPtr> BindDelete(const ast::DeleteStmt& s);
+  // Scan [-> Filter] [-> Sort] [-> Limit] over one table: the rows an UPDATE
+  // or DELETE changes, as full table rows.
+  Result<LogicalPtr> BindTargetRows(const ast::TableRef& ref, const ast::Expr* where,
+                                    const std::vector<ast::OrderItem>& order_by,
+                                    std::optional<uint64_t> limit, Scope* scope);
   Result<BoundStatement> BindCreateTable(const ast::CreateTableStmt& s);
   Result<BoundStatement> BindSet(const ast::SetStmt& s);
   Result<LogicalPtr> BindShow(const ast::ShowStmt& s);
 
   Result<ExprPtr> BindExpr(const ast::Expr& e, const Scope& scope);
+  Result<ExprPtr> BindExprInner(const ast::Expr& e, const Scope& scope);
+  // With agg_ set: an expression without aggregates, as seen above the
+  // aggregate (a group value, a constant, or a column's value in the group).
+  Result<ExprPtr> BindGrouped(const ast::Expr& e, const char* clause);
+  Result<ExprPtr> BindAggregateCall(const ast::Expr& e);
+  // FROM: the tables and joins, filling scope->tables.
+  Result<LogicalPtr> BindFrom(const ast::SelectStmt& s, Scope* scope);
+  // The output column of select item `e` bound to `bound`.
+  ColumnInfo ItemColumn(const ast::Expr& e, const ExprPtr& bound, const Scope& input);
   Result<ExprPtr> BindColumn(const ast::Expr& e, const Scope& scope);
   Result<ExprPtr> BindFunction(const ast::Expr& e, const Scope& scope);
   Result<Value> EvaluateConstant(const ast::Expr& e);
@@ -52,6 +175,7 @@ class Binder {
   Result<std::shared_ptr<const catalog::TableDef>> ResolveTable(const ast::TableName& name) const;
 
   const BindContext& ctx_;
+  AggregateBinding* agg_ = nullptr;  // set while binding above an aggregate
 };
 
 ColumnInfo ExprColumn(std::string name, const ExprPtr& e) {
@@ -90,6 +214,12 @@ Result<BoundStatement> Binder::BindStatement(const ast::Statement& stmt) {
           return BoundStatement(PlanCmd{std::move(plan)});
         } else if constexpr (std::is_same_v<T, ast::InsertStmt>) {
           SHALE_ASSIGN_OR_RETURN(auto plan, BindInsert(s));
+          return BoundStatement(PlanCmd{std::move(plan)});
+        } else if constexpr (std::is_same_v<T, ast::UpdateStmt>) {
+          SHALE_ASSIGN_OR_RETURN(auto plan, BindUpdate(s));
+          return BoundStatement(PlanCmd{std::move(plan)});
+        } else if constexpr (std::is_same_v<T, ast::DeleteStmt>) {
+          SHALE_ASSIGN_OR_RETURN(auto plan, BindDelete(s));
           return BoundStatement(PlanCmd{std::move(plan)});
         } else if constexpr (std::is_same_v<T, ast::CreateTableStmt>) {
           return BindCreateTable(s);
@@ -138,14 +268,56 @@ Result<std::shared_ptr<const catalog::TableDef>> Binder::ResolveTable(
 
 // ---- SELECT -----------------------------------------------------------------
 
+Result<LogicalPtr> Binder::BindFrom(const ast::SelectStmt& s, Scope* scope) {
+  size_t width = 0;
+  auto add = [&](const ast::TableRef& ref) -> Result<LogicalPtr> {
+    SHALE_ASSIGN_OR_RETURN(auto table, ResolveTable(ref.name));
+    std::string alias = ref.alias.empty() ? table->name : ref.alias;
+    for (const ScopeTable& t : scope->tables) {
+      if (t.alias == alias) return SqlError(ErrorCode::kNonUniqTable, "Not unique table/alias: '{}'", alias);
+    }
+    LogicalPtr scan = LogicalOperator::Scan(table, ref.alias);
+    scope->tables.push_back({alias, table->db, width, scan->columns.size()});
+    width += scan->columns.size();
+    return scan;
+  };
+  SHALE_ASSIGN_OR_RETURN(LogicalPtr plan, add(*s.from));
+  for (const ast::JoinClause& j : s.joins) {
+    SHALE_ASSIGN_OR_RETURN(LogicalPtr right, add(j.table));
+    auto kind = j.kind == ast::JoinClause::Kind::kLeft ? sierra::JoinKind::kLeft : sierra::JoinKind::kInner;
+    plan = LogicalOperator::Join(kind, std::move(plan), std::move(right), nullptr);
+    if (j.on) {
+      // ON sees the tables joined so far.
+      Scope on_scope = *scope;
+      on_scope.source = plan.get();
+      on_scope.clause = "on clause";
+      SHALE_ASSIGN_OR_RETURN(plan->predicate, BindExpr(*j.on, on_scope));
+    }
+  }
+  return plan;
+}
+
+ColumnInfo Binder::ItemColumn(const ast::Expr& e, const ExprPtr& bound, const Scope& input) {
+  if (e.kind == ast::ExprKind::kColumn) {
+    AggregateBinding* saved = agg_;
+    agg_ = nullptr;
+    auto in = BindColumn(e, input);
+    agg_ = saved;
+    if (in.ok()) {
+      ColumnInfo info = input.source->columns[(*in)->column];
+      info.name = e.names.back();
+      info.nullable = bound->nullable;
+      return info;
+    }
+  }
+  return ExprColumn(e.text, bound);
+}
+
 Result<LogicalPtr> Binder::BindSelect(const ast::SelectStmt& s) {
   LogicalPtr plan;
   Scope scope;
   if (s.from) {
-    SHALE_ASSIGN_OR_RETURN(auto table, ResolveTable(s.from->name));
-    scope.table_alias = s.from->alias.empty() ? table->name : s.from->alias;
-    scope.db = table->db;
-    plan = LogicalOperator::Scan(table, s.from->alias);
+    SHALE_ASSIGN_OR_RETURN(plan, BindFrom(s, &scope));
   } else {
     plan = LogicalOperator::Values({}, {{}});  // one empty row
   }
@@ -155,9 +327,59 @@ Result<LogicalPtr> Binder::BindSelect(const ast::SelectStmt& s) {
     Scope where_scope = scope;
     where_scope.clause = "where clause";
     SHALE_ASSIGN_OR_RETURN(ExprPtr pred, BindExpr(*s.where, where_scope));
-    plan = LogicalOperator::Filter(std::move(plan), std::move(pred));
+    if (s.joins.empty()) {
+      plan = LogicalOperator::Filter(std::move(plan), std::move(pred));
+    } else {
+      plan = PushDownWhere(std::move(plan), pred, scope.tables);
+    }
     scope.source = plan.get();
   }
+
+  // GROUP BY or aggregates: everything after this binds above the aggregate.
+  bool aggregate = !s.group_by.empty() || (s.having && ContainsAggregate(*s.having));
+  for (const ast::SelectItem& item : s.items) aggregate |= ContainsAggregate(*item.expr);
+  for (const ast::OrderItem& item : s.order_by) aggregate |= ContainsAggregate(*item.expr);
+  AggregateBinding agg;
+  if (aggregate) {
+    agg.input = scope;
+    Scope group_scope = scope;
+    group_scope.clause = "group statement";
+    for (const ast::ExprPtr& g : s.group_by) {
+      const ast::Expr* ge = g.get();
+      if (ge->kind == ast::ExprKind::kLiteral && ge->value.is_int()) {
+        int64_t pos = ge->value.as_int();
+        if (pos < 1 || static_cast<size_t>(pos) > s.items.size() ||
+            s.items[pos - 1].expr->kind == ast::ExprKind::kStar) {
+          return SqlError(ErrorCode::kBadField, "Unknown column '{}' in 'group statement'", pos);
+        }
+        ge = s.items[pos - 1].expr.get();
+      }
+      auto bound = ContainsAggregate(*ge) ? Result<ExprPtr>(ExprPtr()) : BindExpr(*ge, group_scope);
+      if (!ContainsAggregate(*ge) && !bound.ok() && bound.status().mysql_code() == 1054 &&
+          ge->kind == ast::ExprKind::kColumn && ge->names.size() == 1) {
+        // Not a column of the FROM tables: a select-list alias.
+        for (const ast::SelectItem& item : s.items) {
+          if (!item.alias.empty() && EqualsIgnoreCase(item.alias, ge->names[0])) {
+            ge = item.expr.get();
+            bound = ContainsAggregate(*ge) ? Result<ExprPtr>(ExprPtr()) : BindExpr(*ge, group_scope);
+            break;
+          }
+        }
+      }
+      if (ContainsAggregate(*ge)) {
+        return SqlError(ErrorCode::kWrongGroupField, "Can't group on '{}'", ge->text);
+      }
+      if (!bound.ok()) return bound.status();
+      agg.group_by.push_back(*bound);
+      agg.group_names.push_back(ge->text);
+    }
+    agg_ = &agg;
+  }
+  struct ResetAgg {
+    AggregateBinding** p;
+    ~ResetAgg() { *p = nullptr; }
+  } reset_agg{&agg_};
+  const Scope& input = aggregate ? agg.input : scope;
 
   // Select list, with * expanded.
   std::vector<ExprPtr> exprs;
@@ -165,33 +387,49 @@ Result<LogicalPtr> Binder::BindSelect(const ast::SelectStmt& s) {
   for (const ast::SelectItem& item : s.items) {
     if (item.expr->kind == ast::ExprKind::kStar) {
       if (!s.from) return SqlError(ErrorCode::kNoTablesUsed, "No tables used");
-      if (!item.expr->names.empty() && item.expr->names.back() != scope.table_alias) {
-        return SqlError(ErrorCode::kUnknownTable, "Unknown table '{}'", item.expr->names.back());
+      bool any = false;
+      for (const ScopeTable& t : input.tables) {
+        if (!item.expr->names.empty() && item.expr->names.back() != t.alias) continue;
+        any = true;
+        for (size_t i = t.first; i < t.first + t.count; ++i) {
+          const ColumnInfo& c = input.source->columns[i];
+          if (c.hidden) continue;
+          ast::Expr col;
+          col.kind = ast::ExprKind::kColumn;
+          col.names = {t.alias, c.name};
+          col.text = c.name;
+          SHALE_ASSIGN_OR_RETURN(ExprPtr e, BindExpr(col, scope));
+          ColumnInfo info = c;
+          info.nullable = e->nullable;
+          exprs.push_back(std::move(e));
+          columns.push_back(std::move(info));
+        }
       }
-      const auto& cols = scope.source->columns;
-      for (size_t i = 0; i < cols.size(); ++i) {
-        exprs.push_back(Expr::ColumnRef(static_cast<int>(i), cols[i].name, cols[i].type,
-                                        cols[i].nullable));
-        columns.push_back(cols[i]);
-      }
+      if (!any) return SqlError(ErrorCode::kUnknownTable, "Unknown table '{}'", item.expr->names.back());
       continue;
     }
     SHALE_ASSIGN_OR_RETURN(ExprPtr e, BindExpr(*item.expr, scope));
-    ColumnInfo info;
-    if (e->kind == sierra::ExprKind::kColumnRef) {
-      info = scope.source->columns[e->column];
-      info.name = item.expr->names.back();
-    } else {
-      info = ExprColumn(item.expr->text, e);
+    ColumnInfo info = ItemColumn(*item.expr, e, input);
+    if (!item.alias.empty()) {
+      info.name = item.alias;
+      agg.aliases.emplace_back(item.alias, e);
     }
-    if (!item.alias.empty()) info.name = item.alias;
     exprs.push_back(e);
     columns.push_back(std::move(info));
   }
 
+  ExprPtr having;
+  if (s.having) {
+    Scope having_scope = scope;
+    having_scope.clause = "having clause";
+    auto bound = BindExpr(*s.having, having_scope);
+    if (!bound.ok()) return bound.status();
+    having = *bound;
+  }
+
   // ORDER BY: a position, a select-list alias, or an expression over the source.
+  std::vector<sierra::SortKey> keys;
   if (!s.order_by.empty()) {
-    std::vector<sierra::SortKey> keys;
     Scope order_scope = scope;
     order_scope.clause = "order clause";
     for (const ast::OrderItem& item : s.order_by) {
@@ -221,9 +459,29 @@ Result<LogicalPtr> Binder::BindSelect(const ast::SelectStmt& s) {
       }
       keys.push_back({key, item.desc});
     }
-    plan = LogicalOperator::Sort(std::move(plan), std::move(keys));
   }
 
+  if (aggregate) {
+    std::vector<ColumnInfo> agg_columns;
+    for (size_t i = 0; i < agg.group_by.size(); ++i) {
+      const ExprPtr& g = agg.group_by[i];
+      if (g->kind == sierra::ExprKind::kColumnRef) {
+        agg_columns.push_back(agg.input.source->columns[g->column]);
+      } else {
+        agg_columns.push_back(ExprColumn(agg.group_names[i], g));
+      }
+    }
+    for (size_t i = 0; i < agg.calls.size(); ++i) {
+      ColumnInfo c;
+      c.name = agg.call_names[i];
+      c.type = agg.calls[i].type;
+      c.nullable = agg.calls[i].nullable;
+      agg_columns.push_back(std::move(c));
+    }
+    plan = LogicalOperator::Aggregate(std::move(plan), agg.group_by, agg.calls, std::move(agg_columns));
+  }
+  if (having) plan = LogicalOperator::Filter(std::move(plan), std::move(having));
+  if (!keys.empty()) plan = LogicalOperator::Sort(std::move(plan), std::move(keys));
   plan = LogicalOperator::Project(std::move(plan), std::move(exprs), std::move(columns));
   if (s.distinct) plan = LogicalOperator::Distinct(std::move(plan));
   if (s.limit || s.offset) {
@@ -238,17 +496,122 @@ Result<ExprPtr> Binder::BindColumn(const ast::Expr& e, const Scope& scope) {
   auto unknown = [&] {
     return SqlError(ErrorCode::kBadField, "Unknown column '{}' in '{}'", full, scope.clause);
   };
-  if (!scope.source || scope.source->columns.empty()) return unknown();
+  if (!scope.source) return unknown();
   const std::string& col = e.names.back();
-  if (e.names.size() >= 2 && e.names[e.names.size() - 2] != scope.table_alias) return unknown();
-  if (e.names.size() == 3 && e.names[0] != scope.db) return unknown();
   const auto& cols = scope.source->columns;
-  for (size_t i = 0; i < cols.size(); ++i) {
-    if (EqualsIgnoreCase(cols[i].name, col)) {
-      return Expr::ColumnRef(static_cast<int>(i), cols[i].name, cols[i].type, cols[i].nullable);
+  int found = -1;
+  for (const ScopeTable& t : scope.tables) {
+    if (e.names.size() >= 2 && e.names[e.names.size() - 2] != t.alias) continue;
+    if (e.names.size() == 3 && e.names[0] != t.db) continue;
+    for (size_t i = t.first; i < t.first + t.count && i < cols.size(); ++i) {
+      if (!cols[i].hidden && EqualsIgnoreCase(cols[i].name, col)) {
+        if (found >= 0) {
+          return SqlError(ErrorCode::kNonUniq, "Column '{}' in {} is ambiguous", full, scope.clause);
+        }
+        found = static_cast<int>(i);
+        break;
+      }
     }
   }
-  return unknown();
+  if (found < 0) return unknown();
+  return Expr::ColumnRef(found, cols[found].name, cols[found].type, cols[found].nullable);
+}
+
+Result<ExprPtr> Binder::BindAggregateCall(const ast::Expr& e) {
+  if (!agg_ || agg_->inside_call) {
+    return SqlError(ErrorCode::kInvalidGroupFuncUse, "Invalid use of group function");
+  }
+  sierra::AggregateCall call;
+  call.distinct = e.distinct;
+  const std::string& n = e.name;
+  if (n == "AVG") {
+    return SqlError(ErrorCode::kNotSupportedYet,
+                    "This version of Shale doesn't yet support 'AVG' (DECIMAL results)");
+  }
+  if (e.children.size() != 1) return SyntaxError(e.text, 1);
+  if (n == "COUNT" && e.children[0]->kind == ast::ExprKind::kStar) {
+    call.kind = sierra::AggregateKind::kCountStar;
+  } else {
+    call.kind = n == "COUNT" ? sierra::AggregateKind::kCount
+                : n == "SUM" ? sierra::AggregateKind::kSum
+                : n == "MIN" ? sierra::AggregateKind::kMin
+                             : sierra::AggregateKind::kMax;
+    agg_->inside_call = true;
+    auto arg = BindExpr(*e.children[0], agg_->input);
+    agg_->inside_call = false;
+    if (!arg.ok()) return arg.status();
+    call.arg = *arg;
+  }
+  switch (call.kind) {
+    case sierra::AggregateKind::kCountStar:
+    case sierra::AggregateKind::kCount:
+      call.type = SqlType::BigInt();
+      call.nullable = false;
+      break;
+    case sierra::AggregateKind::kSum:
+      call.type = SqlType::BigInt();
+      break;
+    default:
+      call.type = call.arg->type;
+      break;
+  }
+  std::string key = call.ToString();
+  size_t index = 0;
+  while (index < agg_->calls.size() && agg_->calls[index].ToString() != key) ++index;
+  if (index == agg_->calls.size()) {
+    agg_->calls.push_back(call);
+    agg_->call_names.push_back(e.text);
+  }
+  return Expr::ColumnRef(static_cast<int>(agg_->group_by.size() + index), e.text, call.type,
+                         call.nullable);
+}
+
+Result<ExprPtr> Binder::BindGrouped(const ast::Expr& e, const char* clause) {
+  AggregateBinding* agg = agg_;
+  agg_->inside_call = true;  // bind over the input, not above the aggregate
+  Scope input = agg->input;
+  input.clause = clause;
+  auto bound = BindExpr(e, input);
+  agg->inside_call = false;
+  if (!bound.ok()) {
+    if (bound.status().mysql_code() != 1054) return bound.status();
+    if (e.kind != ast::ExprKind::kColumn) return ExprPtr();  // find the culprit part by part
+    // HAVING and ORDER BY may name a select-list alias.
+    if (e.names.size() == 1) {
+      for (const auto& [alias, expr] : agg->aliases) {
+        if (EqualsIgnoreCase(alias, e.names[0])) return expr;
+      }
+    }
+    return bound.status();
+  }
+  const ExprPtr& b = *bound;
+  std::string key = b->ToString();
+  for (size_t i = 0; i < agg->group_by.size(); ++i) {
+    if (agg->group_by[i]->ToString() == key) {
+      return Expr::ColumnRef(static_cast<int>(i), b->kind == sierra::ExprKind::kColumnRef ? b->name : e.text,
+                             b->type, b->nullable);
+    }
+  }
+  if (b->kind == sierra::ExprKind::kConstant) return b;
+  if (e.kind == ast::ExprKind::kColumn) {
+    // Neither grouped nor aggregated: the value from the group's first row
+    // (MariaDB's default; MySQL's ONLY_FULL_GROUP_BY would refuse it).
+    sierra::AggregateCall call;
+    call.kind = sierra::AggregateKind::kAnyValue;
+    call.arg = b;
+    call.type = b->type;
+    call.nullable = b->nullable;
+    std::string call_key = call.ToString();
+    size_t index = 0;
+    while (index < agg->calls.size() && agg->calls[index].ToString() != call_key) ++index;
+    if (index == agg->calls.size()) {
+      agg->calls.push_back(call);
+      agg->call_names.push_back(e.text);
+    }
+    return Expr::ColumnRef(static_cast<int>(agg->group_by.size() + index), b->name, b->type,
+                           b->nullable);
+  }
+  return ExprPtr();  // a composite: bind its parts one by one
 }
 
 Result<ExprPtr> Binder::BindFunction(const ast::Expr& e, const Scope& scope) {
@@ -260,6 +623,58 @@ Result<ExprPtr> Binder::BindFunction(const ast::Expr& e, const Scope& scope) {
     return Status::OK();
   };
   const std::string& n = e.name;
+  if (IsAggregateFunction(n)) return BindAggregateCall(e);
+  // Control-flow and scalar functions.
+  auto arg_count = [&](size_t min, size_t max) -> Status {
+    if (e.children.size() < min || e.children.size() > max) {
+      return SqlError(ErrorCode::kWrongParamcountToNativeFct,
+                      "Incorrect parameter count in the call to native function '{}'", e.name);
+    }
+    return Status::OK();
+  };
+  auto bind_args = [&]() -> Result<std::vector<ExprPtr>> {
+    std::vector<ExprPtr> args;
+    for (const auto& c : e.children) {
+      SHALE_ASSIGN_OR_RETURN(ExprPtr a, BindExpr(*c, scope));
+      args.push_back(std::move(a));
+    }
+    return args;
+  };
+  using sierra::ScalarFunction;
+  static const std::map<std::string, std::pair<ScalarFunction, std::pair<size_t, size_t>>> kScalar = {
+      {"COALESCE", {ScalarFunction::kCoalesce, {1, SIZE_MAX}}},
+      {"IFNULL", {ScalarFunction::kCoalesce, {2, 2}}},
+      {"ABS", {ScalarFunction::kAbs, {1, 1}}},
+      {"LENGTH", {ScalarFunction::kLength, {1, 1}}},
+      {"OCTET_LENGTH", {ScalarFunction::kLength, {1, 1}}},
+      {"CONCAT", {ScalarFunction::kConcat, {1, SIZE_MAX}}},
+      {"LOWER", {ScalarFunction::kLower, {1, 1}}},
+      {"LCASE", {ScalarFunction::kLower, {1, 1}}},
+      {"UPPER", {ScalarFunction::kUpper, {1, 1}}},
+      {"UCASE", {ScalarFunction::kUpper, {1, 1}}},
+  };
+  if (auto it = kScalar.find(n); it != kScalar.end()) {
+    SHALE_RETURN_IF_ERROR(arg_count(it->second.second.first, it->second.second.second));
+    SHALE_ASSIGN_OR_RETURN(auto args, bind_args());
+    return Expr::Function(it->second.first, std::move(args));
+  }
+  if (n == "IF") {
+    SHALE_RETURN_IF_ERROR(arg_count(3, 3));
+    SHALE_ASSIGN_OR_RETURN(auto args, bind_args());
+    return Expr::Case(std::move(args), /*has_else=*/true);
+  }
+  if (n == "NULLIF") {
+    // NULLIF(a, b) = CASE WHEN a = b THEN NULL ELSE a END.
+    SHALE_RETURN_IF_ERROR(arg_count(2, 2));
+    SHALE_ASSIGN_OR_RETURN(auto args, bind_args());
+    auto null = std::make_shared<Expr>(*Expr::Constant(Value::Null()));
+    null->type = args[0]->type;
+    auto e2 = Expr::Case({Expr::Compare(sierra::CompareOp::kEq, args[0], args[1]), ExprPtr(null), args[0]},
+                         true);
+    auto typed = std::make_shared<Expr>(*e2);
+    typed->nullable = true;
+    return ExprPtr(typed);
+  }
   if (n == "DATABASE" || n == "SCHEMA") {
     SHALE_RETURN_IF_ERROR(no_args());
     auto c = Expr::Constant(ctx_.current_db.empty() ? Value::Null() : Value::String(ctx_.current_db));
@@ -291,6 +706,15 @@ Result<ExprPtr> Binder::BindFunction(const ast::Expr& e, const Scope& scope) {
 }
 
 Result<ExprPtr> Binder::BindExpr(const ast::Expr& e, const Scope& scope) {
+  if (agg_ && !agg_->inside_call && !ContainsAggregate(e)) {
+    auto grouped = BindGrouped(e, scope.clause);
+    if (!grouped.ok()) return grouped.status();
+    if (*grouped) return *grouped;
+  }
+  return BindExprInner(e, scope);
+}
+
+Result<ExprPtr> Binder::BindExprInner(const ast::Expr& e, const Scope& scope) {
   switch (e.kind) {
     case ast::ExprKind::kLiteral:
       return Expr::Constant(e.value);
@@ -331,6 +755,40 @@ Result<ExprPtr> Binder::BindExpr(const ast::Expr& e, const Scope& scope) {
         list.push_back(item);
       }
       return Expr::InList(c, std::move(list), e.negated);
+    }
+    case ast::ExprKind::kCase: {
+      std::vector<ExprPtr> children;
+      ExprPtr operand;
+      size_t i = 0;
+      if (e.has_operand) {
+        SHALE_ASSIGN_OR_RETURN(operand, BindExpr(*e.children[0], scope));
+        i = 1;
+      }
+      size_t end = e.children.size() - (e.has_else ? 1 : 0);
+      for (; i + 1 < end; i += 2) {
+        SHALE_ASSIGN_OR_RETURN(ExprPtr when, BindExpr(*e.children[i], scope));
+        SHALE_ASSIGN_OR_RETURN(ExprPtr then, BindExpr(*e.children[i + 1], scope));
+        // CASE x WHEN v: the condition x = v.
+        children.push_back(operand ? Expr::Compare(sierra::CompareOp::kEq, operand, when) : when);
+        children.push_back(then);
+      }
+      if (e.has_else) {
+        SHALE_ASSIGN_OR_RETURN(ExprPtr otherwise, BindExpr(*e.children.back(), scope));
+        children.push_back(otherwise);
+      }
+      return Expr::Case(std::move(children), e.has_else);
+    }
+    case ast::ExprKind::kLike: {
+      SHALE_ASSIGN_OR_RETURN(ExprPtr text, BindExpr(*e.children[0], scope));
+      SHALE_ASSIGN_OR_RETURN(ExprPtr pattern, BindExpr(*e.children[1], scope));
+      if (e.children.size() > 2) {
+        SHALE_ASSIGN_OR_RETURN(ExprPtr escape, BindExpr(*e.children[2], scope));
+        if (escape->kind != sierra::ExprKind::kConstant || !(escape->constant == Value::String("\\"))) {
+          return SqlError(ErrorCode::kNotSupportedYet,
+                          "This version of Shale doesn't yet support 'LIKE ... ESCAPE' other than '\\\\'");
+        }
+      }
+      return Expr::Like(text, pattern, e.negated);
     }
     case ast::ExprKind::kBetween: {
       SHALE_ASSIGN_OR_RETURN(ExprPtr v, BindExpr(*e.children[0], scope));
@@ -384,11 +842,14 @@ Result<LogicalPtr> Binder::BindInsert(const ast::InsertStmt& s) {
   const size_t ncols = table->columns.size();
   std::vector<int> targets;  // value position -> table column
   if (s.columns.empty()) {
-    for (size_t i = 0; i < ncols; ++i) targets.push_back(static_cast<int>(i));
+    for (size_t i = 0; i < ncols; ++i) {
+      if (!table->columns[i].hidden) targets.push_back(static_cast<int>(i));
+    }
   } else {
     std::set<int> seen;
     for (const std::string& name : s.columns) {
       int idx = table->FindColumn(name);
+      if (idx >= 0 && table->columns[idx].hidden) idx = -1;
       if (idx < 0) return SqlError(ErrorCode::kBadField, "Unknown column '{}' in 'field list'", name);
       if (!seen.insert(idx).second) {
         return SqlError(ErrorCode::kFieldSpecifiedTwice, "Column '{}' specified twice", name);
@@ -398,6 +859,8 @@ Result<LogicalPtr> Binder::BindInsert(const ast::InsertStmt& s) {
   }
   auto default_for = [&](int col) -> Result<ExprPtr> {
     const catalog::ColumnDef& c = table->columns[col];
+    // The executor allocates the hidden row id for a NULL.
+    if (c.hidden) return Expr::Constant(Value::Null());
     if (c.default_value) return Expr::Constant(*c.default_value);
     if (c.nullable) return Expr::Constant(Value::Null());
     return SqlError(ErrorCode::kNoDefaultForField, "Field '{}' doesn't have a default value", c.name);
@@ -428,6 +891,87 @@ Result<LogicalPtr> Binder::BindInsert(const ast::InsertStmt& s) {
   auto scan = LogicalOperator::Scan(table, "");
   LogicalPtr values = LogicalOperator::Values(scan->columns, std::move(rows));
   return LogicalOperator::Insert(table, std::move(values));
+}
+
+// ---- UPDATE / DELETE ------------------------------------------------------------
+
+// The table at the bottom of a chain of single-input operators.
+std::shared_ptr<const catalog::TableDef> ScannedTable(const LogicalOperator& top) {
+  const LogicalOperator* op = &top;
+  while (op->kind != sierra::LogicalKind::kScan) op = op->children[0].get();
+  return op->table;
+}
+
+Result<LogicalPtr> Binder::BindTargetRows(const ast::TableRef& ref, const ast::Expr* where,
+                                          const std::vector<ast::OrderItem>& order_by,
+                                          std::optional<uint64_t> limit, Scope* scope) {
+  SHALE_ASSIGN_OR_RETURN(auto table, ResolveTable(ref.name));
+  LogicalPtr plan = LogicalOperator::Scan(table, ref.alias);
+  scope->tables = {{ref.alias.empty() ? table->name : ref.alias, table->db, 0, plan->columns.size()}};
+  scope->source = plan.get();
+  if (where) {
+    Scope where_scope = *scope;
+    where_scope.clause = "where clause";
+    SHALE_ASSIGN_OR_RETURN(ExprPtr pred, BindExpr(*where, where_scope));
+    plan = LogicalOperator::Filter(std::move(plan), std::move(pred));
+    scope->source = plan.get();
+  }
+  if (!order_by.empty()) {
+    Scope order_scope = *scope;
+    order_scope.clause = "order clause";
+    std::vector<sierra::SortKey> keys;
+    for (const ast::OrderItem& item : order_by) {
+      // No select list here: a number is a constant, as in MySQL.
+      SHALE_ASSIGN_OR_RETURN(ExprPtr key, BindExpr(*item.expr, order_scope));
+      keys.push_back({key, item.desc});
+    }
+    plan = LogicalOperator::Sort(std::move(plan), std::move(keys));
+    scope->source = plan.get();
+  }
+  if (limit) {
+    plan = LogicalOperator::Limit(std::move(plan), *limit, 0);
+    scope->source = plan.get();
+  }
+  return plan;
+}
+
+Result<LogicalPtr> Binder::BindUpdate(const ast::UpdateStmt& s) {
+  Scope scope;
+  SHALE_ASSIGN_OR_RETURN(LogicalPtr rows,
+                         BindTargetRows(s.table, s.where.get(), s.order_by, s.limit, &scope));
+  std::shared_ptr<const catalog::TableDef> table = ScannedTable(*rows);
+  std::vector<int> columns;
+  std::vector<ExprPtr> exprs;
+  for (const ast::Assignment& a : s.assignments) {
+    ast::Expr target;
+    target.kind = ast::ExprKind::kColumn;
+    target.names = a.names;
+    SHALE_ASSIGN_OR_RETURN(ExprPtr col, BindColumn(target, scope));
+    if (a.value->kind == ast::ExprKind::kDefault) {
+      const catalog::ColumnDef& c = table->columns[col->column];
+      if (c.default_value) {
+        exprs.push_back(Expr::Constant(*c.default_value));
+      } else if (c.nullable) {
+        exprs.push_back(Expr::Constant(Value::Null()));
+      } else {
+        return SqlError(ErrorCode::kNoDefaultForField, "Field '{}' doesn't have a default value",
+                        c.name);
+      }
+    } else {
+      SHALE_ASSIGN_OR_RETURN(ExprPtr value, BindExpr(*a.value, scope));
+      exprs.push_back(std::move(value));
+    }
+    columns.push_back(col->column);
+  }
+  return LogicalOperator::Update(table, std::move(rows), std::move(columns), std::move(exprs));
+}
+
+Result<LogicalPtr> Binder::BindDelete(const ast::DeleteStmt& s) {
+  Scope scope;
+  SHALE_ASSIGN_OR_RETURN(LogicalPtr rows,
+                         BindTargetRows(s.table, s.where.get(), s.order_by, s.limit, &scope));
+  std::shared_ptr<const catalog::TableDef> table = ScannedTable(*rows);
+  return LogicalOperator::Delete(table, std::move(rows));
 }
 
 // ---- CREATE TABLE -------------------------------------------------------------
@@ -500,8 +1044,18 @@ Result<BoundStatement> Binder::BindCreateTable(const ast::CreateTableStmt& s) {
     def.columns.push_back(std::move(c));
   }
   if (pk.empty()) {
-    return SqlError(ErrorCode::kNotSupportedYet,
-                    "This version of Shale doesn't yet support 'tables without a PRIMARY KEY'");
+    // No primary key: the rows are keyed by a hidden row id.
+    if (def.FindColumn(catalog::kHiddenRowIdColumn) >= 0) {
+      return SqlError(ErrorCode::kDupFieldName, "Duplicate column name '{}'",
+                      catalog::kHiddenRowIdColumn);
+    }
+    catalog::ColumnDef row_id;
+    row_id.name = std::string(catalog::kHiddenRowIdColumn);
+    row_id.type = SqlType::BigInt();
+    row_id.nullable = false;
+    row_id.hidden = true;
+    def.columns.push_back(std::move(row_id));
+    pk.push_back(std::string(catalog::kHiddenRowIdColumn));
   }
   for (const std::string& name : pk) {
     int idx = def.FindColumn(name);
@@ -608,7 +1162,7 @@ Result<LogicalPtr> Binder::BindShow(const ast::ShowStmt& s) {
       SHALE_ASSIGN_OR_RETURN(auto table, ResolveTable(s.table));
       for (size_t i = 0; i < table->columns.size(); ++i) {
         const catalog::ColumnDef& c = table->columns[i];
-        if (!like_ok(c.name)) continue;
+        if (c.hidden || !like_ok(c.name)) continue;
         bool is_pk = std::find(table->primary.key_columns.begin(), table->primary.key_columns.end(),
                                static_cast<int>(i)) != table->primary.key_columns.end();
         Value def = c.default_value && !c.default_value->is_null() ? Value::String(c.default_value->ToText())
@@ -667,22 +1221,29 @@ std::string ColumnTypeSql(const catalog::ColumnDef& c) {
 
 std::string ShowCreateTableSql(const catalog::TableDef& t) {
   std::string out = fmt::format("CREATE TABLE `{}` (\n", t.name);
+  std::vector<std::string> lines;
   for (const catalog::ColumnDef& c : t.columns) {
-    out += fmt::format("  `{}` {}", c.name, ColumnTypeSql(c));
-    if (!c.nullable) out += " NOT NULL";
+    if (c.hidden) continue;
+    std::string line = fmt::format("  `{}` {}", c.name, ColumnTypeSql(c));
+    if (!c.nullable) line += " NOT NULL";
     if (c.default_value) {
-      out += c.default_value->is_null() ? " DEFAULT NULL"
-                                        : fmt::format(" DEFAULT '{}'", c.default_value->ToText());
+      line += c.default_value->is_null() ? " DEFAULT NULL"
+                                         : fmt::format(" DEFAULT '{}'", c.default_value->ToText());
     } else if (c.nullable) {
-      out += " DEFAULT NULL";
+      line += " DEFAULT NULL";
     }
-    out += ",\n";
+    lines.push_back(std::move(line));
   }
+  bool hidden_key = false;
   std::string keys;
   for (size_t i = 0; i < t.primary.key_columns.size(); ++i) {
-    keys += fmt::format("{}`{}`", i ? "," : "", t.columns[t.primary.key_columns[i]].name);
+    const catalog::ColumnDef& c = t.columns[t.primary.key_columns[i]];
+    hidden_key |= c.hidden;
+    keys += fmt::format("{}`{}`", i ? "," : "", c.name);
   }
-  out += fmt::format("  PRIMARY KEY ({})\n) SLICES={}", keys, t.primary.slices.size());
+  if (!hidden_key) lines.push_back(fmt::format("  PRIMARY KEY ({})", keys));
+  for (size_t i = 0; i < lines.size(); ++i) out += lines[i] + (i + 1 < lines.size() ? ",\n" : "\n");
+  out += fmt::format(") SLICES={}", t.primary.slices.size());
   return out;
 }
 

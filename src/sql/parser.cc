@@ -27,7 +27,7 @@ std::string Lower(std::string_view s) {
 }
 
 // Reserved words (a subset of MySQL 8.0's) that may not be bare names.
-constexpr std::array<std::string_view, 62> kReserved = {
+constexpr std::array<std::string_view, 65> kReserved = {
     "ADD",      "ALL",     "ALTER",    "AND",      "AS",      "ASC",       "BETWEEN",  "BY",
     "CASE",     "CHECK",   "COLLATE",  "COLUMN",   "CREATE",  "CROSS",     "DATABASE", "DEFAULT",
     "DELETE",   "DESC",    "DISTINCT", "DIV",      "DROP",    "ELSE",      "EXISTS",   "FALSE",
@@ -35,7 +35,8 @@ constexpr std::array<std::string_view, 62> kReserved = {
     "INSERT",   "INTO",    "IS",       "JOIN",     "KEY",     "LEFT",      "LIKE",     "LIMIT",
     "MOD",      "NOT",     "NULL",     "ON",       "OR",      "ORDER",     "PRIMARY",  "RIGHT",
     "SELECT",   "SET",     "SHOW",     "TABLE",    "THEN",    "TRUE",      "UNION",    "UNIQUE",
-    "UPDATE",   "USE",     "USING",    "VALUES",   "WHEN",    "WHERE",
+    "UPDATE",   "USE",     "USING",    "VALUES",   "WHEN",    "WHERE",    "NATURAL",  "OUTER",
+    "STRAIGHT_JOIN",
 };
 
 ast::ExprPtr MakeExpr(ast::ExprKind kind) {
@@ -45,6 +46,13 @@ ast::ExprPtr MakeExpr(ast::ExprKind kind) {
 }
 
 }  // namespace
+
+bool IsAggregateFunction(std::string_view upper_name) {
+  for (std::string_view n : {"COUNT", "SUM", "AVG", "MIN", "MAX"}) {
+    if (upper_name == n) return true;
+  }
+  return false;
+}
 
 bool IsReservedWord(std::string_view word) {
   return std::any_of(kReserved.begin(), kReserved.end(),
@@ -166,6 +174,14 @@ Result<ast::Statement> Parser::ParseStatement() {
     SHALE_ASSIGN_OR_RETURN(auto s, ParseInsert());
     return ast::Statement(std::move(s));
   }
+  if (AtKeyword("UPDATE")) {
+    SHALE_ASSIGN_OR_RETURN(auto s, ParseUpdate());
+    return ast::Statement(std::move(s));
+  }
+  if (AtKeyword("DELETE")) {
+    SHALE_ASSIGN_OR_RETURN(auto s, ParseDelete());
+    return ast::Statement(std::move(s));
+  }
   if (AtKeyword("CREATE")) return ParseCreate();
   if (AtKeyword("DROP")) return ParseDrop();
   if (AcceptKeyword("USE")) {
@@ -205,7 +221,7 @@ Result<ast::Statement> Parser::ParseStatement() {
     return ast::Statement(std::move(s));
   }
   // Statements of the MySQL dialect that Shale recognises but cannot run yet.
-  for (std::string_view kw : {"UPDATE", "DELETE", "REPLACE", "ALTER", "TRUNCATE", "RENAME",
+  for (std::string_view kw : {"REPLACE", "ALTER", "TRUNCATE", "RENAME",
                               "GRANT", "REVOKE", "LOAD", "EXPLAIN", "ANALYZE", "LOCK", "UNLOCK",
                               "CALL", "PREPARE", "EXECUTE", "DEALLOCATE", "SAVEPOINT", "RELEASE",
                               "KILL", "FLUSH", "OPTIMIZE", "CHECK", "HANDLER", "DO", "WITH"}) {
@@ -256,41 +272,60 @@ Result<ast::SelectStmt> Parser::ParseSelect() {
     if (AcceptKeyword("DUAL")) {
       // FROM DUAL: no table.
     } else {
+      if (AtOperator("(")) return NotSupported("parenthesized joins and derived tables");
       ast::TableRef ref;
       SHALE_ASSIGN_OR_RETURN(ref.name, ParseTableName());
-      if (AcceptKeyword("AS")) {
-        SHALE_ASSIGN_OR_RETURN(ref.alias, ParseIdentifier());
-      } else if ((Peek().kind == TokenKind::kIdent && !IsReservedWord(Peek().text)) ||
-                 Peek().kind == TokenKind::kQuotedIdent) {
-        ref.alias = Peek().text;
-        ++pos_;
-      }
-      if (AtOperator(",") || AtKeyword("JOIN") || AtKeyword("INNER") || AtKeyword("LEFT") ||
-          AtKeyword("RIGHT") || AtKeyword("CROSS") || AtKeyword("NATURAL") ||
-          AtKeyword("STRAIGHT_JOIN")) {
-        return NotSupported("joins");
-      }
+      SHALE_ASSIGN_OR_RETURN(ref.alias, ParseOptionalAlias());
       s.from = std::move(ref);
+      while (true) {
+        ast::JoinClause join;
+        bool needs_on = false;
+        if (AcceptOperator(",")) {
+        } else if (AcceptKeyword("CROSS") || AtKeyword("JOIN")) {
+          SHALE_RETURN_IF_ERROR(ExpectKeyword("JOIN"));
+        } else if (AcceptKeyword("INNER")) {
+          SHALE_RETURN_IF_ERROR(ExpectKeyword("JOIN"));
+        } else if (AcceptKeyword("LEFT")) {
+          AcceptKeyword("OUTER");
+          SHALE_RETURN_IF_ERROR(ExpectKeyword("JOIN"));
+          join.kind = ast::JoinClause::Kind::kLeft;
+          needs_on = true;
+        } else if (AtKeyword("RIGHT") || AtKeyword("NATURAL") || AtKeyword("STRAIGHT_JOIN") ||
+                   AtKeyword("FULL")) {
+          return NotSupported(fmt::format("{} JOIN", Upper(Peek().text)));
+        } else {
+          break;
+        }
+        if (AtOperator("(")) return NotSupported("parenthesized joins and derived tables");
+        SHALE_ASSIGN_OR_RETURN(join.table.name, ParseTableName());
+        SHALE_ASSIGN_OR_RETURN(join.table.alias, ParseOptionalAlias());
+        if (AcceptKeyword("ON")) {
+          SHALE_ASSIGN_OR_RETURN(join.on, ParseExpr());
+        } else if (AtKeyword("USING")) {
+          return NotSupported("JOIN ... USING");
+        } else if (needs_on) {
+          return ErrorHere();
+        }
+        s.joins.push_back(std::move(join));
+      }
     }
   }
   if (AcceptKeyword("WHERE")) {
     SHALE_ASSIGN_OR_RETURN(s.where, ParseExpr());
   }
-  if (AtKeyword("GROUP") || AtKeyword("HAVING")) return NotSupported("GROUP BY");
-  if (AcceptKeyword("ORDER")) {
+  if (AcceptKeyword("GROUP")) {
     SHALE_RETURN_IF_ERROR(ExpectKeyword("BY"));
     while (true) {
-      ast::OrderItem item;
-      SHALE_ASSIGN_OR_RETURN(item.expr, ParseExpr());
-      if (AcceptKeyword("DESC")) {
-        item.desc = true;
-      } else {
-        AcceptKeyword("ASC");
-      }
-      s.order_by.push_back(std::move(item));
+      SHALE_ASSIGN_OR_RETURN(auto e, ParseExpr());
+      s.group_by.push_back(std::move(e));
       if (!AcceptOperator(",")) break;
     }
+    if (AtKeyword("WITH")) return NotSupported("WITH ROLLUP");
   }
+  if (AcceptKeyword("HAVING")) {
+    SHALE_ASSIGN_OR_RETURN(s.having, ParseExpr());
+  }
+  SHALE_RETURN_IF_ERROR(ParseOrderBy(&s.order_by));
   if (AcceptKeyword("LIMIT")) {
     SHALE_ASSIGN_OR_RETURN(uint64_t first, ParseUnsigned());
     if (AcceptOperator(",")) {
@@ -306,6 +341,108 @@ Result<ast::SelectStmt> Parser::ParseSelect() {
   }
   if (AtKeyword("UNION")) return NotSupported("UNION");
   if (AtKeyword("FOR") || AtKeyword("LOCK")) return NotSupported("locking reads");
+  return s;
+}
+
+Status Parser::ParseOrderBy(std::vector<ast::OrderItem>* out) {
+  if (!AcceptKeyword("ORDER")) return Status::OK();
+  SHALE_RETURN_IF_ERROR(ExpectKeyword("BY"));
+  while (true) {
+    ast::OrderItem item;
+    SHALE_ASSIGN_OR_RETURN(item.expr, ParseExpr());
+    if (AcceptKeyword("DESC")) {
+      item.desc = true;
+    } else {
+      AcceptKeyword("ASC");
+    }
+    out->push_back(std::move(item));
+    if (!AcceptOperator(",")) break;
+  }
+  return Status::OK();
+}
+
+Result<std::string> Parser::ParseOptionalAlias() {
+  if (AcceptKeyword("AS")) return ParseIdentifier();
+  if ((Peek().kind == TokenKind::kIdent && !IsReservedWord(Peek().text)) ||
+      Peek().kind == TokenKind::kQuotedIdent) {
+    std::string alias = Peek().text;
+    ++pos_;
+    return alias;
+  }
+  return std::string();
+}
+
+Result<ast::UpdateStmt> Parser::ParseUpdate() {
+  SHALE_RETURN_IF_ERROR(ExpectKeyword("UPDATE"));
+  if (AtKeyword("LOW_PRIORITY") || AtKeyword("IGNORE")) {
+    return NotSupported(fmt::format("UPDATE {}", Upper(Peek().text)));
+  }
+  ast::UpdateStmt s;
+  SHALE_ASSIGN_OR_RETURN(s.table.name, ParseTableName());
+  if (!AtKeyword("SET")) {
+    SHALE_ASSIGN_OR_RETURN(s.table.alias, ParseOptionalAlias());
+  }
+  if (AtOperator(",") || AtKeyword("JOIN") || AtKeyword("INNER") || AtKeyword("LEFT") ||
+      AtKeyword("CROSS")) {
+    return NotSupported("multi-table UPDATE");
+  }
+  SHALE_RETURN_IF_ERROR(ExpectKeyword("SET"));
+  while (true) {
+    ast::Assignment a;
+    SHALE_ASSIGN_OR_RETURN(std::string first, ParseIdentifier());
+    a.names.push_back(std::move(first));
+    while (AcceptOperator(".")) {
+      SHALE_ASSIGN_OR_RETURN(std::string part, ParseIdentifier());
+      a.names.push_back(std::move(part));
+    }
+    if (a.names.size() > 3) return ErrorHere();
+    SHALE_RETURN_IF_ERROR(ExpectOperator("="));
+    if (AtKeyword("DEFAULT") && (AtOperator(",", 1) || AtKeyword("WHERE", 1) ||
+                                 AtKeyword("ORDER", 1) || AtKeyword("LIMIT", 1) ||
+                                 Peek(1).kind == TokenKind::kEnd || AtOperator(";", 1))) {
+      size_t begin = Peek().begin;
+      ++pos_;
+      a.value = Finish(MakeExpr(ast::ExprKind::kDefault), begin);
+    } else {
+      SHALE_ASSIGN_OR_RETURN(a.value, ParseExpr());
+    }
+    s.assignments.push_back(std::move(a));
+    if (!AcceptOperator(",")) break;
+  }
+  if (AcceptKeyword("WHERE")) {
+    SHALE_ASSIGN_OR_RETURN(s.where, ParseExpr());
+  }
+  SHALE_RETURN_IF_ERROR(ParseOrderBy(&s.order_by));
+  if (AcceptKeyword("LIMIT")) {
+    SHALE_ASSIGN_OR_RETURN(uint64_t n, ParseUnsigned());
+    s.limit = n;
+  }
+  return s;
+}
+
+Result<ast::DeleteStmt> Parser::ParseDelete() {
+  SHALE_RETURN_IF_ERROR(ExpectKeyword("DELETE"));
+  if (AtKeyword("LOW_PRIORITY") || AtKeyword("QUICK") || AtKeyword("IGNORE")) {
+    return NotSupported(fmt::format("DELETE {}", Upper(Peek().text)));
+  }
+  if (!AtKeyword("FROM")) return NotSupported("multi-table DELETE");
+  SHALE_RETURN_IF_ERROR(ExpectKeyword("FROM"));
+  ast::DeleteStmt s;
+  SHALE_ASSIGN_OR_RETURN(s.table.name, ParseTableName());
+  if (!AtKeyword("WHERE") && !AtKeyword("ORDER") && !AtKeyword("LIMIT") && !AtKeyword("USING")) {
+    SHALE_ASSIGN_OR_RETURN(s.table.alias, ParseOptionalAlias());
+  }
+  if (AtOperator(",") || AtKeyword("USING") || AtKeyword("JOIN")) {
+    return NotSupported("multi-table DELETE");
+  }
+  if (AcceptKeyword("WHERE")) {
+    SHALE_ASSIGN_OR_RETURN(s.where, ParseExpr());
+  }
+  SHALE_RETURN_IF_ERROR(ParseOrderBy(&s.order_by));
+  if (AcceptKeyword("LIMIT")) {
+    SHALE_ASSIGN_OR_RETURN(uint64_t n, ParseUnsigned());
+    s.limit = n;
+  }
   return s;
 }
 
@@ -805,7 +942,20 @@ Result<ast::ExprPtr> Parser::ParsePredicate() {
       left = Finish(std::move(e), begin);
       continue;
     }
-    if (AtKeyword("LIKE") || AtKeyword("REGEXP") || AtKeyword("RLIKE") || AtKeyword("SOUNDS")) {
+    if (AcceptKeyword("LIKE")) {
+      auto e = MakeExpr(ast::ExprKind::kLike);
+      e->negated = negated;
+      e->children.push_back(std::move(left));
+      SHALE_ASSIGN_OR_RETURN(auto pattern, ParseAdditive());
+      e->children.push_back(std::move(pattern));
+      if (AcceptKeyword("ESCAPE")) {
+        SHALE_ASSIGN_OR_RETURN(auto escape, ParsePrimary());
+        e->children.push_back(std::move(escape));
+      }
+      left = Finish(std::move(e), begin);
+      continue;
+    }
+    if (AtKeyword("REGEXP") || AtKeyword("RLIKE") || AtKeyword("SOUNDS")) {
       return NotSupported(Upper(Peek().text));
     }
     if (negated) return ErrorHere();
@@ -920,7 +1070,30 @@ Result<ast::ExprPtr> Parser::ParsePrimary() {
           ++pos_;
           return Finish(std::move(e), begin);
         }
-        if (AtKeyword("CASE") || AtKeyword("EXISTS") || AtKeyword("INTERVAL")) {
+        if (AcceptKeyword("CASE")) {
+          auto e = MakeExpr(ast::ExprKind::kCase);
+          if (!AtKeyword("WHEN")) {
+            SHALE_ASSIGN_OR_RETURN(auto operand, ParseExpr());
+            e->children.push_back(std::move(operand));
+            e->has_operand = true;
+          }
+          if (!AtKeyword("WHEN")) return ErrorHere();
+          while (AcceptKeyword("WHEN")) {
+            SHALE_ASSIGN_OR_RETURN(auto when, ParseExpr());
+            SHALE_RETURN_IF_ERROR(ExpectKeyword("THEN"));
+            SHALE_ASSIGN_OR_RETURN(auto then, ParseExpr());
+            e->children.push_back(std::move(when));
+            e->children.push_back(std::move(then));
+          }
+          if (AcceptKeyword("ELSE")) {
+            SHALE_ASSIGN_OR_RETURN(auto otherwise, ParseExpr());
+            e->children.push_back(std::move(otherwise));
+            e->has_else = true;
+          }
+          SHALE_RETURN_IF_ERROR(ExpectKeyword("END"));
+          return Finish(std::move(e), begin);
+        }
+        if (AtKeyword("EXISTS") || AtKeyword("INTERVAL")) {
           return NotSupported(Upper(t.text));
         }
         // Function call: name immediately followed by '('.
@@ -928,8 +1101,18 @@ Result<ast::ExprPtr> Parser::ParsePrimary() {
           auto e = MakeExpr(ast::ExprKind::kFunction);
           e->name = Upper(t.text);
           pos_ += 2;
+          const bool aggregate = IsAggregateFunction(e->name);
+          if (aggregate && AcceptKeyword("DISTINCT")) e->distinct = true;
+          if (aggregate && !e->distinct) AcceptKeyword("ALL");
           if (!AtOperator(")")) {
-            if (AtOperator("*")) return NotSupported("aggregate functions");
+            if (AtOperator("*")) {
+              if (e->name != "COUNT" || e->distinct) return ErrorHere();
+              size_t star_begin = Peek().begin;
+              ++pos_;
+              e->children.push_back(Finish(MakeExpr(ast::ExprKind::kStar), star_begin));
+              SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
+              return Finish(std::move(e), begin);
+            }
             while (true) {
               SHALE_ASSIGN_OR_RETURN(auto arg, ParseExpr());
               e->children.push_back(std::move(arg));

@@ -33,6 +33,12 @@ class Parser {
   Result<ast::Statement> ParseStatement();
   Result<ast::SelectStmt> ParseSelect();
   Result<ast::InsertStmt> ParseInsert();
+  Result<ast::UpdateStmt> ParseUpdate();
+  Result<ast::DeleteStmt> ParseDelete();
+  // [AS] alias after a table name, if one follows.
+  Result<std::string> ParseOptionalAlias();
+  // An optional ORDER BY list (of SELECT, UPDATE and DELETE).
+  Status ParseOrderBy(std::vector<ast::OrderItem>* out);
   Result<ast::Statement> ParseCreate();
   Result<ast::Statement> ParseDrop();
   Result<ast::SetStmt> ParseSet();
@@ -84,6 +90,10 @@ class Parser {
   size_t pos_ = 0;
   bool first_ = true;
 };
+
+// Whether `upper_name` (upper-cased) is an aggregate function: COUNT, SUM,
+// AVG, MIN, MAX.
+bool IsAggregateFunction(std::string_view upper_name);
 
 // Whether `word` is a reserved word that cannot be a bare alias or name.
 bool IsReservedWord(std::string_view word);
