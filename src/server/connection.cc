@@ -11,6 +11,7 @@
 #include <utility>  // before Asio
 
 #include <boost/asio/bind_executor.hpp>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
@@ -493,7 +494,7 @@ awaitable<void> Connection::CommandLoop() {
         Queue(Statistics());
         break;
       case Command::kFieldList:
-        FieldList(arg);
+        co_await FieldList(arg);
         break;
       case Command::kChangeUser:
         if (!co_await ChangeUser(arg)) {
@@ -688,7 +689,7 @@ std::string Connection::Statistics() const {
       uptime > 0 ? static_cast<double>(questions) / static_cast<double>(uptime) : 0.0);
 }
 
-void Connection::FieldList(std::string_view arg) {
+awaitable<void> Connection::FieldList(std::string_view arg) {
   // table NUL wildcard: answered from SHOW COLUMNS, as column definitions
   // with their default values, then EOF.
   PayloadReader r(arg);
@@ -697,7 +698,7 @@ void Connection::FieldList(std::string_view arg) {
   std::string_view wildcard = r.ReadRest();
   if (table->empty()) {
     QueueErr(SqlError(ErrorCode::kNoTablesUsed, "No tables used"));
-    return;
+    co_return;
   }
   std::string quoted = "`";
   for (char c : *table) {
@@ -709,7 +710,7 @@ void Connection::FieldList(std::string_view arg) {
   if (!wildcard.empty()) sql += " LIKE " + QuoteSqlString(wildcard);
   std::vector<Result<exec::StatementResult>> results;
   try {
-    results = session_->Execute(sql);
+    results = co_await ExecuteOnWorkers(std::string(sql));
   } catch (const std::exception& e) {
     log::Error("connection {}: field list threw: {}", id_, e.what());
     results.clear();
@@ -717,7 +718,7 @@ void Connection::FieldList(std::string_view arg) {
   }
   if (results.empty() || !results.back().ok()) {
     QueueErr(results.empty() ? Status::Internal("no result") : results.back().status());
-    return;
+    co_return;
   }
   const exec::StatementResult& shown = *results.back();
   for (const Row& row : shown.rows) {
@@ -814,10 +815,40 @@ awaitable<bool> Connection::ChangeUser(std::string_view arg) {
 
 // ---- queries ------------------------------------------------------------
 
+awaitable<std::vector<Result<exec::StatementResult>>> Connection::ExecuteOnWorkers(std::string sql) {
+  using Results = std::vector<Result<exec::StatementResult>>;
+  auto home = co_await asio::this_coro::executor;
+  // The statement runs as a plain function on a worker thread; its result is
+  // posted back to this connection's executor, which resumes the coroutine.
+  // (No coroutine frame ever lives on the worker threads.) The initiation is
+  // a named local: GCC 12 mishandles non-trivial temporaries inside a
+  // co_await expression (it destroys their captures twice).
+  auto initiation = [this, home, sql = std::move(sql)](auto handler) mutable {
+    asio::post(server_->statement_workers,
+               [this, home, sql = std::move(sql), handler = std::move(handler)]() mutable {
+                 std::exception_ptr error;
+                 Results results;
+                 try {
+                   results = session_->Execute(sql);
+                 } catch (...) {
+                   error = std::current_exception();
+                 }
+                 asio::post(home, [handler = std::move(handler), error,
+                                   results = std::move(results)]() mutable {
+                   std::move(handler)(error, std::move(results));
+                 });
+               });
+  };
+  Results results = co_await asio::async_initiate<decltype(use_awaitable),
+                                                  void(std::exception_ptr, Results)>(
+      std::move(initiation), use_awaitable);
+  co_return results;
+}
+
 awaitable<void> Connection::RunQuery(std::string_view sql, bool binary) {
   std::vector<Result<exec::StatementResult>> results;
   try {
-    results = session_->Execute(sql);
+    results = co_await ExecuteOnWorkers(std::string(sql));
   } catch (const std::exception& e) {
     // One bad statement must not take the connection (or node) down.
     log::Error("connection {}: statement threw: {}", id_, e.what());

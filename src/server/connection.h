@@ -30,6 +30,7 @@
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
 
 #include "shale/status.h"
 #include "src/exec/session.h"
@@ -48,7 +49,8 @@ struct ServerState : std::enable_shared_from_this<ServerState> {
         options(std::move(opts)),
         engine(eng),
         accept_strand(boost::asio::make_strand(io_context)),
-        acceptor(accept_strand) {}
+        acceptor(accept_strand),
+        statement_workers(options.statement_threads) {}
 
   // Admits a new connection unless stopping or full: moves `socket` into it
   // and returns it. Returns null, leaving `socket` alone, if refused.
@@ -69,6 +71,10 @@ struct ServerState : std::enable_shared_from_this<ServerState> {
   std::atomic<uint64_t> questions{0};  // commands received
   // Set by Start() when options.tls; shared by every connection.
   std::shared_ptr<boost::asio::ssl::context> tls_context;
+
+  // Statements run here, not on the I/O threads, so a long statement never
+  // stalls accepting, handshakes or other connections' I/O.
+  boost::asio::thread_pool statement_workers;
 
   std::mutex mu;
   bool stopping = false;  // GUARDED_BY(mu)
@@ -96,6 +102,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Greeting and authentication; false if the connection must close.
   boost::asio::awaitable<bool> Handshake();
   boost::asio::awaitable<void> CommandLoop();
+  // Session::Execute(sql) on the server's statement workers; the coroutine
+  // resumes on this connection's executor. Exceptions are rethrown here.
+  boost::asio::awaitable<std::vector<Result<exec::StatementResult>>> ExecuteOnWorkers(
+      std::string sql);
   // Runs `sql` and queues its results: text rows, or binary rows for
   // COM_STMT_EXECUTE (`binary`).
   boost::asio::awaitable<void> RunQuery(std::string_view sql, bool binary = false);
@@ -116,7 +126,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // COM_STATISTICS: the status line.
   std::string Statistics() const;
   // COM_FIELD_LIST: the columns of a table, through SHOW COLUMNS.
-  void FieldList(std::string_view arg);
+  boost::asio::awaitable<void> FieldList(std::string_view arg);
   // COM_CHANGE_USER: re-authenticates and starts a fresh session; false if
   // the connection must close (bad credentials or a malformed packet).
   boost::asio::awaitable<bool> ChangeUser(std::string_view arg);

@@ -67,6 +67,10 @@ struct ServerOptions {
   // (3159). REQUIRES: `tls`, or no client can log in.
   // Default: false
   bool require_secure_transport = false;
+  // Threads that run statements (I/O stays on the io_context's threads);
+  // at most this many statements execute at once.
+  // Default: 16
+  uint32_t statement_threads = 16;
 };
 
 struct ServerState;

@@ -247,6 +247,40 @@ class PyMySQLTest(ShaleTestCase):
         self.assertEqual(results.count(1062), 7, results)
 
 
+class LongStatementTest(ShaleTestCase):
+    def test_long_statement_does_not_stall_other_clients(self):
+        conn = self.connect()
+        cur = conn.cursor()
+        cur.execute("CREATE DATABASE slow")
+        cur.execute("CREATE TABLE slow.t (id INT PRIMARY KEY)")
+        cur.execute("INSERT INTO slow.t VALUES " + ",".join("(%d)" % i for i in range(300)))
+        started = threading.Event()
+        result = []
+
+        def long_query():
+            c = self.connect("slow")
+            started.set()
+            k = c.cursor()
+            k.execute("SELECT COUNT(*) FROM t a, t b, t c")  # 27M combinations
+            result.extend(k.fetchall())
+            c.close()
+
+        t = threading.Thread(target=long_query)
+        t.start()
+        started.wait()
+        # While the long statement runs, new clients connect and are served.
+        for _ in range(5):
+            other = self.connect()
+            oc = other.cursor()
+            oc.execute("SELECT COUNT(*) FROM slow.t WHERE id < 10")
+            self.assertEqual(oc.fetchall(), ((10,),))
+            other.close()
+        self.assertTrue(t.is_alive(), "the long statement finished too early to show anything")
+        t.join()
+        self.assertEqual(result, [(27000000,)])
+        conn.close()
+
+
 class DurabilityTest(ShaleTestCase):
     def test_acknowledged_inserts_survive_kill_9(self):
         conn = self.connect()
