@@ -220,11 +220,11 @@ Result<std::shared_ptr<const TableDef>> Catalog::GetTable(const std::string& db,
                                                           const std::string& name) const {
   std::lock_guard lock(mu_);
   auto d = dbs_.find(db);
-  if (d == dbs_.end()) return SqlError(ErrorCode::kBadDb, "Unknown database '{}'", db);
-  auto t = d->second.find(name);
-  if (t == d->second.end()) {
+  // A table in a missing database is a missing table, as in MySQL.
+  if (d == dbs_.end() || !d->second.count(name)) {
     return SqlError(ErrorCode::kNoSuchTable, "Table '{}.{}' doesn't exist", db, name);
   }
+  auto t = d->second.find(name);
   return t->second;
 }
 

@@ -103,7 +103,8 @@ class Catalog {
   bool DatabaseExists(const std::string& name) const;
   std::vector<std::string> ListDatabases() const;
 
-  // ER_NO_SUCH_TABLE (1146) if absent; ER_BAD_DB_ERROR (1049) if the database is.
+  // ER_NO_SUCH_TABLE (1146) if the table or its database is absent (MySQL
+  // reports a table of a missing database as a missing table).
   Result<std::shared_ptr<const TableDef>> GetTable(const std::string& db,
                                                    const std::string& name) const;
   // Publishes `def` (its id and slice ids already allocated with NextId()).

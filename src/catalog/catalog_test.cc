@@ -200,7 +200,7 @@ TEST_F(CatalogTest, TableErrors) {
   auto case_differs = catalog_->GetTable("db", "T");
   EXPECT_EQ(case_differs.status().mysql_code(), 1146);
   auto missing_db = catalog_->GetTable("nodb", "t");
-  EXPECT_EQ(missing_db.status().mysql_code(), 1049) << missing_db.status().ToString();
+  EXPECT_EQ(missing_db.status().mysql_code(), 1146) << missing_db.status().ToString();
   EXPECT_EQ(catalog_->ListTables("nodb").status().mysql_code(), 1049);
   EXPECT_EQ(catalog_->DropTable("db", "nope").mysql_code(), 1051);
   EXPECT_EQ(catalog_->DropTable("nodb", "t").mysql_code(), 1051);

@@ -67,6 +67,8 @@ enum class ErrorCode : uint16_t {
   kFieldSpecifiedTwice = 1110,  // ER_FIELD_SPECIFIED_TWICE
   kNoTablesUsed = 1096,         // ER_NO_TABLES_USED
   kWrongParamcountToNativeFct = 1582,  // ER_WRONG_PARAMCOUNT_TO_NATIVE_FCT
+  kWarnDataTruncated = 1265,    // WARN_DATA_TRUNCATED
+  kTruncatedWrongValueForField = 1366,  // ER_TRUNCATED_WRONG_VALUE_FOR_FIELD
   kCorruptPage = 1712,          // ER_INDEX_CORRUPT (closest MySQL code)
   kWrongGroupField = 1056,      // ER_WRONG_GROUP_FIELD
   kNonUniqTable = 1066,         // ER_NONUNIQ_TABLE

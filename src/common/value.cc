@@ -1,6 +1,8 @@
 #include "src/common/value.h"
 
 #include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
@@ -80,6 +82,34 @@ int64_t ToInt64Lenient(const Value& v) {
   return n;
 }
 
+size_t NumericPrefix(std::string_view s, double* out) {
+  size_t i = 0;
+  while (i < s.size() && IsSpace(s[i])) ++i;
+  size_t start = i;
+  if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+  size_t digits = 0;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i, ++digits;
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i, ++digits;
+  }
+  if (digits == 0) {
+    *out = 0;
+    return 0;
+  }
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    size_t j = i + 1;
+    if (j < s.size() && (s[j] == '+' || s[j] == '-')) ++j;
+    if (j < s.size() && s[j] >= '0' && s[j] <= '9') {
+      while (j < s.size() && s[j] >= '0' && s[j] <= '9') ++j;
+      i = j;
+    }
+  }
+  std::string number(s.substr(start, i - start));
+  *out = std::strtod(number.c_str(), nullptr);
+  return i;
+}
+
 int CompareValues(const Value& a, const Value& b) {
   if (a.is_int() && b.is_int()) {
     return a.as_int() < b.as_int() ? -1 : (a.as_int() > b.as_int() ? 1 : 0);
@@ -88,7 +118,15 @@ int CompareValues(const Value& a, const Value& b) {
     int c = a.as_string().compare(b.as_string());
     return c < 0 ? -1 : (c > 0 ? 1 : 0);
   }
-  int64_t x = ToInt64Lenient(a), y = ToInt64Lenient(b);
+  // A number with a string: both as doubles, the string read by its numeric
+  // prefix (MySQL's comparison of mixed types).
+  auto as_double = [](const Value& v) {
+    if (v.is_int()) return static_cast<double>(v.as_int());
+    double d = 0;
+    if (v.is_string()) NumericPrefix(v.as_string(), &d);
+    return d;
+  };
+  double x = as_double(a), y = as_double(b);
   return x < y ? -1 : (x > y ? 1 : 0);
 }
 
@@ -107,10 +145,32 @@ Result<Value> CoerceToColumn(const Value& v, const SqlType& t, std::string_view 
           case IntParse::kOutOfRange:
             return SqlError(ErrorCode::kDataOutOfRange,
                             "Out of range value for column '{}' at row 1", column);
-          case IntParse::kNotANumber:
-            return SqlError(ErrorCode::kTruncatedWrongValue,
-                            "Incorrect integer value: '{}' for column '{}' at row 1",
-                            v.as_string(), column);
+          case IntParse::kNotANumber: {
+            // MySQL reads a decimal or exponent string and rounds it; a
+            // number followed by other text is truncated data; no number at
+            // all is an incorrect integer value.
+            double d = 0;
+            size_t used = NumericPrefix(v.as_string(), &d);
+            if (used == 0) {
+              return SqlError(ErrorCode::kTruncatedWrongValueForField,
+                              "Incorrect integer value: '{}' for column '{}' at row 1",
+                              v.as_string(), column);
+            }
+            std::string_view rest = std::string_view(v.as_string()).substr(used);
+            for (char c : rest) {
+              if (!IsSpace(c)) {
+                return SqlError(ErrorCode::kWarnDataTruncated,
+                                "Data truncated for column '{}' at row 1", column);
+              }
+            }
+            double r = std::round(d);
+            if (!(r >= -9223372036854775808.0 && r < 9223372036854775808.0)) {
+              return SqlError(ErrorCode::kDataOutOfRange,
+                              "Out of range value for column '{}' at row 1", column);
+            }
+            n = static_cast<int64_t>(r);
+            break;
+          }
         }
       }
       if (t.id == TypeId::kInt &&

@@ -68,9 +68,14 @@ class Value {
 using Row = std::vector<Value>;
 
 // Compares two non-NULL values by MySQL's rules: two integers numerically, two
-// strings bytewise, an integer with a string numerically after converting the
-// string to a number. Returns <0, 0, >0.
+// strings bytewise, an integer with a string as doubles (the string read by
+// its numeric prefix). Returns <0, 0, >0.
 int CompareValues(const Value& a, const Value& b);
+
+// The numeric prefix of a string as MySQL reads it in a numeric context:
+// leading whitespace, sign, digits, fraction, exponent. Returns the bytes
+// consumed (0 if there is no number; *out is then 0).
+size_t NumericPrefix(std::string_view s, double* out);
 
 // MySQL's lenient numeric reading of a value: an integer as is, a string as
 // its leading integer (0 if none; saturating at the BIGINT limits), NULL as 0.

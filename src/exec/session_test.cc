@@ -183,7 +183,7 @@ TEST_F(SessionTest, ValueChecksOnInsert) {
   EXPECT_EQ(too_long.message(), "Data too long for column 's' at row 2");
   EXPECT_EQ(Fail("INSERT INTO u VALUES (5, NULL)").mysql_code(), 1048);
   EXPECT_EQ(Fail("INSERT INTO u VALUES (2147483648, 'x')").mysql_code(), 1264);
-  EXPECT_EQ(Fail("INSERT INTO u VALUES ('7x', 'x')").mysql_code(), 1292);
+  EXPECT_EQ(Fail("INSERT INTO u VALUES ('7x', 'x')").mysql_code(), 1265);
   EXPECT_EQ(Fail("INSERT INTO u (id) VALUES (8)").mysql_code(), 1364);
   EXPECT_EQ(Query("SELECT id FROM u ORDER BY id"), (Table{{"1"}, {"2"}}));
 }

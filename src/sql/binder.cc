@@ -869,6 +869,15 @@ Result<LogicalPtr> Binder::BindInsert(const ast::InsertStmt& s) {
   Scope none;
   for (size_t r = 0; r < s.rows.size(); ++r) {
     const auto& values = s.rows[r];
+    // VALUES () without a column list: every column takes its default.
+    if (values.empty() && s.columns.empty()) {
+      std::vector<ExprPtr> row(ncols);
+      for (size_t c = 0; c < ncols; ++c) {
+        SHALE_ASSIGN_OR_RETURN(row[c], default_for(static_cast<int>(c)));
+      }
+      rows.push_back(std::move(row));
+      continue;
+    }
     if (values.size() != targets.size()) {
       return SqlError(ErrorCode::kWrongValueCount, "Column count doesn't match value count at row {}",
                       r + 1);

@@ -77,6 +77,13 @@ Result<std::vector<Token>> Tokenize(std::string_view sql) {
         t.kind = decimal ? TokenKind::kDecimal : TokenKind::kInteger;
       }
       t.text = std::string(sql.substr(i, j - i));
+      if (t.kind == TokenKind::kIdent && t.text.size() > 2 && t.text[0] == '0' &&
+          (t.text[1] == 'x' || t.text[1] == 'b') &&
+          t.text.find_first_not_of(t.text[1] == 'x' ? "0123456789abcdefABCDEF" : "01", 2) ==
+              std::string::npos) {
+        return SqlError(ErrorCode::kNotSupportedYet,
+                        "This version of Shale doesn't yet support 'hexadecimal and bit literals'");
+      }
       i = j;
     } else if (c == '\'' || c == '"') {
       char quote = static_cast<char>(c);

@@ -764,11 +764,11 @@ class BinderTest : public ::testing::Test {
 };
 
 TEST_F(BinderTest, UnknownDatabaseAndTable) {
-  EXPECT_EQ(BindError("SELECT * FROM nodb.t"), 1049);
+  EXPECT_EQ(BindError("SELECT * FROM nodb.t"), 1146);
   EXPECT_EQ(BindError("SELECT * FROM zz"), 1146);
   EXPECT_EQ(BindError("SELECT * FROM T"), 1146);  // table names are case-sensitive
   EXPECT_EQ(BindError("INSERT INTO zz VALUES (1)"), 1146);
-  EXPECT_EQ(BindError("INSERT INTO nodb.t VALUES (1)"), 1049);
+  EXPECT_EQ(BindError("INSERT INTO nodb.t VALUES (1)"), 1146);
   EXPECT_EQ(BindError("USE nodb"), 1049);
   EXPECT_EQ(BindError("SHOW COLUMNS FROM zz"), 1146);
   EXPECT_EQ(BindError("SHOW TABLES FROM nodb"), 1049);
@@ -850,7 +850,7 @@ TEST_F(BinderTest, UpdateAndDeleteErrors) {
   EXPECT_EQ(message, "Unknown column 'zz' in 'where clause'");
   EXPECT_EQ(BindError("DELETE FROM t ORDER BY zz", &message), 1054);
   EXPECT_EQ(message, "Unknown column 'zz' in 'order clause'");
-  EXPECT_EQ(BindError("DELETE FROM nodb.t"), 1049);
+  EXPECT_EQ(BindError("DELETE FROM nodb.t"), 1146);
 }
 
 TEST_F(BinderTest, TableWithoutPrimaryKeyHasAHiddenRowId) {
@@ -1260,6 +1260,24 @@ TEST(BinderNameTest, ShowCreateTableSql) {
             "  `n` bigint NOT NULL DEFAULT '7',\n"
             "  PRIMARY KEY (`id`,`n`)\n"
             ") SLICES=2");
+}
+
+}  // namespace
+}  // namespace shale::sql
+
+namespace shale::sql {
+namespace {
+
+TEST(LexerTest, HexAndBitLiteralsAreNotSupportedYet) {
+  for (const char* sql : {"SELECT 0x10", "SELECT 0b101"}) {
+    auto tokens = Tokenize(sql);
+    ASSERT_FALSE(tokens.ok()) << sql;
+    EXPECT_EQ(tokens.status().mysql_code(), 1235) << sql;
+  }
+  // Digits followed by letters remain an identifier, as in MySQL.
+  auto ident = Tokenize("SELECT 0xyz, 1abc");
+  ASSERT_TRUE(ident.ok());
+  EXPECT_EQ((*ident)[1].kind, TokenKind::kIdent);
 }
 
 }  // namespace

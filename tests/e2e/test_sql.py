@@ -66,7 +66,8 @@ class CliTest(ShaleTestCase):
         self.assertEqual(out.splitlines(), ["1\ta", "2\tb", "3\tc"])
 
     def test_cli_errors_carry_mysql_codes(self):
-        cases = [("SELECT * FROM nosuchdb.t", "ERROR 1049 (42000)"),
+        cases = [("SELECT * FROM nosuchdb.t", "ERROR 1146 (42S02)"),
+                 ("USE nosuchdb", "ERROR 1049 (42000)"),
                  ("SELEC 1", "ERROR 1064 (42000)"),
                  ("SELECT nosuch", "ERROR 1054 (42S22)")]
         for sql, prefix in cases:
@@ -157,7 +158,9 @@ class PyMySQLTest(ShaleTestCase):
 
     def test_errors_have_mysql_codes_and_change_nothing(self):
         c = self.cur
-        self.assertSqlError(c, "SELECT * FROM nodb.users", 1049)
+        self.assertSqlError(c, "SELECT * FROM nodb.users", 1146)
+        self.assertSqlError(c, "USE nodb", 1049)
+        self.assertSqlError(c, "CREATE TABLE nodb.t (id INT PRIMARY KEY)", 1049)
         self.assertSqlError(c, "SELECT * FROM nosuch", 1146)
         self.assertSqlError(c, "SELECT nosuch FROM users", 1054)
         self.assertSqlError(c, "SELECT id FROM users WHERE nosuch = 1", 1054)
@@ -202,7 +205,7 @@ class PyMySQLTest(ShaleTestCase):
         self.assertEqual(self.q("SELECT a, b FROM scratch.t WHERE a = 1 ORDER BY b"), [(1, 1), (1, 2)])
         self.assertEqual(self.q("SELECT b FROM scratch.t WHERE a = 1 AND b = 2"), [(2,)])
         self.cur.execute("DROP DATABASE scratch")
-        self.assertSqlError(self.cur, "SELECT * FROM scratch.t", 1049)
+        self.assertSqlError(self.cur, "SELECT * FROM scratch.t", 1146)
 
     def test_session_statements_clients_send(self):
         self.assertEqual(self.q("SELECT @@version_comment LIMIT 1"), [("Shale distributed SQL database",)])
@@ -220,6 +223,23 @@ class PyMySQLTest(ShaleTestCase):
         self.assertTrue(self.q("SELECT VERSION()")[0][0].startswith("8.0"))
         self.assertEqual(self.q("SHOW VARIABLES LIKE 'version_comment'"),
                          [("version_comment", "Shale distributed SQL database")])
+
+    def test_mysql_string_to_number_rules(self):
+        self.cur.execute("CREATE TABLE conv (id INT PRIMARY KEY, n INT DEFAULT 5, s VARCHAR(5) DEFAULT 'd')")
+        self.cur.execute("INSERT INTO conv (id, n) VALUES (1, '1.5'), (2, '1e3'), (3, ' 7 ')")
+        self.assertEqual(self.q("SELECT id, n FROM conv ORDER BY id"), [(1, 2), (2, 1000), (3, 7)])
+        self.assertSqlError(self.cur, "INSERT INTO conv VALUES (4, 'abc', 'x')", 1366)
+        self.assertSqlError(self.cur, "INSERT INTO conv VALUES (4, '12abc', 'x')", 1265)
+        # Mixed comparisons are numeric, as doubles.
+        self.assertEqual(self.q("SELECT '1e1' = 10, '1.5' = 1, 1 < '1.5'"), [(1, 0, 1)])
+        self.assertEqual(self.q("SELECT id FROM conv WHERE id = '1.5'"), [])
+        self.assertEqual(self.q("SELECT id FROM conv WHERE id < '1.5'"), [(1,)])
+
+    def test_insert_values_empty_takes_defaults(self):
+        self.cur.execute("CREATE TABLE dflt (a INT DEFAULT 3, b VARCHAR(4) DEFAULT 'x')")
+        self.cur.execute("INSERT INTO dflt VALUES (), ()")
+        self.assertEqual(self.q("SELECT a, b FROM dflt"), [(3, "x"), (3, "x")])
+        self.assertSqlError(self.cur, "INSERT INTO users VALUES ()", 1364)
 
     def test_utf8_strings_round_trip(self):
         self.cur.execute("INSERT INTO users (id, name) VALUES (%s, %s)", (2000, "Zoë ✓ 日本"))
