@@ -4,13 +4,16 @@ A ShaledProcess owns a temporary data directory and a free loopback port.
 stop() sends SIGTERM; kill() sends SIGKILL (power loss); start() again
 reuses the same data directory and port, so tests can check what survives.
 """
+import argparse
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
+import unittest
 
 
 def free_port():
@@ -72,3 +75,43 @@ class ShaledProcess:
     def cleanup(self):
         self.kill()
         shutil.rmtree(self.data_dir, ignore_errors=True)
+
+
+class NodeTestCase(unittest.TestCase):
+    """A unittest class with its own shaled, started once for the class.
+
+    The binary comes from `--shaled` (see main()); `extra_args` adds flags.
+    """
+    shaled = None  # the shaled binary, set by main()
+    extra_args = ()
+
+    @classmethod
+    def setUpClass(cls):
+        cls.node = ShaledProcess(NodeTestCase.shaled, cls.extra_args)
+        cls.node.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.node.cleanup()
+
+    def connect(self, db=None, **kw):
+        import pymysql
+        return pymysql.connect(host="127.0.0.1", port=self.node.port, user="root",
+                               password=kw.pop("password", ""), database=db,
+                               autocommit=True, **kw)
+
+    def assertSqlError(self, cur, sql, code):
+        import pymysql
+        with self.assertRaises(pymysql.MySQLError) as ctx:
+            cur.execute(sql)
+        self.assertEqual(ctx.exception.args[0], code, "%s -> %s" % (sql, ctx.exception))
+
+
+def main():
+    """Entry point of every tests/e2e/test_*.py: takes --shaled BINARY (as
+    tests/CMakeLists.txt passes it) and runs the file's tests."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--shaled", required=True)
+    args, rest = parser.parse_known_args()
+    NodeTestCase.shaled = os.path.abspath(args.shaled)
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)

@@ -4,41 +4,16 @@ without a primary key, UPDATE and DELETE, over the real shaled with PyMySQL.
 Run as:
     python3 tests/e2e/test_dml.py --shaled build/src/shaled
 """
-import argparse
 import os
 import sys
-import unittest
 
 import pymysql
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from shaled_fixture import ShaledProcess  # noqa: E402
-
-SHALED = None
+from shaled_fixture import NodeTestCase, main  # noqa: E402
 
 
-class ShaleTestCase(unittest.TestCase):
-    extra_args = ()
-
-    @classmethod
-    def setUpClass(cls):
-        cls.node = ShaledProcess(SHALED, cls.extra_args)
-        cls.node.start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.node.cleanup()
-
-    def connect(self, db=None, **kw):
-        return pymysql.connect(host="127.0.0.1", port=self.node.port, user="root",
-                               password=kw.pop("password", ""), database=db,
-                               autocommit=True, **kw)
-
-    def assertSqlError(self, cur, sql, code):
-        with self.assertRaises(pymysql.MySQLError) as ctx:
-            cur.execute(sql)
-        self.assertEqual(ctx.exception.args[0], code, "%s -> %s" % (sql, ctx.exception))
-
+class ShaleTestCase(NodeTestCase):
     def fresh_db(self, name):
         conn = self.connect()
         cur = conn.cursor()
@@ -227,8 +202,4 @@ class FunctionTest(ShaleTestCase):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--shaled", required=True)
-    args, rest = parser.parse_known_args()
-    SHALED = os.path.abspath(args.shaled)
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+    main()

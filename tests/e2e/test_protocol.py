@@ -14,7 +14,6 @@ Three kinds of client:
 Run by ctest (tests/CMakeLists.txt) as:
     python3 tests/e2e/test_protocol.py --shaled build/src/shaled
 """
-import argparse
 import os
 import random
 import shutil
@@ -28,9 +27,8 @@ import unittest
 import pymysql
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from shaled_fixture import ShaledProcess  # noqa: E402
+from shaled_fixture import NodeTestCase, ShaledProcess, main  # noqa: E402
 
-SHALED = None
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # Capability flags and constants of the protocol (docs/protocol.md).
@@ -306,18 +304,7 @@ def p_str(v, t=T_VAR_STRING):
     return (t, lenenc_str(v))
 
 
-class ProtocolTestCase(unittest.TestCase):
-    extra_args = ()
-
-    @classmethod
-    def setUpClass(cls):
-        cls.node = ShaledProcess(SHALED, cls.extra_args)
-        cls.node.start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.node.cleanup()
-
+class ProtocolTestCase(NodeTestCase):
     def client(self, **kw):
         c = RawClient(self.node.port, **kw)
         self.addCleanup(c.close)
@@ -839,7 +826,7 @@ class CompressionTest(ProtocolTestCase):
 
 class ConfiguredCertificateTest(unittest.TestCase):
     def test_given_pair_is_served_and_bad_paths_refuse_to_start(self):
-        first = ShaledProcess(SHALED)
+        first = ShaledProcess(NodeTestCase.shaled)
         first.start()
         first.stop()
         d = tempfile.mkdtemp(prefix="shale-cert-")
@@ -848,7 +835,7 @@ class ConfiguredCertificateTest(unittest.TestCase):
         for name in ("server-cert.pem", "server-key.pem"):
             shutil.copy(os.path.join(first.data_dir, "data", name), os.path.join(d, name))
         cert, key = os.path.join(d, "server-cert.pem"), os.path.join(d, "server-key.pem")
-        node = ShaledProcess(SHALED, ["--ssl-cert", cert, "--ssl-key", key])
+        node = ShaledProcess(NodeTestCase.shaled, ["--ssl-cert", cert, "--ssl-key", key])
         self.addCleanup(node.cleanup)
         node.start()
         conn = pymysql.connect(host="127.0.0.1", port=node.port, user="root", password="",
@@ -856,14 +843,14 @@ class ConfiguredCertificateTest(unittest.TestCase):
         conn.close()
         self.assertFalse(os.path.exists(os.path.join(node.data_dir, "data", "server-cert.pem")))
         node.stop()
-        bad = ShaledProcess(SHALED, ["--ssl-cert", os.path.join(d, "nope.pem"), "--ssl-key", key])
+        bad = ShaledProcess(NodeTestCase.shaled, ["--ssl-cert", os.path.join(d, "nope.pem"), "--ssl-key", key])
         self.addCleanup(bad.cleanup)
         with self.assertRaises(RuntimeError) as ctx:
             bad.start()
         self.assertIn("nope.pem", str(ctx.exception))
 
     def test_ssl_off_offers_no_tls(self):
-        node = ShaledProcess(SHALED, ["--ssl=OFF"])
+        node = ShaledProcess(NodeTestCase.shaled, ["--ssl=OFF"])
         self.addCleanup(node.cleanup)
         node.start()
         # mariadb 10.11's --ssl falls back to plaintext; status says so.
@@ -949,8 +936,4 @@ class ConnectorPythonTest(ProtocolTestCase):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--shaled", required=True)
-    args, rest = parser.parse_known_args()
-    SHALED = os.path.abspath(args.shaled)
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+    main()

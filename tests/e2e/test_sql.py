@@ -3,19 +3,15 @@
 PyMySQL. Run by ctest (tests/CMakeLists.txt) as:
     python3 tests/e2e/test_sql.py --shaled build/src/shaled
 """
-import argparse
 import os
 import subprocess
 import sys
 import threading
-import unittest
 
 import pymysql
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from shaled_fixture import ShaledProcess  # noqa: E402
-
-SHALED = None
+from shaled_fixture import NodeTestCase, main  # noqa: E402
 
 
 def mariadb(port, sql, *extra, password=None):
@@ -28,27 +24,7 @@ def mariadb(port, sql, *extra, password=None):
     return p.returncode, p.stdout, p.stderr
 
 
-class ShaleTestCase(unittest.TestCase):
-    extra_args = ()
-
-    @classmethod
-    def setUpClass(cls):
-        cls.node = ShaledProcess(SHALED, cls.extra_args)
-        cls.node.start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.node.cleanup()
-
-    def connect(self, db=None, **kw):
-        return pymysql.connect(host="127.0.0.1", port=self.node.port, user="root",
-                               password=kw.pop("password", ""), database=db,
-                               autocommit=True, **kw)
-
-    def assertSqlError(self, cur, sql, code):
-        with self.assertRaises(pymysql.MySQLError) as ctx:
-            cur.execute(sql)
-        self.assertEqual(ctx.exception.args[0], code, "%s -> %s" % (sql, ctx.exception))
+ShaleTestCase = NodeTestCase
 
 
 class CliTest(ShaleTestCase):
@@ -366,8 +342,4 @@ class PasswordTest(ShaleTestCase):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--shaled", required=True)
-    args, rest = parser.parse_known_args()
-    SHALED = os.path.abspath(args.shaled)
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+    main()
