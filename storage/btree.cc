@@ -1,5 +1,7 @@
 #include "storage/btree.h"
 
+#include <functional>
+
 #include <algorithm>
 #include <cstring>
 #include <utility>
@@ -184,21 +186,30 @@ Status BTree::PutOptimistic(std::string_view key, std::string_view value, bool* 
   return Status::OK();
 }
 
+Status BTree::DescendExclusive(std::string_view key, Path* path,
+                               const std::function<bool(const SlottedPage&)>& safe_child) {
+  SHALE_ASSIGN_OR_RETURN(PageGuard root, FetchNode(root_, LatchMode::kExclusive, kAnyLevel));
+  path->guards.push_back(std::move(root));
+  path->slots.push_back(0);
+  while (!IsLeaf(path->guards.back().data())) {
+    SlottedPage p(path->guards.back().mutable_data());
+    size_t c = ChildIndexFor(p, key);
+    SHALE_ASSIGN_OR_RETURN(PageGuard child,
+                           FetchNode(ChildAtIndex(p, c), LatchMode::kExclusive, p.level() - 1));
+    bool safe = safe_child(SlottedPage(child.mutable_data()));
+    path->guards.push_back(std::move(child));
+    path->slots.push_back(c);
+    if (safe) path->ReleaseAncestors();
+  }
+  return Status::OK();
+}
+
 Status BTree::PutPessimistic(std::string_view key, std::string_view value) {
   const size_t cost = SlottedPage::CellCost(key.size(), value.size());
   Path path;
-  SHALE_ASSIGN_OR_RETURN(PageGuard root, FetchNode(root_, LatchMode::kExclusive, kAnyLevel));
-  path.guards.push_back(std::move(root));
-  path.slots.push_back(0);
-  while (!IsLeaf(path.guards.back().data())) {
-    SlottedPage p(path.guards.back().mutable_data());
-    size_t c = ChildIndexFor(p, key);
-    SHALE_ASSIGN_OR_RETURN(PageGuard child, FetchNode(ChildAtIndex(p, c), LatchMode::kExclusive, p.level() - 1));
-    bool safe = SafeForInsert(SlottedPage(child.mutable_data()), cost);
-    path.guards.push_back(std::move(child));
-    path.slots.push_back(c);
-    if (safe) path.ReleaseAncestors();
-  }
+  SHALE_RETURN_IF_ERROR(DescendExclusive(key, &path, [cost](const SlottedPage& child) {
+    return SafeForInsert(child, cost);
+  }));
   PageGuard& leaf_guard = path.guards.back();
   SlottedPage leaf(leaf_guard.mutable_data());
   bool found = false;
@@ -349,18 +360,9 @@ Status BTree::DeleteOptimistic(std::string_view key, bool* done) {
 
 Status BTree::DeletePessimistic(std::string_view key) {
   Path path;
-  SHALE_ASSIGN_OR_RETURN(PageGuard root, FetchNode(root_, LatchMode::kExclusive, kAnyLevel));
-  path.guards.push_back(std::move(root));
-  path.slots.push_back(0);
-  while (!IsLeaf(path.guards.back().data())) {
-    SlottedPage p(path.guards.back().mutable_data());
-    size_t c = ChildIndexFor(p, key);
-    SHALE_ASSIGN_OR_RETURN(PageGuard child, FetchNode(ChildAtIndex(p, c), LatchMode::kExclusive, p.level() - 1));
-    bool safe = SafeForDelete(SlottedPage(child.mutable_data()), key);
-    path.guards.push_back(std::move(child));
-    path.slots.push_back(c);
-    if (safe) path.ReleaseAncestors();
-  }
+  SHALE_RETURN_IF_ERROR(DescendExclusive(key, &path, [key](const SlottedPage& child) {
+    return SafeForDelete(child, key);
+  }));
   SlottedPage leaf(path.guards.back().mutable_data());
   bool found = false;
   size_t i = leaf.LowerBound(key, &found);

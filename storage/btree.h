@@ -43,6 +43,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -51,6 +52,7 @@
 
 #include "shale/status.h"
 #include "storage/buffer_pool.h"
+#include "storage/page.h"
 #include "storage/slice.h"
 
 namespace shale::storage {
@@ -107,6 +109,11 @@ class BTree {
   Status PutPessimistic(std::string_view key, std::string_view value);
   Status DeleteOptimistic(std::string_view key, bool* done);
   Status DeletePessimistic(std::string_view key);
+  // Latch coupling down to the leaf for `key` with exclusive latches, filling
+  // *path; ancestors are released whenever `safe_child` says a child cannot
+  // split or underflow from the pending change.
+  Status DescendExclusive(std::string_view key, Path* path,
+                          const std::function<bool(const SlottedPage&)>& safe_child);
   // Allocates into *spares every new page a split of path level `level` can
   // need (an upper bound), before any page changes.
   Status ReserveSplitPages(const Path& path, size_t level, std::vector<PageGuard>* spares);

@@ -409,15 +409,21 @@ Result<ast::UpdateStmt> Parser::ParseUpdate() {
     s.assignments.push_back(std::move(a));
     if (!AcceptOperator(",")) break;
   }
+  SHALE_RETURN_IF_ERROR(ParseWhereOrderLimit(&s.where, &s.order_by, &s.limit));
+  return s;
+}
+
+Status Parser::ParseWhereOrderLimit(ast::ExprPtr* where, std::vector<ast::OrderItem>* order_by,
+                                    std::optional<uint64_t>* limit) {
   if (AcceptKeyword("WHERE")) {
-    SHALE_ASSIGN_OR_RETURN(s.where, ParseExpr());
+    SHALE_ASSIGN_OR_RETURN(*where, ParseExpr());
   }
-  SHALE_RETURN_IF_ERROR(ParseOrderBy(&s.order_by));
+  SHALE_RETURN_IF_ERROR(ParseOrderBy(order_by));
   if (AcceptKeyword("LIMIT")) {
     SHALE_ASSIGN_OR_RETURN(uint64_t n, ParseUnsigned());
-    s.limit = n;
+    *limit = n;
   }
-  return s;
+  return Status::OK();
 }
 
 Result<ast::DeleteStmt> Parser::ParseDelete() {
@@ -435,14 +441,7 @@ Result<ast::DeleteStmt> Parser::ParseDelete() {
   if (AtOperator(",") || AtKeyword("USING") || AtKeyword("JOIN")) {
     return NotSupported("multi-table DELETE");
   }
-  if (AcceptKeyword("WHERE")) {
-    SHALE_ASSIGN_OR_RETURN(s.where, ParseExpr());
-  }
-  SHALE_RETURN_IF_ERROR(ParseOrderBy(&s.order_by));
-  if (AcceptKeyword("LIMIT")) {
-    SHALE_ASSIGN_OR_RETURN(uint64_t n, ParseUnsigned());
-    s.limit = n;
-  }
+  SHALE_RETURN_IF_ERROR(ParseWhereOrderLimit(&s.where, &s.order_by, &s.limit));
   return s;
 }
 

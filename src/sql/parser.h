@@ -39,6 +39,9 @@ class Parser {
   Result<std::string> ParseOptionalAlias();
   // An optional ORDER BY list (of SELECT, UPDATE and DELETE).
   Status ParseOrderBy(std::vector<ast::OrderItem>* out);
+  // [WHERE expr] [ORDER BY ...] [LIMIT n] of UPDATE and DELETE.
+  Status ParseWhereOrderLimit(ast::ExprPtr* where, std::vector<ast::OrderItem>* order_by,
+                              std::optional<uint64_t>* limit);
   Result<ast::Statement> ParseCreate();
   Result<ast::Statement> ParseDrop();
   Result<ast::SetStmt> ParseSet();
