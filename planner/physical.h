@@ -17,7 +17,8 @@
 //   kSort       sort_keys
 //   kDistinct   (none)
 //   kLimit      limit, offset
-//   kInsert     table: inserts the child's rows
+//   kInsert     table, insert_conflict, update_columns, exprs: inserts the
+//               child's rows (sierra kInsert)
 //   kUpdate     table, update_columns, exprs: updates the child's rows (full
 //               table rows from an access path, possibly filtered, sorted,
 //               limited), as sierra::LogicalKind::kUpdate
@@ -99,6 +100,7 @@ struct PhysicalOperator {
   std::vector<sierra::SortKey> sort_keys;           // kSort
   uint64_t limit = std::numeric_limits<uint64_t>::max();  // kLimit
   uint64_t offset = 0;                                    // kLimit
+  sierra::InsertConflict insert_conflict = sierra::InsertConflict::kError;  // kInsert
   sierra::ApplyKind apply_kind = sierra::ApplyKind::kScalar;  // kApply
   bool correlated = false;                                    // kApply
   sierra::CompareOp compare_op = sierra::CompareOp::kEq;      // kApply

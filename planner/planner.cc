@@ -313,6 +313,7 @@ Result<PhysicalPtr> Plan(const LogicalOperator& logical) {
       op->offset = logical.offset;
       op->table = logical.table;
       op->update_columns = logical.update_columns;
+      op->insert_conflict = logical.insert_conflict;
       SHALE_ASSIGN_OR_RETURN(auto c, Plan(*logical.children[0]));
       op->children.push_back(std::move(c));
       return op;

@@ -259,6 +259,7 @@ LogicalPtr CopyOperator(const LogicalOperator& op, const F& rewrite) {
   out->limit = op.limit;
   out->offset = op.offset;
   out->apply_kind = op.apply_kind;
+  out->insert_conflict = op.insert_conflict;
   out->correlated = op.correlated;
   out->compare_op = op.compare_op;
   for (const auto& row : op.rows) {

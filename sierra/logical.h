@@ -14,8 +14,14 @@
 //   kSort     sort_keys: stable sort
 //   kDistinct (none): drops repeated rows, keeping first occurrences in order
 //   kLimit    limit, offset
-//   kInsert   table: inserts the child's rows (in table column order);
-//             outputs nothing, reports the number of rows inserted
+//   kInsert   table, insert_conflict: inserts the child's rows (in table
+//             column order); outputs nothing, reports the rows affected.
+//             A row whose primary or unique key is taken: kError fails the
+//             statement (1062), kIgnore skips the row, kReplace deletes the
+//             rows holding the keys first, kUpdate (ON DUPLICATE KEY UPDATE)
+//             assigns exprs[i] to column update_columns[i] of the row
+//             holding the key, each expression over that row followed by
+//             the row that was to be inserted (VALUES(c))
 //   kUpdate   table, update_columns, exprs: for each row of the child (full
 //             table rows), assigns exprs[i] to column update_columns[i] in
 //             order, each expression seeing the assignments before it
@@ -79,6 +85,9 @@ enum class LogicalKind : uint8_t {
 };
 
 // Serialized in plans: DO NOT CHANGE values.
+enum class InsertConflict : uint8_t { kError = 0, kIgnore = 1, kReplace = 2, kUpdate = 3 };
+
+// Serialized in plans: DO NOT CHANGE values.
 enum class ApplyKind : uint8_t { kScalar = 0, kExists = 1, kIn = 2, kAny = 3, kAll = 4 };
 
 // Serialized in plans: DO NOT CHANGE values.
@@ -119,6 +128,7 @@ struct LogicalOperator {
   std::vector<SortKey> sort_keys;                 // kSort
   uint64_t limit = std::numeric_limits<uint64_t>::max();  // kLimit
   uint64_t offset = 0;                                    // kLimit
+  InsertConflict insert_conflict = InsertConflict::kError;  // kInsert
   ApplyKind apply_kind = ApplyKind::kScalar;              // kApply
   bool correlated = false;                                // kApply: children[1] has outer references
   CompareOp compare_op = CompareOp::kEq;                  // kApply: kAny, kAll

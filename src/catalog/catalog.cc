@@ -312,6 +312,28 @@ Status Catalog::ReplaceTable(const std::shared_ptr<const TableDef>& expected, Ta
   return Status::OK();
 }
 
+Status Catalog::RenameTable(const std::string& db, const std::string& name, const std::string& new_db,
+                            const std::string& new_name) {
+  std::lock_guard lock(mu_);
+  auto d = dbs_.find(db);
+  if (d == dbs_.end() || !d->second.count(name)) {
+    return SqlError(ErrorCode::kNoSuchTable, "Table '{}.{}' doesn't exist", db, name);
+  }
+  auto nd = dbs_.find(new_db);
+  if (nd == dbs_.end()) return SqlError(ErrorCode::kBadDb, "Unknown database '{}'", new_db);
+  if (nd->second.count(new_name)) {
+    return SqlError(ErrorCode::kTableExists, "Table '{}' already exists", new_name);
+  }
+  TableDef def = *d->second[name];
+  def.db = new_db;
+  def.name = new_name;
+  SHALE_RETURN_IF_ERROR(meta_->Write({{TableKey(db, name), std::nullopt},
+                                      {TableKey(new_db, new_name), SerializeTable(def)}}));
+  d->second.erase(name);
+  nd->second[new_name] = std::make_shared<const TableDef>(std::move(def));
+  return Status::OK();
+}
+
 Result<std::vector<std::string>> Catalog::ListTables(const std::string& db) const {
   std::lock_guard lock(mu_);
   auto d = dbs_.find(db);

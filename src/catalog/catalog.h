@@ -133,6 +133,11 @@ class Catalog {
   // ER_TABLE_DEF_CHANGED (1412) unless the published definition is still
   // `expected` (the one the change was computed from).
   Status ReplaceTable(const std::shared_ptr<const TableDef>& expected, TableDef def);
+  // Renames table db.name to new_db.new_name (its id, rows and slices stay).
+  // ER_NO_SUCH_TABLE (1146) if absent, ER_TABLE_EXISTS_ERROR (1050) if the
+  // new name is taken, ER_BAD_DB_ERROR (1049) if new_db is absent.
+  Status RenameTable(const std::string& db, const std::string& name, const std::string& new_db,
+                     const std::string& new_name);
   // ER_BAD_DB_ERROR (1049) if the database is absent.
   Result<std::vector<std::string>> ListTables(const std::string& db) const;
 

@@ -326,6 +326,67 @@ TEST_F(CatalogTest, NextIdIsUniqueUnderConcurrency) {
   EXPECT_GT(*next, max_seen);
 }
 
+TEST_F(CatalogTest, IndexesPersistAndReplaceChecksTheDefinition) {
+  CreateDb("d");
+  TableDef t = MakeTable("d", "t");
+  RepresentationDef index;
+  index.name = "name_n";
+  index.key_columns = {1, 2};
+  index.unique = true;
+  index.slices = t.primary.slices;
+  for (auto& s : index.slices) s.id = *catalog_->NextId();
+  t.indexes.push_back(index);
+  bool created = false;
+  ASSERT_TRUE(catalog_->CreateTable(t, false, &created).ok());
+  Reopen();
+  auto loaded = catalog_->GetTable("d", "t");
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_EQ((*loaded)->indexes.size(), 1u);
+  EXPECT_EQ((*loaded)->indexes[0].name, "name_n");
+  EXPECT_EQ((*loaded)->indexes[0].key_columns, (std::vector<int>{1, 2}));
+  EXPECT_TRUE((*loaded)->indexes[0].unique);
+  EXPECT_FALSE((*loaded)->primary.unique);
+  EXPECT_EQ((*loaded)->indexes[0].slices.size(), 4u);
+  EXPECT_EQ((*loaded)->FindIndex("NAME_N"), 0);
+  EXPECT_EQ((*loaded)->FindIndex("other"), -1);
+
+  // Replacing from a stale definition fails; from the current one it works.
+  TableDef without = **loaded;
+  without.indexes.clear();
+  ASSERT_TRUE(catalog_->ReplaceTable(*loaded, without).ok());
+  EXPECT_EQ(catalog_->ReplaceTable(*loaded, without).mysql_code(), 1412);
+  Reopen();
+  EXPECT_TRUE((*catalog_->GetTable("d", "t"))->indexes.empty());
+}
+
+TEST_F(CatalogTest, RenameTablePersists) {
+  CreateDb("d");
+  CreateDb("e");
+  bool created = false;
+  ASSERT_TRUE(catalog_->CreateTable(MakeTable("d", "t"), false, &created).ok());
+  ASSERT_TRUE(catalog_->CreateTable(MakeTable("d", "u"), false, &created).ok());
+  EXPECT_EQ(catalog_->RenameTable("d", "t", "d", "u").mysql_code(), 1050);
+  EXPECT_EQ(catalog_->RenameTable("d", "nosuch", "d", "v").mysql_code(), 1146);
+  EXPECT_EQ(catalog_->RenameTable("d", "t", "nodb", "v").mysql_code(), 1049);
+  uint64_t id = (*catalog_->GetTable("d", "t"))->id;
+  ASSERT_TRUE(catalog_->RenameTable("d", "t", "e", "v").ok());
+  Reopen();
+  EXPECT_FALSE(catalog_->GetTable("d", "t").ok());
+  auto moved = catalog_->GetTable("e", "v");
+  ASSERT_TRUE(moved.ok());
+  EXPECT_EQ((*moved)->id, id);
+  EXPECT_EQ((*moved)->db, "e");
+  EXPECT_EQ((*moved)->name, "v");
+}
+
+TEST(IndexEntryKeyTest, IndexValuesThenPrimaryKey) {
+  EXPECT_EQ(IndexEntryKey({Value::Int(5)}, {Value::Int(1)}), EncodeKey({Value::Int(5), Value::Int(1)}));
+  // Entries of one index value sort together, by primary key.
+  EXPECT_LT(IndexEntryKey({Value::Int(5)}, {Value::Int(1)}), IndexEntryKey({Value::Int(5)}, {Value::Int(2)}));
+  EXPECT_LT(IndexEntryKey({Value::Int(5)}, {Value::Int(9)}), IndexEntryKey({Value::Int(6)}, {Value::Int(1)}));
+  EXPECT_LT(IndexEntryKey({Value::Null()}, {Value::Int(9)}), IndexEntryKey({Value::Int(-7)}, {Value::Int(1)}));
+}
+
 TEST_F(CatalogTest, UnreadableTableRecordIsCorruption) {
   CreateDb("db");
   ASSERT_TRUE(meta_->Put("catalog/table/db/t", "\xff\xff\xff not a protobuf").ok());

@@ -74,6 +74,7 @@ enum class ErrorCode : uint16_t {
   kNonUniqTable = 1066,         // ER_NONUNIQ_TABLE
   kInvalidGroupFuncUse = 1111,  // ER_INVALID_GROUP_FUNC_USE
   kDupKeyName = 1061,           // ER_DUP_KEYNAME
+  kCantRemoveAllFields = 1090,  // ER_CANT_REMOVE_ALL_FIELDS
   kCantDropFieldOrKey = 1091,   // ER_CANT_DROP_FIELD_OR_KEY
   kWrongUsage = 1221,           // ER_WRONG_USAGE
   kWrongNumberOfColumnsInSelect = 1222,  // ER_WRONG_NUMBER_OF_COLUMNS_IN_SELECT

@@ -682,9 +682,36 @@ class TableWriter {
     return st;
   }
 
-  // ER_DUP_ENTRY if a UNIQUE index already has an entry with the index key
-  // values of `row` (none NULL).
-  Status CheckUnique(const Row& row) {
+  // The row stored under primary key `pk`, as the statement's writes so far
+  // leave it, or nullopt.
+  Result<std::optional<Row>> GetRow(const std::vector<Value>& pk) {
+    std::string key = catalog::EncodeKey(pk);
+    std::string value;
+    auto it = changes_[0].find(key);
+    if (it != changes_[0].end()) {
+      if (!it->second.value) return std::optional<Row>();
+      value = *it->second.value;
+    } else {
+      size_t index = SliceIndexOf(table_.primary, pk);
+      SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, SliceAt(0, index));
+      Status st = slice->Get(key, &value);
+      if (st.IsNotFound()) return std::optional<Row>();
+      SHALE_RETURN_IF_ERROR(st);
+    }
+    Row row;
+    Status decoded = DecodeRow(value, &row);
+    if (!decoded.ok()) return RowCorrupt(table_, table_.primary.slices[0], decoded);
+    return std::optional<Row>(std::move(row));
+  }
+
+  // A UNIQUE index (its position r in 1..) with an entry, other than those
+  // the statement deleted, holding the index key values of `row` (none
+  // NULL), and that entry's primary-key values; nullopt if none.
+  struct Conflict {
+    size_t rep;
+    std::vector<Value> pk;
+  };
+  Result<std::optional<Conflict>> UniqueConflict(const Row& row) {
     for (size_t r = 1; r < changes_.size(); ++r) {
       const catalog::RepresentationDef& rep = Rep(r);
       if (!rep.unique) continue;
@@ -692,12 +719,12 @@ class TableWriter {
       if (HasNull(values)) continue;
       std::string prefix = catalog::EncodeKey(values);
       std::string end = prefix + '\xff';  // no key component starts with 0xFF
-      bool taken = false;
       auto& pending = changes_[r];
-      for (auto it = pending.lower_bound(prefix); it != pending.end() && it->first < end; ++it) {
-        taken |= it->second.value.has_value();
+      std::optional<std::string> found;  // the entry's value: encoded pk
+      for (auto it = pending.lower_bound(prefix); !found && it != pending.end() && it->first < end; ++it) {
+        if (it->second.value) found = *it->second.value;
       }
-      if (!taken) {
+      if (!found) {
         SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, SliceAt(r, SliceIndexOf(rep, values)));
         storage::KeyRange range;
         range.has_start = true;
@@ -705,19 +732,38 @@ class TableWriter {
         range.has_end = true;
         range.end = end;
         range.end_inclusive = false;
-        for (auto it = slice->NewIterator(range); it->Valid(); it->Next()) {
+        auto it = slice->NewIterator(range);
+        for (; it->Valid(); it->Next()) {
           auto c = pending.find(std::string(it->key()));
           if (c == pending.end() || c->second.value) {
-            taken = true;
+            found = std::string(it->value());
             break;
           }
         }
+        SHALE_RETURN_IF_ERROR(it->status());
       }
-      if (taken) {
-        return SqlError(ErrorCode::kDupEntry, "Duplicate entry '{}' for key '{}.{}'",
-                        DupEntryText(values), table_.name, rep.name);
+      if (found) {
+        Conflict conflict{r, {}};
+        Status decoded = DecodeRow(*found, &conflict.pk);
+        if (!decoded.ok()) return RowCorrupt(table_, rep.slices[0], decoded);
+        return std::optional<Conflict>(std::move(conflict));
       }
     }
+    return std::optional<Conflict>();
+  }
+
+  // ER_DUP_ENTRY for `row`'s key in representation r.
+  Status DupEntry(size_t r, const Row& row) const {
+    const catalog::RepresentationDef& rep = Rep(r);
+    return SqlError(ErrorCode::kDupEntry, "Duplicate entry '{}' for key '{}.{}'",
+                    DupEntryText(catalog::RepresentationKeyValues(rep, row)), table_.name, rep.name);
+  }
+
+  // ER_DUP_ENTRY if a UNIQUE index already has an entry with the index key
+  // values of `row` (none NULL).
+  Status CheckUnique(const Row& row) {
+    SHALE_ASSIGN_OR_RETURN(auto conflict, UniqueConflict(row));
+    if (conflict) return DupEntry(conflict->rep, row);
     return Status::OK();
   }
 
@@ -825,20 +871,81 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
   std::lock_guard lock(engine->TableWriteMutex(table.id));
   SHALE_RETURN_IF_ERROR(CheckTableUnchanged(engine, op));
   TableWriter writer(engine, table);
+  using sierra::InsertConflict;
+  uint64_t affected = 0;
+  // The row holding a key of `r` (primary first, then the UNIQUE indexes in
+  // order) and the representation it conflicts in.
+  auto find_conflict = [&](const Row& r, size_t* rep) -> Result<std::optional<Row>> {
+    *rep = 0;
+    SHALE_ASSIGN_OR_RETURN(std::optional<Row> existing, writer.GetRow(catalog::PrimaryKeyValues(table, r)));
+    if (existing) return existing;
+    SHALE_ASSIGN_OR_RETURN(auto conflict, writer.UniqueConflict(r));
+    if (!conflict) return std::optional<Row>();
+    *rep = conflict->rep;
+    SHALE_ASSIGN_OR_RETURN(existing, writer.GetRow(conflict->pk));
+    if (!existing) return Status::Corruption(fmt::format("index {} of {}.{} names a missing row",
+                                                         table.indexes[*rep - 1].name, table.db, table.name));
+    return existing;
+  };
   for (const Row& r : rows) {
-    std::vector<Value> pk = catalog::PrimaryKeyValues(table, r);
-    SHALE_ASSIGN_OR_RETURN(bool exists,
-                           writer.RowExists(catalog::EncodeKey(pk), SliceIndexOf(table.primary, pk)));
-    if (exists) {
-      return SqlError(ErrorCode::kDupEntry, "Duplicate entry '{}' for key '{}.PRIMARY'",
-                      DupEntryText(pk), table.name);
+    size_t rep = 0;
+    SHALE_ASSIGN_OR_RETURN(std::optional<Row> existing, find_conflict(r, &rep));
+    if (!existing) {
+      writer.Put(r);
+      ++affected;
+      continue;
     }
-    SHALE_RETURN_IF_ERROR(writer.CheckUnique(r));
-    writer.Put(r);
+    switch (op.insert_conflict) {
+      case InsertConflict::kError:
+        if (rep == 0) {
+          return SqlError(ErrorCode::kDupEntry, "Duplicate entry '{}' for key '{}.PRIMARY'",
+                          DupEntryText(catalog::PrimaryKeyValues(table, r)), table.name);
+        }
+        return writer.DupEntry(rep, r);
+      case InsertConflict::kIgnore:
+        break;  // MySQL: a 1062 warning; the row is skipped
+      case InsertConflict::kReplace:
+        // Every row holding one of the new row's keys goes, then it is inserted.
+        while (existing) {
+          writer.Delete(*existing);
+          ++affected;
+          SHALE_ASSIGN_OR_RETURN(existing, find_conflict(r, &rep));
+        }
+        writer.Put(r);
+        ++affected;
+        break;
+      case InsertConflict::kUpdate: {
+        Row updated = *existing;
+        for (size_t i = 0; i < op.exprs.size(); ++i) {
+          Row input = updated;
+          input.insert(input.end(), r.begin(), r.end());
+          SHALE_ASSIGN_OR_RETURN(Value v, sierra::Evaluate(*op.exprs[i], input));
+          const catalog::ColumnDef& def = table.columns[op.update_columns[i]];
+          if (v.is_null() && !def.nullable) {
+            return SqlError(ErrorCode::kBadNull, "Column '{}' cannot be null", def.name);
+          }
+          SHALE_ASSIGN_OR_RETURN(updated[op.update_columns[i]], CoerceToColumn(v, def.type, def.name));
+        }
+        if (updated == *existing) break;  // MySQL counts 0 for an unchanged row
+        writer.Delete(*existing);
+        std::vector<Value> new_pk = catalog::PrimaryKeyValues(table, updated);
+        if (new_pk != catalog::PrimaryKeyValues(table, *existing)) {
+          SHALE_ASSIGN_OR_RETURN(std::optional<Row> taken, writer.GetRow(new_pk));
+          if (taken) {
+            return SqlError(ErrorCode::kDupEntry, "Duplicate entry '{}' for key '{}.PRIMARY'",
+                            DupEntryText(new_pk), table.name);
+          }
+        }
+        SHALE_RETURN_IF_ERROR(writer.CheckUnique(updated));
+        writer.Put(updated);
+        affected += 2;
+        break;
+      }
+    }
   }
   SHALE_RETURN_IF_ERROR(writer.Commit());
   StatementResult result;
-  result.affected_rows = rows.size();
+  result.affected_rows = affected;
   return result;
 }
 
@@ -942,27 +1049,35 @@ Result<StatementResult> ExecutePlan(Engine* engine, const PhysicalOperator& plan
 namespace shale::exec {
 
 Status BuildIndex(Engine* engine, const catalog::TableDef& table,
-                  const catalog::RepresentationDef& index) {
+                  const catalog::RepresentationDef& index, const std::vector<Row>* rows) {
   std::vector<std::map<std::string, std::string>> entries(index.slices.size());
   std::map<std::string, std::vector<Value>> unique_seen;  // encoded key values -> values
+  auto add = [&](const Row& row) -> Status {
+    std::vector<Value> values = catalog::RepresentationKeyValues(index, row);
+    std::vector<Value> pk = catalog::PrimaryKeyValues(table, row);
+    if (index.unique && !HasNull(values)) {
+      if (!unique_seen.emplace(catalog::EncodeKey(values), values).second) {
+        return SqlError(ErrorCode::kDupEntry, "Duplicate entry '{}' for key '{}.{}'",
+                        DupEntryText(values), table.name, index.name);
+      }
+    }
+    std::string pk_row;
+    EncodeRow(pk, &pk_row);
+    entries[SliceIndexOf(index, values)][catalog::IndexEntryKey(values, pk)] = std::move(pk_row);
+    return Status::OK();
+  };
+  if (rows) {
+    for (const Row& row : *rows) SHALE_RETURN_IF_ERROR(add(row));
+  }
   for (const catalog::SliceDef& def : table.primary.slices) {
+    if (rows) break;
     SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, LocalSlice(engine, table, def));
     auto it = slice->NewIterator(storage::KeyRange::All());
     for (; it->Valid(); it->Next()) {
       Row row;
       Status decoded = DecodeRow(it->value(), &row);
       if (!decoded.ok()) return RowCorrupt(table, def, decoded);
-      std::vector<Value> values = catalog::RepresentationKeyValues(index, row);
-      std::vector<Value> pk = catalog::PrimaryKeyValues(table, row);
-      if (index.unique && !HasNull(values)) {
-        if (!unique_seen.emplace(catalog::EncodeKey(values), values).second) {
-          return SqlError(ErrorCode::kDupEntry, "Duplicate entry '{}' for key '{}.{}'",
-                          DupEntryText(values), table.name, index.name);
-        }
-      }
-      std::string pk_row;
-      EncodeRow(pk, &pk_row);
-      entries[SliceIndexOf(index, values)][catalog::IndexEntryKey(values, pk)] = std::move(pk_row);
+      SHALE_RETURN_IF_ERROR(add(row));
     }
     SHALE_RETURN_IF_ERROR(it->status());
   }
@@ -974,6 +1089,91 @@ Status BuildIndex(Engine* engine, const catalog::TableDef& table,
     SHALE_RETURN_IF_ERROR(slice->Write(batch));
   }
   return Status::OK();
+}
+
+}  // namespace shale::exec
+
+namespace shale::exec {
+namespace {
+
+// Upper bound on the rows `op` produces, or nullopt.
+std::optional<uint64_t> EstimateRows(Engine* engine, const PhysicalOperator& op) {
+  auto child = [&](size_t i) { return EstimateRows(engine, *op.children[i]); };
+  auto slice_rows = [&]() -> std::optional<uint64_t> {
+    uint64_t rows = 0;
+    for (const catalog::SliceDef& def : op.slices) {
+      auto slice = engine->slices()->GetSlice(def.id);
+      if (!slice.ok()) return std::nullopt;
+      rows += (*slice)->GetStats().rows;
+    }
+    return rows;
+  };
+  switch (op.kind) {
+    case PhysicalKind::kValues: return op.rows.size();
+    case PhysicalKind::kPointGet: return 1;
+    case PhysicalKind::kSliceScan:
+    case PhysicalKind::kIndexScan: return slice_rows();
+    case PhysicalKind::kFilter:
+    case PhysicalKind::kProject:
+    case PhysicalKind::kSort:
+    case PhysicalKind::kDistinct:
+    case PhysicalKind::kHashAggregate:
+    case PhysicalKind::kApply: {
+      auto in = child(0);
+      if (op.kind == PhysicalKind::kHashAggregate && op.group_by.empty()) return 1;
+      return in;
+    }
+    case PhysicalKind::kLimit: {
+      auto in = child(0);
+      return in ? std::min(*in, op.limit) : op.limit;
+    }
+    case PhysicalKind::kNestedLoopJoin:
+    case PhysicalKind::kHashJoin: {
+      auto l = child(0), r = child(1);
+      if (!l || !r) return std::nullopt;
+      uint64_t product = *r == 0 ? 0 : (*l > UINT64_MAX / *r ? UINT64_MAX : *l * *r);
+      if (op.join_kind == sierra::JoinKind::kLeft) product = std::max(product, *l);
+      return product;
+    }
+    case PhysicalKind::kUnionAll: {
+      uint64_t total = 0;
+      for (size_t i = 0; i < op.children.size(); ++i) {
+        auto c = child(i);
+        if (!c) return std::nullopt;
+        total += *c;
+      }
+      return total;
+    }
+    case PhysicalKind::kInsert:
+    case PhysicalKind::kUpdate:
+    case PhysicalKind::kDelete: return child(0);
+  }
+  return std::nullopt;
+}
+
+void ExplainRows(Engine* engine, const PhysicalOperator& op, int depth, std::vector<Row>* rows) {
+  auto est = EstimateRows(engine, op);
+  rows->push_back({Value::String(std::string(static_cast<size_t>(depth) * 2, ' ') + op.Describe()),
+                   est ? Value::Int(static_cast<int64_t>(std::min<uint64_t>(*est, INT64_MAX))) : Value::Null()});
+  for (const auto& c : op.children) ExplainRows(engine, *c, depth + 1, rows);
+}
+
+}  // namespace
+
+Result<StatementResult> ExplainPlan(Engine* engine, const PhysicalOperator& plan) {
+  StatementResult result;
+  result.is_result_set = true;
+  sierra::ColumnInfo op_col;
+  op_col.name = "operator";
+  op_col.type = SqlType::Varchar(1024);
+  op_col.nullable = false;
+  sierra::ColumnInfo rows_col;
+  rows_col.name = "est_rows";
+  rows_col.type = SqlType::BigInt();
+  rows_col.nullable = true;
+  result.columns = {op_col, rows_col};
+  ExplainRows(engine, plan, 0, &result.rows);
+  return result;
 }
 
 }  // namespace shale::exec

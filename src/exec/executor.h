@@ -18,12 +18,21 @@ namespace shale::exec {
 // Runs `plan` and returns its result set (or, for kInsert, the affected rows).
 Result<StatementResult> ExecutePlan(Engine* engine, const planner::PhysicalOperator& plan);
 
+// EXPLAIN: one row per operator of `plan` (depth-first, children
+// indented): `operator` (PhysicalOperator::Describe) and `est_rows`, an
+// upper bound on the rows it produces from the slices' row counts (point
+// get 1; scans the rows of the slices they read; filters and joins their
+// inputs' bounds; NULL where no bound is known, e.g. a correlated subquery).
+Result<StatementResult> ExplainPlan(Engine* engine, const planner::PhysicalOperator& plan);
+
 // Fills the empty slices of secondary index `index` of `table` (which need
 // not be in `table.indexes` yet) with an entry per row of the primary
 // representation. ER_DUP_ENTRY (1062) if `index` is UNIQUE and two rows
 // have equal key values without NULLs; then nothing is written.
 // REQUIRES: the caller holds the table's write lock (Engine::TableWriteMutex).
+// With `rows`, the entries are made from those full table rows instead of
+// the rows stored in the primary representation.
 Status BuildIndex(Engine* engine, const catalog::TableDef& table,
-                  const catalog::RepresentationDef& index);
+                  const catalog::RepresentationDef& index, const std::vector<Row>* rows = nullptr);
 
 }  // namespace shale::exec

@@ -103,16 +103,22 @@ struct SelectStmt {
   std::vector<bool> union_all;
 };
 
-struct InsertStmt {
-  TableName table;
-  std::vector<std::string> columns;            // empty: all, in table order
-  std::vector<std::vector<ExprPtr>> rows;
-};
-
 // UPDATE t SET col = expr, ... [WHERE] [ORDER BY] [LIMIT n]
 struct Assignment {
   std::vector<std::string> names;  // [col] / [table, col] / [db, table, col]
   ExprPtr value;                   // kDefault for SET c = DEFAULT
+};
+
+// INSERT [IGNORE] / REPLACE INTO t [(cols)] {VALUES (...), ... | SELECT ...}
+// [ON DUPLICATE KEY UPDATE col = expr, ...]
+struct InsertStmt {
+  TableName table;
+  std::vector<std::string> columns;            // empty: all, in table order
+  std::vector<std::vector<ExprPtr>> rows;
+  std::shared_ptr<const SelectStmt> select;    // INSERT ... SELECT (rows empty)
+  bool ignore = false;                         // INSERT IGNORE: skip rows with duplicate keys
+  bool replace = false;                        // REPLACE: delete the rows with duplicate keys first
+  std::vector<Assignment> on_duplicate;        // ON DUPLICATE KEY UPDATE
 };
 
 struct UpdateStmt {
@@ -126,6 +132,7 @@ struct UpdateStmt {
 // DELETE FROM t [WHERE] [ORDER BY] [LIMIT n]
 struct DeleteStmt {
   TableRef table;
+  bool truncate = false;  // TRUNCATE [TABLE] t: every row
   ExprPtr where;
   std::vector<OrderItem> order_by;
   std::optional<uint64_t> limit;
@@ -156,6 +163,8 @@ struct CreateTableStmt {
   std::vector<std::string> primary_key;  // from a PRIMARY KEY (...) clause
   std::vector<IndexDefinition> indexes;  // KEY / INDEX / UNIQUE clauses
   std::optional<uint32_t> slices;        // SLICES=n
+  std::optional<TableName> like;         // CREATE TABLE t LIKE u
+  std::shared_ptr<const SelectStmt> as_select;  // CREATE TABLE t [AS] SELECT ...
 };
 
 struct DropTableStmt {
@@ -188,7 +197,7 @@ struct SetStmt {
 };
 
 struct ShowStmt {
-  enum class Kind : uint8_t { kDatabases, kTables, kVariables, kWarnings, kCreateTable, kColumns };
+  enum class Kind : uint8_t { kDatabases, kTables, kVariables, kWarnings, kCreateTable, kColumns, kIndex };
   Kind kind = Kind::kDatabases;
   std::string db;                  // SHOW TABLES FROM db
   TableName table;                 // SHOW CREATE TABLE t / SHOW COLUMNS FROM t
@@ -203,14 +212,37 @@ struct TransactionStmt {
 
 // CREATE [UNIQUE] INDEX name ON t (cols), DROP INDEX name ON t and
 // ALTER TABLE t ADD/DROP INDEX ... are all an index change of one table.
+// ALTER TABLE ... ADD/DROP/MODIFY/CHANGE [COLUMN].
+struct ColumnChange {
+  enum class Kind : uint8_t { kAdd, kDrop, kModify, kChange };
+  Kind kind = Kind::kAdd;
+  std::string name;         // kDrop, kChange: the existing column (kModify: def.name)
+  ColumnDefinition def;     // kAdd, kModify, kChange: the new definition
+  bool first = false;       // FIRST
+  std::string after;        // AFTER col (empty: none)
+};
+
 struct AlterTableStmt {
   TableName table;
   std::vector<IndexDefinition> add_indexes;
   std::vector<std::string> drop_indexes;
+  std::vector<ColumnChange> column_changes;
+  std::optional<TableName> rename_to;  // ALTER TABLE t RENAME [TO] u
+};
+
+// RENAME TABLE a TO b [, c TO d ...]
+struct RenameTableStmt {
+  std::vector<std::pair<TableName, TableName>> renames;
+};
+
+// EXPLAIN SELECT ...: the physical plan, one operator per row.
+struct ExplainStmt {
+  std::shared_ptr<const SelectStmt> select;
 };
 
 using Statement = std::variant<SelectStmt, InsertStmt, CreateTableStmt, DropTableStmt,
                                CreateDatabaseStmt, DropDatabaseStmt, UseStmt, SetStmt, ShowStmt,
-                               TransactionStmt, UpdateStmt, DeleteStmt, AlterTableStmt>;
+                               TransactionStmt, UpdateStmt, DeleteStmt, AlterTableStmt,
+                               ExplainStmt, RenameTableStmt>;
 
 }  // namespace shale::sql::ast

@@ -142,6 +142,132 @@ LogicalPtr PushDownWhere(LogicalPtr plan, const ExprPtr& where, const std::vecto
   return plan;
 }
 
+// `e` with every (non-outer) column reference c moved to map[c].
+ExprPtr RemapColumns(const ExprPtr& e, const std::vector<int>& map) {
+  auto copy = std::make_shared<Expr>(*e);
+  if (copy->kind == sierra::ExprKind::kColumnRef && copy->column >= 0) copy->column = map[copy->column];
+  for (ExprPtr& c : copy->children) c = RemapColumns(c, map);
+  return copy;
+}
+
+// The tables (indexes into `tables`) whose columns `e` reads.
+std::set<size_t> TablesRead(const Expr& e, const std::vector<ScopeTable>& tables) {
+  std::set<size_t> out;
+  if (e.kind == sierra::ExprKind::kColumnRef && e.column >= 0) {
+    for (size_t t = 0; t < tables.size(); ++t) {
+      if (static_cast<size_t>(e.column) >= tables[t].first &&
+          static_cast<size_t>(e.column) < tables[t].first + tables[t].count) {
+        out.insert(t);
+      }
+    }
+  }
+  for (const ExprPtr& c : e.children) {
+    auto sub = TablesRead(*c, tables);
+    out.insert(sub.begin(), sub.end());
+  }
+  return out;
+}
+
+// Joins the tables of a FROM clause of inner joins only (the left-deep tree
+// BindFrom built, in the order written) in an order where each next table
+// is connected to the ones before it by an equality of the WHERE or ON
+// conjuncts when one is, so those equalities become hash-join keys instead
+// of filters over cross products; then pushes the conjuncts down
+// (PushDownWhere) and projects the columns back into the written order, so
+// the rest of the query binds as written. Plans with outer joins, or whose
+// written order already works, only get the push-down.
+LogicalPtr JoinInConnectedOrder(LogicalPtr plan, std::vector<ExprPtr> conjuncts,
+                                const std::vector<ScopeTable>& tables) {
+  std::vector<LogicalOperator*> joins;  // joins[k - 1] joins table k
+  for (LogicalOperator* op = plan.get(); op->kind == sierra::LogicalKind::kJoin; op = op->children[0].get()) {
+    joins.insert(joins.begin(), op);
+  }
+  const size_t n = tables.size();
+  bool all_inner = joins.size() + 1 == n;
+  for (LogicalOperator* j : joins) all_inner &= j->join_kind == sierra::JoinKind::kInner;
+  if (!all_inner || n < 3) return conjuncts.empty() ? std::move(plan) : PushDownWhere(std::move(plan), AndAll(conjuncts), tables);
+  for (LogicalOperator* j : joins) {
+    if (j->predicate) sierra::SplitConjuncts(j->predicate, &conjuncts);
+  }
+  // Which pairs of tables an equality connects.
+  std::vector<std::set<size_t>> eq_tables;
+  for (const ExprPtr& c : conjuncts) {
+    if (c->kind != sierra::ExprKind::kCompare || c->compare_op != sierra::CompareOp::kEq) continue;
+    auto l = TablesRead(*c->children[0], tables);
+    auto r = TablesRead(*c->children[1], tables);
+    if (l.size() == 1 && r.size() == 1 && *l.begin() != *r.begin()) eq_tables.push_back({*l.begin(), *r.begin()});
+  }
+  std::vector<size_t> order = {0};
+  std::vector<bool> placed(n, false);
+  placed[0] = true;
+  while (order.size() < n) {
+    size_t pick = n;
+    for (size_t t = 0; t < n && pick == n; ++t) {
+      if (placed[t]) continue;
+      for (const auto& pair : eq_tables) {
+        if (pair.count(t) && std::any_of(pair.begin(), pair.end(), [&](size_t o) { return o != t && placed[o]; })) {
+          pick = t;
+          break;
+        }
+      }
+    }
+    if (pick == n) {
+      for (size_t t = 0; t < n && pick == n; ++t) {
+        if (!placed[t]) pick = t;
+      }
+    }
+    placed[pick] = true;
+    order.push_back(pick);
+  }
+  bool identity = true;
+  for (size_t i = 0; i < n; ++i) identity &= order[i] == i;
+  // Detach the tables' plans and clear the join predicates (now conjuncts).
+  std::vector<LogicalPtr> inputs(n);
+  for (size_t k = n - 1; k >= 1; --k) inputs[k] = std::move(joins[k - 1]->children[1]);
+  inputs[0] = std::move(joins[0]->children[0]);
+  std::vector<ColumnInfo> written = plan->columns;
+  std::vector<int> map(written.size());
+  std::vector<ScopeTable> reordered;
+  size_t width = 0;
+  for (size_t t : order) {
+    ScopeTable st = tables[t];
+    for (size_t i = 0; i < st.count; ++i) map[st.first + i] = static_cast<int>(width + i);
+    st.first = width;
+    width += st.count;
+    reordered.push_back(st);
+  }
+  LogicalPtr joined = std::move(inputs[order[0]]);
+  for (size_t i = 1; i < n; ++i) {
+    joined = LogicalOperator::Join(sierra::JoinKind::kInner, std::move(joined), std::move(inputs[order[i]]), nullptr);
+  }
+  for (ExprPtr& c : conjuncts) c = RemapColumns(c, map);
+  if (!conjuncts.empty()) joined = PushDownWhere(std::move(joined), AndAll(conjuncts), reordered);
+  if (identity) return joined;
+  std::vector<ExprPtr> exprs;
+  for (size_t i = 0; i < written.size(); ++i) {
+    exprs.push_back(Expr::ColumnRef(map[i], written[i].name, written[i].type, written[i].nullable));
+  }
+  return LogicalOperator::Project(std::move(joined), std::move(exprs), std::move(written));
+}
+
+ast::ExprPtr CloneAst(const ast::Expr& e) {
+  auto out = std::make_unique<ast::Expr>();
+  out->kind = e.kind;
+  out->value = e.value;
+  out->names = e.names;
+  out->op = e.op;
+  out->name = e.name;
+  out->scope = e.scope;
+  out->negated = e.negated;
+  out->distinct = e.distinct;
+  out->has_operand = e.has_operand;
+  out->has_else = e.has_else;
+  out->subquery = e.subquery;
+  out->text = e.text;
+  for (const auto& c : e.children) out->children.push_back(CloneAst(*c));
+  return out;
+}
+
 bool ContainsAggregate(const ast::Expr& e) {
   if (e.kind == ast::ExprKind::kFunction && IsAggregateFunction(e.name)) return true;
   for (const auto& c : e.children) {
@@ -187,6 +313,9 @@ class Binder {
                                     const std::vector<ast::OrderItem>& order_by,
                                     std::optional<uint64_t> limit, Scope* scope);
   Result<BoundStatement> BindCreateTable(const ast::CreateTableStmt& s);
+  // A column definition as CREATE TABLE would make it (ALTER TABLE).
+  Result<catalog::ColumnDef> BindColumnDefinition(const ast::ColumnDefinition& cd, const std::string& db);
+  Result<BoundStatement> BindAlterTable(const ast::AlterTableStmt& s);
   Result<BoundStatement> BindSet(const ast::SetStmt& s);
   Result<LogicalPtr> BindShow(const ast::ShowStmt& s);
 
@@ -212,6 +341,9 @@ class Binder {
   std::vector<PendingApply> applies_;
   size_t apply_base_ = 0;
   bool collecting_applies_ = false;  // subqueries are allowed in the clause being bound
+  // ON DUPLICATE KEY UPDATE: VALUES(c) reads column c of the inserted row,
+  // which follows the existing row at this offset (-1: VALUES() not allowed).
+  int values_offset_ = -1;
 };
 
 ColumnInfo ExprColumn(std::string name, const ExprPtr& e) {
@@ -282,28 +414,19 @@ Result<BoundStatement> Binder::BindStatement(const ast::Statement& stmt) {
         } else if constexpr (std::is_same_v<T, ast::ShowStmt>) {
           SHALE_ASSIGN_OR_RETURN(auto plan, BindShow(s));
           return BoundStatement(PlanCmd{std::move(plan)});
+        } else if constexpr (std::is_same_v<T, ast::ExplainStmt>) {
+          SHALE_ASSIGN_OR_RETURN(auto plan, BindSelect(*s.select));
+          return BoundStatement(ExplainCmd{std::move(plan)});
         } else if constexpr (std::is_same_v<T, ast::AlterTableStmt>) {
-          SHALE_ASSIGN_OR_RETURN(auto table, ResolveTable(s.table));
-          AlterTableCmd cmd;
-          cmd.db = table->db;
-          cmd.table = table->name;
-          std::vector<catalog::RepresentationDef> kept;
-          for (const std::string& name : s.drop_indexes) {
-            if (table->FindIndex(name) < 0 ||
-                std::find(cmd.drop_indexes.begin(), cmd.drop_indexes.end(), name) != cmd.drop_indexes.end()) {
-              return SqlError(ErrorCode::kCantDropFieldOrKey, "Can't DROP INDEX `{}`; check that it exists",
-                              name);
-            }
-            cmd.drop_indexes.push_back(name);
+          return BindAlterTable(s);
+        } else if constexpr (std::is_same_v<T, ast::RenameTableStmt>) {
+          RenameTableCmd cmd;
+          for (const auto& [from, to] : s.renames) {
+            SHALE_ASSIGN_OR_RETURN(std::string from_db, ResolveDb(from.db));
+            SHALE_ASSIGN_OR_RETURN(std::string to_db, ResolveDb(to.db));
+            SHALE_RETURN_IF_ERROR(CheckTableName(to.table));
+            cmd.renames.push_back({{from_db, from.table}, {to_db, to.table}});
           }
-          for (const catalog::RepresentationDef& index : table->indexes) {
-            bool dropped = false;
-            for (const std::string& name : cmd.drop_indexes) dropped |= EqualsIgnoreCase(name, index.name);
-            if (!dropped) kept.push_back(index);
-          }
-          size_t first_new = kept.size();
-          SHALE_RETURN_IF_ERROR(ResolveIndexes(*table, s.add_indexes, &kept));
-          cmd.add_indexes.assign(kept.begin() + static_cast<std::ptrdiff_t>(first_new), kept.end());
           return BoundStatement(std::move(cmd));
         } else {
           static_assert(std::is_same_v<T, ast::TransactionStmt>);
@@ -425,12 +548,10 @@ Result<LogicalPtr> Binder::BindSelect(const ast::SelectStmt& s) {
       ColumnRange(*c, &min, &max);
       (max >= static_cast<int>(width) ? with_subquery : plain).push_back(c);
     }
-    if (!plain.empty()) {
-      if (s.joins.empty()) {
-        plan = LogicalOperator::Filter(std::move(plan), AndAll(plain));
-      } else {
-        plan = PushDownWhere(std::move(plan), AndAll(plain), scope.tables);
-      }
+    if (s.joins.empty()) {
+      if (!plain.empty()) plan = LogicalOperator::Filter(std::move(plan), AndAll(plain));
+    } else {
+      plan = JoinInConnectedOrder(std::move(plan), std::move(plain), scope.tables);
     }
     plan = FinishApplies(std::move(plan));
     if (!with_subquery.empty()) plan = LogicalOperator::Filter(std::move(plan), AndAll(with_subquery));
@@ -816,6 +937,12 @@ Result<ExprPtr> Binder::BindFunction(const ast::Expr& e, const Scope& scope) {
     SHALE_RETURN_IF_ERROR(no_args());
     return Expr::Constant(Value::String(ctx_.user));
   }
+  if (n == "VALUES" && values_offset_ >= 0) {
+    SHALE_RETURN_IF_ERROR(arg_count(1, 1));
+    if (e.children[0]->kind != ast::ExprKind::kColumn) return SyntaxError(e.text, 1);
+    SHALE_ASSIGN_OR_RETURN(ExprPtr col, BindColumn(*e.children[0], scope));
+    return Expr::ColumnRef(col->column + values_offset_, col->name, col->type, col->nullable);
+  }
   if (n == "LAST_INSERT_ID") {
     // No AUTO_INCREMENT yet, so no statement has generated an id.
     SHALE_RETURN_IF_ERROR(no_args());
@@ -1113,6 +1240,28 @@ Result<LogicalPtr> Binder::BindInsert(const ast::InsertStmt& s) {
   };
   std::vector<std::vector<ExprPtr>> rows;
   Scope none;
+  auto scan = LogicalOperator::Scan(table, "");
+  LogicalPtr source;
+  if (s.select) {
+    // INSERT ... SELECT: the query's columns go to the target columns, the
+    // others take their defaults.
+    Binder sub(ctx_);
+    SHALE_ASSIGN_OR_RETURN(LogicalPtr query, sub.BindSelect(*s.select));
+    if (query->columns.size() != targets.size()) {
+      return SqlError(ErrorCode::kWrongValueCount, "Column count doesn't match value count at row 1");
+    }
+    std::vector<ExprPtr> exprs(ncols);
+    for (size_t i = 0; i < targets.size(); ++i) {
+      const ColumnInfo& c = query->columns[i];
+      exprs[targets[i]] = Expr::ColumnRef(static_cast<int>(i), c.name, c.type, c.nullable);
+    }
+    for (size_t c = 0; c < ncols; ++c) {
+      if (!exprs[c]) {
+        SHALE_ASSIGN_OR_RETURN(exprs[c], default_for(static_cast<int>(c)));
+      }
+    }
+    source = LogicalOperator::Project(std::move(query), std::move(exprs), scan->columns);
+  }
   for (size_t r = 0; r < s.rows.size(); ++r) {
     const auto& values = s.rows[r];
     // VALUES () without a column list: every column takes its default.
@@ -1143,9 +1292,41 @@ Result<LogicalPtr> Binder::BindInsert(const ast::InsertStmt& s) {
     }
     rows.push_back(std::move(row));
   }
-  auto scan = LogicalOperator::Scan(table, "");
-  LogicalPtr values = LogicalOperator::Values(scan->columns, std::move(rows));
-  return LogicalOperator::Insert(table, std::move(values));
+  if (!source) source = LogicalOperator::Values(scan->columns, std::move(rows));
+  LogicalPtr insert = LogicalOperator::Insert(table, std::move(source));
+  if (s.ignore) insert->insert_conflict = sierra::InsertConflict::kIgnore;
+  if (s.replace) insert->insert_conflict = sierra::InsertConflict::kReplace;
+  if (!s.on_duplicate.empty()) {
+    // ON DUPLICATE KEY UPDATE: expressions over the existing row, then the
+    // row that was to be inserted (what VALUES(c) reads).
+    insert->insert_conflict = sierra::InsertConflict::kUpdate;
+    LogicalPtr both = LogicalOperator::Scan(table, "");
+    for (const ColumnInfo& c : scan->columns) both->columns.push_back(c);
+    Scope scope;
+    scope.source = both.get();
+    scope.tables = {{table->name, table->db, 0, ncols}};
+    values_offset_ = static_cast<int>(ncols);
+    for (const ast::Assignment& a : s.on_duplicate) {
+      ast::Expr target;
+      target.kind = ast::ExprKind::kColumn;
+      target.names = a.names;
+      auto col = BindColumn(target, scope);
+      if (!col.ok()) {
+        values_offset_ = -1;
+        return col.status();
+      }
+      auto value = a.value->kind == ast::ExprKind::kDefault ? default_for((*col)->column)
+                                                             : BindExpr(*a.value, scope);
+      if (!value.ok()) {
+        values_offset_ = -1;
+        return value.status();
+      }
+      insert->update_columns.push_back((*col)->column);
+      insert->exprs.push_back(*value);
+    }
+    values_offset_ = -1;
+  }
+  return insert;
 }
 
 // ---- UPDATE / DELETE ------------------------------------------------------------
@@ -1244,6 +1425,157 @@ Result<LogicalPtr> Binder::BindDelete(const ast::DeleteStmt& s) {
   return LogicalOperator::Delete(table, std::move(rows));
 }
 
+// ---- ALTER TABLE ----------------------------------------------------------------
+
+Result<catalog::ColumnDef> Binder::BindColumnDefinition(const ast::ColumnDefinition& cd,
+                                                        const std::string& db) {
+  ast::CreateTableStmt one;
+  one.table = {db, "t"};
+  ast::ColumnDefinition copy;
+  copy.name = cd.name;
+  copy.type_name = cd.type_name;
+  copy.length = cd.length;
+  copy.is_unsigned = cd.is_unsigned;
+  copy.not_null = cd.not_null;
+  if (cd.default_value) copy.default_value = CloneAst(*cd.default_value);
+  one.columns.push_back(std::move(copy));
+  SHALE_ASSIGN_OR_RETURN(BoundStatement bound, BindCreateTable(one));
+  return std::get<CreateTableCmd>(bound).def.columns[0];
+}
+
+Result<BoundStatement> Binder::BindAlterTable(const ast::AlterTableStmt& s) {
+  SHALE_ASSIGN_OR_RETURN(auto table, ResolveTable(s.table));
+  AlterTableCmd cmd;
+  cmd.db = table->db;
+  cmd.table = table->name;
+  cmd.old_table = table;
+  if (s.rename_to) {
+    SHALE_ASSIGN_OR_RETURN(std::string db, ResolveDb(s.rename_to->db));
+    SHALE_RETURN_IF_ERROR(CheckTableName(s.rename_to->table));
+    cmd.rename_to = std::make_pair(db, s.rename_to->table);
+  }
+  if (!s.column_changes.empty()) {
+    if (!s.add_indexes.empty() || !s.drop_indexes.empty()) {
+      return SqlError(ErrorCode::kNotSupportedYet,
+                      "This version of Shale doesn't yet support 'column and index changes in one ALTER TABLE'");
+    }
+    catalog::TableDef def = *table;
+    std::vector<int> source(def.columns.size());
+    for (size_t i = 0; i < source.size(); ++i) source[i] = static_cast<int>(i);
+    auto find = [&](const std::string& name) {
+      int i = def.FindColumn(name);
+      return i >= 0 && def.columns[i].hidden ? -1 : i;
+    };
+    // Visible columns end before the hidden row id, which stays last.
+    auto visible_end = [&]() {
+      return static_cast<int>(def.columns.size()) - (def.columns.back().hidden ? 1 : 0);
+    };
+    auto place = [&](const ast::ColumnChange& c, catalog::ColumnDef col, int src) -> Status {
+      int at = visible_end();
+      if (c.first) {
+        at = 0;
+      } else if (!c.after.empty()) {
+        int after = find(c.after);
+        if (after < 0) return SqlError(ErrorCode::kBadField, "Unknown column '{}' in '{}'", c.after, def.name);
+        at = after + 1;
+      }
+      def.columns.insert(def.columns.begin() + at, std::move(col));
+      source.insert(source.begin() + at, src);
+      return Status::OK();
+    };
+    std::vector<ast::IndexDefinition> unique_adds;
+    for (const ast::ColumnChange& c : s.column_changes) {
+      using Kind = ast::ColumnChange::Kind;
+      if (c.kind != Kind::kDrop && c.def.primary_key) {
+        return SqlError(ErrorCode::kNotSupportedYet,
+                        "This version of Shale doesn't yet support 'changing the primary key'");
+      }
+      if (c.kind == Kind::kAdd) {
+        if (find(c.def.name) >= 0) return SqlError(ErrorCode::kDupFieldName, "Duplicate column name '{}'", c.def.name);
+        SHALE_ASSIGN_OR_RETURN(catalog::ColumnDef col, BindColumnDefinition(c.def, table->db));
+        SHALE_RETURN_IF_ERROR(place(c, std::move(col), -1));
+        if (c.def.unique) unique_adds.push_back({"", {c.def.name}, true});
+        continue;
+      }
+      int i = find(c.name);
+      if (i < 0) {
+        if (c.kind == Kind::kDrop) {
+          return SqlError(ErrorCode::kCantDropFieldOrKey, "Can't DROP COLUMN `{}`; check that it exists", c.name);
+        }
+        return SqlError(ErrorCode::kBadField, "Unknown column '{}' in '{}'", c.name, def.name);
+      }
+      const int old_index = source[i];
+      if (c.kind == Kind::kDrop) {
+        if (old_index >= 0 && std::count(table->primary.key_columns.begin(), table->primary.key_columns.end(), old_index)) {
+          return SqlError(ErrorCode::kNotSupportedYet,
+                          "This version of Shale doesn't yet support 'dropping a primary-key column'");
+        }
+        def.columns.erase(def.columns.begin() + i);
+        source.erase(source.begin() + i);
+        if (visible_end() == 0) {
+          return SqlError(ErrorCode::kCantRemoveAllFields,
+                          "You can't delete all columns with ALTER TABLE; use DROP TABLE instead");
+        }
+        continue;
+      }
+      if (c.kind == Kind::kChange && !EqualsIgnoreCase(c.name, c.def.name) && find(c.def.name) >= 0) {
+        return SqlError(ErrorCode::kDupFieldName, "Duplicate column name '{}'", c.def.name);
+      }
+      SHALE_ASSIGN_OR_RETURN(catalog::ColumnDef col, BindColumnDefinition(c.def, table->db));
+      if (old_index >= 0 && std::count(table->primary.key_columns.begin(), table->primary.key_columns.end(), old_index)) {
+        col.nullable = false;  // primary-key columns stay NOT NULL
+      }
+      if (c.first || !c.after.empty()) {
+        def.columns.erase(def.columns.begin() + i);
+        source.erase(source.begin() + i);
+        SHALE_RETURN_IF_ERROR(place(c, std::move(col), old_index));
+      } else {
+        def.columns[i] = std::move(col);
+      }
+      if (c.def.unique) unique_adds.push_back({"", {c.def.name}, true});
+    }
+    // Key columns follow their columns to their new positions.
+    std::vector<int> new_pos(table->columns.size(), -1);
+    for (size_t i = 0; i < source.size(); ++i) {
+      if (source[i] >= 0) new_pos[source[i]] = static_cast<int>(i);
+    }
+    for (int& k : def.primary.key_columns) k = new_pos[k];
+    std::vector<catalog::RepresentationDef> indexes;
+    for (catalog::RepresentationDef index : def.indexes) {
+      std::vector<int> cols;
+      for (int k : index.key_columns) {
+        if (new_pos[k] >= 0) cols.push_back(new_pos[k]);  // a dropped column leaves the index
+      }
+      if (cols.empty()) continue;
+      index.key_columns = std::move(cols);
+      index.slices.clear();
+      indexes.push_back(std::move(index));
+    }
+    def.indexes = std::move(indexes);
+    SHALE_RETURN_IF_ERROR(ResolveIndexes(def, unique_adds, &def.indexes));
+    cmd.new_def = std::move(def);
+    cmd.column_source = std::move(source);
+    return BoundStatement(std::move(cmd));
+  }
+  std::vector<catalog::RepresentationDef> kept;
+  for (const std::string& name : s.drop_indexes) {
+    if (table->FindIndex(name) < 0 ||
+        std::find(cmd.drop_indexes.begin(), cmd.drop_indexes.end(), name) != cmd.drop_indexes.end()) {
+      return SqlError(ErrorCode::kCantDropFieldOrKey, "Can't DROP INDEX `{}`; check that it exists", name);
+    }
+    cmd.drop_indexes.push_back(name);
+  }
+  for (const catalog::RepresentationDef& index : table->indexes) {
+    bool dropped = false;
+    for (const std::string& name : cmd.drop_indexes) dropped |= EqualsIgnoreCase(name, index.name);
+    if (!dropped) kept.push_back(index);
+  }
+  size_t first_new = kept.size();
+  SHALE_RETURN_IF_ERROR(ResolveIndexes(*table, s.add_indexes, &kept));
+  cmd.add_indexes.assign(kept.begin() + static_cast<std::ptrdiff_t>(first_new), kept.end());
+  return BoundStatement(std::move(cmd));
+}
+
 // ---- CREATE TABLE -------------------------------------------------------------
 
 Result<BoundStatement> Binder::BindCreateTable(const ast::CreateTableStmt& s) {
@@ -1256,6 +1588,45 @@ Result<BoundStatement> Binder::BindCreateTable(const ast::CreateTableStmt& s) {
   SHALE_RETURN_IF_ERROR(CheckTableName(def.name));
   if (!ctx_.catalog->DatabaseExists(def.db)) {
     return SqlError(ErrorCode::kBadDb, "Unknown database '{}'", def.db);
+  }
+  if (s.like) {
+    // The same columns, keys and slice count; no rows.
+    SHALE_ASSIGN_OR_RETURN(auto like, ResolveTable(*s.like));
+    def.columns = like->columns;
+    def.primary.name = like->primary.name;
+    def.primary.key_columns = like->primary.key_columns;
+    def.primary.distribution_columns = like->primary.distribution_columns;
+    for (catalog::RepresentationDef index : like->indexes) {
+      index.slices.clear();
+      def.indexes.push_back(std::move(index));
+    }
+    if (!s.slices) cmd.slices = static_cast<uint32_t>(like->primary.slices.size());
+    return BoundStatement(std::move(cmd));
+  }
+  if (s.as_select) {
+    // The query's columns, with their types, NULL-able as the query says; a
+    // hidden primary key; the rows are inserted after the table is made.
+    Binder sub(ctx_);
+    SHALE_ASSIGN_OR_RETURN(cmd.as_select, sub.BindSelect(*s.as_select));
+    for (const ColumnInfo& c : cmd.as_select->columns) {
+      if (def.FindColumn(c.name) >= 0) return SqlError(ErrorCode::kDupFieldName, "Duplicate column name '{}'", c.name);
+      if (c.name.size() > 64) return SqlError(ErrorCode::kTooLongIdent, "Identifier name '{}' is too long", c.name);
+      catalog::ColumnDef col;
+      col.name = c.name;
+      col.type = c.type.id == TypeId::kNull ? SqlType::BigInt() : c.type;
+      col.nullable = c.nullable;
+      def.columns.push_back(std::move(col));
+    }
+    catalog::ColumnDef row_id;
+    row_id.name = std::string(catalog::kHiddenRowIdColumn);
+    row_id.type = SqlType::BigInt();
+    row_id.nullable = false;
+    row_id.hidden = true;
+    def.columns.push_back(std::move(row_id));
+    def.primary.name = "PRIMARY";
+    def.primary.key_columns = {static_cast<int>(def.columns.size() - 1)};
+    def.primary.distribution_columns = 1;
+    return BoundStatement(std::move(cmd));
   }
   if (s.columns.empty()) {
     return SqlError(ErrorCode::kTableMustHaveColumns, "A table must have at least 1 column");
@@ -1470,6 +1841,40 @@ Result<LogicalPtr> Binder::BindShow(const ast::ShowStmt& s) {
       def_col.nullable = true;
       return ValuesPlan({TextColumn("Field"), TextColumn("Type"), TextColumn("Null", 3),
                          TextColumn("Key", 3), def_col, TextColumn("Extra")},
+                        rows);
+    }
+    case Kind::kIndex: {
+      // MySQL 8's SHOW INDEX columns; Cardinality is not estimated yet (NULL).
+      SHALE_ASSIGN_OR_RETURN(auto table, ResolveTable(s.table));
+      auto add = [&](const catalog::RepresentationDef& rep, bool unique) {
+        for (size_t i = 0; i < rep.key_columns.size(); ++i) {
+          const catalog::ColumnDef& c = table->columns[rep.key_columns[i]];
+          rows.push_back({Value::String(table->name), Value::Int(unique ? 0 : 1), Value::String(rep.name),
+                          Value::Int(static_cast<int64_t>(i + 1)), Value::String(c.name), Value::String("A"),
+                          Value::Null(), Value::Null(), Value::Null(), Value::String(c.nullable ? "YES" : ""),
+                          Value::String("BTREE"), Value::String(""), Value::String(""), Value::String("YES"),
+                          Value::Null()});
+        }
+      };
+      if (!table->columns[table->primary.key_columns[0]].hidden) add(table->primary, true);
+      for (const catalog::RepresentationDef& index : table->indexes) add(index, index.unique);
+      auto int_col = [](const char* name, bool nullable) {
+        ColumnInfo c;
+        c.name = name;
+        c.type = SqlType::BigInt();
+        c.nullable = nullable;
+        return c;
+      };
+      auto null_text = [](const char* name) {
+        ColumnInfo c = TextColumn(name);
+        c.nullable = true;
+        return c;
+      };
+      return ValuesPlan({TextColumn("Table"), int_col("Non_unique", false), TextColumn("Key_name"),
+                         int_col("Seq_in_index", false), TextColumn("Column_name"), TextColumn("Collation", 1),
+                         int_col("Cardinality", true), int_col("Sub_part", true), null_text("Packed"),
+                         TextColumn("Null", 3), TextColumn("Index_type", 16), TextColumn("Comment", 16),
+                         TextColumn("Index_comment", 1024), TextColumn("Visible", 3), null_text("Expression")},
                         rows);
     }
     case Kind::kCreateTable: {

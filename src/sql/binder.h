@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -49,6 +50,9 @@ struct CreateTableCmd {
   catalog::TableDef def;  // id and slices not yet allocated
   bool if_not_exists = false;
   uint32_t slices = 0;    // 0: the node default
+  // CREATE TABLE ... AS SELECT: the rows to insert into the new table, one
+  // column per visible column of `def`, in order.
+  sierra::LogicalPtr as_select;
 };
 struct DropTableCmd {
   std::vector<std::pair<std::string, std::string>> tables;  // (db, table)
@@ -63,11 +67,29 @@ struct TransactionCmd {
 // Index changes of one table (CREATE/DROP INDEX, ALTER TABLE ADD/DROP
 // INDEX): drops first, then adds, all in one catalog change. The added
 // representations have their key columns resolved and no slices yet.
+//
+// Column changes (ADD/DROP/MODIFY/CHANGE COLUMN) instead give `new_def`,
+// the whole new definition computed from `old_table` (its secondary
+// indexes without slices: they are rebuilt), and `column_source`: for
+// each new column the old column its values come from, or -1 (its
+// default). `rename_to` (db, table) renames the table last.
 struct AlterTableCmd {
   std::string db;
   std::string table;
   std::vector<std::string> drop_indexes;
   std::vector<catalog::RepresentationDef> add_indexes;
+  std::shared_ptr<const catalog::TableDef> old_table;
+  std::optional<catalog::TableDef> new_def;
+  std::vector<int> column_source;
+  std::optional<std::pair<std::string, std::string>> rename_to;
+};
+struct RenameTableCmd {
+  // ((db, table), (new db, new table)) in order.
+  std::vector<std::pair<std::pair<std::string, std::string>, std::pair<std::string, std::string>>> renames;
+};
+// EXPLAIN: plan `plan` and describe it instead of running it.
+struct ExplainCmd {
+  sierra::LogicalPtr plan;
 };
 // A Sierra plan: a query (kInsert at the root for INSERT).
 struct PlanCmd {
@@ -76,7 +98,7 @@ struct PlanCmd {
 
 using BoundStatement = std::variant<PlanCmd, CreateDatabaseCmd, DropDatabaseCmd, UseCmd,
                                     CreateTableCmd, DropTableCmd, SetCmd, TransactionCmd,
-                                    AlterTableCmd>;
+                                    AlterTableCmd, ExplainCmd, RenameTableCmd>;
 
 Result<BoundStatement> Bind(const ast::Statement& stmt, const BindContext& ctx);
 

@@ -170,7 +170,7 @@ Result<ast::Statement> Parser::ParseStatement() {
     SHALE_ASSIGN_OR_RETURN(auto s, ParseQuery());
     return ast::Statement(std::move(s));
   }
-  if (AtKeyword("INSERT")) {
+  if (AtKeyword("INSERT") || AtKeyword("REPLACE")) {
     SHALE_ASSIGN_OR_RETURN(auto s, ParseInsert());
     return ast::Statement(std::move(s));
   }
@@ -213,19 +213,49 @@ Result<ast::Statement> Parser::ParseStatement() {
     AcceptKeyword("WORK");
     return ast::Statement(ast::TransactionStmt{ast::TransactionStmt::Kind::kRollback});
   }
-  if (AtKeyword("DESCRIBE") || AtKeyword("DESC")) {
-    ++pos_;
-    ast::ShowStmt s;
-    s.kind = ast::ShowStmt::Kind::kColumns;
-    SHALE_ASSIGN_OR_RETURN(s.table, ParseTableName());
-    return ast::Statement(std::move(s));
+  if (AcceptKeyword("EXPLAIN") || AcceptKeyword("DESCRIBE") || AcceptKeyword("DESC")) {
+    if (!AtKeyword("SELECT") && !AtOperator("(")) {
+      if (Peek().kind == TokenKind::kIdent || Peek().kind == TokenKind::kQuotedIdent) {
+        if (AtKeyword("FORMAT") || AtKeyword("ANALYZE") || AtKeyword("EXTENDED") || AtKeyword("PARTITIONS") ||
+            AtKeyword("UPDATE") || AtKeyword("DELETE") || AtKeyword("INSERT") || AtKeyword("REPLACE")) {
+          return NotSupported("EXPLAIN of this form");
+        }
+        // DESCRIBE t / EXPLAIN t: the table's columns.
+        ast::ShowStmt s;
+        s.kind = ast::ShowStmt::Kind::kColumns;
+        SHALE_ASSIGN_OR_RETURN(s.table, ParseTableName());
+        return ast::Statement(std::move(s));
+      }
+      return ErrorHere();
+    }
+    SHALE_ASSIGN_OR_RETURN(auto q, ParseQuery());
+    return ast::Statement(ast::ExplainStmt{std::make_shared<ast::SelectStmt>(std::move(q))});
   }
   if (AtKeyword("ALTER") && AtKeyword("TABLE", 1)) {
     SHALE_ASSIGN_OR_RETURN(auto s, ParseAlterTable());
     return ast::Statement(std::move(s));
   }
   // Statements of the MySQL dialect that Shale recognises but cannot run yet.
-  for (std::string_view kw : {"REPLACE", "ALTER", "TRUNCATE", "RENAME",
+  if (AcceptKeyword("TRUNCATE")) {
+    AcceptKeyword("TABLE");
+    ast::DeleteStmt d;
+    SHALE_ASSIGN_OR_RETURN(d.table.name, ParseTableName());
+    d.truncate = true;
+    return ast::Statement(std::move(d));
+  }
+  if (AcceptKeyword("RENAME")) {
+    if (!AcceptKeyword("TABLE")) SHALE_RETURN_IF_ERROR(ExpectKeyword("TABLES"));
+    ast::RenameTableStmt r;
+    while (true) {
+      SHALE_ASSIGN_OR_RETURN(ast::TableName from, ParseTableName());
+      SHALE_RETURN_IF_ERROR(ExpectKeyword("TO"));
+      SHALE_ASSIGN_OR_RETURN(ast::TableName to, ParseTableName());
+      r.renames.emplace_back(std::move(from), std::move(to));
+      if (!AcceptOperator(",")) break;
+    }
+    return ast::Statement(std::move(r));
+  }
+  for (std::string_view kw : {"ALTER", "TRUNCATE", "RENAME",
                               "GRANT", "REVOKE", "LOAD", "EXPLAIN", "ANALYZE", "LOCK", "UNLOCK",
                               "CALL", "PREPARE", "EXECUTE", "DEALLOCATE", "SAVEPOINT", "RELEASE",
                               "KILL", "FLUSH", "OPTIMIZE", "CHECK", "HANDLER", "DO", "WITH"}) {
@@ -472,6 +502,12 @@ Result<ast::UpdateStmt> Parser::ParseUpdate() {
     return NotSupported("multi-table UPDATE");
   }
   SHALE_RETURN_IF_ERROR(ExpectKeyword("SET"));
+  SHALE_RETURN_IF_ERROR(ParseAssignments(&s.assignments));
+  SHALE_RETURN_IF_ERROR(ParseWhereOrderLimit(&s.where, &s.order_by, &s.limit));
+  return s;
+}
+
+Status Parser::ParseAssignments(std::vector<ast::Assignment>* out) {
   while (true) {
     ast::Assignment a;
     SHALE_ASSIGN_OR_RETURN(std::string first, ParseIdentifier());
@@ -491,11 +527,10 @@ Result<ast::UpdateStmt> Parser::ParseUpdate() {
     } else {
       SHALE_ASSIGN_OR_RETURN(a.value, ParseExpr());
     }
-    s.assignments.push_back(std::move(a));
+    out->push_back(std::move(a));
     if (!AcceptOperator(",")) break;
   }
-  SHALE_RETURN_IF_ERROR(ParseWhereOrderLimit(&s.where, &s.order_by, &s.limit));
-  return s;
+  return Status::OK();
 }
 
 Status Parser::ParseWhereOrderLimit(ast::ExprPtr* where, std::vector<ast::OrderItem>* order_by,
@@ -531,10 +566,15 @@ Result<ast::DeleteStmt> Parser::ParseDelete() {
 }
 
 Result<ast::InsertStmt> Parser::ParseInsert() {
-  SHALE_RETURN_IF_ERROR(ExpectKeyword("INSERT"));
-  if (AtKeyword("IGNORE")) return NotSupported("INSERT IGNORE");
-  AcceptKeyword("INTO");
   ast::InsertStmt s;
+  if (AcceptKeyword("REPLACE")) {
+    s.replace = true;
+  } else {
+    SHALE_RETURN_IF_ERROR(ExpectKeyword("INSERT"));
+    if (AtKeyword("LOW_PRIORITY") || AtKeyword("DELAYED") || AtKeyword("HIGH_PRIORITY")) ++pos_;
+    s.ignore = AcceptKeyword("IGNORE");
+  }
+  AcceptKeyword("INTO");
   SHALE_ASSIGN_OR_RETURN(s.table, ParseTableName());
   if (AcceptOperator("(")) {
     if (!AtOperator(")")) {
@@ -546,7 +586,12 @@ Result<ast::InsertStmt> Parser::ParseInsert() {
     }
     SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
   }
-  if (AtKeyword("SELECT")) return NotSupported("INSERT ... SELECT");
+  if (AtKeyword("SELECT") || (AtOperator("(") && AtKeyword("SELECT", 1))) {
+    SHALE_ASSIGN_OR_RETURN(auto q, ParseQuery());
+    s.select = std::make_shared<ast::SelectStmt>(std::move(q));
+    SHALE_RETURN_IF_ERROR(ParseOnDuplicate(&s));
+    return s;
+  }
   if (AtKeyword("SET")) return NotSupported("INSERT ... SET");
   if (!AcceptKeyword("VALUES") && !AcceptKeyword("VALUE")) return ErrorHere();
   while (true) {
@@ -569,8 +614,18 @@ Result<ast::InsertStmt> Parser::ParseInsert() {
     s.rows.push_back(std::move(row));
     if (!AcceptOperator(",")) break;
   }
-  if (AtKeyword("ON")) return NotSupported("ON DUPLICATE KEY UPDATE");
+  SHALE_RETURN_IF_ERROR(ParseOnDuplicate(&s));
   return s;
+}
+
+Status Parser::ParseOnDuplicate(ast::InsertStmt* s) {
+  if (!AcceptKeyword("ON")) return Status::OK();
+  SHALE_RETURN_IF_ERROR(ExpectKeyword("DUPLICATE"));
+  SHALE_RETURN_IF_ERROR(ExpectKeyword("KEY"));
+  SHALE_RETURN_IF_ERROR(ExpectKeyword("UPDATE"));
+  if (s->replace) return ErrorHere();
+  SHALE_RETURN_IF_ERROR(ParseAssignments(&s->on_duplicate));
+  return Status::OK();
 }
 
 Result<ast::Statement> Parser::ParseCreate() {
@@ -630,8 +685,18 @@ Result<ast::CreateTableStmt> Parser::ParseCreateTable() {
     s.if_not_exists = true;
   }
   SHALE_ASSIGN_OR_RETURN(s.table, ParseTableName());
-  if (AtKeyword("LIKE") || AtKeyword("AS") || AtKeyword("SELECT")) {
-    return NotSupported("CREATE TABLE ... LIKE/AS");
+  if (AcceptKeyword("LIKE") || (AtOperator("(") && AtKeyword("LIKE", 1))) {
+    bool paren = AcceptOperator("(");
+    if (paren) ++pos_;
+    SHALE_ASSIGN_OR_RETURN(ast::TableName like, ParseTableName());
+    if (paren) SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
+    s.like = std::move(like);
+    return s;
+  }
+  if (AcceptKeyword("AS") || AtKeyword("SELECT") || (AtOperator("(") && AtKeyword("SELECT", 1))) {
+    SHALE_ASSIGN_OR_RETURN(auto q, ParseQuery());
+    s.as_select = std::make_shared<ast::SelectStmt>(std::move(q));
+    return s;
   }
   SHALE_RETURN_IF_ERROR(ExpectOperator("("));
   while (true) {
@@ -718,7 +783,9 @@ Result<ast::ColumnDefinition> Parser::ParseColumnDefinition() {
   if (AcceptKeyword("UNSIGNED")) c.is_unsigned = true;
   AcceptKeyword("SIGNED");
   AcceptKeyword("ZEROFILL");
-  while (!AtOperator(",") && !AtOperator(")") && !AtStatementEnd()) {
+  // FIRST / AFTER end a column definition of ALTER TABLE.
+  while (!AtOperator(",") && !AtOperator(")") && !AtStatementEnd() && !AtKeyword("FIRST") &&
+         !AtKeyword("AFTER")) {
     if (AcceptKeyword("NOT")) {
       SHALE_RETURN_IF_ERROR(ExpectKeyword("NULL"));
       c.not_null = true;
@@ -805,6 +872,15 @@ Result<ast::IndexDefinition> Parser::ParseIndexDefinition(bool unique, bool name
   return index;
 }
 
+Status Parser::ParseColumnPosition(ast::ColumnChange* c) {
+  if (AcceptKeyword("FIRST")) {
+    c->first = true;
+  } else if (AcceptKeyword("AFTER")) {
+    SHALE_ASSIGN_OR_RETURN(c->after, ParseIdentifier());
+  }
+  return Status::OK();
+}
+
 Result<ast::AlterTableStmt> Parser::ParseAlterTable() {
   SHALE_RETURN_IF_ERROR(ExpectKeyword("ALTER"));
   SHALE_RETURN_IF_ERROR(ExpectKeyword("TABLE"));
@@ -822,19 +898,56 @@ Result<ast::AlterTableStmt> Parser::ParseAlterTable() {
       if (AcceptKeyword("UNIQUE")) {
         unique = true;
         if (!AcceptKeyword("KEY")) AcceptKeyword("INDEX");
+      } else if (AtKeyword("PRIMARY") || AtKeyword("FOREIGN") || AtKeyword("FULLTEXT") ||
+                 AtKeyword("SPATIAL") || AtKeyword("CHECK")) {
+        return NotSupported(fmt::format("ALTER TABLE ... ADD {}", Upper(Peek().text)));
       } else if (!AcceptKeyword("KEY") && !AcceptKeyword("INDEX")) {
-        return NotSupported("ALTER TABLE ... ADD other than an index");
+        AcceptKeyword("COLUMN");
+        if (AtOperator("(")) return NotSupported("ALTER TABLE ... ADD (columns)");
+        ast::ColumnChange c;
+        c.kind = ast::ColumnChange::Kind::kAdd;
+        SHALE_ASSIGN_OR_RETURN(c.def, ParseColumnDefinition());
+        SHALE_RETURN_IF_ERROR(ParseColumnPosition(&c));
+        s.column_changes.push_back(std::move(c));
+        if (!AcceptOperator(",")) break;
+        continue;
       }
       SHALE_ASSIGN_OR_RETURN(auto index, ParseIndexDefinition(unique, false));
       s.add_indexes.push_back(std::move(index));
     } else if (AcceptKeyword("DROP")) {
-      if (!AcceptKeyword("KEY") && !AcceptKeyword("INDEX")) {
-        return NotSupported("ALTER TABLE ... DROP other than an index");
+      if (AcceptKeyword("KEY") || AcceptKeyword("INDEX")) {
+        SHALE_ASSIGN_OR_RETURN(std::string name, ParseIdentifier());
+        s.drop_indexes.push_back(std::move(name));
+      } else if (AtKeyword("PRIMARY") || AtKeyword("FOREIGN") || AtKeyword("CONSTRAINT") || AtKeyword("CHECK")) {
+        return NotSupported(fmt::format("ALTER TABLE ... DROP {}", Upper(Peek().text)));
+      } else {
+        AcceptKeyword("COLUMN");
+        ast::ColumnChange c;
+        c.kind = ast::ColumnChange::Kind::kDrop;
+        SHALE_ASSIGN_OR_RETURN(c.name, ParseIdentifier());
+        s.column_changes.push_back(std::move(c));
       }
-      SHALE_ASSIGN_OR_RETURN(std::string name, ParseIdentifier());
-      s.drop_indexes.push_back(std::move(name));
+    } else if (AtKeyword("MODIFY") || AtKeyword("CHANGE")) {
+      ast::ColumnChange c;
+      c.kind = AcceptKeyword("MODIFY") ? ast::ColumnChange::Kind::kModify : ast::ColumnChange::Kind::kChange;
+      if (c.kind == ast::ColumnChange::Kind::kChange) ++pos_;
+      AcceptKeyword("COLUMN");
+      if (c.kind == ast::ColumnChange::Kind::kChange) {
+        SHALE_ASSIGN_OR_RETURN(c.name, ParseIdentifier());
+      }
+      SHALE_ASSIGN_OR_RETURN(c.def, ParseColumnDefinition());
+      if (c.kind == ast::ColumnChange::Kind::kModify) c.name = c.def.name;
+      SHALE_RETURN_IF_ERROR(ParseColumnPosition(&c));
+      s.column_changes.push_back(std::move(c));
+    } else if (AcceptKeyword("RENAME")) {
+      if (AtKeyword("COLUMN") || AtKeyword("INDEX") || AtKeyword("KEY")) {
+        return NotSupported(fmt::format("ALTER TABLE ... RENAME {}", Upper(Peek().text)));
+      }
+      if (!AcceptKeyword("TO")) AcceptKeyword("AS");
+      SHALE_ASSIGN_OR_RETURN(ast::TableName to, ParseTableName());
+      s.rename_to = std::move(to);
     } else {
-      return NotSupported("ALTER TABLE other than ADD/DROP INDEX");
+      return NotSupported("this ALTER TABLE operation");
     }
     if (!AcceptOperator(",")) break;
   }
@@ -982,6 +1095,13 @@ Result<ast::ShowStmt> Parser::ParseShow() {
     s.kind = ast::ShowStmt::Kind::kWarnings;
   } else if (AcceptKeyword("COLUMNS") || AcceptKeyword("FIELDS")) {
     s.kind = ast::ShowStmt::Kind::kColumns;
+    if (!AcceptKeyword("FROM")) SHALE_RETURN_IF_ERROR(ExpectKeyword("IN"));
+    SHALE_ASSIGN_OR_RETURN(s.table, ParseTableName());
+    if (AcceptKeyword("FROM") || AcceptKeyword("IN")) {
+      SHALE_ASSIGN_OR_RETURN(s.table.db, ParseIdentifier());
+    }
+  } else if (AcceptKeyword("INDEX") || AcceptKeyword("INDEXES") || AcceptKeyword("KEYS")) {
+    s.kind = ast::ShowStmt::Kind::kIndex;
     if (!AcceptKeyword("FROM")) SHALE_RETURN_IF_ERROR(ExpectKeyword("IN"));
     SHALE_ASSIGN_OR_RETURN(s.table, ParseTableName());
     if (AcceptKeyword("FROM") || AcceptKeyword("IN")) {

@@ -42,6 +42,10 @@ class Parser {
   // A table reference of FROM / JOIN: a table name or a derived table, with its alias.
   Result<ast::TableRef> ParseTableRef();
   Result<ast::InsertStmt> ParseInsert();
+  // [ON DUPLICATE KEY UPDATE col = expr, ...]
+  Status ParseOnDuplicate(ast::InsertStmt* s);
+  // col = expr [, col = expr ...] (UPDATE ... SET, ON DUPLICATE KEY UPDATE)
+  Status ParseAssignments(std::vector<ast::Assignment>* out);
   Result<ast::UpdateStmt> ParseUpdate();
   Result<ast::DeleteStmt> ParseDelete();
   // [AS] alias after a table name, if one follows.
@@ -62,6 +66,8 @@ class Parser {
   // `name_required` (CREATE INDEX).
   Result<ast::IndexDefinition> ParseIndexDefinition(bool unique, bool name_required);
   Result<ast::AlterTableStmt> ParseAlterTable();
+  // [FIRST | AFTER col] of ALTER TABLE ADD/MODIFY/CHANGE COLUMN.
+  Status ParseColumnPosition(ast::ColumnChange* c);
 
   // Expressions, lowest precedence first.
   Result<ast::ExprPtr> ParseExpr();
