@@ -55,7 +55,8 @@ def fnv_hash64(value):
         h ^= value & 0xFF
         h = (h * FNV_PRIME) & MASK64
         value >>= 8
-    return h
+    # YCSB returns Math.abs() of the signed 64-bit result.
+    return (1 << 64) - h if h >= (1 << 63) else h
 
 
 def key_of(n):
