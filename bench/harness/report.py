@@ -137,7 +137,7 @@ def write_plot(path, summary, systems):
     width = 0.8 / max(1, len(systems))
     fig, axes = plt.subplots(2, 1, figsize=(max(8, 0.75 * len(keys) + 2), 9), sharex=True)
     colors = {"shale": "#1f77b4", "mariadb": "#d9822b"}
-    for ax, field, title in ((axes[0], "throughput", "throughput (ops/s, log scale)"),
+    for ax, field, title in ((axes[0], "throughput", "throughput per s (log; units in results.md)"),
                              (axes[1], "p95", "p95 latency (ms, log scale)")):
         for j, s in enumerate(systems):
             xs, ys = [], []
