@@ -537,12 +537,12 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
   }
   std::vector<storage::WriteBatch> batches(slices.size());
   for (Pending& p : pending) batches[p.slice_index].Put(std::move(p.key), std::move(p.value));
+  // One atomic write over every slice the statement touches (all local).
+  std::vector<std::pair<storage::SliceId, const storage::WriteBatch*>> writes;
   for (size_t i = 0; i < batches.size(); ++i) {
-    if (batches[i].empty()) continue;
-    // TODO(txn issue): batches to different slices commit independently until
-    // distributed commit exists; a failure here can leave a partial INSERT.
-    SHALE_RETURN_IF_ERROR(slices[i]->Write(batches[i]));
+    if (!batches[i].empty()) writes.emplace_back(slices[i]->id(), &batches[i]);
   }
+  SHALE_RETURN_IF_ERROR(engine->slices()->Write(writes));
   StatementResult result;
   result.affected_rows = pending.size();
   return result;
@@ -653,13 +653,14 @@ Result<StatementResult> ExecuteModify(Engine* engine, const PhysicalOperator& op
       batches[change.slice_index].Delete(key);
     }
   }
+  std::vector<std::pair<storage::SliceId, const storage::WriteBatch*>> writes;
   for (size_t i = 0; i < batches.size(); ++i) {
     if (batches[i].empty()) continue;
     SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, slice_at(i));
-    // TODO(txn issue): as for INSERT, batches to different slices commit
-    // independently until distributed commit exists.
-    SHALE_RETURN_IF_ERROR(slice->Write(batches[i]));
+    writes.emplace_back(slice->id(), &batches[i]);
   }
+  // As for INSERT: one atomic write across the statement's slices.
+  SHALE_RETURN_IF_ERROR(engine->slices()->Write(writes));
   StatementResult result;
   result.affected_rows = changed;
   if (is_update) result.info = fmt::format("Rows matched: {}  Changed: {}  Warnings: 0", matched, changed);
