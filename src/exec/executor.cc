@@ -773,24 +773,29 @@ class TableWriter {
   void Delete(const Row& row) { Change(row, false); }
 
   Status Commit() {
+    // Every representation's batches (primary key and indexes) go to the
+    // store as one atomic write: one WAL record for the whole statement.
+    std::vector<std::vector<storage::WriteBatch>> batches(changes_.size());
+    std::vector<std::pair<storage::SliceId, const storage::WriteBatch*>> writes;
     for (size_t r = 0; r < changes_.size(); ++r) {
-      std::vector<storage::WriteBatch> batches(Rep(r).slices.size());
+      batches[r].resize(Rep(r).slices.size());
       for (auto& [key, change] : changes_[r]) {
         if (change.value) {
-          batches[change.slice_index].Put(key, std::move(*change.value));
+          batches[r][change.slice_index].Put(key, std::move(*change.value));
         } else {
-          batches[change.slice_index].Delete(key);
+          batches[r][change.slice_index].Delete(key);
         }
       }
-      for (size_t i = 0; i < batches.size(); ++i) {
-        if (batches[i].empty()) continue;
+    }
+    for (size_t r = 0; r < batches.size(); ++r) {
+      for (size_t i = 0; i < batches[r].size(); ++i) {
+        if (batches[r][i].empty()) continue;
         SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, SliceAt(r, i));
-        // TODO(txn issue): batches to different slices (and to the index
-        // representations) commit independently until distributed commit
-        // exists; a failure here can leave a partial statement.
-        SHALE_RETURN_IF_ERROR(slice->Write(batches[i]));
+        writes.emplace_back(slice->id(), &batches[r][i]);
       }
     }
+    if (writes.empty()) return Status::OK();
+    SHALE_RETURN_IF_ERROR(engine_->slices()->Write(writes));
     return Status::OK();
   }
 
@@ -1081,14 +1086,17 @@ Status BuildIndex(Engine* engine, const catalog::TableDef& table,
     }
     SHALE_RETURN_IF_ERROR(it->status());
   }
+  // All of the index's slices in one atomic write.
+  std::vector<storage::WriteBatch> batches(entries.size());
+  std::vector<std::pair<storage::SliceId, const storage::WriteBatch*>> writes;
   for (size_t i = 0; i < entries.size(); ++i) {
     if (entries[i].empty()) continue;
-    storage::WriteBatch batch;
-    for (auto& [key, value] : entries[i]) batch.Put(key, std::move(value));
+    for (auto& [key, value] : entries[i]) batches[i].Put(key, std::move(value));
     SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, LocalSlice(engine, table, index.slices[i]));
-    SHALE_RETURN_IF_ERROR(slice->Write(batch));
+    writes.emplace_back(slice->id(), &batches[i]);
   }
-  return Status::OK();
+  if (writes.empty()) return Status::OK();
+  return engine->slices()->Write(writes);
 }
 
 }  // namespace shale::exec

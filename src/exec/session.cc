@@ -160,13 +160,19 @@ Status RunAlterColumns(Engine* engine, const sql::AlterTableCmd& cmd) {
     DropCreatedSlices(engine, created);
     return st;
   }
+  // Every rewritten row in one atomic multi-slice write.
   std::vector<storage::WriteBatch> batches(old_def.primary.slices.size());
   for (Rewrite& w : rewrites) batches[w.slice].Put(std::move(w.key), std::move(w.value));
+  std::vector<std::pair<storage::SliceId, const storage::WriteBatch*>> writes;
   for (size_t i = 0; i < batches.size(); ++i) {
-    if (batches[i].empty()) continue;
-    SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, engine->slices()->GetSlice(old_def.primary.slices[i].id));
-    // TODO(txn issue): a failure between slices leaves some rows rewritten.
-    SHALE_RETURN_IF_ERROR(slice->Write(batches[i]));
+    if (!batches[i].empty()) writes.emplace_back(old_def.primary.slices[i].id, &batches[i]);
+  }
+  if (!writes.empty()) {
+    Status written = engine->slices()->Write(writes);
+    if (!written.ok()) {
+      DropCreatedSlices(engine, created);
+      return written;
+    }
   }
   SHALE_RETURN_IF_ERROR(cat->ReplaceTable(cmd.old_table, std::move(def)));
   for (const auto& index : old_def.indexes) DropRepresentationSlices(engine, old_def, index);
