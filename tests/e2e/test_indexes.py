@@ -44,7 +44,10 @@ class IndexTest(NodeTestCase):
         plan = self.explain(cur, "SELECT c FROM sbtest1 WHERE id = 3")
         self.assertEqual([rows for op, rows in plan if op.startswith("PointGet")], [1])
         plan = self.explain(cur, "SELECT c FROM sbtest1 WHERE c = 'c3'")
-        self.assertEqual([rows for op, rows in plan if op.startswith("SliceScan")], [200])
+        # A full scan's bound comes from the slices' row counts: at least the 200 rows.
+        scan_rows = [rows for op, rows in plan if op.startswith("SliceScan")]
+        self.assertEqual(len(scan_rows), 1, plan)
+        self.assertGreaterEqual(scan_rows[0], 200)
         cur.execute("SELECT id FROM sbtest1 WHERE k = 3 ORDER BY id")
         self.assertEqual([r[0] for r in cur.fetchall()], list(range(3, 201, 10)))
         plan = self.explain(cur, "SELECT id FROM sbtest1 WHERE id IN (SELECT k FROM sbtest1 WHERE k > 5)")
