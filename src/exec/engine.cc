@@ -88,6 +88,9 @@ Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
     for (const std::string& name : names) {
       SHALE_ASSIGN_OR_RETURN(auto table, engine->catalog_->GetTable(db, name));
       for (const auto& s : table->primary.slices) referenced.insert(s.id);
+      for (const auto& index : table->indexes) {
+        for (const auto& s : index.slices) referenced.insert(s.id);
+      }
       ++tables;
     }
   }
