@@ -1,12 +1,11 @@
 """The systems under test: a shaled from the build directory and a private
 MariaDB from Debian, each on a free loopback port with its own data directory.
 
-Both are started durable: shaled fdatasyncs every write batch before it is
-acknowledged (storage/log_slice.h); MariaDB runs with
-innodb_flush_log_at_trx_commit=1 and no binlog. MariaDB's buffer pool is
---memory-mb, the figure Shale's memory setting will take once the B+tree
-engine with its buffer pool serves slices (today every slice is held in
-memory in full, so Shale is not limited by it).
+Both are started durable and with the same memory: shaled with
+--wal-sync=durable (a commit is acknowledged once its WAL record is synced,
+group commit) and --buffer-pool-mb=--memory-mb; MariaDB with
+innodb_flush_log_at_trx_commit=1, no binlog and
+innodb_buffer_pool_size=--memory-mb.
 
 A System is used as: start(); connect() any number of times; stop().
 """
@@ -120,7 +119,8 @@ class Shale(System):
     def command(self):
         return [self.shaled, "--port", str(self.port), "--rpc-port", "0",
                 "--datadir", os.path.join(self.dir, "data"), "--log-level", "warn",
-                "--max-connections", "1000"]
+                "--max-connections", "1000", "--wal-sync", "durable",
+                "--buffer-pool-mb", str(self.memory_mb)]
 
 
 class MariaDB(System):
