@@ -27,6 +27,7 @@ std::map<std::string, Value> DefaultGlobals(const EngineOptions& o) {
       {"collation_connection", s("utf8mb4_general_ci")},
       {"collation_database", s("utf8mb4_general_ci")},
       {"collation_server", s("utf8mb4_general_ci")},
+      {"default_authentication_plugin", s("mysql_native_password")},
       {"default_storage_engine", s("Shale")},
       {"have_ssl", s("DISABLED")},
       {"hostname", s(o.node_name.c_str())},
@@ -78,6 +79,7 @@ Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
   SHALE_ASSIGN_OR_RETURN(engine->meta_, storage::MetaStore::Open(options.data_dir + "/meta"));
   SHALE_ASSIGN_OR_RETURN(engine->slices_, storage::SliceStore::Open(options.data_dir + "/slices"));
   SHALE_ASSIGN_OR_RETURN(engine->catalog_, catalog::Catalog::Load(engine->meta_.get()));
+  SHALE_ASSIGN_OR_RETURN(engine->accounts_, catalog::Accounts::Load(engine->meta_.get()));
 
   // Slices no table refers to were left by a CREATE or DROP TABLE that was
   // interrupted (the catalog change is the commit point): remove them.

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "shale/status.h"
+#include "src/catalog/accounts.h"
 #include "src/catalog/catalog.h"
 #include "src/common/value.h"
 #include "storage/meta_store.h"
@@ -37,6 +38,8 @@ class Engine {
 
   const EngineOptions& options() const { return options_; }
   catalog::Catalog* catalog() { return catalog_.get(); }
+  // Users and privileges (src/catalog/accounts.h).
+  catalog::Accounts* accounts() { return accounts_.get(); }
   storage::SliceStore* slices() { return slices_.get(); }
   storage::MetaStore* meta() { return meta_.get(); }
   // Global system variables; sessions copy them at connect.
@@ -52,6 +55,7 @@ class Engine {
   std::unique_ptr<storage::MetaStore> meta_;
   std::unique_ptr<storage::SliceStore> slices_;
   std::unique_ptr<catalog::Catalog> catalog_;
+  std::unique_ptr<catalog::Accounts> accounts_;
   std::map<std::string, Value> globals_;
   std::mutex table_mutexes_mu_;
   std::map<uint64_t, std::unique_ptr<std::mutex>> table_mutexes_;  // GUARDED_BY(table_mutexes_mu_)

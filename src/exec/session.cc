@@ -99,6 +99,7 @@ Status Session::SetCurrentDatabase(std::string_view db) {
 
 std::vector<Result<StatementResult>> Session::Execute(std::string_view sql) {
   std::vector<Result<StatementResult>> results;
+  interrupted_.store(false, std::memory_order_relaxed);
   sql::Parser parser(sql);
   while (true) {
     auto next = parser.Next();
@@ -131,16 +132,23 @@ std::vector<Result<StatementResult>> Session::Execute(std::string_view sql) {
 
 Result<StatementResult> Session::ExecuteStatement(const ast::Statement& stmt,
                                                   const std::vector<Warning>& shown_warnings) {
+  Count(stmt);
+  if (const auto* admin = std::get_if<ast::AdminStmt>(&stmt)) return ExecuteAdmin(*admin);
+  SHALE_RETURN_IF_ERROR(CheckPrivileges(stmt));
   sql::BindContext ctx;
   ctx.catalog = engine_->catalog();
   ctx.current_db = current_db_;
   ctx.variables = &variables_;
   ctx.connection_id = connection_id_;
-  ctx.user = "root@localhost";
+  ctx.user = user_.user + "@" + user_.address;
   for (const Warning& w : shown_warnings) {
     ctx.warnings.push_back({Value::String(w.level), Value::Int(w.code), Value::String(w.message)});
   }
   SHALE_ASSIGN_OR_RETURN(sql::BoundStatement bound, sql::Bind(stmt, ctx));
+  if (const auto* plan = std::get_if<sql::PlanCmd>(&bound)) {
+    SHALE_RETURN_IF_ERROR(CheckPlanPrivileges(*plan->plan));
+  }
+  const auto* show = std::get_if<ast::ShowStmt>(&stmt);
 
   return std::visit(
       [&](auto& cmd) -> Result<StatementResult> {
@@ -150,7 +158,9 @@ Result<StatementResult> Session::ExecuteStatement(const ast::Statement& stmt,
           bool writes = cmd.plan->kind == sierra::LogicalKind::kInsert ||
                         cmd.plan->kind == sierra::LogicalKind::kUpdate ||
                         cmd.plan->kind == sierra::LogicalKind::kDelete;
+          InterruptScope interrupt_scope(&interrupted_);
           SHALE_ASSIGN_OR_RETURN(StatementResult r, ExecutePlan(engine_, *physical));
+          if (show != nullptr) FilterShown(*show, &r);
           if (writes) {
             if (!autocommit()) in_transaction_ = true;
             if (in_transaction_) changed_data_in_transaction_ = true;

@@ -105,6 +105,13 @@ Status Server::Start() {
     if (!ctx.ok()) return ctx.status();
     state_->tls_context = std::move(*ctx);
   }
+  {
+    // caching_sha2_password's key pair for clients without TLS (auth.h).
+    auto key = RsaKeyPair::Generate();
+    if (!key.ok()) return key.status();
+    state_->rsa_key = std::move(*key);
+  }
+
   boost::system::error_code ec;
   asio::ip::address address = asio::ip::make_address(opt.bind_address, ec);
   if (ec) {

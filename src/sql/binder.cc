@@ -246,6 +246,9 @@ Result<BoundStatement> Binder::BindStatement(const ast::Statement& stmt) {
         } else if constexpr (std::is_same_v<T, ast::ShowStmt>) {
           SHALE_ASSIGN_OR_RETURN(auto plan, BindShow(s));
           return BoundStatement(PlanCmd{std::move(plan)});
+        } else if constexpr (std::is_same_v<T, ast::AdminStmt>) {
+          // Run by exec::Session itself (session_admin.cc), never bound.
+          return Status::Internal("account and thread statements are not bound");
         } else {
           static_assert(std::is_same_v<T, ast::TransactionStmt>);
           return BoundStatement(TransactionCmd{s.kind});

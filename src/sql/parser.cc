@@ -166,6 +166,10 @@ Result<std::optional<ast::Statement>> Parser::Next() {
 }
 
 Result<ast::Statement> Parser::ParseStatement() {
+  if (AtAdminStatement()) {
+    SHALE_ASSIGN_OR_RETURN(auto s, ParseAdmin());
+    return ast::Statement(std::move(s));
+  }
   if (AtKeyword("SELECT")) {
     SHALE_ASSIGN_OR_RETURN(auto s, ParseSelect());
     return ast::Statement(std::move(s));

@@ -48,6 +48,13 @@ class Parser {
   Result<ast::ShowStmt> ParseShow();
   Result<ast::CreateTableStmt> ParseCreateTable();
   Result<ast::ColumnDefinition> ParseColumnDefinition();
+  // Account, privilege, KILL and SHOW STATUS/PROCESSLIST/GRANTS statements
+  // (parse_admin.cc).
+  bool AtAdminStatement() const;
+  Result<ast::AdminStmt> ParseAdmin();
+  Result<ast::AccountName> ParseAccountName();
+  Result<std::string> ParseNameOrString();
+  Status ParsePrivilegeLevel(ast::AdminStmt* s);
 
   // Expressions, lowest precedence first.
   Result<ast::ExprPtr> ParseExpr();
