@@ -4,6 +4,7 @@
 #include <set>
 
 #include "shale/version.h"
+#include "src/common/errors.h"
 #include "src/common/log.h"
 
 namespace shale::exec {
@@ -108,6 +109,32 @@ Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
   log::Info("engine open: data directory {}, {} tables, {} slices", options.data_dir, tables,
             referenced.size());
   return engine;
+}
+
+std::map<std::string, Value> Engine::global_variables() const {
+  std::lock_guard lock(globals_mu_);
+  return globals_;
+}
+
+bool Engine::IsReadOnlyVariable(const std::string& name) {
+  static const std::set<std::string> kReadOnly = {
+      "character_set_system", "have_ssl", "hostname", "license", "lower_case_table_names",
+      "protocol_version", "system_time_zone", "version", "version_comment",
+      "version_compile_machine", "version_compile_os"};
+  return kReadOnly.count(name) > 0;
+}
+
+Status Engine::SetGlobalVariable(const std::string& name, Value value) {
+  std::lock_guard lock(globals_mu_);
+  auto it = globals_.find(name);
+  if (it == globals_.end()) {
+    return SqlError(ErrorCode::kUnknownSystemVariable, "Unknown system variable '{}'", name);
+  }
+  if (IsReadOnlyVariable(name)) {
+    return SqlError(ErrorCode::kIncorrectGlobalLocalVar, "Variable '{}' is a read only variable", name);
+  }
+  it->second = std::move(value);
+  return Status::OK();
 }
 
 std::mutex& Engine::TableWriteMutex(uint64_t table_id) {

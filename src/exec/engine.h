@@ -42,8 +42,14 @@ class Engine {
   catalog::Accounts* accounts() { return accounts_.get(); }
   storage::SliceStore* slices() { return slices_.get(); }
   storage::MetaStore* meta() { return meta_.get(); }
-  // Global system variables; sessions copy them at connect.
-  const std::map<std::string, Value>& global_variables() const { return globals_; }
+  // Global system variables (a copy); sessions copy them at connect.
+  std::map<std::string, Value> global_variables() const;
+  // SET GLOBAL: changes the global value (new sessions start with it).
+  // ER_UNKNOWN_SYSTEM_VARIABLE (1193) if unknown, ER_INCORRECT_GLOBAL_LOCAL_VAR
+  // (1238) if read-only.
+  Status SetGlobalVariable(const std::string& name, Value value);
+  // Whether the variable `name` is read-only (version, hostname, ...).
+  static bool IsReadOnlyVariable(const std::string& name);
   // Serializes writers of one table between their duplicate-key check and
   // their write (until row locks arrive with the transaction layer).
   std::mutex& TableWriteMutex(uint64_t table_id);
@@ -56,7 +62,8 @@ class Engine {
   std::unique_ptr<storage::SliceStore> slices_;
   std::unique_ptr<catalog::Catalog> catalog_;
   std::unique_ptr<catalog::Accounts> accounts_;
-  std::map<std::string, Value> globals_;
+  mutable std::mutex globals_mu_;
+  std::map<std::string, Value> globals_;  // GUARDED_BY(globals_mu_)
   std::mutex table_mutexes_mu_;
   std::map<uint64_t, std::unique_ptr<std::mutex>> table_mutexes_;  // GUARDED_BY(table_mutexes_mu_)
 };

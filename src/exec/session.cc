@@ -139,6 +139,8 @@ Result<StatementResult> Session::ExecuteStatement(const ast::Statement& stmt,
   ctx.catalog = engine_->catalog();
   ctx.current_db = current_db_;
   ctx.variables = &variables_;
+  const std::map<std::string, Value> globals = engine_->global_variables();
+  ctx.global_variables = &globals;
   ctx.connection_id = connection_id_;
   ctx.user = user_.user + "@" + user_.address;
   for (const Warning& w : shown_warnings) {
@@ -224,6 +226,15 @@ Result<StatementResult> Session::ExecuteStatement(const ast::Statement& stmt,
           }
           return Ok();
         } else if constexpr (std::is_same_v<T, sql::SetCmd>) {
+          for (const auto& [name, value] : cmd.assignments) {
+            if (Engine::IsReadOnlyVariable(name)) {
+              return SqlError(ErrorCode::kIncorrectGlobalLocalVar,
+                              "Variable '{}' is a read only variable", name);
+            }
+          }
+          for (auto& [name, value] : cmd.global_assignments) {
+            SHALE_RETURN_IF_ERROR(engine_->SetGlobalVariable(name, value));
+          }
           for (auto& [name, value] : cmd.assignments) {
             if (name == "autocommit" && sierra::IsTrue(value) && !autocommit()) {
               EndTransaction();  // turning autocommit on commits

@@ -218,6 +218,21 @@ void Connection::SessionStatus(std::vector<std::pair<std::string, std::string>>*
   add("Ssl_version", ssl_version_);
 }
 
+std::chrono::seconds Connection::IdleTimeout() const {
+  // The session's wait_timeout (SET [GLOBAL] wait_timeout = n), within
+  // MySQL's range 1 .. 31536000 seconds.
+  const auto& vars = session_->variables();
+  auto it = vars.find("wait_timeout");
+  if (it == vars.end()) return kWaitTimeout;
+  int64_t n = 0;
+  if (it->second.is_int()) {
+    n = it->second.as_int();
+  } else {
+    n = std::strtoll(it->second.ToText().c_str(), nullptr, 10);
+  }
+  return std::chrono::seconds(std::clamp<int64_t>(n, 1, 31536000));
+}
+
 void Connection::SetCommand(std::string_view command, std::string_view info) {
   std::lock_guard<std::mutex> lock(info_mu_);
   command_ = std::string(command);
@@ -688,7 +703,7 @@ awaitable<void> Connection::CommandLoop() {
   for (;;) {
     seq_ = 0;  // every command starts a new sequence
     compressed_seq_ = 0;
-    SetDeadline(kWaitTimeout);
+    SetDeadline(IdleTimeout());
     Result<Packet> packet = co_await ReadPacket();
     ClearDeadline();
     if (!packet.ok()) {

@@ -172,6 +172,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void StartSession(exec::SessionUser user);
   // Checks access to and existence of `db` (1044, 1049) and makes it current.
   Status UseDatabase(std::string_view db);
+  // How long the connection may sit idle between commands: wait_timeout.
+  std::chrono::seconds IdleTimeout() const;
   // What this connection is doing, for SHOW PROCESSLIST.
   void SetCommand(std::string_view command, std::string_view info = {});
 

@@ -172,6 +172,7 @@ struct ShowStmt {
   TableName table;                 // SHOW CREATE TABLE t / SHOW COLUMNS FROM t
   std::optional<std::string> like; // LIKE 'pattern'
   bool full = false;
+  bool global = false;             // SHOW GLOBAL VARIABLES
 };
 
 struct TransactionStmt {

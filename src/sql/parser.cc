@@ -767,7 +767,11 @@ Result<ast::ShowStmt> Parser::ParseShow() {
   SHALE_RETURN_IF_ERROR(ExpectKeyword("SHOW"));
   ast::ShowStmt s;
   if (AcceptKeyword("FULL")) s.full = true;
-  AcceptKeyword("SESSION") || AcceptKeyword("GLOBAL");
+  if (AcceptKeyword("GLOBAL")) {
+    s.global = true;
+  } else {
+    AcceptKeyword("SESSION");
+  }
   if (AcceptKeyword("DATABASES") || AcceptKeyword("SCHEMAS")) {
     s.kind = ast::ShowStmt::Kind::kDatabases;
   } else if (AcceptKeyword("TABLES")) {

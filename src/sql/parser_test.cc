@@ -1237,7 +1237,12 @@ TEST_F(BinderTest, Set) {
   EXPECT_EQ(BindError("SET nosuchvar = 1", &message), 1193);
   EXPECT_EQ(message, "Unknown system variable 'nosuchvar'");
   EXPECT_EQ(BindError("SET @@session.nosuchvar = 1"), 1193);
-  EXPECT_EQ(BindError("SET GLOBAL autocommit = 1"), 1235);
+  auto global = BindSql("SET GLOBAL autocommit = 0, SESSION sql_mode = ''");
+  ASSERT_TRUE(global.ok());
+  ASSERT_EQ(std::get<SetCmd>(*global).global_assignments.size(), 1u);
+  EXPECT_EQ(std::get<SetCmd>(*global).global_assignments[0].second, Value::Int(0));
+  EXPECT_EQ(std::get<SetCmd>(*global).assignments.size(), 1u);
+  EXPECT_EQ(BindError("SET GLOBAL autocommit = 'maybe'"), 1231);
   EXPECT_EQ(BindError("SET autocommit = 'maybe'"), 1231);
   EXPECT_EQ(BindError("SET autocommit = 2"), 1231);
   EXPECT_EQ(BindError("SELECT @@nosuchvar"), 1193);
