@@ -783,6 +783,19 @@ awaitable<void> Connection::CommandLoop() {
       case Command::kStatistics:
         Queue(Statistics());
         break;
+      case Command::kProcessKill: {
+        // COM_PROCESS_KILL (deprecated): 4-byte thread id, as KILL id.
+        PayloadReader r(arg);
+        Result<uint64_t> target = r.ReadFixedInt(4, "thread id");
+        if (!target.ok()) {
+          QueueErr(Status::Sql(kErMalformedPacket, "Malformed communication packet."));
+          break;
+        }
+        const std::string kill = fmt::format("KILL {}", *target);
+        SetCommand("Query", kill);
+        co_await RunQuery(kill);
+        break;
+      }
       case Command::kFieldList:
         co_await FieldList(arg);
         break;

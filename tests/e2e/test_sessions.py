@@ -199,6 +199,18 @@ class SessionTest(NodeTestCase):
         kim.close()
         root.close()
 
+    def test_com_process_kill(self):
+        victim = self.connect()
+        killer = self.connect()
+        killer.kill(victim.thread_id())  # PyMySQL sends COM_PROCESS_KILL
+        with self.assertRaises(pymysql.MySQLError):
+            with victim.cursor() as cur:
+                cur.execute("SELECT 1")
+        with self.assertRaises(pymysql.MySQLError) as ctx:
+            killer.kill(999999)
+        self.assertEqual(ctx.exception.args[0], 1094)
+        killer.close()
+
     def test_wait_timeout_closes_idle_connections(self):
         conn = self.connect()
         with conn.cursor() as cur:
