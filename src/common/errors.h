@@ -73,6 +73,14 @@ enum class ErrorCode : uint16_t {
   kWrongGroupField = 1056,      // ER_WRONG_GROUP_FIELD
   kNonUniqTable = 1066,         // ER_NONUNIQ_TABLE
   kInvalidGroupFuncUse = 1111,  // ER_INVALID_GROUP_FUNC_USE
+  kDupKeyName = 1061,           // ER_DUP_KEYNAME
+  kCantDropFieldOrKey = 1091,   // ER_CANT_DROP_FIELD_OR_KEY
+  kWrongUsage = 1221,           // ER_WRONG_USAGE
+  kWrongNumberOfColumnsInSelect = 1222,  // ER_WRONG_NUMBER_OF_COLUMNS_IN_SELECT
+  kOperandColumns = 1241,       // ER_OPERAND_COLUMNS
+  kSubqueryNo1Row = 1242,       // ER_SUBQUERY_NO_1_ROW
+  kDerivedMustHaveAlias = 1248, // ER_DERIVED_MUST_HAVE_ALIAS
+  kTableDefChanged = 1412,      // ER_TABLE_DEF_CHANGED
   // Accounts, privileges, threads (src/exec/session.cc, src/server).
   kDbAccessDenied = 1044,       // ER_DBACCESS_DENIED_ERROR
   kNoSuchThread = 1094,         // ER_NO_SUCH_THREAD
@@ -80,7 +88,6 @@ enum class ErrorCode : uint16_t {
   kNonexistingGrant = 1141,     // ER_NONEXISTING_GRANT
   kTableAccessDenied = 1142,    // ER_TABLEACCESS_DENIED_ERROR
   kNonexistingTableGrant = 1147,  // ER_NONEXISTING_TABLE_GRANT
-  kWrongUsage = 1221,           // ER_WRONG_USAGE
   kSpecificAccessDenied = 1227, // ER_SPECIFIC_ACCESS_DENIED_ERROR
   kLocalVariable = 1228,        // ER_LOCAL_VARIABLE
   kGlobalVariable = 1229,       // ER_GLOBAL_VARIABLE
