@@ -179,6 +179,11 @@ class AccountsTest(NodeTestCase):
         self.assertEqual(self.rows(bob, "SELECT v FROM p.t ORDER BY id"), ((10,), (20,)))
         self.assertSqlError(cur, "SELECT * FROM p.u", 1142)
         self.assertSqlError(cur, "SELECT * FROM p.t JOIN p.u ON p.t.id = p.u.id", 1142)
+        # Tables read anywhere in a statement need SELECT.
+        self.assertSqlError(cur, "SELECT * FROM p.t WHERE id IN (SELECT id FROM p.u)", 1142)
+        self.assertSqlError(cur, "SELECT * FROM (SELECT id FROM p.u) d", 1142)
+        self.assertSqlError(cur, "SELECT id FROM p.t UNION SELECT id FROM p.u", 1142)
+        self.assertSqlError(cur, "CREATE INDEX iv ON p.t (v)", 1142)
         self.assertSqlError(cur, "INSERT INTO p.t VALUES (3, 30)", 1142)
         self.assertSqlError(cur, "DELETE FROM p.t", 1142)
         self.assertSqlError(cur, "CREATE TABLE p.x (a INT)", 1142)
