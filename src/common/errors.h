@@ -82,6 +82,23 @@ enum class ErrorCode : uint16_t {
   kSubqueryNo1Row = 1242,       // ER_SUBQUERY_NO_1_ROW
   kDerivedMustHaveAlias = 1248, // ER_DERIVED_MUST_HAVE_ALIAS
   kTableDefChanged = 1412,      // ER_TABLE_DEF_CHANGED
+  // Accounts, privileges, threads (src/exec/session.cc, src/server).
+  kDbAccessDenied = 1044,       // ER_DBACCESS_DENIED_ERROR
+  kNoSuchThread = 1094,         // ER_NO_SUCH_THREAD
+  kKillDenied = 1095,           // ER_KILL_DENIED_ERROR
+  kNonexistingGrant = 1141,     // ER_NONEXISTING_GRANT
+  kTableAccessDenied = 1142,    // ER_TABLEACCESS_DENIED_ERROR
+  kNonexistingTableGrant = 1147,  // ER_NONEXISTING_TABLE_GRANT
+  kSpecificAccessDenied = 1227, // ER_SPECIFIC_ACCESS_DENIED_ERROR
+  kLocalVariable = 1228,        // ER_LOCAL_VARIABLE
+  kGlobalVariable = 1229,       // ER_GLOBAL_VARIABLE
+  kIncorrectGlobalLocalVar = 1238,  // ER_INCORRECT_GLOBAL_LOCAL_VAR
+  kNotSupportedAuthMode = 1251, // ER_NOT_SUPPORTED_AUTH_MODE
+  kQueryInterrupted = 1317,     // ER_QUERY_INTERRUPTED
+  kCannotUser = 1396,           // ER_CANNOT_USER
+  kCantCreateUserWithGrant = 1410,  // ER_CANT_CREATE_USER_WITH_GRANT
+  kWrongStringLength = 1470,    // ER_WRONG_STRING_LENGTH
+  kPluginIsNotLoaded = 1524,    // ER_PLUGIN_IS_NOT_LOADED
 };
 
 // SQLSTATE of a MySQL error number ("HY000" when the table has none).

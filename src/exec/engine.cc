@@ -4,6 +4,7 @@
 #include <set>
 
 #include "shale/version.h"
+#include "src/common/errors.h"
 #include "src/common/log.h"
 
 namespace shale::exec {
@@ -27,6 +28,7 @@ std::map<std::string, Value> DefaultGlobals(const EngineOptions& o) {
       {"collation_connection", s("utf8mb4_general_ci")},
       {"collation_database", s("utf8mb4_general_ci")},
       {"collation_server", s("utf8mb4_general_ci")},
+      {"default_authentication_plugin", s("mysql_native_password")},
       {"default_storage_engine", s("Shale")},
       {"have_ssl", s("DISABLED")},
       {"hostname", s(o.node_name.c_str())},
@@ -78,6 +80,7 @@ Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
   SHALE_ASSIGN_OR_RETURN(engine->meta_, storage::MetaStore::Open(options.data_dir + "/meta"));
   SHALE_ASSIGN_OR_RETURN(engine->slices_, storage::SliceStore::Open(options.data_dir + "/slices", options.storage));
   SHALE_ASSIGN_OR_RETURN(engine->catalog_, catalog::Catalog::Load(engine->meta_.get()));
+  SHALE_ASSIGN_OR_RETURN(engine->accounts_, catalog::Accounts::Load(engine->meta_.get()));
 
   // Slices no table refers to were left by a CREATE or DROP TABLE that was
   // interrupted (the catalog change is the commit point): remove them.
@@ -109,6 +112,32 @@ Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
   log::Info("engine open: data directory {}, {} tables, {} slices", options.data_dir, tables,
             referenced.size());
   return engine;
+}
+
+std::map<std::string, Value> Engine::global_variables() const {
+  std::lock_guard lock(globals_mu_);
+  return globals_;
+}
+
+bool Engine::IsReadOnlyVariable(const std::string& name) {
+  static const std::set<std::string> kReadOnly = {
+      "character_set_system", "have_ssl", "hostname", "license", "lower_case_table_names",
+      "protocol_version", "system_time_zone", "version", "version_comment",
+      "version_compile_machine", "version_compile_os"};
+  return kReadOnly.count(name) > 0;
+}
+
+Status Engine::SetGlobalVariable(const std::string& name, Value value) {
+  std::lock_guard lock(globals_mu_);
+  auto it = globals_.find(name);
+  if (it == globals_.end()) {
+    return SqlError(ErrorCode::kUnknownSystemVariable, "Unknown system variable '{}'", name);
+  }
+  if (IsReadOnlyVariable(name)) {
+    return SqlError(ErrorCode::kIncorrectGlobalLocalVar, "Variable '{}' is a read only variable", name);
+  }
+  it->second = std::move(value);
+  return Status::OK();
 }
 
 std::mutex& Engine::TableWriteMutex(uint64_t table_id) {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "shale/status.h"
+#include "src/catalog/accounts.h"
 #include "src/catalog/catalog.h"
 #include "src/common/value.h"
 #include "storage/meta_store.h"
@@ -39,10 +40,18 @@ class Engine {
 
   const EngineOptions& options() const { return options_; }
   catalog::Catalog* catalog() { return catalog_.get(); }
+  // Users and privileges (src/catalog/accounts.h).
+  catalog::Accounts* accounts() { return accounts_.get(); }
   storage::SliceStore* slices() { return slices_.get(); }
   storage::MetaStore* meta() { return meta_.get(); }
-  // Global system variables; sessions copy them at connect.
-  const std::map<std::string, Value>& global_variables() const { return globals_; }
+  // Global system variables (a copy); sessions copy them at connect.
+  std::map<std::string, Value> global_variables() const;
+  // SET GLOBAL: changes the global value (new sessions start with it).
+  // ER_UNKNOWN_SYSTEM_VARIABLE (1193) if unknown, ER_INCORRECT_GLOBAL_LOCAL_VAR
+  // (1238) if read-only.
+  Status SetGlobalVariable(const std::string& name, Value value);
+  // Whether the variable `name` is read-only (version, hostname, ...).
+  static bool IsReadOnlyVariable(const std::string& name);
   // Serializes writers of one table between their duplicate-key check and
   // their write (until row locks arrive with the transaction layer).
   std::mutex& TableWriteMutex(uint64_t table_id);
@@ -54,7 +63,9 @@ class Engine {
   std::unique_ptr<storage::MetaStore> meta_;
   std::unique_ptr<storage::SliceStore> slices_;
   std::unique_ptr<catalog::Catalog> catalog_;
-  std::map<std::string, Value> globals_;
+  std::unique_ptr<catalog::Accounts> accounts_;
+  mutable std::mutex globals_mu_;
+  std::map<std::string, Value> globals_;  // GUARDED_BY(globals_mu_)
   std::mutex table_mutexes_mu_;
   std::map<uint64_t, std::unique_ptr<std::mutex>> table_mutexes_;  // GUARDED_BY(table_mutexes_mu_)
 };

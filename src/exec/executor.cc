@@ -15,6 +15,18 @@
 namespace shale::exec {
 namespace {
 
+// The KILL QUERY flag of the statement running on this thread (InterruptScope).
+thread_local const std::atomic<bool>* t_interrupt = nullptr;
+
+// ER_QUERY_INTERRUPTED once the running statement has been killed. Cheap
+// enough for every row: one relaxed load.
+Status CheckInterrupted() {
+  if (t_interrupt != nullptr && t_interrupt->load(std::memory_order_relaxed)) {
+    return SqlError(ErrorCode::kQueryInterrupted, "Query execution was interrupted");
+  }
+  return Status::OK();
+}
+
 using planner::PhysicalKind;
 using planner::PhysicalOperator;
 
@@ -103,6 +115,7 @@ class SliceScanSource : public RowSource {
         ++next_slice_;
       }
       if (iter_->Valid()) {
+        SHALE_RETURN_IF_ERROR(CheckInterrupted());
         Status decoded = DecodeRow(iter_->value(), row);
         if (!decoded.ok()) return RowCorrupt(*op_.table, op_.slices[next_slice_ - 1], decoded);
         iter_->Next();
@@ -402,6 +415,7 @@ class NestedLoopJoinSource : public RowSource {
         }
       }
       while (next_right_ < candidates_->size()) {
+        SHALE_RETURN_IF_ERROR(CheckInterrupted());
         const Row& right = right_rows_[(*candidates_)[next_right_++]];
         *row = left_row_;
         row->insert(row->end(), right.begin(), right.end());
@@ -1029,6 +1043,12 @@ Result<StatementResult> ExecuteModify(Engine* engine, const PhysicalOperator& op
 }
 
 }  // namespace
+
+InterruptScope::InterruptScope(const std::atomic<bool>* flag) : previous_(t_interrupt) {
+  t_interrupt = flag;
+}
+
+InterruptScope::~InterruptScope() { t_interrupt = previous_; }
 
 Result<StatementResult> ExecutePlan(Engine* engine, const PhysicalOperator& plan) {
   if (plan.kind == PhysicalKind::kInsert) return ExecuteInsert(engine, plan);

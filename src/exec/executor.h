@@ -8,12 +8,28 @@
 // Thread-safety: one plan execution per thread; the engine is shared.
 #pragma once
 
+#include <atomic>
+
 #include "planner/physical.h"
 #include "shale/status.h"
 #include "src/exec/engine.h"
 #include "src/exec/session.h"
 
 namespace shale::exec {
+
+// While an InterruptScope is alive, plans executed on its thread stop with
+// ER_QUERY_INTERRUPTED (1317) soon after *flag becomes true (KILL QUERY):
+// scans and joins check it as they produce and combine rows.
+class InterruptScope {
+ public:
+  explicit InterruptScope(const std::atomic<bool>* flag);
+  ~InterruptScope();
+  InterruptScope(const InterruptScope&) = delete;
+  InterruptScope& operator=(const InterruptScope&) = delete;
+
+ private:
+  const std::atomic<bool>* previous_;
+};
 
 // Runs `plan` and returns its result set (or, for kInsert, the affected rows).
 Result<StatementResult> ExecutePlan(Engine* engine, const planner::PhysicalOperator& plan);

@@ -254,6 +254,7 @@ Status Session::SetCurrentDatabase(std::string_view db) {
 
 std::vector<Result<StatementResult>> Session::Execute(std::string_view sql) {
   std::vector<Result<StatementResult>> results;
+  interrupted_.store(false, std::memory_order_relaxed);
   sql::Parser parser(sql);
   while (true) {
     auto next = parser.Next();
@@ -286,16 +287,25 @@ std::vector<Result<StatementResult>> Session::Execute(std::string_view sql) {
 
 Result<StatementResult> Session::ExecuteStatement(const ast::Statement& stmt,
                                                   const std::vector<Warning>& shown_warnings) {
+  Count(stmt);
+  if (const auto* admin = std::get_if<ast::AdminStmt>(&stmt)) return ExecuteAdmin(*admin);
+  SHALE_RETURN_IF_ERROR(CheckPrivileges(stmt));
   sql::BindContext ctx;
   ctx.catalog = engine_->catalog();
   ctx.current_db = current_db_;
   ctx.variables = &variables_;
+  const std::map<std::string, Value> globals = engine_->global_variables();
+  ctx.global_variables = &globals;
   ctx.connection_id = connection_id_;
-  ctx.user = "root@localhost";
+  ctx.user = user_.user + "@" + user_.address;
   for (const Warning& w : shown_warnings) {
     ctx.warnings.push_back({Value::String(w.level), Value::Int(w.code), Value::String(w.message)});
   }
   SHALE_ASSIGN_OR_RETURN(sql::BoundStatement bound, sql::Bind(stmt, ctx));
+  if (const auto* plan = std::get_if<sql::PlanCmd>(&bound)) {
+    SHALE_RETURN_IF_ERROR(CheckPlanPrivileges(*plan->plan));
+  }
+  const auto* show = std::get_if<ast::ShowStmt>(&stmt);
 
   return std::visit(
       [&](auto& cmd) -> Result<StatementResult> {
@@ -305,7 +315,9 @@ Result<StatementResult> Session::ExecuteStatement(const ast::Statement& stmt,
           bool writes = cmd.plan->kind == sierra::LogicalKind::kInsert ||
                         cmd.plan->kind == sierra::LogicalKind::kUpdate ||
                         cmd.plan->kind == sierra::LogicalKind::kDelete;
+          InterruptScope interrupt_scope(&interrupted_);
           SHALE_ASSIGN_OR_RETURN(StatementResult r, ExecutePlan(engine_, *physical));
+          if (show != nullptr) FilterShown(*show, &r);
           if (writes) {
             if (!autocommit()) in_transaction_ = true;
             if (in_transaction_) changed_data_in_transaction_ = true;
@@ -417,6 +429,15 @@ Result<StatementResult> Session::ExecuteStatement(const ast::Statement& stmt,
           }
           return Ok();
         } else if constexpr (std::is_same_v<T, sql::SetCmd>) {
+          for (const auto& [name, value] : cmd.assignments) {
+            if (Engine::IsReadOnlyVariable(name)) {
+              return SqlError(ErrorCode::kIncorrectGlobalLocalVar,
+                              "Variable '{}' is a read only variable", name);
+            }
+          }
+          for (auto& [name, value] : cmd.global_assignments) {
+            SHALE_RETURN_IF_ERROR(engine_->SetGlobalVariable(name, value));
+          }
           for (auto& [name, value] : cmd.assignments) {
             if (name == "autocommit" && sierra::IsTrue(value) && !autocommit()) {
               EndTransaction();  // turning autocommit on commits

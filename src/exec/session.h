@@ -7,6 +7,8 @@
 // time; many sessions share one Engine concurrently.
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -15,6 +17,7 @@
 
 #include "shale/status.h"
 #include "sierra/column.h"
+#include "sierra/logical.h"
 #include "src/sql/ast.h"
 #include "src/common/value.h"
 
@@ -41,6 +44,52 @@ struct Warning {
   uint16_t code = 0;
   std::string message;
 };
+
+// Who a session runs as.
+struct SessionUser {
+  std::string user = "root";
+  std::string host = "%";             // the account's host (pattern)
+  std::string address = "localhost";  // the client's address
+  bool superuser = true;              // root: every privilege, not in Accounts
+};
+
+// One connection as SHOW PROCESSLIST shows it.
+struct ThreadInfo {
+  uint32_t id = 0;
+  std::string user;
+  std::string host;
+  std::string db;       // empty: none (NULL)
+  std::string command;  // Sleep, Query, Execute, ...
+  int64_t time = 0;     // seconds in this command (state)
+  std::string state;
+  std::string info;     // the statement running; empty: none (NULL)
+};
+
+// What a session may ask of the server that runs it (src/server implements
+// it). Called on the statement's thread; implementations are thread-safe.
+class SessionHost {
+ public:
+  virtual ~SessionHost() = default;
+  virtual std::vector<ThreadInfo> Threads() const = 0;
+  // Interrupts the statement connection `id` is running (query_only) or
+  // closes the connection. false: no such connection.
+  virtual bool Kill(uint32_t id, bool query_only) = 0;
+  // SHOW STATUS rows (name, value) in name order, as seen by connection
+  // `id`: its own counters, or the server's when `global`.
+  virtual std::vector<std::pair<std::string, std::string>> StatusVariables(uint32_t id,
+                                                                           bool global) const = 0;
+};
+
+// Statements counted per session for SHOW STATUS (Com_<name>).
+enum class ComCounter : uint8_t {
+  kAlterUser, kBegin, kChangeDb, kCommit, kCreateDb, kCreateTable, kCreateUser, kDelete,
+  kDropDb, kDropTable, kDropUser, kGrant, kInsert, kKill, kRevoke, kRollback, kSelect,
+  kSetOption, kShowDatabases, kShowGrants, kShowProcesslist, kShowStatus, kShowTables,
+  kShowVariables, kShowWarnings, kUpdate,
+  kCount
+};
+// "alter_user", "begin", ...: the status variable is "Com_" + name.
+std::string_view ComCounterName(ComCounter c);
 
 class Session {
  public:
@@ -70,10 +119,46 @@ class Session {
   // Warnings (and the error) of the last statement, as SHOW WARNINGS lists them.
   const std::vector<Warning>& warnings() const { return warnings_; }
 
+  // The account the session runs as (default: root). Privileges are
+  // checked on every statement against the account's current grants.
+  void SetUser(SessionUser user) { user_ = std::move(user); }
+  const SessionUser& user() const { return user_; }
+  // The server, for KILL, SHOW PROCESSLIST and SHOW STATUS (may be null:
+  // those statements then fail).
+  void SetHost(SessionHost* host) { host_ = host; }
+
+  // 1044 unless the session may use database `db` (some privilege in it).
+  Status CheckDatabaseAccess(const std::string& db) const;
+
+  // Asks the running statement to stop with ER_QUERY_INTERRUPTED (1317) at
+  // its next check. Any thread. Cleared when the next statement starts.
+  void Interrupt() { interrupted_.store(true, std::memory_order_relaxed); }
+  const std::atomic<bool>& interrupted() const { return interrupted_; }
+
+  // Statements run, by kind (any thread may read).
+  uint64_t com_count(ComCounter c) const {
+    return com_counters_[static_cast<size_t>(c)].load(std::memory_order_relaxed);
+  }
+
  private:
   Result<StatementResult> ExecuteStatement(const sql::ast::Statement& stmt,
                                            const std::vector<Warning>& shown_warnings);
   void EndTransaction();
+  // Account, privilege, KILL and SHOW STATUS/PROCESSLIST/GRANTS statements
+  // (session_admin.cc).
+  Result<StatementResult> ExecuteAdmin(const sql::ast::AdminStmt& stmt);
+  // The privileges `stmt` needs, checked before it is bound, so a denied
+  // user learns nothing about the objects (as in MySQL).
+  Status CheckPrivileges(const sql::ast::Statement& stmt) const;
+  // 1142 unless every table the bound plan reads is readable.
+  Status CheckPlanPrivileges(const sierra::LogicalOperator& plan) const;
+  // Whether the session holds `privileges` on db.table (table empty: db.*,
+  // db empty: *.*).
+  bool Holds(uint32_t privileges, const std::string& db, const std::string& table) const;
+  // Counts `stmt` in its Com_ counter.
+  void Count(const sql::ast::Statement& stmt);
+  // Filters SHOW DATABASES / SHOW TABLES rows to what the user may see.
+  void FilterShown(const sql::ast::ShowStmt& show, StatementResult* r) const;
 
   Engine* engine_;
   uint32_t connection_id_;
@@ -82,6 +167,10 @@ class Session {
   std::vector<Warning> warnings_;  // of the last statement, for SHOW WARNINGS
   bool in_transaction_ = false;
   bool changed_data_in_transaction_ = false;
+  SessionUser user_;
+  SessionHost* host_ = nullptr;
+  std::atomic<bool> interrupted_{false};
+  std::array<std::atomic<uint64_t>, static_cast<size_t>(ComCounter::kCount)> com_counters_{};
 };
 
 }  // namespace shale::exec

@@ -3,6 +3,7 @@
 // strand.
 #include "src/server/connection.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <exception>
@@ -20,13 +21,23 @@
 #include <boost/asio/write.hpp>
 
 #include "shale/version.h"
+#include "src/catalog/accounts.h"
+#include "src/catalog/credentials.h"
 #include "src/common/errors.h"
 #include "src/common/log.h"
+#include "src/exec/engine.h"
 #include "src/server/compression.h"
 #include "src/server/messages.h"
 #include "src/server/native_password.h"
 #include "src/server/protocol_constants.h"
 #include "src/server/wire_codec.h"
+
+// GCC 12 at -O2 inlines Asio's recycling frame allocator into some
+// coroutines and then reports its matching operator delete as mismatched
+// (a false positive: both sides are awaitable_frame_base's own operators).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
 
 namespace shale::server {
 
@@ -84,6 +95,10 @@ std::shared_ptr<Connection> ServerState::Admit(asio::ip::tcp::socket& socket) {
   uint32_t id = next_connection_id.fetch_add(1, std::memory_order_relaxed);
   auto conn = std::make_shared<Connection>(shared_from_this(), std::move(socket), id);
   connections.emplace(id, conn);
+  uint64_t used = connections.size();
+  if (used > max_used_connections.load(std::memory_order_relaxed)) {
+    max_used_connections.store(used, std::memory_order_relaxed);
+  }
   return conn;
 }
 
@@ -92,7 +107,163 @@ void ServerState::Unregister(uint32_t connection_id) {
   connections.erase(connection_id);
 }
 
+std::vector<exec::ThreadInfo> ServerState::Threads() const {
+  std::vector<std::shared_ptr<Connection>> conns;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto& [id, c] : connections) conns.push_back(c);
+  }
+  std::vector<exec::ThreadInfo> out;
+  for (const auto& c : conns) out.push_back(c->Snapshot());
+  return out;
+}
+
+bool ServerState::Kill(uint32_t id, bool query_only) {
+  std::shared_ptr<Connection> conn;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = connections.find(id);
+    if (it == connections.end()) return false;
+    conn = it->second;
+  }
+  conn->Kill(/*close=*/!query_only);
+  return true;
+}
+
+std::vector<std::pair<std::string, std::string>> ServerState::StatusVariables(uint32_t id,
+                                                                              bool global) const {
+  std::vector<std::shared_ptr<Connection>> conns;
+  std::shared_ptr<Connection> self;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto& [cid, c] : connections) {
+      conns.push_back(c);
+      if (cid == id) self = c;
+    }
+  }
+  std::vector<std::pair<std::string, std::string>> out;
+  auto add = [&](std::string name, auto value) { out.emplace_back(std::move(name), fmt::format("{}", value)); };
+  if (global || self == nullptr) {
+    add("Bytes_received", bytes_received.load(std::memory_order_relaxed));
+    add("Bytes_sent", bytes_sent.load(std::memory_order_relaxed));
+    for (size_t i = 0; i < static_cast<size_t>(exec::ComCounter::kCount); ++i) {
+      auto c = static_cast<exec::ComCounter>(i);
+      uint64_t n = retired_com[i].load(std::memory_order_relaxed);
+      for (const auto& conn : conns) n += conn->ComCount(c);
+      add("Com_" + std::string(exec::ComCounterName(c)), n);
+    }
+    add("Questions", questions.load(std::memory_order_relaxed));
+    add("Ssl_cipher", "");
+    add("Ssl_version", "");
+  } else {
+    self->SessionStatus(&out);
+  }
+  add("Connections", next_connection_id.load(std::memory_order_relaxed) - 1);
+  add("Max_used_connections", max_used_connections.load(std::memory_order_relaxed));
+  size_t running = 0;
+  for (const auto& conn : conns) {
+    if (conn->Snapshot().command == "Query" || conn->Snapshot().command == "Execute") ++running;
+  }
+  add("Threads_connected", conns.size());
+  add("Threads_running", running);
+  add("Uptime", std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() -
+                                                                  started_at)
+                    .count());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 // ---- Connection ---------------------------------------------------------
+
+exec::ThreadInfo Connection::Snapshot() const {
+  std::lock_guard<std::mutex> lock(info_mu_);
+  exec::ThreadInfo t;
+  t.id = id_;
+  t.user = user_name_;
+  t.host = peer_host_and_port_;
+  t.db = db_;
+  t.command = command_;
+  t.time = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() -
+                                                           command_since_)
+               .count();
+  t.state = command_ == "Query" || command_ == "Execute" ? "executing" : "";
+  t.info = info_;
+  return t;
+}
+
+void Connection::Kill(bool close) {
+  {
+    std::lock_guard<std::mutex> lock(info_mu_);
+    if (session_) session_->Interrupt();
+  }
+  if (close) Close();
+}
+
+uint64_t Connection::ComCount(exec::ComCounter c) const {
+  std::lock_guard<std::mutex> lock(info_mu_);
+  return session_ ? session_->com_count(c) : 0;
+}
+
+void Connection::SessionStatus(std::vector<std::pair<std::string, std::string>>* out) const {
+  std::lock_guard<std::mutex> lock(info_mu_);
+  auto add = [&](std::string name, auto value) { out->emplace_back(std::move(name), fmt::format("{}", value)); };
+  add("Bytes_received", bytes_received_.load(std::memory_order_relaxed));
+  add("Bytes_sent", bytes_sent_.load(std::memory_order_relaxed));
+  for (size_t i = 0; i < static_cast<size_t>(exec::ComCounter::kCount); ++i) {
+    auto c = static_cast<exec::ComCounter>(i);
+    add("Com_" + std::string(exec::ComCounterName(c)), session_ ? session_->com_count(c) : 0);
+  }
+  add("Questions", questions_.load(std::memory_order_relaxed));
+  add("Ssl_cipher", ssl_cipher_);
+  add("Ssl_version", ssl_version_);
+}
+
+std::chrono::seconds Connection::IdleTimeout() const {
+  // The session's wait_timeout (SET [GLOBAL] wait_timeout = n), within
+  // MySQL's range 1 .. 31536000 seconds.
+  const auto& vars = session_->variables();
+  auto it = vars.find("wait_timeout");
+  if (it == vars.end()) return kWaitTimeout;
+  int64_t n = 0;
+  if (it->second.is_int()) {
+    n = it->second.as_int();
+  } else {
+    n = std::strtoll(it->second.ToText().c_str(), nullptr, 10);
+  }
+  return std::chrono::seconds(std::clamp<int64_t>(n, 1, 31536000));
+}
+
+void Connection::SetCommand(std::string_view command, std::string_view info) {
+  std::lock_guard<std::mutex> lock(info_mu_);
+  command_ = std::string(command);
+  info_ = std::string(info);
+  db_ = session_ ? session_->current_database() : "";
+  command_since_ = std::chrono::steady_clock::now();
+}
+
+void Connection::StartSession(exec::SessionUser user) {
+  auto session = std::make_unique<exec::Session>(server_->engine, id_);
+  session->SetHost(server_.get());
+  std::unique_ptr<exec::Session> old;
+  {
+    std::lock_guard<std::mutex> lock(info_mu_);
+    user_name_ = user.user;
+    session->SetUser(std::move(user));
+    old = std::move(session_);
+    session_ = std::move(session);
+  }
+  if (old) {
+    for (size_t i = 0; i < static_cast<size_t>(exec::ComCounter::kCount); ++i) {
+      server_->retired_com[i].fetch_add(old->com_count(static_cast<exec::ComCounter>(i)),
+                                        std::memory_order_relaxed);
+    }
+  }
+}
+
+Status Connection::UseDatabase(std::string_view db) {
+  SHALE_RETURN_IF_ERROR(session_->CheckDatabaseAccess(std::string(db)));
+  return session_->SetCurrentDatabase(db);
+}
 
 Connection::Connection(std::shared_ptr<ServerState> server, asio::ip::tcp::socket socket,
                        uint32_t connection_id)
@@ -131,7 +302,18 @@ awaitable<void> Connection::Serve(std::shared_ptr<Connection> self) {
   }
   // End the session (and whatever exec does for an unfinished transaction)
   // while the connection still counts against max_connections.
-  self->session_.reset();
+  std::unique_ptr<exec::Session> ended;
+  {
+    std::lock_guard<std::mutex> lock(self->info_mu_);
+    ended = std::move(self->session_);
+  }
+  if (ended) {
+    for (size_t i = 0; i < static_cast<size_t>(exec::ComCounter::kCount); ++i) {
+      self->server_->retired_com[i].fetch_add(ended->com_count(static_cast<exec::ComCounter>(i)),
+                                              std::memory_order_relaxed);
+    }
+  }
+  ended.reset();
   self->CloseSocket();
   self->server_->Unregister(self->id_);
 }
@@ -140,6 +322,11 @@ awaitable<void> Connection::Run() {
   boost::system::error_code ec;
   auto remote = socket_.remote_endpoint(ec);
   peer_host_ = ec ? std::string("unknown") : remote.address().to_string();
+  if (peer_host_.rfind("::ffff:", 0) == 0) peer_host_ = peer_host_.substr(7);  // IPv4-mapped
+  {
+    std::lock_guard<std::mutex> lock(info_mu_);
+    peer_host_and_port_ = ec ? peer_host_ : fmt::format("{}:{}", peer_host_, remote.port());
+  }
   log::Debug("connection {}: accepted from {}", id_, peer_host_);
 
   in_handshake_ = true;
@@ -207,6 +394,8 @@ awaitable<void> Connection::Flush() {
   } else {
     co_await asio::async_write(socket_, asio::buffer(wire.data(), wire.size()), use_awaitable);
   }
+  bytes_sent_.fetch_add(wire.size(), std::memory_order_relaxed);
+  server_->bytes_sent.fetch_add(wire.size(), std::memory_order_relaxed);
   if (!in_handshake_) ClearDeadline();
   out_.clear();
 }
@@ -255,8 +444,15 @@ awaitable<Result<Packet>> Connection::ReadPacket() {
 }
 
 awaitable<size_t> Connection::ReadSome() {
-  if (tls_) co_return co_await tls_->async_read_some(asio::buffer(read_buf_), use_awaitable);
-  co_return co_await socket_.async_read_some(asio::buffer(read_buf_), use_awaitable);
+  size_t n = 0;
+  if (tls_) {
+    n = co_await tls_->async_read_some(asio::buffer(read_buf_), use_awaitable);
+  } else {
+    n = co_await socket_.async_read_some(asio::buffer(read_buf_), use_awaitable);
+  }
+  bytes_received_.fetch_add(n, std::memory_order_relaxed);
+  server_->bytes_received.fetch_add(n, std::memory_order_relaxed);
+  co_return n;
 }
 
 awaitable<Result<Packet>> Connection::ReadFirstPacket() {
@@ -300,6 +496,11 @@ awaitable<bool> Connection::StartTls() {
     co_return false;
   }
   log::Debug("connection {}: TLS on ({})", id_, SSL_get_cipher_name(tls_->native_handle()));
+  {
+    std::lock_guard<std::mutex> lock(info_mu_);
+    ssl_cipher_ = SSL_get_cipher_name(tls_->native_handle());
+    ssl_version_ = SSL_get_version(tls_->native_handle());
+  }
   co_return true;
 }
 
@@ -364,41 +565,25 @@ awaitable<bool> Connection::Handshake() {
     co_return false;
   }
 
-  std::string token = response->auth_response;
-  if ((response->capabilities & capability::kPluginAuth) && !response->auth_plugin.empty() &&
-      response->auth_plugin != kNativePasswordPlugin) {
-    // E.g. caching_sha2_password (MySQL 8 clients) or client_ed25519: ask
-    // the client to answer our scramble the mysql_native_password way.
-    log::Debug("connection {}: switching auth plugin {} to {}", id_, response->auth_plugin,
-               kNativePasswordPlugin);
-    Queue(BuildAuthSwitchRequest(kNativePasswordPlugin, scramble_));
-    co_await Flush();
-    Result<Packet> switched = co_await ReadPacket();
-    if (!switched.ok()) {
-      co_await ReportReadError(switched.status());
-      co_return false;
-    }
-    token = std::move(switched->payload);
-  }
-
-  if (response->username != kRootUser ||
-      !VerifyNativePassword(server_->options.root_password, scramble_, token)) {
-    QueueErr(SqlError(ErrorCode::kAccessDenied,
-                      "Access denied for user '{}'@'{}' (using password: {})",
-                      response->username, peer_host_, token.empty() ? "NO" : "YES"));
+  std::string client_plugin =
+      (response->capabilities & capability::kPluginAuth) ? response->auth_plugin : std::string();
+  Result<exec::SessionUser> user =
+      co_await Authenticate(response->username, std::move(client_plugin), response->auth_response);
+  if (!user.ok()) {
+    QueueErr(user.status());
     co_await Flush();
     co_return false;
   }
-
-  session_ = std::make_unique<exec::Session>(server_->engine, id_);
+  StartSession(std::move(*user));
   if (response->database.has_value() && !response->database->empty()) {
-    Status st = session_->SetCurrentDatabase(*response->database);
+    Status st = UseDatabase(*response->database);
     if (!st.ok()) {
       QueueErr(st);
       co_await Flush();
       co_return false;
     }
   }
+  SetCommand("Sleep");
   OkInfo ok;
   ok.status_flags = StatusFlags();
   Queue(BuildOk(ok));
@@ -410,13 +595,115 @@ awaitable<bool> Connection::Handshake() {
   co_return true;
 }
 
+awaitable<Status> Connection::SwitchAuthPlugin(const std::string& plugin,
+                                              std::string* client_plugin, std::string* token) {
+  if (*client_plugin == plugin) co_return Status::OK();
+  if (client_plugin->empty() && plugin == kNativePasswordPlugin) co_return Status::OK();
+  if (client_plugin->empty() && (client_capabilities_ & capability::kPluginAuth) == 0) {
+    co_return SqlError(ErrorCode::kNotSupportedAuthMode,
+                       "Client does not support authentication protocol requested by server; "
+                       "consider upgrading MySQL client");
+  }
+  log::Debug("connection {}: switching auth plugin {} to {}", id_, *client_plugin, plugin);
+  Queue(BuildAuthSwitchRequest(plugin, scramble_));
+  co_await Flush();
+  Result<Packet> switched = co_await ReadPacket();
+  if (!switched.ok()) co_return switched.status();
+  *token = std::move(switched->payload);
+  *client_plugin = plugin;
+  co_return Status::OK();
+}
+
+awaitable<Result<exec::SessionUser>> Connection::Authenticate(std::string username,
+                                                             std::string client_plugin,
+                                                             std::string token) {
+  auto denied = [&](bool used_password) {
+    return SqlError(ErrorCode::kAccessDenied, "Access denied for user '{}'@'{}' (using password: {})",
+                    username, peer_host_, used_password ? "YES" : "NO");
+  };
+  if (username == kRootUser) {
+    const std::string native = kNativePasswordPlugin;
+    Status st = co_await SwitchAuthPlugin(native, &client_plugin, &token);
+    if (!st.ok()) co_return st;
+    if (!VerifyNativePassword(server_->options.root_password, scramble_, token)) {
+      co_return denied(!token.empty());
+    }
+    exec::SessionUser root;
+    root.address = peer_host_;
+    co_return root;
+  }
+
+  catalog::Accounts* accounts = server_->engine->accounts();
+  std::optional<catalog::Account> account = accounts->Match(username, peer_host_);
+  if (!account) co_return denied(!token.empty());
+  exec::SessionUser user;
+  user.user = username;
+  user.host = account->host;
+  user.address = peer_host_;
+  user.superuser = false;
+  {
+    Status st = co_await SwitchAuthPlugin(account->plugin, &client_plugin, &token);
+    if (!st.ok()) co_return st;
+  }
+  if (account->plugin == kNativePasswordPlugin) {
+    if (!VerifyNativeToken(account->credential, scramble_, token)) co_return denied(!token.empty());
+    co_return user;
+  }
+  if (account->plugin != kCachingSha2Plugin) co_return denied(!token.empty());
+
+  // caching_sha2_password (auth.h). An empty password is an empty answer
+  // (or a single NUL).
+  if (token.empty() || token == std::string(1, '\0')) {
+    if (!account->credential.empty()) co_return denied(false);
+    co_return user;
+  }
+  std::optional<std::string> cached = accounts->CachedSha2Digest(account->user, account->host);
+  if (cached && VerifyCachingSha2Token(*cached, scramble_, token)) {
+    Queue(std::string{static_cast<char>(kAuthMoreDataHeader), kSha2FastAuthSuccess});
+    co_return user;
+  }
+  // Full authentication: the password itself, over TLS or RSA-encrypted.
+  // As in MySQL, a fast-path answer that does not match the cache also
+  // lands here (some clients hash the scramble with its trailing NUL).
+  Queue(std::string{static_cast<char>(kAuthMoreDataHeader), kSha2PerformFullAuth});
+  co_await Flush();
+  Result<Packet> answer = co_await ReadPacket();
+  if (!answer.ok()) co_return answer.status();
+  std::string password;
+  if (tls_) {
+    password = std::move(answer->payload);
+    if (!password.empty() && password.back() == '\0') password.pop_back();
+  } else {
+    std::string cipher = std::move(answer->payload);
+    if (cipher == std::string(1, kSha2RequestPublicKey)) {
+      Queue(std::string(1, static_cast<char>(kAuthMoreDataHeader)) + server_->rsa_key->public_pem());
+      co_await Flush();
+      Result<Packet> encrypted = co_await ReadPacket();
+      if (!encrypted.ok()) co_return encrypted.status();
+      cipher = std::move(encrypted->payload);
+    }
+    Result<std::string> plain = server_->rsa_key->Decrypt(cipher);
+    if (!plain.ok()) {
+      // E.g. the clear-text password over an unencrypted connection.
+      log::Debug("connection {}: caching_sha2_password full authentication without TLS or RSA", id_);
+      co_return denied(true);
+    }
+    password = UnmaskRsaPassword(*plain, scramble_);
+  }
+  if (!catalog::CheckClearPassword(account->plugin, account->credential, password)) {
+    co_return denied(true);
+  }
+  accounts->CacheSha2Digest(account->user, account->host, CachingSha2Digest(password));
+  co_return user;
+}
+
 // ---- command phase ------------------------------------------------------
 
 awaitable<void> Connection::CommandLoop() {
   for (;;) {
     seq_ = 0;  // every command starts a new sequence
     compressed_seq_ = 0;
-    SetDeadline(kWaitTimeout);
+    SetDeadline(IdleTimeout());
     Result<Packet> packet = co_await ReadPacket();
     ClearDeadline();
     if (!packet.ok()) {
@@ -431,6 +718,7 @@ awaitable<void> Connection::CommandLoop() {
     }
     const auto command = static_cast<Command>(static_cast<uint8_t>(payload[0]));
     server_->questions.fetch_add(1, std::memory_order_relaxed);
+    questions_.fetch_add(1, std::memory_order_relaxed);
     std::string_view arg = payload.substr(1);
     switch (command) {
       case Command::kQuit:
@@ -442,7 +730,7 @@ awaitable<void> Connection::CommandLoop() {
         break;
       }
       case Command::kInitDb: {
-        Status st = session_->SetCurrentDatabase(arg);
+        Status st = UseDatabase(arg);
         if (st.ok()) {
           OkInfo ok;
           ok.status_flags = StatusFlags();
@@ -453,6 +741,7 @@ awaitable<void> Connection::CommandLoop() {
         break;
       }
       case Command::kQuery:
+        SetCommand("Query", arg);
         if ((client_capabilities_ & capability::kMultiStatements) == 0) {
           // Without CLIENT_MULTI_STATEMENTS (or after COM_SET_OPTION off),
           // a second statement is a syntax error, as in MySQL.
@@ -468,6 +757,7 @@ awaitable<void> Connection::CommandLoop() {
         StmtPrepare(arg);
         break;
       case Command::kStmtExecute:
+        SetCommand("Execute");
         co_await StmtExecute(arg);
         break;
       case Command::kStmtSendLongData:
@@ -493,6 +783,19 @@ awaitable<void> Connection::CommandLoop() {
       case Command::kStatistics:
         Queue(Statistics());
         break;
+      case Command::kProcessKill: {
+        // COM_PROCESS_KILL (deprecated): 4-byte thread id, as KILL id.
+        PayloadReader r(arg);
+        Result<uint64_t> target = r.ReadFixedInt(4, "thread id");
+        if (!target.ok()) {
+          QueueErr(Status::Sql(kErMalformedPacket, "Malformed communication packet."));
+          break;
+        }
+        const std::string kill = fmt::format("KILL {}", *target);
+        SetCommand("Query", kill);
+        co_await RunQuery(kill);
+        break;
+      }
       case Command::kFieldList:
         co_await FieldList(arg);
         break;
@@ -506,6 +809,7 @@ awaitable<void> Connection::CommandLoop() {
         QueueErr(SqlError(ErrorCode::kUnknownCom, "Unknown command"));
         break;
     }
+    SetCommand("Sleep");
     co_await Flush();
   }
 }
@@ -643,7 +947,7 @@ void Connection::StmtClose(std::string_view arg) {
 
 void Connection::ResetConnection() {
   std::string db = session_->current_database();
-  session_ = std::make_unique<exec::Session>(server_->engine, id_);
+  StartSession(session_->user());
   if (!db.empty()) {
     // The database may have been dropped meanwhile; then there is none.
     Status st = session_->SetCurrentDatabase(db);
@@ -784,26 +1088,19 @@ awaitable<bool> Connection::ChangeUser(std::string_view arg) {
   std::string username(*user);
   std::string token(*auth);
   std::string database(*db);
-  if (!plugin.empty() && plugin != kNativePasswordPlugin) {
-    scramble_ = GenerateScramble();
-    Queue(BuildAuthSwitchRequest(kNativePasswordPlugin, scramble_));
-    co_await Flush();
-    Result<Packet> switched = co_await ReadPacket();
-    if (!switched.ok()) co_return false;
-    token = std::move(switched->payload);
-  }
-  if (username != kRootUser ||
-      !VerifyNativePassword(server_->options.root_password, scramble_, token)) {
+  // The answer is to the connection's scramble; a client naming another
+  // plugin than the account's is switched (Authenticate).
+  Result<exec::SessionUser> who =
+      co_await Authenticate(username, std::move(plugin), std::move(token));
+  if (!who.ok()) {
     // MySQL closes the connection after a failed COM_CHANGE_USER.
-    QueueErr(SqlError(ErrorCode::kAccessDenied,
-                      "Access denied for user '{}'@'{}' (using password: {})", username,
-                      peer_host_, token.empty() ? "NO" : "YES"));
+    QueueErr(who.status());
     co_return false;
   }
-  session_ = std::make_unique<exec::Session>(server_->engine, id_);
+  StartSession(std::move(*who));
   statements_.clear();
   if (!database.empty()) {
-    Status st = session_->SetCurrentDatabase(database);
+    Status st = UseDatabase(database);
     if (!st.ok()) {
       QueueErr(st);
       co_return true;  // logged in, without a database

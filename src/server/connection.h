@@ -34,6 +34,7 @@
 
 #include "shale/status.h"
 #include "src/exec/session.h"
+#include "src/server/auth.h"
 #include "src/server/compression.h"
 #include "src/server/packet.h"
 #include "src/server/prepared_statement.h"
@@ -43,7 +44,7 @@ namespace shale::server {
 
 class Connection;
 
-struct ServerState : std::enable_shared_from_this<ServerState> {
+struct ServerState : std::enable_shared_from_this<ServerState>, exec::SessionHost {
   ServerState(boost::asio::io_context& io_context, ServerOptions opts, exec::Engine* eng)
       : io(io_context),
         options(std::move(opts)),
@@ -56,6 +57,12 @@ struct ServerState : std::enable_shared_from_this<ServerState> {
   // and returns it. Returns null, leaving `socket` alone, if refused.
   std::shared_ptr<Connection> Admit(boost::asio::ip::tcp::socket& socket);
   void Unregister(uint32_t connection_id);
+
+  // exec::SessionHost: SHOW PROCESSLIST, KILL, SHOW STATUS.
+  std::vector<exec::ThreadInfo> Threads() const override;
+  bool Kill(uint32_t id, bool query_only) override;
+  std::vector<std::pair<std::string, std::string>> StatusVariables(uint32_t id,
+                                                                   bool global) const override;
 
   boost::asio::io_context& io;
   const ServerOptions options;
@@ -71,12 +78,20 @@ struct ServerState : std::enable_shared_from_this<ServerState> {
   std::atomic<uint64_t> questions{0};  // commands received
   // Set by Start() when options.tls; shared by every connection.
   std::shared_ptr<boost::asio::ssl::context> tls_context;
+  // caching_sha2_password's RSA key pair (auth.h), made by Start().
+  std::shared_ptr<RsaKeyPair> rsa_key;
+  // SHOW GLOBAL STATUS counters.
+  std::atomic<uint64_t> bytes_received{0};
+  std::atomic<uint64_t> bytes_sent{0};
+  std::atomic<uint64_t> max_used_connections{0};
+  // Com_ counts of sessions that have ended (live sessions add their own).
+  std::array<std::atomic<uint64_t>, static_cast<size_t>(exec::ComCounter::kCount)> retired_com{};
 
   // Statements run here, not on the I/O threads, so a long statement never
   // stalls accepting, handshakes or other connections' I/O.
   boost::asio::thread_pool statement_workers;
 
-  std::mutex mu;
+  mutable std::mutex mu;
   bool stopping = false;  // GUARDED_BY(mu)
   std::unordered_map<uint32_t, std::shared_ptr<Connection>> connections;  // GUARDED_BY(mu)
 };
@@ -96,6 +111,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Close();
 
   uint32_t id() const { return id_; }
+
+  // For other connections' SHOW PROCESSLIST, KILL and SHOW STATUS (any
+  // thread).
+  exec::ThreadInfo Snapshot() const;
+  // Stops the running statement (1317); with `close`, closes the connection.
+  void Kill(bool close);
+  uint64_t ComCount(exec::ComCounter c) const;
+  // (name, value) status rows of this connection alone.
+  void SessionStatus(std::vector<std::pair<std::string, std::string>>* out) const;
 
  private:
   boost::asio::awaitable<void> Run();
@@ -130,6 +154,28 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // COM_CHANGE_USER: re-authenticates and starts a fresh session; false if
   // the connection must close (bad credentials or a malformed packet).
   boost::asio::awaitable<bool> ChangeUser(std::string_view arg);
+
+  // Authenticates `username` whose first answer to scramble_ is `token`,
+  // made with `client_plugin` (empty if the client has no plugin auth):
+  // root against --root-password, anyone else against their account
+  // (src/catalog/accounts.h), switching the client to the account's plugin
+  // and running caching_sha2_password's exchanges (auth.h). Returns who
+  // logged in, or the error to send before closing.
+  boost::asio::awaitable<Result<exec::SessionUser>> Authenticate(std::string username,
+                                                                 std::string client_plugin,
+                                                                 std::string token);
+  // Sends an AuthSwitchRequest to `plugin` (same scramble) unless the
+  // client already answered with it; the new answer replaces *token.
+  boost::asio::awaitable<Status> SwitchAuthPlugin(const std::string& plugin,
+                                                  std::string* client_plugin, std::string* token);
+  // A fresh session for `user` (replacing any), registered for KILL.
+  void StartSession(exec::SessionUser user);
+  // Checks access to and existence of `db` (1044, 1049) and makes it current.
+  Status UseDatabase(std::string_view db);
+  // How long the connection may sit idle between commands: wait_timeout.
+  std::chrono::seconds IdleTimeout() const;
+  // What this connection is doing, for SHOW PROCESSLIST.
+  void SetCommand(std::string_view command, std::string_view info = {});
 
   // The next payload from the client, checking it starts with sequence id
   // seq_ and advancing seq_ past it. Outside the handshake, a packet once
@@ -184,9 +230,26 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string compressed_out_;
   std::array<char, 16384> read_buf_;
 
+  // SHOW PROCESSLIST state, written on the strand, read by any thread.
+  mutable std::mutex info_mu_;
+  std::string user_name_ = "unauthenticated user";  // GUARDED_BY(info_mu_)
+  std::string command_ = "Connect";                 // GUARDED_BY(info_mu_)
+  std::string info_;                                // GUARDED_BY(info_mu_)
+  std::string db_;                                  // GUARDED_BY(info_mu_)
+  std::string peer_host_and_port_;                  // GUARDED_BY(info_mu_)
+  std::chrono::steady_clock::time_point command_since_ =
+      std::chrono::steady_clock::now();             // GUARDED_BY(info_mu_)
+  std::string ssl_cipher_;                          // GUARDED_BY(info_mu_)
+  std::string ssl_version_;                         // GUARDED_BY(info_mu_)
+  std::atomic<uint64_t> bytes_received_{0};
+  std::atomic<uint64_t> bytes_sent_{0};
+  std::atomic<uint64_t> questions_{0};
+
   std::string scramble_;
   uint32_t client_capabilities_ = 0;  // client's flags & ours
-  std::unique_ptr<exec::Session> session_;  // after authentication
+  // After authentication. Replaced only under info_mu_, so Kill() from
+  // another thread can reach it.
+  std::unique_ptr<exec::Session> session_;
 
   struct PreparedStatement {
     std::string sql;

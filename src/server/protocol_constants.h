@@ -143,6 +143,9 @@ inline constexpr uint8_t kOkHeader = 0x00;
 inline constexpr uint8_t kEofHeader = 0xFE;
 inline constexpr uint8_t kErrHeader = 0xFF;
 inline constexpr uint8_t kAuthSwitchHeader = 0xFE;
+// AuthMoreData: extra data of the authentication exchange
+// (caching_sha2_password's status bytes and public key).
+inline constexpr uint8_t kAuthMoreDataHeader = 0x01;
 // A NULL column value in a text result row.
 inline constexpr uint8_t kNullColumn = 0xFB;
 

@@ -18,6 +18,7 @@
 
 #include "src/common/errors.h"
 #include "src/common/log.h"
+#include "src/exec/engine.h"
 #include "src/server/connection.h"
 #include "src/server/tls.h"
 #include "src/server/messages.h"
@@ -105,6 +106,16 @@ Status Server::Start() {
     if (!ctx.ok()) return ctx.status();
     state_->tls_context = std::move(*ctx);
   }
+  // Sessions read the packet limit the server enforces.
+  (void)state_->engine->SetGlobalVariable("max_allowed_packet",
+                                          Value::Int(static_cast<int64_t>(opt.max_allowed_packet)));
+  {
+    // caching_sha2_password's key pair for clients without TLS (auth.h).
+    auto key = RsaKeyPair::Generate();
+    if (!key.ok()) return key.status();
+    state_->rsa_key = std::move(*key);
+  }
+
   boost::system::error_code ec;
   asio::ip::address address = asio::ip::make_address(opt.bind_address, ec);
   if (ec) {

@@ -203,6 +203,7 @@ struct ShowStmt {
   TableName table;                 // SHOW CREATE TABLE t / SHOW COLUMNS FROM t
   std::optional<std::string> like; // LIKE 'pattern'
   bool full = false;
+  bool global = false;             // SHOW GLOBAL VARIABLES
 };
 
 struct TransactionStmt {
@@ -240,9 +241,54 @@ struct ExplainStmt {
   std::shared_ptr<const SelectStmt> select;
 };
 
+// 'user'@'host' in account statements. CURRENT_USER[()] and USER() are
+// `current` (the session's own account).
+struct AccountName {
+  std::string user;
+  std::string host = "%";
+  bool current = false;
+  // IDENTIFIED [WITH plugin] [BY 'password'] (CREATE/ALTER USER).
+  bool identified = false;
+  std::string plugin;    // lower-cased; empty: the default plugin
+  std::string password;
+};
+
+// Statements about accounts, privileges, threads and server status, run by
+// the session itself (src/exec/session.cc) rather than bound to a plan.
+struct AdminStmt {
+  enum class Kind : uint8_t {
+    kCreateUser,      // accounts, if_not_exists
+    kDropUser,        // accounts, if_exists
+    kAlterUser,       // accounts, if_exists
+    kGrant,           // privileges ON db.table TO accounts [WITH GRANT OPTION]
+    kRevoke,          // privileges ON db.table FROM accounts
+    kShowGrants,      // accounts: empty (own) or one
+    kKill,            // thread_id, kill_query
+    kShowStatus,      // global, like
+    kShowProcesslist, // full
+  };
+  Kind kind = Kind::kCreateUser;
+  std::vector<AccountName> accounts;
+  bool if_exists = false;
+  bool if_not_exists = false;
+  // Upper-cased privilege names as written: "SELECT", "CREATE USER", "ALL",
+  // "USAGE", "GRANT OPTION".
+  std::vector<std::string> privileges;
+  // ON level: db "*" with table "*" is *.*; table "*" is db.*; db empty is
+  // the current database.
+  std::string db;
+  std::string table;
+  bool with_grant_option = false;
+  uint64_t thread_id = 0;
+  bool kill_query = false;
+  bool global = false;
+  bool full = false;
+  std::optional<std::string> like;
+};
+
 using Statement = std::variant<SelectStmt, InsertStmt, CreateTableStmt, DropTableStmt,
                                CreateDatabaseStmt, DropDatabaseStmt, UseStmt, SetStmt, ShowStmt,
                                TransactionStmt, UpdateStmt, DeleteStmt, AlterTableStmt,
-                               ExplainStmt, RenameTableStmt>;
+                               ExplainStmt, RenameTableStmt, AdminStmt>;
 
 }  // namespace shale::sql::ast

@@ -428,6 +428,9 @@ Result<BoundStatement> Binder::BindStatement(const ast::Statement& stmt) {
             cmd.renames.push_back({{from_db, from.table}, {to_db, to.table}});
           }
           return BoundStatement(std::move(cmd));
+        } else if constexpr (std::is_same_v<T, ast::AdminStmt>) {
+          // Run by exec::Session itself (session_admin.cc), never bound.
+          return Status::Internal("account and thread statements are not bound");
         } else {
           static_assert(std::is_same_v<T, ast::TransactionStmt>);
           return BoundStatement(TransactionCmd{s.kind});
@@ -972,8 +975,10 @@ Result<ExprPtr> Binder::BindExprInner(const ast::Expr& e, const Scope& scope) {
     case ast::ExprKind::kDefault:
       return SyntaxError(e.text, 1);
     case ast::ExprKind::kSystemVar: {
-      auto it = ctx_.variables->find(e.name);
-      if (it == ctx_.variables->end()) {
+      const auto* vars = e.scope == "global" && ctx_.global_variables ? ctx_.global_variables
+                                                                      : ctx_.variables;
+      auto it = vars->find(e.name);
+      if (it == vars->end()) {
         return SqlError(ErrorCode::kUnknownSystemVariable, "Unknown system variable '{}'", e.name);
       }
       auto c = std::make_shared<Expr>(*Expr::Constant(it->second));
@@ -1730,10 +1735,6 @@ Result<BoundStatement> Binder::BindCreateTable(const ast::CreateTableStmt& s) {
 Result<BoundStatement> Binder::BindSet(const ast::SetStmt& s) {
   SetCmd cmd;
   for (const ast::SetAssignment& a : s.assignments) {
-    if (a.scope == "global") {
-      return SqlError(ErrorCode::kNotSupportedYet,
-                      "This version of Shale doesn't yet support 'SET GLOBAL'");
-    }
     auto it = ctx_.variables->find(a.name);
     if (it == ctx_.variables->end()) {
       return SqlError(ErrorCode::kUnknownSystemVariable, "Unknown system variable '{}'", a.name);
@@ -1758,7 +1759,11 @@ Result<BoundStatement> Binder::BindSet(const ast::SetStmt& s) {
                         v.ToText());
       }
     }
-    cmd.assignments.emplace_back(a.name, std::move(v));
+    if (a.scope == "global") {
+      cmd.global_assignments.emplace_back(a.name, std::move(v));
+    } else {
+      cmd.assignments.emplace_back(a.name, std::move(v));
+    }
   }
   return BoundStatement(std::move(cmd));
 }
@@ -1793,8 +1798,11 @@ Result<LogicalPtr> Binder::BindShow(const ast::ShowStmt& s) {
       return ValuesPlan(std::move(cols), rows);
     }
     case Kind::kVariables: {
-      for (const auto& [name, value] : *ctx_.variables) {
-        if (like_ok(name)) rows.push_back({Value::String(name), Value::String(value.is_null() ? "" : value.ToText())});
+      const auto* vars = s.global && ctx_.global_variables ? ctx_.global_variables : ctx_.variables;
+      std::string pattern = s.like ? *s.like : "";
+      for (char& ch : pattern) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      for (const auto& [name, value] : *vars) {
+        if (!s.like || MatchLike(name, pattern)) rows.push_back({Value::String(name), Value::String(value.is_null() ? "" : value.ToText())});
       }
       return ValuesPlan({TextColumn("Variable_name"), TextColumn("Value", 1024)}, rows);
     }

@@ -30,6 +30,9 @@ struct BindContext {
   catalog::Catalog* catalog = nullptr;
   std::string current_db;
   const std::map<std::string, Value>* variables = nullptr;  // session variables
+  // Global variables, for @@global.name and SHOW GLOBAL VARIABLES (null: the
+  // session's are used).
+  const std::map<std::string, Value>* global_variables = nullptr;
   std::vector<std::vector<Value>> warnings;                   // for SHOW WARNINGS: level, code, message
   uint32_t connection_id = 0;
   std::string user;  // 'user@host'
@@ -60,6 +63,7 @@ struct DropTableCmd {
 };
 struct SetCmd {
   std::vector<std::pair<std::string, Value>> assignments;  // session variables
+  std::vector<std::pair<std::string, Value>> global_assignments;  // SET GLOBAL
 };
 struct TransactionCmd {
   ast::TransactionStmt::Kind kind;

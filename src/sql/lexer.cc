@@ -155,7 +155,14 @@ Result<std::vector<Token>> Tokenize(std::string_view sql) {
       size_t j = i + (system ? 2 : 1);
       size_t start = j;
       if (!system && j < n && (sql[j] == '`' || sql[j] == '\'' || sql[j] == '"')) {
-        return error_at(i);  // quoted user variable names: not yet
+        // 'user'@'host': the '@' of an account name. (Quoted user variable
+        // names are not supported, so this is never one.)
+        t.kind = TokenKind::kOperator;
+        t.text = "@";
+        i = j;
+        t.end = i;
+        out.push_back(std::move(t));
+        continue;
       }
       while (j < n && (IsIdentChar(sql[j]) || sql[j] == '.')) ++j;
       if (j == start) return error_at(i);

@@ -166,6 +166,10 @@ Result<std::optional<ast::Statement>> Parser::Next() {
 }
 
 Result<ast::Statement> Parser::ParseStatement() {
+  if (AtAdminStatement()) {
+    SHALE_ASSIGN_OR_RETURN(auto s, ParseAdmin());
+    return ast::Statement(std::move(s));
+  }
   if (AtKeyword("SELECT") || (AtOperator("(") && (AtKeyword("SELECT", 1) || AtOperator("(", 1)))) {
     SHALE_ASSIGN_OR_RETURN(auto s, ParseQuery());
     return ast::Statement(std::move(s));
@@ -1081,7 +1085,11 @@ Result<ast::ShowStmt> Parser::ParseShow() {
   SHALE_RETURN_IF_ERROR(ExpectKeyword("SHOW"));
   ast::ShowStmt s;
   if (AcceptKeyword("FULL")) s.full = true;
-  AcceptKeyword("SESSION") || AcceptKeyword("GLOBAL");
+  if (AcceptKeyword("GLOBAL")) {
+    s.global = true;
+  } else {
+    AcceptKeyword("SESSION");
+  }
   if (AcceptKeyword("DATABASES") || AcceptKeyword("SCHEMAS")) {
     s.kind = ast::ShowStmt::Kind::kDatabases;
   } else if (AcceptKeyword("TABLES")) {

@@ -68,6 +68,13 @@ class Parser {
   Result<ast::AlterTableStmt> ParseAlterTable();
   // [FIRST | AFTER col] of ALTER TABLE ADD/MODIFY/CHANGE COLUMN.
   Status ParseColumnPosition(ast::ColumnChange* c);
+  // Account, privilege, KILL and SHOW STATUS/PROCESSLIST/GRANTS statements
+  // (parse_admin.cc).
+  bool AtAdminStatement() const;
+  Result<ast::AdminStmt> ParseAdmin();
+  Result<ast::AccountName> ParseAccountName();
+  Result<std::string> ParseNameOrString();
+  Status ParsePrivilegeLevel(ast::AdminStmt* s);
 
   // Expressions, lowest precedence first.
   Result<ast::ExprPtr> ParseExpr();

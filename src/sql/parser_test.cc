@@ -641,9 +641,68 @@ TEST(ParserTest, Show) {
   EXPECT_EQ(describe.table.db, "db");
   EXPECT_EQ(ParseAs<ast::ShowStmt>("DESC t").table.table, "t");
 
-  EXPECT_EQ(ParseError("SHOW STATUS").mysql_code(), 1235);
+  EXPECT_EQ(ParseError("SHOW ENGINES").mysql_code(), 1235);
   EXPECT_EQ(ParseError("SHOW TABLES WHERE 1").mysql_code(), 1235);
   EXPECT_EQ(ParseError("SHOW TABLES LIKE x").mysql_code(), 1064);
+}
+
+TEST(ParserTest, AccountStatements) {
+  using Kind = ast::AdminStmt::Kind;
+  auto create = ParseAs<ast::AdminStmt>(
+      "CREATE USER IF NOT EXISTS 'app'@'10.0.%' IDENTIFIED BY 'pw', bob@localhost, "
+      "`c` IDENTIFIED WITH caching_sha2_password BY 'x'");
+  EXPECT_EQ(create.kind, Kind::kCreateUser);
+  EXPECT_TRUE(create.if_not_exists);
+  ASSERT_EQ(create.accounts.size(), 3u);
+  EXPECT_EQ(create.accounts[0].user, "app");
+  EXPECT_EQ(create.accounts[0].host, "10.0.%");
+  EXPECT_TRUE(create.accounts[0].identified);
+  EXPECT_EQ(create.accounts[0].password, "pw");
+  EXPECT_EQ(create.accounts[1].user, "bob");
+  EXPECT_EQ(create.accounts[1].host, "localhost");
+  EXPECT_FALSE(create.accounts[1].identified);
+  EXPECT_EQ(create.accounts[2].host, "%");
+  EXPECT_EQ(create.accounts[2].plugin, "caching_sha2_password");
+
+  auto grant = ParseAs<ast::AdminStmt>(
+      "GRANT SELECT, INSERT, CREATE USER ON db.* TO 'u'@'%', v WITH GRANT OPTION");
+  EXPECT_EQ(grant.kind, Kind::kGrant);
+  EXPECT_EQ(grant.privileges, (std::vector<std::string>{"SELECT", "INSERT", "CREATE USER"}));
+  EXPECT_EQ(grant.db, "db");
+  EXPECT_EQ(grant.table, "*");
+  EXPECT_TRUE(grant.with_grant_option);
+  EXPECT_EQ(grant.accounts.size(), 2u);
+  auto global = ParseAs<ast::AdminStmt>("GRANT ALL PRIVILEGES ON *.* TO u");
+  EXPECT_EQ(global.privileges, std::vector<std::string>{"ALL"});
+  EXPECT_EQ(global.db, "*");
+  auto table = ParseAs<ast::AdminStmt>("REVOKE UPDATE ON TABLE t FROM u@'%'");
+  EXPECT_EQ(table.kind, Kind::kRevoke);
+  EXPECT_EQ(table.db, "");
+  EXPECT_EQ(table.table, "t");
+  auto all = ParseAs<ast::AdminStmt>("REVOKE ALL PRIVILEGES, GRANT OPTION FROM u");
+  EXPECT_TRUE(all.db.empty() && all.table.empty());
+
+  auto show = ParseAs<ast::AdminStmt>("SHOW GRANTS FOR CURRENT_USER()");
+  EXPECT_EQ(show.kind, Kind::kShowGrants);
+  EXPECT_TRUE(show.accounts[0].current);
+  EXPECT_TRUE(ParseAs<ast::AdminStmt>("SHOW GRANTS").accounts.empty());
+  auto kill = ParseAs<ast::AdminStmt>("KILL QUERY 42");
+  EXPECT_EQ(kill.kind, Kind::kKill);
+  EXPECT_TRUE(kill.kill_query);
+  EXPECT_EQ(kill.thread_id, 42u);
+  EXPECT_FALSE(ParseAs<ast::AdminStmt>("KILL CONNECTION 7").kill_query);
+  auto status = ParseAs<ast::AdminStmt>("SHOW GLOBAL STATUS LIKE 'Com%'");
+  EXPECT_EQ(status.kind, Kind::kShowStatus);
+  EXPECT_TRUE(status.global);
+  EXPECT_EQ(status.like, "Com%");
+  EXPECT_TRUE(ParseAs<ast::AdminStmt>("SHOW FULL PROCESSLIST").full);
+
+  EXPECT_EQ(ParseError("GRANT FLY ON *.* TO u").mysql_code(), 1064);
+  EXPECT_EQ(ParseError("GRANT RELOAD ON *.* TO u").mysql_code(), 1235);
+  EXPECT_EQ(ParseError("GRANT SELECT ON *.* u").mysql_code(), 1064);
+  EXPECT_EQ(ParseError("CREATE USER 'u'@").mysql_code(), 1064);
+  EXPECT_EQ(ParseError("KILL x").mysql_code(), 1064);
+  EXPECT_EQ(ParseError("CREATE USER 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'").mysql_code(), 1470);
 }
 
 TEST(ParserTest, Transactions) {
@@ -1285,7 +1344,12 @@ TEST_F(BinderTest, Set) {
   EXPECT_EQ(BindError("SET nosuchvar = 1", &message), 1193);
   EXPECT_EQ(message, "Unknown system variable 'nosuchvar'");
   EXPECT_EQ(BindError("SET @@session.nosuchvar = 1"), 1193);
-  EXPECT_EQ(BindError("SET GLOBAL autocommit = 1"), 1235);
+  auto global = BindSql("SET GLOBAL autocommit = 0, SESSION sql_mode = ''");
+  ASSERT_TRUE(global.ok());
+  ASSERT_EQ(std::get<SetCmd>(*global).global_assignments.size(), 1u);
+  EXPECT_EQ(std::get<SetCmd>(*global).global_assignments[0].second, Value::Int(0));
+  EXPECT_EQ(std::get<SetCmd>(*global).assignments.size(), 1u);
+  EXPECT_EQ(BindError("SET GLOBAL autocommit = 'maybe'"), 1231);
   EXPECT_EQ(BindError("SET autocommit = 'maybe'"), 1231);
   EXPECT_EQ(BindError("SET autocommit = 2"), 1231);
   EXPECT_EQ(BindError("SELECT @@nosuchvar"), 1193);

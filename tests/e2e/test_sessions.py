@@ -1,0 +1,232 @@
+#!/usr/bin/python3
+"""End-to-end tests of session state and threads against a real shaled:
+system variables with session and global scope, SHOW [GLOBAL] VARIABLES and
+STATUS with real counters, SHOW PROCESSLIST, KILL [QUERY|CONNECTION] of a
+running statement, and wait_timeout closing idle connections.
+
+Run by ctest (tests/CMakeLists.txt) as:
+    python3 tests/e2e/test_sessions.py --shaled build/src/shaled
+"""
+import os
+import sys
+import threading
+import time
+import unittest
+
+import pymysql
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from shaled_fixture import NodeTestCase, main  # noqa: E402
+
+
+def status(cur, name, scope=""):
+    cur.execute("SHOW %s STATUS LIKE '%s'" % (scope, name))
+    rows = cur.fetchall()
+    assert len(rows) == 1, rows
+    return rows[0][1]
+
+
+class SessionTest(NodeTestCase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        conn = pymysql.connect(host="127.0.0.1", port=cls.node.port, user="root", autocommit=True)
+        with conn.cursor() as cur:
+            cur.execute("CREATE DATABASE s")
+            cur.execute("CREATE TABLE s.big (id INT PRIMARY KEY)")
+            values = ",".join("(%d)" % i for i in range(1500))
+            cur.execute("INSERT INTO s.big VALUES " + values)
+        conn.close()
+
+    def test_session_and_global_scope(self):
+        a = self.connect()
+        b = self.connect()
+        ca, cb = a.cursor(), b.cursor()
+        ca.execute("SET SESSION wait_timeout = 100")
+        ca.execute("SELECT @@wait_timeout, @@session.wait_timeout, @@global.wait_timeout")
+        self.assertEqual(ca.fetchone(), (100, 100, 28800))
+        cb.execute("SELECT @@wait_timeout")
+        self.assertEqual(cb.fetchone(), (28800,))
+        ca.execute("SET GLOBAL wait_timeout = 200")
+        # The global changes; sessions already open keep their own value.
+        cb.execute("SELECT @@wait_timeout, @@global.wait_timeout")
+        self.assertEqual(cb.fetchone(), (28800, 200))
+        c = self.connect()
+        with c.cursor() as cc:
+            cc.execute("SELECT @@wait_timeout")
+            self.assertEqual(cc.fetchone(), (200,))
+            cc.execute("SHOW GLOBAL VARIABLES LIKE 'WAIT_TIMEOUT'")
+            self.assertEqual(cc.fetchall(), (("wait_timeout", "200"),))
+        c.close()
+        ca.execute("SET GLOBAL wait_timeout = 28800")
+        self.assertSqlError(ca, "SET @@version = 'x'", 1238)
+        self.assertSqlError(ca, "SET GLOBAL version_comment = 'x'", 1238)
+        self.assertSqlError(ca, "SET GLOBAL no_such_variable = 1", 1193)
+        ca.execute("SET NAMES latin1")
+        ca.execute("SELECT @@character_set_client, @@character_set_results")
+        self.assertEqual(ca.fetchone(), ("latin1", "latin1"))
+        ca.execute("SELECT @@max_allowed_packet, CONNECTION_ID() = %d" % a.thread_id())
+        self.assertEqual(ca.fetchone(), (64 << 20, 1))
+        a.close()
+        b.close()
+
+    def test_status_counters(self):
+        conn = self.connect()
+        cur = conn.cursor()
+        before = int(status(cur, "Com_select"))
+        cur.execute("SELECT 1")
+        cur.execute("SELECT 2")
+        self.assertEqual(int(status(cur, "Com_select")), before + 2)
+        self.assertGreaterEqual(int(status(cur, "Com_select", "GLOBAL")), before + 2)
+        q1 = int(status(cur, "Questions"))
+        cur.execute("SELECT 1")
+        self.assertEqual(int(status(cur, "Questions")), q1 + 2)
+        self.assertGreater(int(status(cur, "Bytes_received")), 0)
+        self.assertGreater(int(status(cur, "Bytes_sent")), 0)
+        self.assertGreaterEqual(int(status(cur, "Threads_connected")), 1)
+        self.assertGreaterEqual(int(status(cur, "Uptime")), 0)
+        self.assertEqual(status(cur, "Ssl_cipher"), "")
+        conn.close()
+        tls = pymysql.connect(host="127.0.0.1", port=self.node.port, user="root", ssl={"ssl": {}})
+        with tls.cursor() as cur:
+            self.assertNotEqual(status(cur, "Ssl_cipher"), "")
+            self.assertIn(status(cur, "Ssl_version"), ("TLSv1.2", "TLSv1.3"))
+        tls.close()
+
+    def test_processlist(self):
+        a = self.connect(db="s")
+        b = self.connect()
+        with b.cursor() as cur:
+            cur.execute("SHOW PROCESSLIST")
+            rows = {r[0]: r for r in cur.fetchall()}
+            self.assertEqual([d[0] for d in cur.description],
+                             ["Id", "User", "Host", "db", "Command", "Time", "State", "Info"])
+        self.assertIn(a.thread_id(), rows)
+        row = rows[a.thread_id()]
+        self.assertEqual((row[1], row[3], row[4], row[7]), ("root", "s", "Sleep", None))
+        self.assertTrue(row[2].startswith("127.0.0.1:"), row[2])
+        me = rows[b.thread_id()]
+        self.assertEqual((me[4], me[7]), ("Query", "SHOW PROCESSLIST"))
+        a.close()
+        b.close()
+
+    def running_query(self, conn, sql, out):
+        try:
+            with conn.cursor() as cur:
+                cur.execute(sql)
+                out.append(("rows", cur.fetchall()))
+        except pymysql.MySQLError as e:
+            out.append(("error", e.args[0]))
+
+    def wait_for_query(self, cur, thread_id):
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            cur.execute("SHOW FULL PROCESSLIST")
+            for r in cur.fetchall():
+                if r[0] == thread_id and r[4] == "Query":
+                    return
+            time.sleep(0.05)
+        self.fail("query never showed up in the process list")
+
+    def test_kill_query_stops_a_running_statement(self):
+        victim = self.connect()
+        killer = self.connect()
+        out = []
+        huge = "SELECT COUNT(*) FROM s.big a, s.big b, s.big c"
+        t = threading.Thread(target=self.running_query, args=(victim, huge, out))
+        t.start()
+        with killer.cursor() as cur:
+            self.wait_for_query(cur, victim.thread_id())
+            started = time.time()
+            cur.execute("KILL QUERY %d" % victim.thread_id())
+        t.join(20)
+        self.assertFalse(t.is_alive())
+        self.assertLess(time.time() - started, 5)
+        self.assertEqual(out, [("error", 1317)])
+        # The connection survives and runs the next statement.
+        with victim.cursor() as cur:
+            cur.execute("SELECT 42")
+            self.assertEqual(cur.fetchone(), (42,))
+        victim.close()
+        killer.close()
+
+    def test_kill_connection_closes_it(self):
+        victim = self.connect()
+        killer = self.connect()
+        out = []
+        t = threading.Thread(target=self.running_query,
+                             args=(victim, "SELECT COUNT(*) FROM s.big a, s.big b, s.big c", out))
+        t.start()
+        with killer.cursor() as cur:
+            self.wait_for_query(cur, victim.thread_id())
+            cur.execute("KILL %d" % victim.thread_id())
+        t.join(20)
+        self.assertFalse(t.is_alive())
+        self.assertEqual(len(out), 1)
+        self.assertEqual(out[0][0], "error")
+        with self.assertRaises(pymysql.MySQLError):
+            with victim.cursor() as cur:
+                cur.execute("SELECT 1")
+        with killer.cursor() as cur:
+            # The thread leaves the list once its statement has stopped.
+            deadline = time.time() + 5
+            while True:
+                cur.execute("SHOW PROCESSLIST")
+                ids = [r[0] for r in cur.fetchall()]
+                if victim.thread_id() not in ids or time.time() > deadline:
+                    break
+                time.sleep(0.05)
+            self.assertNotIn(victim.thread_id(), ids)
+            self.assertSqlError(cur, "KILL 999999", 1094)
+        killer.close()
+
+    def test_kill_needs_ownership_or_super(self):
+        root = self.connect()
+        with root.cursor() as cur:
+            cur.execute("CREATE USER kim IDENTIFIED BY 'k'")
+        kim = pymysql.connect(host="127.0.0.1", port=self.node.port, user="kim", password="k")
+        kim2 = pymysql.connect(host="127.0.0.1", port=self.node.port, user="kim", password="k")
+        with kim.cursor() as cur:
+            self.assertSqlError(cur, "KILL %d" % root.thread_id(), 1095)
+            # Without PROCESS a user sees only their own threads.
+            cur.execute("SHOW PROCESSLIST")
+            self.assertEqual(sorted(r[0] for r in cur.fetchall()),
+                             sorted([kim.thread_id(), kim2.thread_id()]))
+            cur.execute("KILL QUERY %d" % kim2.thread_id())
+            cur.execute("KILL CONNECTION %d" % kim2.thread_id())
+        with root.cursor() as cur:
+            cur.execute("SELECT 1")  # root's connection was not touched
+        kim.close()
+        root.close()
+
+    def test_com_process_kill(self):
+        victim = self.connect()
+        killer = self.connect()
+        killer.kill(victim.thread_id())  # PyMySQL sends COM_PROCESS_KILL
+        with self.assertRaises(pymysql.MySQLError):
+            with victim.cursor() as cur:
+                cur.execute("SELECT 1")
+        with self.assertRaises(pymysql.MySQLError) as ctx:
+            killer.kill(999999)
+        self.assertEqual(ctx.exception.args[0], 1094)
+        killer.close()
+
+    def test_wait_timeout_closes_idle_connections(self):
+        conn = self.connect()
+        with conn.cursor() as cur:
+            cur.execute("SET SESSION wait_timeout = 1")
+        time.sleep(2.5)
+        with self.assertRaises(pymysql.MySQLError):
+            with conn.cursor() as cur:
+                cur.execute("SELECT 1")
+        busy = self.connect()
+        with busy.cursor() as cur:
+            cur.execute("SET SESSION wait_timeout = 2")
+            for _ in range(4):
+                time.sleep(1)
+                cur.execute("SELECT 1")  # activity keeps it open
+        busy.close()
+
+
+if __name__ == "__main__":
+    main()
