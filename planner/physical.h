@@ -8,6 +8,10 @@
 //               slice that owns the key's distribution hash
 //   kSliceScan  table, range, slices: rows of the primary representation in
 //               `range` (encoded keys), from every listed slice
+//   kIndexScan  table, index, range, slices: entries of secondary index
+//               `index` in `range` (encoded index keys) from every listed
+//               slice of that index, merged into index-key order; each
+//               yields its row looked up in the primary representation
 //   kFilter     predicate
 //   kProject    exprs
 //   kSort       sort_keys
@@ -27,6 +31,11 @@
 //               and each left row meets only the rows whose keys equal its
 //               hash_keys[i].first values; the predicate (which implies
 //               those equalities) is still checked on every pair
+//   kApply      apply_kind, correlated, exprs, compare_op: sierra kApply.
+//               Uncorrelated: children[1] is the planned subquery, run once.
+//               Correlated: `subquery` is its logical plan, re-planned per
+//               distinct outer row with the outer references substituted
+//   kUnionAll   the rows of every child in order
 //
 // Thread-safety: built by one thread, then read-only.
 #pragma once
@@ -60,6 +69,9 @@ enum class PhysicalKind : uint8_t {
   kHashAggregate = 11,
   kNestedLoopJoin = 12,
   kHashJoin = 13,
+  kIndexScan = 14,
+  kApply = 15,
+  kUnionAll = 16,
 };
 
 struct PhysicalOperator;
@@ -73,8 +85,9 @@ struct PhysicalOperator {
   std::vector<std::vector<sierra::ExprPtr>> rows;   // kValues
   std::shared_ptr<const catalog::TableDef> table;   // kPointGet, kSliceScan, kInsert, kUpdate, kDelete
   std::string key;                                  // kPointGet: encoded primary key
-  std::vector<catalog::SliceDef> slices;            // kPointGet (one), kSliceScan
-  storage::KeyRange range;                          // kSliceScan
+  std::vector<catalog::SliceDef> slices;            // kPointGet (one), kSliceScan, kIndexScan
+  storage::KeyRange range;                          // kSliceScan, kIndexScan
+  int index = -1;                                   // kIndexScan: position in table->indexes
   sierra::ExprPtr predicate;                        // kFilter, kNestedLoopJoin
   std::vector<sierra::ExprPtr> group_by;            // kHashAggregate
   std::vector<sierra::AggregateCall> aggregates;    // kHashAggregate
@@ -86,6 +99,12 @@ struct PhysicalOperator {
   std::vector<sierra::SortKey> sort_keys;           // kSort
   uint64_t limit = std::numeric_limits<uint64_t>::max();  // kLimit
   uint64_t offset = 0;                                    // kLimit
+  sierra::ApplyKind apply_kind = sierra::ApplyKind::kScalar;  // kApply
+  bool correlated = false;                                    // kApply
+  sierra::CompareOp compare_op = sierra::CompareOp::kEq;      // kApply
+  // kApply, correlated: the subquery's logical plan (owned by the logical
+  // plan this physical plan was made from, which outlives it).
+  const sierra::LogicalOperator* subquery = nullptr;
 
   std::string Describe() const;
   std::string ToString() const;  // the tree, indented (EXPLAIN)

@@ -59,90 +59,134 @@ CompareOp Flip(CompareOp op) {
   }
 }
 
-// Chooses the access path for `predicate` over `table`.
-PhysicalPtr AccessPath(const std::shared_ptr<const catalog::TableDef>& table,
-                       const std::vector<sierra::ColumnInfo>& columns, const ExprPtr& predicate) {
-  const auto& key_cols = table->primary.key_columns;
-  std::vector<std::optional<Value>> eq(key_cols.size());
-  std::optional<std::string> start, end;  // start inclusive, end exclusive (see below)
+// What the conjuncts of a predicate say about one representation's key:
+// constants the leading key columns equal, then bounds on the next one.
+struct KeyBounds {
+  std::vector<Value> eq;               // key columns 0..eq.size()-1 equal these
+  std::optional<std::string> start;    // inclusive, encoded (includes the eq prefix)
+  std::optional<std::string> end;      // exclusive, encoded (includes the eq prefix)
+  bool range = false;                  // the column after the eq prefix is bounded
+};
 
+// A column-vs-constant comparison, normalized to `column op constant`.
+struct ColumnCompare {
+  int column;
+  CompareOp op;
+  Value constant;
+};
+
+std::vector<ColumnCompare> ColumnCompares(const ExprPtr& predicate) {
+  std::vector<ColumnCompare> out;
   std::vector<ExprPtr> conjuncts;
   if (predicate) sierra::SplitConjuncts(predicate, &conjuncts);
   for (const ExprPtr& c : conjuncts) {
     if (c->kind != ExprKind::kCompare) continue;
     const ExprPtr& l = c->children[0];
     const ExprPtr& r = c->children[1];
-    CompareOp op = c->compare_op;
-    const sierra::Expr* col = nullptr;
-    const sierra::Expr* lit = nullptr;
     if (l->kind == ExprKind::kColumnRef && r->kind == ExprKind::kConstant) {
-      col = l.get();
-      lit = r.get();
+      out.push_back({l->column, c->compare_op, r->constant});
     } else if (r->kind == ExprKind::kColumnRef && l->kind == ExprKind::kConstant) {
-      col = r.get();
-      lit = l.get();
-      op = Flip(op);
-    } else {
-      continue;
-    }
-    for (size_t k = 0; k < key_cols.size(); ++k) {
-      if (key_cols[k] != col->column) continue;
-      auto v = KeyConstant(lit->constant, table->columns[key_cols[k]].type);
-      if (!v) break;
-      if (op == CompareOp::kEq || op == CompareOp::kNullSafeEq) {
-        eq[k] = *v;
-      } else if (k == 0) {
-        // Bounds on the leading key column, as encoded-key bounds. No encoded
-        // component starts with 0xFF, so key(v)+"\xff" sorts after every key
-        // whose leading component is v. Starts are inclusive, ends exclusive.
-        std::string enc;
-        AppendKey(*v, &enc);
-        if (op == CompareOp::kGe || op == CompareOp::kGt) {
-          std::string s = op == CompareOp::kGe ? enc : enc + '\xff';
-          if (!start || s > *start) start = s;
-        } else if (op == CompareOp::kLe || op == CompareOp::kLt) {
-          std::string e = op == CompareOp::kLt ? enc : enc + '\xff';
-          if (!end || e < *end) end = e;
-        }
-      }
-      break;
+      out.push_back({r->column, Flip(c->compare_op), l->constant});
     }
   }
+  return out;
+}
+
+// No encoded key component starts with 0xFF, so p + "\xff" sorts after every
+// key that starts with p.
+KeyBounds BoundsFor(const catalog::TableDef& table, const std::vector<int>& key_cols,
+                    const std::vector<ColumnCompare>& compares) {
+  KeyBounds b;
+  std::string prefix;
+  for (int col : key_cols) {
+    std::optional<Value> eq;
+    for (const ColumnCompare& c : compares) {
+      if (c.column != col || (c.op != CompareOp::kEq && c.op != CompareOp::kNullSafeEq)) continue;
+      if (auto v = KeyConstant(c.constant, table.columns[col].type)) eq = *v;
+    }
+    if (!eq) break;
+    b.eq.push_back(*eq);
+    AppendKey(*eq, &prefix);
+  }
+  if (b.eq.size() < key_cols.size()) {
+    int col = key_cols[b.eq.size()];
+    for (const ColumnCompare& c : compares) {
+      if (c.column != col) continue;
+      auto v = KeyConstant(c.constant, table.columns[col].type);
+      if (!v) continue;
+      std::string enc = prefix;
+      AppendKey(*v, &enc);
+      if (c.op == CompareOp::kGe || c.op == CompareOp::kGt) {
+        std::string s = c.op == CompareOp::kGe ? enc : enc + '\xff';
+        if (!b.start || s > *b.start) b.start = s;
+        b.range = true;
+      } else if (c.op == CompareOp::kLe || c.op == CompareOp::kLt) {
+        std::string e = c.op == CompareOp::kLt ? enc : enc + '\xff';
+        if (!b.end || e < *b.end) b.end = e;
+        b.range = true;
+      }
+    }
+  }
+  if (!prefix.empty()) {
+    if (!b.start) b.start = prefix;
+    if (!b.end) b.end = prefix + '\xff';
+  }
+  return b;
+}
+
+void SetRange(const KeyBounds& b, storage::KeyRange* range) {
+  if (b.start) {
+    range->has_start = true;
+    range->start = *b.start;
+    range->start_inclusive = true;
+  }
+  if (b.end) {
+    range->has_end = true;
+    range->end = *b.end;
+    range->end_inclusive = false;
+  }
+}
+
+// Chooses the access path for `predicate` over `table`: a point get when
+// the whole primary key is fixed; else the representation (primary or a
+// secondary index) whose key has the longest prefix of columns fixed by
+// equalities, then one with a bounded next column, the primary key winning
+// ties (an index scan pays a primary lookup per row); a full scan of the
+// primary representation when no key is constrained.
+PhysicalPtr AccessPath(const std::shared_ptr<const catalog::TableDef>& table,
+                       const std::vector<sierra::ColumnInfo>& columns, const ExprPtr& predicate) {
+  std::vector<ColumnCompare> compares = ColumnCompares(predicate);
+  KeyBounds primary = BoundsFor(*table, table->primary.key_columns, compares);
 
   auto op = std::make_unique<PhysicalOperator>();
   op->table = table;
   op->columns = columns;
-  bool all_eq = true;
-  for (const auto& v : eq) all_eq &= v.has_value();
-  if (all_eq) {
-    std::vector<Value> key;
-    for (const auto& v : eq) key.push_back(*v);
+  if (primary.eq.size() == table->primary.key_columns.size()) {
     op->kind = PhysicalKind::kPointGet;
-    op->key = catalog::EncodeKey(key);
-    op->slices = {table->primary.SliceForHash(catalog::DistributionHash(table->primary, key))};
+    op->key = catalog::EncodeKey(primary.eq);
+    op->slices = {table->primary.SliceForHash(catalog::DistributionHash(table->primary, primary.eq))};
     return op;
   }
-  op->kind = PhysicalKind::kSliceScan;
-  if (eq[0] && table->primary.distribution_columns == 1) {
-    // Leading column fixed: one slice holds every matching row.
-    std::string enc;
-    AppendKey(*eq[0], &enc);
-    start = enc;
-    end = enc + '\xff';
-    op->slices = {table->primary.SliceForHash(catalog::DistributionHash(table->primary, {*eq[0]}))};
+  auto score = [](const KeyBounds& b) { return b.eq.size() * 2 + (b.range ? 1 : 0); };
+  int best = -1;
+  KeyBounds best_bounds = primary;
+  for (size_t i = 0; i < table->indexes.size(); ++i) {
+    KeyBounds b = BoundsFor(*table, table->indexes[i].key_columns, compares);
+    if (score(b) > score(best_bounds)) {
+      best = static_cast<int>(i);
+      best_bounds = std::move(b);
+    }
+  }
+  const catalog::RepresentationDef& rep = best < 0 ? table->primary : table->indexes[best];
+  op->kind = best < 0 ? PhysicalKind::kSliceScan : PhysicalKind::kIndexScan;
+  op->index = best;
+  if (!best_bounds.eq.empty() && rep.distribution_columns == 1) {
+    // Leading column fixed: one slice holds every matching key.
+    op->slices = {rep.SliceForHash(catalog::DistributionHash(rep, {best_bounds.eq[0]}))};
   } else {
-    op->slices = table->primary.slices;
+    op->slices = rep.slices;
   }
-  if (start) {
-    op->range.has_start = true;
-    op->range.start = *start;
-    op->range.start_inclusive = true;
-  }
-  if (end) {
-    op->range.has_end = true;
-    op->range.end = *end;
-    op->range.end_inclusive = false;
-  }
+  SetRange(best_bounds, &op->range);
   return op;
 }
 
@@ -156,7 +200,7 @@ void ColumnRange(const sierra::Expr& e, int* min, int* max) {
 
 ExprPtr ShiftColumns(const ExprPtr& e, int delta) {
   auto copy = std::make_shared<sierra::Expr>(*e);
-  if (copy->kind == ExprKind::kColumnRef) copy->column += delta;
+  if (copy->kind == ExprKind::kColumnRef && copy->column >= 0) copy->column += delta;
   for (ExprPtr& c : copy->children) c = ShiftColumns(c, delta);
   return copy;
 }
@@ -249,6 +293,30 @@ Result<PhysicalPtr> Plan(const LogicalOperator& logical) {
       }
       return op;
     }
+    case LogicalKind::kApply: {
+      auto op = Make(PhysicalKind::kApply, logical);
+      op->apply_kind = logical.apply_kind;
+      op->correlated = logical.correlated;
+      op->compare_op = logical.compare_op;
+      op->exprs = logical.exprs;
+      SHALE_ASSIGN_OR_RETURN(auto input, Plan(*logical.children[0]));
+      op->children.push_back(std::move(input));
+      if (logical.correlated) {
+        op->subquery = logical.children[1].get();
+      } else {
+        SHALE_ASSIGN_OR_RETURN(auto sub, Plan(*logical.children[1]));
+        op->children.push_back(std::move(sub));
+      }
+      return op;
+    }
+    case LogicalKind::kUnion: {
+      auto op = Make(PhysicalKind::kUnionAll, logical);
+      for (const auto& child : logical.children) {
+        SHALE_ASSIGN_OR_RETURN(auto c, Plan(*child));
+        op->children.push_back(std::move(c));
+      }
+      return op;
+    }
     case LogicalKind::kProject:
     case LogicalKind::kSort:
     case LogicalKind::kDistinct:
@@ -289,6 +357,12 @@ std::string PhysicalOperator::Describe() const {
     case PhysicalKind::kSliceScan:
       return fmt::format("SliceScan {}.{} slices=[{}]{}{}", table->db, table->name, slice_list(),
                          range.has_start ? " bounded-start" : "", range.has_end ? " bounded-end" : "");
+    case PhysicalKind::kIndexScan:
+      return fmt::format("IndexScan {}.{}({}) slices=[{}]{}{}", table->db, table->name,
+                         table->indexes[index].name, slice_list(), range.has_start ? " bounded-start" : "",
+                         range.has_end ? " bounded-end" : "");
+    case PhysicalKind::kApply: return sierra::DescribeApply(apply_kind, correlated, compare_op, exprs);
+    case PhysicalKind::kUnionAll: return fmt::format("UnionAll terms={}", children.size());
     case PhysicalKind::kFilter: return fmt::format("Filter {}", predicate->ToString());
     case PhysicalKind::kProject: {
       std::string list;

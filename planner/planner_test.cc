@@ -46,6 +46,8 @@ class PlannerTest : public ::testing::Test {
     CreateTable("CREATE TABLE c (a INT, b VARCHAR(10), v INT, PRIMARY KEY (a, b))");
     CreateTable("CREATE TABLE s (k VARCHAR(10) PRIMARY KEY, v INT)");
     CreateTable("CREATE TABLE big (id BIGINT PRIMARY KEY)");
+    CreateTable("CREATE TABLE ix (id INT PRIMARY KEY, a INT, b INT, s VARCHAR(10), KEY ab (a, b), "
+                "UNIQUE KEY su (s))");
   }
 
   static void TearDownTestSuite() {
@@ -80,6 +82,10 @@ class PlannerTest : public ::testing::Test {
       s.hash_end = static_cast<uint64_t>(space * (i + 1) / 4 - 1);
       s.replicas = {"node1"};
       def.primary.slices.push_back(s);
+      for (auto& index : def.indexes) {
+        s.id = *cat->NextId();
+        index.slices.push_back(s);
+      }
     }
     bool created = false;
     ASSERT_TRUE(cat->CreateTable(def, false, &created).ok());
@@ -151,6 +157,82 @@ class PlannerTest : public ::testing::Test {
 };
 
 PlannerTest::Shared* PlannerTest::shared_ = nullptr;
+
+const PhysicalOperator* FindKind(const PhysicalOperator* op, PhysicalKind kind) {
+  if (!op) return nullptr;
+  if (op->kind == kind) return op;
+  for (const auto& c : op->children) {
+    if (auto found = FindKind(c.get(), kind)) return found;
+  }
+  return nullptr;
+}
+
+TEST_F(PlannerTest, SecondaryIndexAccessPaths) {
+  auto ix = Table("ix");
+  ASSERT_EQ(ix->indexes.size(), 2u);
+  // Equality on the leading index column: one slice of the index.
+  plan_ = PlanSql("SELECT * FROM ix WHERE a = 5");
+  const PhysicalOperator* scan = FindKind(plan_.get(), PhysicalKind::kIndexScan);
+  ASSERT_TRUE(scan) << plan_->ToString();
+  EXPECT_EQ(scan->index, 0);
+  ASSERT_EQ(scan->slices.size(), 1u);
+  EXPECT_EQ(scan->slices[0].id,
+            ix->indexes[0].SliceForHash(catalog::DistributionHash(ix->indexes[0], {Value::Int(5)})).id);
+  EXPECT_EQ(scan->range.start, K({Value::Int(5)}));
+  EXPECT_EQ(scan->range.end, K({Value::Int(5)}) + '\xff');
+  // Equality then a range on the next column.
+  plan_ = PlanSql("SELECT * FROM ix WHERE a = 5 AND b > 3");
+  scan = FindKind(plan_.get(), PhysicalKind::kIndexScan);
+  ASSERT_TRUE(scan);
+  EXPECT_EQ(scan->range.start, K({Value::Int(5), Value::Int(3)}) + '\xff');
+  EXPECT_EQ(scan->range.end, K({Value::Int(5)}) + '\xff');
+  // A range on the leading column reads every slice of the index.
+  plan_ = PlanSql("SELECT * FROM ix WHERE a < 7");
+  scan = FindKind(plan_.get(), PhysicalKind::kIndexScan);
+  ASSERT_TRUE(scan);
+  EXPECT_EQ(scan->slices.size(), 4u);
+  EXPECT_FALSE(scan->range.has_start);
+  EXPECT_EQ(scan->range.end, K({Value::Int(7)}));
+  // Not the leading column: no index.
+  plan_ = PlanSql("SELECT * FROM ix WHERE b = 3");
+  EXPECT_FALSE(FindKind(plan_.get(), PhysicalKind::kIndexScan)) << plan_->ToString();
+  // The whole primary key still wins; an equality beats a primary-key range.
+  plan_ = PlanSql("SELECT * FROM ix WHERE id = 1 AND a = 5");
+  EXPECT_TRUE(FindKind(plan_.get(), PhysicalKind::kPointGet)) << plan_->ToString();
+  plan_ = PlanSql("SELECT * FROM ix WHERE id > 1 AND a = 5");
+  EXPECT_TRUE(FindKind(plan_.get(), PhysicalKind::kIndexScan)) << plan_->ToString();
+  plan_ = PlanSql("SELECT * FROM ix WHERE id > 1 AND a > 5");
+  EXPECT_FALSE(FindKind(plan_.get(), PhysicalKind::kIndexScan)) << plan_->ToString();
+  plan_ = PlanSql("SELECT * FROM ix WHERE s = 'x'");
+  scan = FindKind(plan_.get(), PhysicalKind::kIndexScan);
+  ASSERT_TRUE(scan);
+  EXPECT_EQ(scan->index, 1);
+  EXPECT_NE(plan_->ToString().find("IndexScan db.ix(su)"), std::string::npos) << plan_->ToString();
+}
+
+TEST_F(PlannerTest, SubqueriesAreApplies) {
+  plan_ = PlanSql("SELECT id FROM ix WHERE a IN (SELECT n FROM t)");
+  const PhysicalOperator* apply = FindKind(plan_.get(), PhysicalKind::kApply);
+  ASSERT_TRUE(apply) << plan_->ToString();
+  EXPECT_FALSE(apply->correlated);
+  EXPECT_EQ(apply->apply_kind, sierra::ApplyKind::kIn);
+  EXPECT_EQ(apply->children.size(), 2u);
+  plan_ = PlanSql("SELECT id, (SELECT MAX(n) FROM t WHERE t.id = ix.a) FROM ix");
+  apply = FindKind(plan_.get(), PhysicalKind::kApply);
+  ASSERT_TRUE(apply) << plan_->ToString();
+  EXPECT_TRUE(apply->correlated);
+  ASSERT_TRUE(apply->subquery);
+  EXPECT_TRUE(sierra::HasOuterRefs(*apply->subquery));
+  // With the outer value substituted, the subquery is a point get.
+  sierra::LogicalPtr bound = sierra::SubstituteOuter(*apply->subquery, {Value::Int(1), Value::Int(7)});
+  EXPECT_FALSE(sierra::HasOuterRefs(*bound));
+  auto sub = Plan(*bound);
+  ASSERT_TRUE(sub.ok());
+  EXPECT_TRUE(FindKind(sub->get(), PhysicalKind::kPointGet)) << (*sub)->ToString();
+  plan_ = PlanSql("SELECT n FROM t UNION ALL SELECT a FROM ix");
+  EXPECT_EQ(plan_->kind, PhysicalKind::kUnionAll);
+  EXPECT_EQ(plan_->children.size(), 2u);
+}
 
 TEST_F(PlannerTest, EqualityOnKeyIsPointGetOnOwningSlice) {
   auto t = Table("t");

@@ -17,6 +17,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # clients used by the tests
   mariadb-client sysbench python3 python3-pymysql
+  # bench/run: the plot of its results (docs/benchmarks/results.png)
+  python3-matplotlib
 )
 
 missing=()

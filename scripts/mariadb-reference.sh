@@ -7,7 +7,7 @@
 # Installs Debian's mariadb-server if it is missing (apt-get, needs root),
 # starts a private mariadbd on a free loopback port with its own datadir
 # under $SHALE_MARIADB_DIR (default /tmp/shale-mariadb-ref), no grant tables
-# and no systemd, runs tests/sql/slt.py --complete on the files, and stops
+# and no systemd (both via scripts/mariadb-private.sh, shared with bench/run), runs tests/sql/slt.py --complete on the files, and stops
 # the server. Review the diff before committing: a changed answer is either
 # a test mistake or a real MySQL behaviour Shale must match.
 #
@@ -23,53 +23,13 @@ if [ "$#" -eq 0 ]; then
   set -- "$repo"/tests/sql/*.test
 fi
 
-if ! command -v mariadbd >/dev/null && [ ! -x /usr/sbin/mariadbd ]; then
-  if [ "$(id -u)" -ne 0 ]; then
-    echo "mariadb-server is not installed; run this script as root to install it" >&2
-    exit 1
-  fi
-  echo "installing mariadb-server from Debian ..." >&2
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  # policy-rc.d keeps the package from starting the system service.
-  policy=/usr/sbin/policy-rc.d
-  created_policy=0
-  if [ ! -e "$policy" ]; then
-    printf '#!/bin/sh\nexit 101\n' > "$policy"
-    chmod +x "$policy"
-    created_policy=1
-  fi
-  apt-get install -y -qq --no-install-recommends mariadb-server >/dev/null
-  if [ "$created_policy" = 1 ]; then rm -f "$policy"; fi
-fi
+"$repo/scripts/mariadb-private.sh" install
 mariadbd=$(command -v mariadbd || echo /usr/sbin/mariadbd)
 
 port=$("$python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-mkdir -p "$dir"
-datadir="$dir/data"
-socket="$dir/mariadbd.sock"
-pidfile="$dir/mariadbd.pid"
 log="$dir/mariadbd.log"
 
-if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
-  echo "a reference mariadbd is already running (pid $(cat "$pidfile")); stop it first" >&2
-  exit 1
-fi
-
-user_args=()
-if [ "$(id -u)" -eq 0 ]; then user_args=(--user=root); fi
-
-if [ ! -d "$datadir/mysql" ]; then
-  rm -rf "$datadir"
-  mariadb-install-db --no-defaults "${user_args[@]}" --datadir="$datadir" \
-    --auth-root-authentication-method=normal --skip-test-db >"$dir/install.log" 2>&1 \
-    || { cat "$dir/install.log" >&2; exit 1; }
-fi
-
-"$mariadbd" --no-defaults "${user_args[@]}" --datadir="$datadir" --socket="$socket" \
-  --pid-file="$pidfile" --port="$port" --bind-address=127.0.0.1 --skip-grant-tables \
-  --skip-log-bin --innodb-buffer-pool-size=64M \
-  --character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci --log-error="$log" &
+"$repo/scripts/mariadb-private.sh" serve "$dir" "$port" --innodb-buffer-pool-size=64M &
 server=$!
 
 stop() {

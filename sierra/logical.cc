@@ -204,8 +204,141 @@ std::string LogicalOperator::Describe() const {
       return DescribeAggregate(group_by, aggregates);
     case LogicalKind::kJoin:
       return DescribeJoin(join_kind, predicate);
+    case LogicalKind::kApply:
+      return DescribeApply(apply_kind, correlated, compare_op, exprs);
+    case LogicalKind::kUnion:
+      return fmt::format("UnionAll terms={}", children.size());
   }
   return "?";
+}
+
+std::string DescribeApply(ApplyKind kind, bool correlated, CompareOp op, const std::vector<ExprPtr>& exprs) {
+  static constexpr const char* kKinds[] = {"scalar", "exists", "in", "any", "all"};
+  static constexpr const char* kOps[] = {"=", "<>", "<", "<=", ">", ">=", "<=>"};
+  std::string out = fmt::format("Apply {}{}", kKinds[static_cast<int>(kind)], correlated ? " correlated" : "");
+  if (!exprs.empty()) {
+    out += fmt::format(" {}", exprs[0]->ToString());
+    if (kind == ApplyKind::kAny || kind == ApplyKind::kAll) out += fmt::format(" {}", kOps[static_cast<int>(op)]);
+  }
+  return out;
+}
+
+LogicalPtr LogicalOperator::Apply(ApplyKind kind, LogicalPtr input, LogicalPtr subquery, ExprPtr lhs,
+                                  CompareOp op, bool correlated, ColumnInfo column) {
+  auto out = Make(LogicalKind::kApply);
+  out->apply_kind = kind;
+  out->compare_op = op;
+  out->correlated = correlated;
+  if (lhs) out->exprs.push_back(std::move(lhs));
+  out->columns = input->columns;
+  out->columns.push_back(std::move(column));
+  out->children.push_back(std::move(input));
+  out->children.push_back(std::move(subquery));
+  return out;
+}
+
+LogicalPtr LogicalOperator::Union(std::vector<LogicalPtr> terms, std::vector<ColumnInfo> columns) {
+  auto out = Make(LogicalKind::kUnion);
+  out->columns = std::move(columns);
+  out->children = std::move(terms);
+  return out;
+}
+
+namespace {
+
+// Copies `op` with `rewrite` applied to every expression it holds (not to
+// those of its children); `rewrite` may be null.
+template <typename F>
+LogicalPtr CopyOperator(const LogicalOperator& op, const F& rewrite) {
+  auto out = std::make_unique<LogicalOperator>();
+  out->kind = op.kind;
+  out->columns = op.columns;
+  out->table = op.table;
+  out->join_kind = op.join_kind;
+  out->update_columns = op.update_columns;
+  out->limit = op.limit;
+  out->offset = op.offset;
+  out->apply_kind = op.apply_kind;
+  out->correlated = op.correlated;
+  out->compare_op = op.compare_op;
+  for (const auto& row : op.rows) {
+    std::vector<ExprPtr> r;
+    for (const ExprPtr& e : row) r.push_back(rewrite(e));
+    out->rows.push_back(std::move(r));
+  }
+  out->predicate = op.predicate ? rewrite(op.predicate) : nullptr;
+  for (const ExprPtr& e : op.group_by) out->group_by.push_back(rewrite(e));
+  for (AggregateCall call : op.aggregates) {
+    if (call.arg) call.arg = rewrite(call.arg);
+    out->aggregates.push_back(std::move(call));
+  }
+  for (const ExprPtr& e : op.exprs) out->exprs.push_back(rewrite(e));
+  for (SortKey k : op.sort_keys) {
+    k.expr = rewrite(k.expr);
+    out->sort_keys.push_back(std::move(k));
+  }
+  return out;
+}
+
+bool ExprHasOuterRef(const Expr& e) {
+  if (IsOuterRef(e)) return true;
+  for (const ExprPtr& c : e.children) {
+    if (ExprHasOuterRef(*c)) return true;
+  }
+  return false;
+}
+
+ExprPtr ReplaceOuter(const ExprPtr& e, const Row& outer) {
+  if (IsOuterRef(*e)) {
+    size_t i = static_cast<size_t>(-1 - e->column);
+    auto c = std::make_shared<Expr>(*Expr::Constant(i < outer.size() ? outer[i] : Value::Null()));
+    c->type = e->type;
+    c->nullable = e->nullable;
+    return c;
+  }
+  if (!ExprHasOuterRef(*e)) return e;
+  auto copy = std::make_shared<Expr>(*e);
+  for (ExprPtr& c : copy->children) c = ReplaceOuter(c, outer);
+  return copy;
+}
+
+}  // namespace
+
+LogicalPtr LogicalOperator::Clone() const {
+  auto out = CopyOperator(*this, [](const ExprPtr& e) { return e; });
+  for (const auto& c : children) out->children.push_back(c->Clone());
+  return out;
+}
+
+ExprPtr OuterRef(int column, std::string name, SqlType type, bool nullable) {
+  auto e = std::make_shared<Expr>(*Expr::ColumnRef(-1 - column, std::move(name), type, nullable));
+  return e;
+}
+
+bool HasOuterRefs(const LogicalOperator& plan) {
+  bool found = false;
+  // Only this plan's own expressions: a nested subquery's outer references
+  // name this plan's rows.
+  (void)CopyOperator(plan, [&](const ExprPtr& e) {
+    found |= ExprHasOuterRef(*e);
+    return e;
+  });
+  if (found) return true;
+  for (size_t i = 0; i < plan.children.size(); ++i) {
+    if (plan.kind == LogicalKind::kApply && i == 1) continue;
+    if (HasOuterRefs(*plan.children[i])) return true;
+  }
+  return false;
+}
+
+LogicalPtr SubstituteOuter(const LogicalOperator& plan, const Row& outer) {
+  auto out = CopyOperator(plan, [&](const ExprPtr& e) { return ReplaceOuter(e, outer); });
+  for (size_t i = 0; i < plan.children.size(); ++i) {
+    out->children.push_back(plan.kind == LogicalKind::kApply && i == 1
+                                ? plan.children[i]->Clone()
+                                : SubstituteOuter(*plan.children[i], outer));
+  }
+  return out;
 }
 
 std::string LogicalOperator::ToString() const {

@@ -27,6 +27,23 @@
 //   kJoin     join_kind, predicate (may be null): rows of children[0]
 //             concatenated with rows of children[1] where the predicate is
 //             true; kLeft keeps unmatched left rows, with NULLs on the right
+//   kApply    apply_kind, correlated, exprs (kIn/kAny/kAll: exprs[0], the
+//             left operand over a children[0] row), compare_op (kAny/kAll):
+//             each row of children[0] with one more column, the value of the
+//             subquery children[1] for that row: kScalar its one value
+//             (NULL if no row; ER_SUBQUERY_NO_1_ROW 1242 if several),
+//             kExists 1/0, kIn `exprs[0] IN (subquery)`, kAny/kAll
+//             `exprs[0] compare_op ANY|ALL (subquery)`, with SQL's NULL
+//             rules. A correlated subquery reads the current children[0]
+//             row through outer references (OuterRef below).
+//   kUnion    the rows of every child in order (UNION ALL; UNION DISTINCT
+//             is a kDistinct above it); children have as many columns as
+//             the union, whose types are the children's common types
+//
+// Outer references: in the plan of a correlated subquery, a kColumnRef with
+// a negative `column` c reads column -1 - c of the row of the operator the
+// subquery is applied to (OuterRef/IsOuterRef). They are replaced with that
+// row's values (SubstituteOuter) before the subquery runs.
 //
 // Thread-safety: a tree is built by one thread, then read-only.
 #pragma once
@@ -57,7 +74,12 @@ enum class LogicalKind : uint8_t {
   kDelete = 9,
   kAggregate = 10,
   kJoin = 11,
+  kApply = 12,
+  kUnion = 13,
 };
+
+// Serialized in plans: DO NOT CHANGE values.
+enum class ApplyKind : uint8_t { kScalar = 0, kExists = 1, kIn = 2, kAny = 3, kAll = 4 };
 
 // Serialized in plans: DO NOT CHANGE values.
 enum class JoinKind : uint8_t { kInner = 0, kLeft = 1 };
@@ -71,6 +93,7 @@ std::string DescribeAssignments(const catalog::TableDef& table, const std::vecto
 std::string DescribeAggregate(const std::vector<ExprPtr>& group_by,
                               const std::vector<AggregateCall>& aggregates);
 std::string DescribeJoin(JoinKind kind, const ExprPtr& predicate);
+std::string DescribeApply(ApplyKind kind, bool correlated, CompareOp op, const std::vector<ExprPtr>& exprs);
 
 struct SortKey {
   ExprPtr expr;
@@ -96,6 +119,9 @@ struct LogicalOperator {
   std::vector<SortKey> sort_keys;                 // kSort
   uint64_t limit = std::numeric_limits<uint64_t>::max();  // kLimit
   uint64_t offset = 0;                                    // kLimit
+  ApplyKind apply_kind = ApplyKind::kScalar;              // kApply
+  bool correlated = false;                                // kApply: children[1] has outer references
+  CompareOp compare_op = CompareOp::kEq;                  // kApply: kAny, kAll
 
   static LogicalPtr Values(std::vector<ColumnInfo> columns, std::vector<std::vector<ExprPtr>> rows);
   static LogicalPtr Scan(std::shared_ptr<const catalog::TableDef> table, const std::string& alias);
@@ -113,11 +139,28 @@ struct LogicalOperator {
   static LogicalPtr Aggregate(LogicalPtr child, std::vector<ExprPtr> group_by,
                               std::vector<AggregateCall> aggregates, std::vector<ColumnInfo> columns);
   static LogicalPtr Join(JoinKind kind, LogicalPtr left, LogicalPtr right, ExprPtr predicate);
+  // `lhs` (kIn/kAny/kAll) is over `input` rows; `column` describes the new column.
+  static LogicalPtr Apply(ApplyKind kind, LogicalPtr input, LogicalPtr subquery, ExprPtr lhs,
+                          CompareOp op, bool correlated, ColumnInfo column);
+  static LogicalPtr Union(std::vector<LogicalPtr> terms, std::vector<ColumnInfo> columns);
+
+  // A deep copy.
+  LogicalPtr Clone() const;
 
   // One line describing this operator alone, e.g. "Filter (#0:id >= 2)".
   std::string Describe() const;
   // The whole tree, one operator per line, children indented.
   std::string ToString() const;
 };
+
+// An outer reference to column `column` of the outer row.
+ExprPtr OuterRef(int column, std::string name, SqlType type, bool nullable);
+inline bool IsOuterRef(const Expr& e) { return e.kind == ExprKind::kColumnRef && e.column < 0; }
+// Whether the plan reads outer references (not counting those of nested
+// subqueries, which read this plan's own rows).
+bool HasOuterRefs(const LogicalOperator& plan);
+// A copy of `plan` with every outer reference replaced by the value of
+// `outer` it names.
+LogicalPtr SubstituteOuter(const LogicalOperator& plan, const Row& outer);
 
 }  // namespace shale::sierra

@@ -121,6 +121,49 @@ Result<std::unique_ptr<BTree>> BTree::Open(BufferPool* pool) {
   return std::unique_ptr<BTree>(new BTree(pool, root));
 }
 
+Result<std::unique_ptr<BTree>> BTree::OpenAt(BufferPool* pool, PageId root) {
+  SHALE_ASSIGN_OR_RETURN(PageGuard g, pool->Fetch(root, LatchMode::kShared));
+  PageType t = GetPageType(g.data());
+  if (t != PageType::kLeaf && t != PageType::kInternal) {
+    Status s = Status::Corruption(fmt::format("data file {}: root page {} is not a tree page (type {})",
+                                              pool->file()->path(), root, static_cast<int>(t)));
+    log::Error("{}", s.message());
+    return s;
+  }
+  return std::unique_ptr<BTree>(new BTree(pool, root));
+}
+
+std::unique_ptr<BTree> BTree::Attach(BufferPool* pool, PageId root) {
+  return std::unique_ptr<BTree>(new BTree(pool, root));
+}
+
+Result<PageId> BTree::CreateRoot(BufferPool* pool) {
+  SHALE_ASSIGN_OR_RETURN(PageGuard g, pool->NewPage(PageType::kLeaf, 0));
+  return g.page_id();
+}
+
+Status BTree::CollectPages(PageId id, std::vector<PageId>* out) const {
+  SHALE_ASSIGN_OR_RETURN(PageGuard g, FetchNode(id, LatchMode::kShared, kAnyLevel));
+  out->push_back(id);
+  SlottedPage p(const_cast<char*>(g.data()));
+  if (p.type() == PageType::kLeaf) return Status::OK();
+  std::vector<PageId> children{p.link()};
+  for (size_t i = 0; i < p.slot_count(); ++i) children.push_back(p.ChildAt(i));
+  g.Release();
+  for (PageId c : children) SHALE_RETURN_IF_ERROR(CollectPages(c, out));
+  return Status::OK();
+}
+
+Status BTree::FreeAllPages() {
+  std::vector<PageId> pages;
+  SHALE_RETURN_IF_ERROR(CollectPages(root_, &pages));
+  for (PageId id : pages) {
+    SHALE_ASSIGN_OR_RETURN(PageGuard g, pool_->Fetch(id, LatchMode::kExclusive));
+    SHALE_RETURN_IF_ERROR(pool_->FreePage(std::move(g)));
+  }
+  return Status::OK();
+}
+
 Status BTree::CheckEntry(std::string_view key, std::string_view value) const {
   if (key.size() > kMaxKeyBytes) {
     return Status::InvalidArgument(fmt::format("B+tree key of {} bytes exceeds the limit of {}", key.size(),

@@ -6,8 +6,10 @@
 // < key i+1. Page layout: docs/formats/page-format.md; how the pieces fit:
 // docs/storage.md.
 //
-// This is the single-version tree; MVCC versions, the WAL and recovery come
-// next (docs/storage.md, "What comes next"). It is not yet the slice engine.
+// This is the single-version tree; MVCC versions come next (docs/storage.md).
+// Several trees can share one data file and pool (OpenAt/CreateRoot): the
+// slice store keeps one per slice. Durability is the caller's: the slice
+// store logs every change in its WAL and checkpoints the pages.
 //
 // Invariants:
 //  1. The root page id never changes: a root split moves the root's cells
@@ -77,6 +79,19 @@ class BTree {
   // creating an empty one (a root leaf) if it names none. The pool must
   // outlive the tree; call pool->FlushAll() to make changes durable.
   static Result<std::unique_ptr<BTree>> Open(BufferPool* pool);
+  // Opens the tree rooted at `root` (one of several trees in one data file,
+  // e.g. one per slice). Corruption if `root` is not a tree page.
+  static Result<std::unique_ptr<BTree>> OpenAt(BufferPool* pool, PageId root);
+  // Like OpenAt, but does not read the root now: damage shows on first use,
+  // so one bad page does not keep the rest of a store from opening.
+  static std::unique_ptr<BTree> Attach(BufferPool* pool, PageId root);
+  // Allocates an empty root leaf for a new tree and returns its page id.
+  static Result<PageId> CreateRoot(BufferPool* pool);
+
+  // Frees every page of the tree, the root included, onto the pool's free
+  // list. The tree must not be used afterwards.
+  // REQUIRES: no concurrent use of the tree.
+  Status FreeAllPages();
 
   // NotFound when absent.
   Status Get(std::string_view key, std::string* value) const;
@@ -131,6 +146,7 @@ class BTree {
   Status ScanLeaf(std::string_view seek, bool has_seek, bool inclusive, size_t limit,
                   std::vector<std::pair<std::string, std::string>>* out, std::string* fence, bool* has_fence,
                   bool* truncated) const;
+  Status CollectPages(PageId id, std::vector<PageId>* out) const;
   Status CheckSubtree(PageId id, int expected_level, const std::string* lo, const std::string* hi,
                       BTreeCheck* out) const;
 

@@ -81,7 +81,7 @@ void BufferPool::LatchUnpinned(size_t f) {
   }
 }
 
-Status BufferPool::WriteBack(size_t f, bool wait, bool* written) {
+Status BufferPool::WriteBack(size_t f, bool wait, bool* written, bool capture) {
   Frame& fr = *frames_[f];
   *written = false;
   if (wait) {
@@ -90,7 +90,11 @@ Status BufferPool::WriteBack(size_t f, bool wait, bool* written) {
     return Status::OK();
   }
   Status s;
-  if (fr.dirty.load(std::memory_order_acquire)) {
+  if (fr.dirty.load(std::memory_order_acquire) && capture) {
+    file_->CaptureImage(GetPageId(fr.data), fr.data);
+    fr.dirty.store(false, std::memory_order_release);
+    *written = true;
+  } else if (fr.dirty.load(std::memory_order_acquire)) {
     s = file_->WritePage(GetPageId(fr.data), fr.data);
     if (s.ok()) {
       fr.dirty.store(false, std::memory_order_release);  // invariant 5
@@ -261,6 +265,23 @@ Status BufferPool::FlushAll() {
     SHALE_RETURN_IF_ERROR(s);
   }
   return file_->SyncMeta();
+}
+
+size_t BufferPool::CaptureDirty() {
+  size_t captured = 0;
+  for (size_t f = 0; f < frames_.size(); ++f) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      Frame& fr = *frames_[f];
+      if (fr.page_id == kInvalidPageId || !fr.dirty.load(std::memory_order_acquire)) continue;
+      fr.pins.fetch_add(1, std::memory_order_acq_rel);
+    }
+    bool written = false;
+    Status s = WriteBack(f, /*wait=*/true, &written, /*capture=*/true);
+    Unpin(f);
+    if (written) ++captured;
+  }
+  return captured;
 }
 
 BufferPoolStats BufferPool::stats() const {

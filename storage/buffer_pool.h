@@ -123,6 +123,11 @@ class BufferPool {
 
   // Writes back every dirty page, fsyncs, and writes the meta page.
   Status FlushAll();
+  // For checkpoints of a file in spill mode (page_file.h invariant 5):
+  // hands a copy of every dirty page to PageFile::CaptureImage and marks it
+  // clean. Returns the number of pages captured.
+  // REQUIRES: no thread changes pages meanwhile (the caller paused writers).
+  size_t CaptureDirty();
 
   BufferPoolStats stats() const;
 
@@ -151,7 +156,7 @@ class BufferPool {
   // up (OK, *written false) if the latch is taken: an evicting thread may
   // hold tree latches, so it must never wait on another page's latch.
   // REQUIRES: caller holds a pin on f.
-  Status WriteBack(size_t f, bool wait, bool* written);
+  Status WriteBack(size_t f, bool wait, bool* written, bool capture = false);
 
   PageFile* const file_;
   std::vector<std::unique_ptr<Frame>> frames_;

@@ -36,7 +36,7 @@ Status VerifyPage(const char* page, PageId expected_id, const std::string& file)
                                           file, expected_id, GetPageId(page)));
   }
   uint8_t type = static_cast<uint8_t>(page[pl::kType]);
-  if (type < static_cast<uint8_t>(PageType::kMeta) || type > static_cast<uint8_t>(PageType::kInternal)) {
+  if (type < static_cast<uint8_t>(PageType::kMeta) || type > static_cast<uint8_t>(PageType::kOverflow)) {
     return Status::Corruption(fmt::format("data file {}: page {} has unknown page type {}", file, expected_id, type));
   }
   if (type == static_cast<uint8_t>(PageType::kLeaf) || type == static_cast<uint8_t>(PageType::kInternal)) {

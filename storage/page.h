@@ -49,6 +49,7 @@ enum class PageType : uint8_t {
   kFree = 2,      // on the free list; `link` is the next free page
   kLeaf = 3,      // B+tree leaf: cells are key -> value
   kInternal = 4,  // B+tree internal node: cells are key -> child page id
+  kOverflow = 5,  // part of a large value: `link` is the next part (slice_store.cc)
 };
 
 // Byte offsets of the header fields (little-endian). See page-format.md.

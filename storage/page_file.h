@@ -12,19 +12,36 @@
 //     keep reading the buffer under a shared latch while it is written.
 //  3. The file grows by writing pages past its end; page ids below
 //     page_count() are allocated (tree, free list or meta).
-//  4. The meta page on disk is rewritten only by SyncMeta(), after the data
-//     pages it refers to have been written and fsynced. Until the WAL comes,
-//     a crash between SyncMeta() calls may lose or tear tree changes; crash
-//     consistency is the next session's work (docs/storage.md).
+//  4. Without spill mode (unit tests, tools), the meta page on disk is
+//     rewritten only by SyncMeta(), after the data pages it refers to have
+//     been written and fsynced; a crash between SyncMeta() calls may lose or
+//     tear changes.
+//  5. In spill mode (EnableSpill; what the slice store uses), the data file
+//     itself is written only by checkpoints, so between checkpoints it holds
+//     exactly the tree of the last complete checkpoint. WritePage (buffer
+//     pool write-back) goes to an overlay instead: a spill file that is
+//     discarded at the next open, plus page images captured for a running
+//     checkpoint. ReadPage consults the overlay first, so the pool always
+//     reads back the newest version of a page.
+//  6. A checkpoint first writes every page it changes (and the meta page,
+//     which records the checkpoint LSN) to the double-write file, fsyncs it,
+//     then writes them in place, fsyncs, and writes the meta page last. At
+//     open, RecoverDoubleWrite() re-applies a complete double-write file
+//     whose LSN is newer than the meta page's, so a crash (and any torn page
+//     write) in the middle of a checkpoint leaves the last complete
+//     checkpoint or the new one, never a mix. Format: docs/formats/page-format.md.
 //
 // Thread-safety: ReadPage/WritePage may run concurrently (pread/pwrite on
-// distinct pages). The meta fields are guarded by meta_mu_.
+// distinct pages). The meta fields are guarded by meta_mu_, the overlay by
+// overlay_mu_. One checkpoint runs at a time (the caller's duty).
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "shale/status.h"
 #include "storage/page.h"
@@ -38,10 +55,29 @@ struct PageFileMeta {
   PageId root = kInvalidPageId;           // B+tree root; kInvalidPageId if none yet
   uint64_t page_count = 1;                // pages allocated, the meta page included
   PageId free_head = kInvalidPageId;      // first free page; kInvalidPageId if none
+  uint64_t checkpoint_lsn = 0;            // WAL LSN the pages are complete up to
+};
+
+// The pages of one checkpoint, captured while writers were paused.
+struct CheckpointSet {
+  struct Entry {
+    PageId id = kInvalidPageId;
+    uint64_t gen = 0;                          // overlay generation, to drop it afterwards
+    std::shared_ptr<const std::string> image;  // sealed page, or null: read `slot` of the spill file
+    int64_t slot = -1;
+  };
+  uint64_t lsn = 0;
+  PageFileMeta meta;
+  std::vector<Entry> pages;
 };
 
 class PageFile {
  public:
+  // Re-applies the double-write file `dw_path` to the data file `path` if it
+  // is complete and newer than the data file's meta page (invariant 6).
+  // Call before Open. A missing or incomplete double-write file is ignored.
+  static Status RecoverDoubleWrite(const std::string& path, const std::string& dw_path);
+
   // Opens `path`, creating it (with a fresh meta page, fsynced) if absent.
   // Corruption if the meta page fails its checksum or names another format.
   static Result<std::unique_ptr<PageFile>> Open(const std::string& path);
@@ -63,6 +99,25 @@ class PageFile {
 
   PageFileMeta meta() const;
   void set_root(PageId root);
+
+  // Switches to spill mode (invariant 5), truncating `spill_path`.
+  Status EnableSpill(const std::string& spill_path, const std::string& dw_path);
+  // Spill mode: records a sealed image of page `id` captured for the next
+  // checkpoint (it replaces older overlay versions of the page).
+  void CaptureImage(PageId id, const char* page);
+  // Spill mode: snapshots the overlay and the meta for a checkpoint at `lsn`.
+  // REQUIRES: no writer is changing pages (the caller paused them) and every
+  // dirty pool page was captured.
+  CheckpointSet BeginCheckpoint(uint64_t lsn);
+  // Writes the set: double-write file, in place, meta page (invariant 6).
+  Status WriteCheckpoint(const CheckpointSet& set);
+  // Drops overlay entries the checkpoint wrote and not changed since.
+  void EndCheckpoint(const CheckpointSet& set, bool written);
+  // Pages in the overlay (spilled or captured), for tests and stats.
+  size_t overlay_pages() const;
+  // Reads and verifies every page of the data file as on disk (no overlay):
+  // Corruption naming the first bad page. *pages counts the pages read.
+  Status VerifyOnDisk(uint64_t* pages) const;
   void set_free_head(PageId head);
   // Reserves a new page id at the end of the file.
   PageId AppendPageId();
@@ -71,10 +126,31 @@ class PageFile {
   PageFile(std::string path, int fd, const PageFileMeta& meta) : path_(std::move(path)), fd_(fd), meta_(meta) {}
   Status WriteMetaLocked();  // REQUIRES: meta_mu_ held
 
+  struct OverlayEntry {
+    uint64_t gen = 0;
+    std::shared_ptr<const std::string> image;
+    int64_t slot = -1;
+  };
+  // Stores `e` as the newest version of `id`. REQUIRES: overlay_mu_ held.
+  void InstallLocked(PageId id, OverlayEntry e);
+  void ReleaseSlotLocked(int64_t slot);  // REQUIRES: overlay_mu_ held
+  Status ReadEntry(const CheckpointSet::Entry& e, char* buf) const;
+
   const std::string path_;
   const int fd_;
   mutable std::mutex meta_mu_;
   PageFileMeta meta_;  // GUARDED_BY(meta_mu_)
+
+  mutable std::mutex overlay_mu_;
+  bool spill_ = false;  // set once by EnableSpill before concurrent use
+  int spill_fd_ = -1;
+  std::string spill_path_, dw_path_;
+  std::unordered_map<PageId, OverlayEntry> overlay_;  // GUARDED_BY(overlay_mu_)
+  uint64_t next_gen_ = 1;                             // GUARDED_BY(overlay_mu_)
+  int64_t spill_slots_ = 0;                           // GUARDED_BY(overlay_mu_): slots ever used
+  std::vector<int64_t> free_slots_;                   // GUARDED_BY(overlay_mu_)
+  std::vector<int64_t> deferred_free_;                // GUARDED_BY(overlay_mu_): freed during a checkpoint
+  bool checkpoint_active_ = false;                    // GUARDED_BY(overlay_mu_)
 };
 
 }  // namespace shale::storage

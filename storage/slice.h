@@ -3,16 +3,26 @@
 // layer above reaches stored rows through this interface: the executor, and
 // later the cluster (replication) and the rebalancer (copy, split, drop).
 //
-// The first engine behind it is LogSlice (storage/log_slice.h): an ordered
-// in-memory map made durable by an append-only, CRC32C-checksummed log per
-// slice. The storage issue replaces it with MVCC B+trees on pages; the
-// interface stays.
+// The engine behind it (storage/slice_store.cc) keeps every slice of the node
+// as a B+tree (storage/btree.h) in one data file of checksummed pages cached
+// by one buffer pool, with one node-wide write-ahead log (storage/wal.h),
+// checkpoints and recovery; docs/storage.md explains how.
 //
 // Invariants:
-//  1. Write() is atomic for its batch and durable (fsynced) when it returns OK.
-//  2. An iterator sees a consistent snapshot of the slice as of its creation;
-//     later writes never show through it.
-//  3. Keys are compared bytewise (memcmp order).
+//  1. Write() is atomic for its batch, also across slices with
+//     SliceStore::Write: after a crash either all of it is there or none.
+//     In the default (durable) WAL mode it is durable when it returns OK; in
+//     async mode it becomes durable within the WAL flush interval.
+//  2. An iterator returns the rows of its range in key order; it holds no
+//     latch between calls and never blocks writers. Until MVCC arrives it is
+//     not a snapshot: a row written or deleted during the scan may or may not
+//     show, but a row present for the whole scan always does.
+//  3. Keys are compared bytewise (memcmp order). A key is at most 2048 bytes
+//     (InvalidArgument otherwise); values may be of any size (large ones go
+//     to overflow pages).
+//  4. Concurrent writes must not touch the same key: the order of their
+//     effects would be unspecified and could differ after recovery. The
+//     executor's table write lock (and later row locks) guarantee it.
 //
 // Thread-safety: all methods of Slice and SliceStore may be called
 // concurrently; an iterator is used by one thread at a time.
@@ -25,6 +35,7 @@
 #include <vector>
 
 #include "shale/status.h"
+#include "storage/wal.h"
 
 namespace shale::storage {
 
@@ -93,12 +104,53 @@ class Slice {
   virtual SliceStats GetStats() const = 0;
 };
 
+struct SliceStoreOptions {
+  // Size of the buffer pool caching data pages. Values below 4 MiB are
+  // treated as 4 MiB. Default: 128 MiB.
+  uint64_t buffer_pool_bytes = 128ull << 20;
+  // The write-ahead log: durable or async acknowledgement, flush interval,
+  // buffer and segment sizes (storage/wal.h).
+  WalOptions wal;
+  // A background checkpoint runs this often, and also as soon as the WAL has
+  // grown by checkpoint_wal_bytes since the last one. 0 disables the timer.
+  // Default: 30000 ms and 64 MiB.
+  uint32_t checkpoint_interval_ms = 30000;
+  uint64_t checkpoint_wal_bytes = 64ull << 20;
+  // Verify every page of the data file and the structure of every slice's
+  // tree at open, failing the open on damage. Default: false.
+  bool verify_at_open = false;
+};
+
+struct SliceStoreStats {
+  WalStats wal;
+  uint64_t pool_hits = 0, pool_misses = 0, pool_evictions = 0, pool_writebacks = 0;
+  uint64_t checkpoints = 0;
+  uint64_t checkpoint_lsn = 0;
+  uint64_t overlay_pages = 0;  // pages changed since the last checkpoint and evicted
+  uint64_t data_pages = 0;     // pages allocated in the data file
+};
+
 // The slices stored on one node, in one directory.
 class SliceStore {
  public:
   virtual ~SliceStore() = default;
-  // Opens (creating if needed) the store in `dir`, recovering every slice.
-  static Result<std::unique_ptr<SliceStore>> Open(const std::string& dir);
+  // Opens (creating if needed) the store in `dir`, recovering every slice:
+  // the data file as of the last complete checkpoint, then the WAL after it.
+  static Result<std::unique_ptr<SliceStore>> Open(const std::string& dir, const SliceStoreOptions& options = {});
+
+  // Applies the batches, each to its slice, as one atomic write (invariant
+  // 1): one WAL record carries all of them. NotFound if a slice does not
+  // exist; InvalidArgument for a key over the limit (nothing is written).
+  virtual Status Write(const std::vector<std::pair<SliceId, const WriteBatch*>>& batches) = 0;
+  // Runs a checkpoint now (also done in the background).
+  virtual Status Checkpoint() = 0;
+  // Reads every page of the data file from disk, checking its checksum, and
+  // checks every slice's tree. Corruption naming file, page and slice.
+  virtual Status Verify(uint64_t* pages_checked) = 0;
+  virtual SliceStoreStats GetStoreStats() const = 0;
+  // Total time writers waited for WAL buffer space (async mode), in µs:
+  // SHOW STATUS `Shale_wal_buffer_wait_us`.
+  virtual uint64_t WalBufferWaitMicros() const = 0;
 
   // Fails if the slice exists.
   virtual Result<Slice*> CreateSlice(SliceId id) = 0;

@@ -1,125 +1,898 @@
-// The directory-backed SliceStore: one LogSlice per `slice-<id>.log` file in
-// the store directory (docs/formats/slice-log.md), plus a `LOCK` file held
-// with flock(2) so two processes never open the same store.
+// The node's SliceStore: every slice is a B+tree (btree.h) in one data file
+// of checksummed pages (page_file.h) cached by one buffer pool
+// (buffer_pool.h); one node-wide write-ahead log (wal.h) makes writes
+// durable and atomic across slices; checkpoints (page_file.h invariants 5
+// and 6) bound recovery. docs/storage.md explains the design; the formats
+// are in docs/formats/wal.md and docs/formats/page-format.md.
+//
+// Store directory:
+//   LOCK         flock(2)-held so two processes never open the same store
+//   data.shp     the data file: meta page, catalog tree, slice trees
+//   data.dw      the double-write file of the last checkpoint
+//   data.spill   pages evicted since the last checkpoint (discarded at open)
+//   wal/         WAL segments
+//
+// The catalog tree (root in the meta page) maps each slice id (8 bytes,
+// big-endian) to the root page id of its tree (u64, little-endian). Leaf
+// values of slice trees are tagged (see EncodeInline/EncodeOverflowRef):
+// 0x00 + the row, or 0x01 + a reference to a chain of overflow pages.
+//
+// Invariants:
+//  1. Every change (batch, create, drop) is appended to the WAL before it is
+//     applied to pages; in durable mode it is applied only once durable.
+//  2. Changes run between EnterWrite()/ExitWrite(). A checkpoint pauses new
+//     ones and waits for running ones (PauseWriters), so at its capture the
+//     pages hold exactly the effect of every WAL record before the captured
+//     LSN: recovery replays from that LSN exactly once.
+//  3. A change whose WAL record was written but which then failed to apply
+//     leaves pages and log disagreeing: the store refuses further changes
+//     (sticky failed_) until restarted, when recovery applies the log.
+//  4. An overflow chain is owned by exactly one leaf value; each of its
+//     pages carries the chain's nonce, so a reader that raced with a delete
+//     sees a nonce mismatch instead of another value's bytes.
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
-#include <charconv>
+#include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
+#include <random>
+#include <shared_mutex>
 #include <string>
 #include <system_error>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "src/common/log.h"
+#include "storage/btree.h"
+#include "storage/buffer_pool.h"
 #include "storage/file_io.h"
-#include "storage/log_slice.h"
+#include "storage/page_file.h"
 #include "storage/slice.h"
+#include "storage/wal.h"
 
 namespace shale::storage {
 namespace {
 
-// The id of a slice log named exactly "slice-<decimal id>.log", as LogPath
-// writes it (no sign, no leading zeros).
-std::optional<SliceId> ParseLogName(std::string_view name) {
-  constexpr std::string_view kPrefix = "slice-";
-  constexpr std::string_view kSuffix = ".log";
-  if (name.size() <= kPrefix.size() + kSuffix.size() || !name.starts_with(kPrefix) ||
-      !name.ends_with(kSuffix)) {
-    return std::nullopt;
-  }
-  std::string_view digits = name.substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size());
-  if (digits.size() > 1 && digits[0] == '0') return std::nullopt;
+// --- encodings ---------------------------------------------------------------
+
+constexpr char kInlineTag = 0x00;
+constexpr char kOverflowTag = 0x01;
+constexpr size_t kOverflowRefSize = 1 + 8 + 8 + 8;  // tag, first page, length, nonce
+// Overflow page body: u64 nonce, u32 bytes used, then the bytes.
+constexpr size_t kOvNonce = kPageHeaderSize;
+constexpr size_t kOvLength = kPageHeaderSize + 8;
+constexpr size_t kOvData = kPageHeaderSize + 12;
+constexpr size_t kOvCapacity = kPageSize - kOvData;
+
+std::string CatalogKey(SliceId id) {
+  std::string k(8, '\0');
+  for (int i = 0; i < 8; ++i) k[i] = static_cast<char>((id >> (56 - 8 * i)) & 0xff);
+  return k;
+}
+
+SliceId CatalogId(std::string_view k) {
   SliceId id = 0;
-  auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), id);
-  if (ec != std::errc() || ptr != digits.data() + digits.size()) return std::nullopt;
+  for (char c : k) id = (id << 8) | static_cast<uint8_t>(c);
   return id;
 }
 
-class LogSliceStore final : public SliceStore {
+void PutU32(std::string* out, uint32_t v) {
+  char b[4];
+  StoreU32(b, v);
+  out->append(b, 4);
+}
+void PutU64(std::string* out, uint64_t v) {
+  char b[8];
+  StoreU64(b, v);
+  out->append(b, 8);
+}
+
+// WAL batch payload: u32 slice count, then per slice: u64 id, u32 op count,
+// then per op: u8 kind, u32 key length, key, u32 value length, value.
+std::string EncodeBatchPayload(const std::vector<std::pair<SliceId, const WriteBatch*>>& batches) {
+  std::string out;
+  PutU32(&out, static_cast<uint32_t>(batches.size()));
+  for (const auto& [id, batch] : batches) {
+    PutU64(&out, id);
+    PutU32(&out, static_cast<uint32_t>(batch->size()));
+    for (const WriteOp& op : batch->ops()) {
+      out.push_back(static_cast<char>(op.kind));
+      PutU32(&out, static_cast<uint32_t>(op.key.size()));
+      out.append(op.key);
+      PutU32(&out, static_cast<uint32_t>(op.value.size()));
+      out.append(op.value);
+    }
+  }
+  return out;
+}
+
+class PayloadReader {
  public:
-  LogSliceStore(std::string dir, int lock_fd) : dir_(std::move(dir)), lock_fd_(lock_fd) {}
-  ~LogSliceStore() override {
-    slices_.clear();
-    ::close(lock_fd_);  // releases the flock
+  explicit PayloadReader(std::string_view p) : p_(p) {}
+  bool U8(uint8_t* v) {
+    if (p_.size() < 1) return false;
+    *v = static_cast<uint8_t>(p_[0]);
+    p_.remove_prefix(1);
+    return true;
   }
-
-  Status RecoverAll() {
-    std::error_code ec;
-    std::vector<SliceId> ids;
-    for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
-      std::string name = entry.path().filename().string();
-      if (auto id = ParseLogName(name)) ids.push_back(*id);
-    }
-    if (ec) return Status::IOError(fmt::format("cannot list slice store {}: {}", dir_, ec.message()));
-    for (SliceId id : ids) {
-      SHALE_ASSIGN_OR_RETURN(std::unique_ptr<LogSlice> slice, LogSlice::Recover(dir_, id));
-      slices_.emplace(id, std::move(slice));
-    }
-    log::Info("slice store {}: recovered {} slices", dir_, slices_.size());
-    return Status::OK();
+  bool U32(uint32_t* v) {
+    if (p_.size() < 4) return false;
+    *v = LoadU32(p_.data());
+    p_.remove_prefix(4);
+    return true;
   }
-
-  Result<Slice*> CreateSlice(SliceId id) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (slices_.count(id) != 0) {
-      return Status::InvalidArgument(fmt::format("slice {} already exists in {}", id, dir_));
-    }
-    SHALE_ASSIGN_OR_RETURN(std::unique_ptr<LogSlice> slice, LogSlice::Create(dir_, id));
-    Slice* raw = slice.get();
-    slices_.emplace(id, std::move(slice));
-    return raw;
+  bool U64(uint64_t* v) {
+    if (p_.size() < 8) return false;
+    *v = LoadU64(p_.data());
+    p_.remove_prefix(8);
+    return true;
   }
-
-  Result<Slice*> GetSlice(SliceId id) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = slices_.find(id);
-    if (it == slices_.end()) {
-      return Status::NotFound(fmt::format("slice {} does not exist in {}", id, dir_));
-    }
-    return static_cast<Slice*>(it->second.get());
+  bool Bytes(uint32_t n, std::string* out) {
+    if (p_.size() < n) return false;
+    out->assign(p_.data(), n);
+    p_.remove_prefix(n);
+    return true;
   }
+  bool done() const { return p_.empty(); }
 
-  Status DropSlice(SliceId id) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = slices_.find(id);
-    if (it == slices_.end()) {
-      return Status::NotFound(fmt::format("slice {} does not exist in {}", id, dir_));
+ private:
+  std::string_view p_;
+};
+
+bool DecodeBatchPayload(std::string_view payload, std::vector<std::pair<SliceId, WriteBatch>>* out) {
+  PayloadReader r(payload);
+  uint32_t slices = 0;
+  if (!r.U32(&slices)) return false;
+  for (uint32_t s = 0; s < slices; ++s) {
+    uint64_t id = 0;
+    uint32_t ops = 0;
+    if (!r.U64(&id) || !r.U32(&ops)) return false;
+    WriteBatch batch;
+    for (uint32_t i = 0; i < ops; ++i) {
+      uint8_t kind = 0;
+      uint32_t n = 0;
+      std::string key, value;
+      if (!r.U8(&kind) || !r.U32(&n) || !r.Bytes(n, &key) || !r.U32(&n) || !r.Bytes(n, &value)) return false;
+      if (kind == static_cast<uint8_t>(WriteOp::Kind::kPut)) {
+        batch.Put(std::move(key), std::move(value));
+      } else if (kind == static_cast<uint8_t>(WriteOp::Kind::kDelete)) {
+        batch.Delete(std::move(key));
+      } else {
+        return false;
+      }
     }
-    std::string path = LogSlice::LogPath(dir_, id);
-    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-      return ErrnoStatus(fmt::format("slice {}: cannot delete log", id), path, errno);
-    }
-    slices_.erase(it);
-    SHALE_RETURN_IF_ERROR(SyncDir(dir_));
-    return Status::OK();
+    out->emplace_back(id, std::move(batch));
   }
+  return r.done();
+}
 
-  std::vector<SliceId> ListSlices() const override {
-    std::lock_guard<std::mutex> lock(mu_);
-    std::vector<SliceId> ids;
-    ids.reserve(slices_.size());
-    for (const auto& [id, slice] : slices_) ids.push_back(id);
-    return ids;
+std::string U64Payload(uint64_t v) {
+  std::string s;
+  PutU64(&s, v);
+  return s;
+}
+
+class BTreeSliceStore;
+
+// --- BTreeSlice ----------------------------------------------------------------
+
+class BTreeSlice final : public Slice {
+ public:
+  BTreeSlice(BTreeSliceStore* store, SliceId id, std::unique_ptr<BTree> tree)
+      : store_(store), id_(id), tree_(std::move(tree)) {}
+
+  SliceId id() const override { return id_; }
+  Status Get(std::string_view key, std::string* value) const override;
+  Status Write(const WriteBatch& batch) override;
+  std::unique_ptr<SliceIterator> NewIterator(const KeyRange& range) const override;
+  SliceStats GetStats() const override;
+
+  // Applying logged changes. REQUIRES: inside EnterWrite/ExitWrite.
+  Status ApplyPut(std::string_view key, std::string_view value);
+  Status ApplyDelete(std::string_view key);
+  // Frees every page: overflow chains, then the tree. REQUIRES: no other use.
+  Status FreeAll();
+  BTree* tree() const { return tree_.get(); }
+
+  // The row behind a stored (tagged) leaf value. *stale: an overflow chain
+  // changed under us (invariant 4); the caller re-reads the key.
+  Status Resolve(std::string_view stored, std::string* value, bool* stale) const;
+  // Names the slice in a Corruption and logs it (the page layers already
+  // named file and page).
+  Status Annotate(Status s) const;
+
+ private:
+  Status WriteOverflow(std::string_view value, std::string* ref);
+  Status FreeOverflow(std::string_view stored);
+
+  BTreeSliceStore* const store_;
+  const SliceId id_;
+  std::unique_ptr<BTree> tree_;
+  // Maintained by Apply*; computed by a scan on first GetStats after open.
+  mutable std::mutex stats_mu_;
+  mutable bool stats_known_ = false;  // GUARDED_BY(stats_mu_)
+  mutable int64_t rows_ = 0;          // GUARDED_BY(stats_mu_)
+  mutable int64_t bytes_ = 0;         // GUARDED_BY(stats_mu_)
+};
+
+class BTreeSliceIterator final : public SliceIterator {
+ public:
+  BTreeSliceIterator(const BTreeSlice* slice, std::unique_ptr<SliceIterator> inner)
+      : slice_(slice), inner_(std::move(inner)) {
+    Settle();
+  }
+  bool Valid() const override { return status_.ok() && inner_->Valid(); }
+  void Next() override {
+    inner_->Next();
+    Settle();
+  }
+  std::string_view key() const override { return inner_->key(); }
+  std::string_view value() const override { return value_; }
+  Status status() const override {
+    if (!status_.ok()) return status_;
+    Status s = inner_->status();
+    return s.ok() ? s : slice_->Annotate(s);
   }
 
  private:
+  // Resolves the current row; skips rows deleted while we resolved them.
+  void Settle() {
+    while (status_.ok() && inner_->Valid()) {
+      bool stale = false;
+      Status s = slice_->Resolve(inner_->value(), &value_, &stale);
+      if (s.ok() && stale) {
+        s = slice_->Get(inner_->key(), &value_);
+        if (s.IsNotFound()) {
+          inner_->Next();
+          continue;
+        }
+      }
+      if (!s.ok()) status_ = slice_->Annotate(s);
+      return;
+    }
+  }
+
+  const BTreeSlice* const slice_;
+  std::unique_ptr<SliceIterator> inner_;
+  std::string value_;
+  Status status_;
+};
+
+// --- BTreeSliceStore -------------------------------------------------------------
+
+class BTreeSliceStore final : public SliceStore {
+ public:
+  BTreeSliceStore(std::string dir, int lock_fd, const SliceStoreOptions& options)
+      : dir_(std::move(dir)), lock_fd_(lock_fd), options_(options) {
+    std::random_device rd;
+    nonce_.store((static_cast<uint64_t>(rd()) << 32) ^ rd() ^
+                 static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
+  }
+  ~BTreeSliceStore() override;
+
+  Status OpenAndRecover();
+
+  Result<Slice*> CreateSlice(SliceId id) override;
+  Result<Slice*> GetSlice(SliceId id) override;
+  Status DropSlice(SliceId id) override;
+  std::vector<SliceId> ListSlices() const override;
+  Status Write(const std::vector<std::pair<SliceId, const WriteBatch*>>& batches) override;
+  Status Checkpoint() override;
+  Status Verify(uint64_t* pages_checked) override;
+  SliceStoreStats GetStoreStats() const override;
+  uint64_t WalBufferWaitMicros() const override { return wal_ ? wal_->buffer_wait_micros() : 0; }
+
+  BufferPool* pool() const { return pool_.get(); }
+  const std::string& data_path() const { return data_path_; }
+  uint64_t NextNonce() { return nonce_.fetch_add(0x9e3779b97f4a7c15ull); }
+
+ private:
+  void EnterWrite();
+  void ExitWrite();
+  void PauseWriters();
+  void ResumeWriters();
+  BTreeSlice* FindSlice(SliceId id) const;
+  // The effects of WAL records, live and in replay (invariant 1).
+  Status ApplyBatches(const std::vector<std::pair<SliceId, const WriteBatch*>>& batches);
+  Result<BTreeSlice*> ApplyCreate(SliceId id);
+  Status ApplyDrop(SliceId id);
+  Status Replay(uint64_t lsn, WalRecordType type, std::string_view payload);
+  void CheckpointLoop();
+  void MaybeWakeCheckpointer();
+
   const std::string dir_;
   const int lock_fd_;
-  mutable std::mutex mu_;
-  std::map<SliceId, std::unique_ptr<LogSlice>> slices_;  // GUARDED_BY(mu_)
+  const SliceStoreOptions options_;
+  std::string data_path_;
+  std::unique_ptr<PageFile> file_;
+  std::unique_ptr<BufferPool> pool_;
+  std::unique_ptr<BTree> catalog_;
+  std::unique_ptr<Wal> wal_;
+
+  mutable std::shared_mutex slices_mu_;
+  std::map<SliceId, std::unique_ptr<BTreeSlice>> slices_;  // GUARDED_BY(slices_mu_)
+
+  // The write gate (invariant 2).
+  std::mutex gate_mu_;
+  std::condition_variable gate_cv_;
+  int active_writers_ = 0;    // GUARDED_BY(gate_mu_)
+  bool pause_wanted_ = false;  // GUARDED_BY(gate_mu_)
+  Status failed_;              // GUARDED_BY(gate_mu_): sticky (invariant 3)
+
+  std::mutex checkpoint_mu_;  // one checkpoint at a time
+  std::atomic<uint64_t> checkpoint_lsn_{0};
+  std::atomic<uint64_t> checkpoints_{0};
+  std::atomic<uint64_t> idle_lsn_{UINT64_MAX};  // WAL end after the last checkpoint's own record
+  std::mutex ckpt_thread_mu_;
+  std::condition_variable ckpt_cv_;
+  bool stop_ = false;  // GUARDED_BY(ckpt_thread_mu_)
+  std::thread checkpointer_;
+
+  std::atomic<uint64_t> nonce_{0};
+  bool opened_ = false;  // recovery finished: checkpoint at close
 };
+
+// --- BTreeSlice implementation ----------------------------------------------------
+
+Status BTreeSlice::Annotate(Status s) const {
+  if (!s.IsCorruption()) return s;
+  std::string msg = fmt::format("slice {}: {}", id_, s.message());
+  log::Error("{}", msg);
+  return Status::Corruption(std::move(msg));
+}
+
+Status BTreeSlice::Resolve(std::string_view stored, std::string* value, bool* stale) const {
+  *stale = false;
+  if (stored.empty()) return Status::Corruption(fmt::format("slice {}: empty stored value", id_));
+  if (stored[0] == kInlineTag) {
+    value->assign(stored.data() + 1, stored.size() - 1);
+    return Status::OK();
+  }
+  if (stored[0] != kOverflowTag || stored.size() != kOverflowRefSize) {
+    return Status::Corruption(fmt::format("slice {}: stored value has unknown tag {}", id_,
+                                          static_cast<int>(static_cast<uint8_t>(stored[0]))));
+  }
+  PageId page = LoadU64(stored.data() + 1);
+  const uint64_t length = LoadU64(stored.data() + 9);
+  const uint64_t nonce = LoadU64(stored.data() + 17);
+  value->clear();
+  value->reserve(length);
+  BufferPool* pool = store_->pool();
+  while (value->size() < length) {
+    if (page == kInvalidPageId) {
+      *stale = true;
+      return Status::OK();
+    }
+    SHALE_ASSIGN_OR_RETURN(PageGuard g, pool->Fetch(page, LatchMode::kShared));
+    const char* p = g.data();
+    if (GetPageType(p) != PageType::kOverflow || LoadU64(p + kOvNonce) != nonce) {
+      *stale = true;
+      return Status::OK();
+    }
+    uint32_t n = LoadU32(p + kOvLength);
+    if (n > kOvCapacity || value->size() + n > length) {
+      return Status::Corruption(fmt::format("data file {}: overflow page {} has a bad length {}",
+                                            store_->data_path(), page, n));
+    }
+    value->append(p + kOvData, n);
+    page = GetPageLink(p);
+  }
+  return Status::OK();
+}
+
+Status BTreeSlice::Get(std::string_view key, std::string* value) const {
+  for (int attempt = 0;; ++attempt) {
+    std::string stored;
+    Status s = tree_->Get(key, &stored);
+    if (!s.ok()) return Annotate(s);
+    bool stale = false;
+    s = Resolve(stored, value, &stale);
+    if (!s.ok()) return Annotate(s);
+    if (!stale) return Status::OK();
+    if (attempt > 100) {
+      return Status::Unavailable(fmt::format("slice {}: value keeps changing under the reader", id_));
+    }
+  }
+}
+
+Status BTreeSlice::Write(const WriteBatch& batch) {
+  std::vector<std::pair<SliceId, const WriteBatch*>> one{{id_, &batch}};
+  return store_->Write(one);
+}
+
+std::unique_ptr<SliceIterator> BTreeSlice::NewIterator(const KeyRange& range) const {
+  return std::make_unique<BTreeSliceIterator>(this, tree_->NewIterator(range));
+}
+
+SliceStats BTreeSlice::GetStats() const {
+  std::lock_guard<std::mutex> l(stats_mu_);
+  if (!stats_known_) {
+    int64_t rows = 0, bytes = 0;
+    auto it = NewIterator(KeyRange::All());
+    for (; it->Valid(); it->Next()) {
+      ++rows;
+      bytes += static_cast<int64_t>(it->key().size() + it->value().size());
+    }
+    if (!it->status().ok()) return SliceStats{};
+    rows_ += rows;  // plus the deltas applied since open
+    bytes_ += bytes;
+    stats_known_ = true;
+  }
+  return SliceStats{static_cast<uint64_t>(std::max<int64_t>(rows_, 0)),
+                    static_cast<uint64_t>(std::max<int64_t>(bytes_, 0))};
+}
+
+Status BTreeSlice::WriteOverflow(std::string_view value, std::string* ref) {
+  const uint64_t nonce = store_->NextNonce();
+  BufferPool* pool = store_->pool();
+  // Written back to front so each page can name its successor.
+  size_t parts = (value.size() + kOvCapacity - 1) / kOvCapacity;
+  PageId next = kInvalidPageId;
+  for (size_t i = parts; i-- > 0;) {
+    size_t from = i * kOvCapacity;
+    size_t n = std::min(kOvCapacity, value.size() - from);
+    SHALE_ASSIGN_OR_RETURN(PageGuard g, pool->NewPage(PageType::kOverflow));
+    char* p = g.mutable_data();
+    StoreU64(p + kOvNonce, nonce);
+    StoreU32(p + kOvLength, static_cast<uint32_t>(n));
+    std::memcpy(p + kOvData, value.data() + from, n);
+    SetPageLink(p, next);
+    g.MarkDirty();
+    next = g.page_id();
+  }
+  ref->assign(1, kOverflowTag);
+  PutU64(ref, next);
+  PutU64(ref, value.size());
+  PutU64(ref, nonce);
+  return Status::OK();
+}
+
+Status BTreeSlice::FreeOverflow(std::string_view stored) {
+  if (stored.empty() || stored[0] != kOverflowTag || stored.size() != kOverflowRefSize) return Status::OK();
+  PageId page = LoadU64(stored.data() + 1);
+  const uint64_t nonce = LoadU64(stored.data() + 17);
+  BufferPool* pool = store_->pool();
+  while (page != kInvalidPageId) {
+    SHALE_ASSIGN_OR_RETURN(PageGuard g, pool->Fetch(page, LatchMode::kExclusive));
+    if (GetPageType(g.data()) != PageType::kOverflow || LoadU64(g.data() + kOvNonce) != nonce) {
+      return Status::Corruption(fmt::format("data file {}: page {} is not part of the overflow chain naming it",
+                                            store_->data_path(), page));
+    }
+    PageId next = GetPageLink(g.data());
+    SHALE_RETURN_IF_ERROR(pool->FreePage(std::move(g)));
+    page = next;
+  }
+  return Status::OK();
+}
+
+Status BTreeSlice::ApplyPut(std::string_view key, std::string_view value) {
+  std::string old;
+  Status s = tree_->Get(key, &old);
+  if (!s.ok() && !s.IsNotFound()) return Annotate(s);
+  const bool existed = s.ok();
+  std::string stored;
+  if (key.size() + 1 + value.size() <= kMaxEntryBytes) {
+    stored.reserve(1 + value.size());
+    stored.push_back(kInlineTag);
+    stored.append(value);
+  } else {
+    SHALE_RETURN_IF_ERROR(Annotate(WriteOverflow(value, &stored)));
+  }
+  SHALE_RETURN_IF_ERROR(Annotate(tree_->Put(key, stored)));
+  int64_t old_bytes = 0;
+  if (existed) {
+    SHALE_RETURN_IF_ERROR(Annotate(FreeOverflow(old)));
+    old_bytes = static_cast<int64_t>(key.size()) +
+                (old[0] == kOverflowTag ? static_cast<int64_t>(LoadU64(old.data() + 9))
+                                        : static_cast<int64_t>(old.size()) - 1);
+  }
+  std::lock_guard<std::mutex> l(stats_mu_);
+  if (!existed) ++rows_;
+  bytes_ += static_cast<int64_t>(key.size() + value.size()) - old_bytes;
+  return Status::OK();
+}
+
+Status BTreeSlice::ApplyDelete(std::string_view key) {
+  std::string old;
+  Status s = tree_->Get(key, &old);
+  if (s.IsNotFound()) return Status::OK();
+  if (!s.ok()) return Annotate(s);
+  SHALE_RETURN_IF_ERROR(Annotate(tree_->Delete(key)));
+  SHALE_RETURN_IF_ERROR(Annotate(FreeOverflow(old)));
+  int64_t old_bytes = static_cast<int64_t>(key.size()) +
+                      (old[0] == kOverflowTag ? static_cast<int64_t>(LoadU64(old.data() + 9))
+                                              : static_cast<int64_t>(old.size()) - 1);
+  std::lock_guard<std::mutex> l(stats_mu_);
+  --rows_;
+  bytes_ -= old_bytes;
+  return Status::OK();
+}
+
+Status BTreeSlice::FreeAll() {
+  std::vector<std::string> refs;
+  auto it = tree_->NewIterator(KeyRange::All());
+  for (; it->Valid(); it->Next()) {
+    if (!it->value().empty() && it->value()[0] == kOverflowTag) refs.emplace_back(it->value());
+  }
+  SHALE_RETURN_IF_ERROR(Annotate(it->status()));
+  for (const std::string& ref : refs) SHALE_RETURN_IF_ERROR(Annotate(FreeOverflow(ref)));
+  return Annotate(tree_->FreeAllPages());
+}
+
+// --- BTreeSliceStore implementation -------------------------------------------------
+
+BTreeSliceStore::~BTreeSliceStore() {
+  {
+    std::lock_guard<std::mutex> l(ckpt_thread_mu_);
+    stop_ = true;
+  }
+  ckpt_cv_.notify_all();
+  if (checkpointer_.joinable()) checkpointer_.join();
+  if (opened_) {
+    Status s = Checkpoint();
+    if (!s.ok()) log::Error("slice store {}: checkpoint at close failed: {}", dir_, s.ToString());
+  }
+  slices_.clear();
+  catalog_.reset();
+  wal_.reset();
+  pool_.reset();  // its FlushAll only spills (the data file is checkpointed)
+  file_.reset();
+  ::close(lock_fd_);  // releases the flock
+}
+
+void BTreeSliceStore::EnterWrite() {
+  std::unique_lock<std::mutex> l(gate_mu_);
+  gate_cv_.wait(l, [&] { return !pause_wanted_; });
+  ++active_writers_;
+}
+
+void BTreeSliceStore::ExitWrite() {
+  std::lock_guard<std::mutex> l(gate_mu_);
+  if (--active_writers_ == 0) gate_cv_.notify_all();
+}
+
+void BTreeSliceStore::PauseWriters() {
+  std::unique_lock<std::mutex> l(gate_mu_);
+  gate_cv_.wait(l, [&] { return !pause_wanted_; });
+  pause_wanted_ = true;
+  gate_cv_.wait(l, [&] { return active_writers_ == 0; });
+}
+
+void BTreeSliceStore::ResumeWriters() {
+  std::lock_guard<std::mutex> l(gate_mu_);
+  pause_wanted_ = false;
+  gate_cv_.notify_all();
+}
+
+BTreeSlice* BTreeSliceStore::FindSlice(SliceId id) const {
+  std::shared_lock<std::shared_mutex> l(slices_mu_);
+  auto it = slices_.find(id);
+  return it == slices_.end() ? nullptr : it->second.get();
+}
+
+Status BTreeSliceStore::OpenAndRecover() {
+  data_path_ = dir_ + "/data.shp";
+  const std::string dw_path = dir_ + "/data.dw";
+  SHALE_RETURN_IF_ERROR(PageFile::RecoverDoubleWrite(data_path_, dw_path));
+  SHALE_ASSIGN_OR_RETURN(file_, PageFile::Open(data_path_));
+  SHALE_RETURN_IF_ERROR(file_->EnableSpill(dir_ + "/data.spill", dw_path));
+  BufferPoolOptions pool_options;
+  pool_options.frames = std::max<uint64_t>(options_.buffer_pool_bytes, 4ull << 20) / kPageSize;
+  pool_ = std::make_unique<BufferPool>(file_.get(), pool_options);
+  SHALE_ASSIGN_OR_RETURN(catalog_, BTree::Open(pool_.get()));
+  {
+    auto it = catalog_->NewIterator(KeyRange::All());
+    for (; it->Valid(); it->Next()) {
+      if (it->key().size() != 8 || it->value().size() != 8) {
+        return Status::Corruption(fmt::format("data file {}: bad slice catalog entry", data_path_));
+      }
+      SliceId id = CatalogId(it->key());
+      PageId root = LoadU64(it->value().data());
+      // Not read now: a damaged slice fails its statements, not the node.
+      slices_.emplace(id, std::make_unique<BTreeSlice>(this, id, BTree::Attach(pool_.get(), root)));
+    }
+    SHALE_RETURN_IF_ERROR(it->status());
+  }
+  const uint64_t from = file_->meta().checkpoint_lsn;
+  checkpoint_lsn_.store(from);
+  uint64_t replayed = 0;
+  auto replay = [&](uint64_t lsn, WalRecordType type, std::string_view payload) {
+    if (type != WalRecordType::kCheckpoint) ++replayed;
+    return Replay(lsn, type, payload);
+  };
+  SHALE_ASSIGN_OR_RETURN(wal_, Wal::Open(dir_ + "/wal", options_.wal, from, replay));
+  log::Info("slice store {}: {} slices, checkpoint LSN {}, replayed {} WAL records up to LSN {}", dir_,
+            slices_.size(), from, replayed, wal_->next_lsn());
+  if (replayed > 0) SHALE_RETURN_IF_ERROR(Checkpoint());
+  if (options_.verify_at_open) {
+    uint64_t pages = 0;
+    SHALE_RETURN_IF_ERROR(Verify(&pages));
+    log::Info("slice store {}: verified {} pages and {} slice trees", dir_, pages, slices_.size());
+  }
+  checkpointer_ = std::thread([this] { CheckpointLoop(); });
+  opened_ = true;
+  return Status::OK();
+}
+
+Status BTreeSliceStore::Replay(uint64_t lsn, WalRecordType type, std::string_view payload) {
+  auto bad = [&](std::string_view what) {
+    return Status::Corruption(fmt::format("WAL {}: record at LSN {}: {}", dir_ + "/wal", lsn, what));
+  };
+  switch (type) {
+    case WalRecordType::kBatch: {
+      std::vector<std::pair<SliceId, WriteBatch>> decoded;
+      if (!DecodeBatchPayload(payload, &decoded)) return bad("undecodable batch");
+      std::vector<std::pair<SliceId, const WriteBatch*>> batches;
+      for (const auto& [id, b] : decoded) {
+        if (FindSlice(id) == nullptr) return bad(fmt::format("batch for missing slice {}", id));
+        batches.emplace_back(id, &b);
+      }
+      return ApplyBatches(batches);
+    }
+    case WalRecordType::kCreateSlice:
+    case WalRecordType::kDropSlice: {
+      if (payload.size() != 8) return bad("bad slice record");
+      SliceId id = LoadU64(payload.data());
+      if (type == WalRecordType::kDropSlice) return ApplyDrop(id);
+      if (FindSlice(id) != nullptr) return bad(fmt::format("create of existing slice {}", id));
+      return ApplyCreate(id).status();
+    }
+    case WalRecordType::kCheckpoint:
+      return Status::OK();
+  }
+  return bad("unknown type");
+}
+
+Status BTreeSliceStore::ApplyBatches(const std::vector<std::pair<SliceId, const WriteBatch*>>& batches) {
+  for (const auto& [id, batch] : batches) {
+    BTreeSlice* slice = FindSlice(id);
+    if (slice == nullptr) return Status::NotFound(fmt::format("slice {} does not exist in {}", id, dir_));
+    for (const WriteOp& op : batch->ops()) {
+      if (op.kind == WriteOp::Kind::kPut) {
+        SHALE_RETURN_IF_ERROR(slice->ApplyPut(op.key, op.value));
+      } else {
+        SHALE_RETURN_IF_ERROR(slice->ApplyDelete(op.key));
+      }
+    }
+  }
+  return Status::OK();
+}
+
+Result<BTreeSlice*> BTreeSliceStore::ApplyCreate(SliceId id) {
+  SHALE_ASSIGN_OR_RETURN(PageId root, BTree::CreateRoot(pool_.get()));
+  SHALE_RETURN_IF_ERROR(catalog_->Put(CatalogKey(id), U64Payload(root)));
+  SHALE_ASSIGN_OR_RETURN(auto tree, BTree::OpenAt(pool_.get(), root));
+  auto slice = std::make_unique<BTreeSlice>(this, id, std::move(tree));
+  BTreeSlice* raw = slice.get();
+  std::unique_lock<std::shared_mutex> l(slices_mu_);
+  slices_[id] = std::move(slice);
+  return raw;
+}
+
+Status BTreeSliceStore::ApplyDrop(SliceId id) {
+  std::unique_ptr<BTreeSlice> slice;
+  {
+    std::unique_lock<std::shared_mutex> l(slices_mu_);
+    auto it = slices_.find(id);
+    if (it == slices_.end()) return Status::NotFound(fmt::format("slice {} does not exist in {}", id, dir_));
+    slice = std::move(it->second);
+    slices_.erase(it);
+  }
+  SHALE_RETURN_IF_ERROR(catalog_->Delete(CatalogKey(id)));
+  return slice->FreeAll();
+}
+
+Result<Slice*> BTreeSliceStore::CreateSlice(SliceId id) {
+  if (FindSlice(id) != nullptr) {
+    return Status::InvalidArgument(fmt::format("slice {} already exists in {}", id, dir_));
+  }
+  EnterWrite();
+  Status s;
+  {
+    std::lock_guard<std::mutex> l(gate_mu_);
+    s = failed_;
+  }
+  BTreeSlice* raw = nullptr;
+  if (s.ok()) {
+    auto lsn = wal_->Append(WalRecordType::kCreateSlice, U64Payload(id));
+    if (!lsn.ok()) {
+      s = lsn.status();
+    } else {
+      auto created = ApplyCreate(id);
+      if (created.ok()) {
+        raw = created.value();
+      } else {
+        s = created.status();
+        std::lock_guard<std::mutex> l(gate_mu_);
+        failed_ = s;
+        log::Error("slice store {}: create of slice {} failed after logging: {}; refusing writes until restart",
+                   dir_, id, s.ToString());
+      }
+    }
+  }
+  ExitWrite();
+  SHALE_RETURN_IF_ERROR(s);
+  return static_cast<Slice*>(raw);
+}
+
+Result<Slice*> BTreeSliceStore::GetSlice(SliceId id) {
+  BTreeSlice* slice = FindSlice(id);
+  if (slice == nullptr) return Status::NotFound(fmt::format("slice {} does not exist in {}", id, dir_));
+  return static_cast<Slice*>(slice);
+}
+
+Status BTreeSliceStore::DropSlice(SliceId id) {
+  if (FindSlice(id) == nullptr) return Status::NotFound(fmt::format("slice {} does not exist in {}", id, dir_));
+  EnterWrite();
+  Status s;
+  {
+    std::lock_guard<std::mutex> l(gate_mu_);
+    s = failed_;
+  }
+  if (s.ok()) {
+    auto lsn = wal_->Append(WalRecordType::kDropSlice, U64Payload(id));
+    if (!lsn.ok()) {
+      s = lsn.status();
+    } else {
+      s = ApplyDrop(id);
+      if (!s.ok()) {
+        std::lock_guard<std::mutex> l(gate_mu_);
+        failed_ = s;
+        log::Error("slice store {}: drop of slice {} failed after logging: {}; refusing writes until restart", dir_,
+                   id, s.ToString());
+      }
+    }
+  }
+  ExitWrite();
+  MaybeWakeCheckpointer();
+  return s;
+}
+
+std::vector<SliceId> BTreeSliceStore::ListSlices() const {
+  std::shared_lock<std::shared_mutex> l(slices_mu_);
+  std::vector<SliceId> ids;
+  ids.reserve(slices_.size());
+  for (const auto& [id, slice] : slices_) ids.push_back(id);
+  return ids;
+}
+
+Status BTreeSliceStore::Write(const std::vector<std::pair<SliceId, const WriteBatch*>>& batches) {
+  bool any = false;
+  for (const auto& [id, batch] : batches) {
+    if (FindSlice(id) == nullptr) return Status::NotFound(fmt::format("slice {} does not exist in {}", id, dir_));
+    for (const WriteOp& op : batch->ops()) {
+      if (op.key.size() > kMaxKeyBytes) {
+        return Status::InvalidArgument(
+            fmt::format("slice {}: key of {} bytes exceeds the limit of {}", id, op.key.size(), kMaxKeyBytes));
+      }
+      any = true;
+    }
+  }
+  if (!any) return Status::OK();
+  const std::string payload = EncodeBatchPayload(batches);
+  EnterWrite();
+  Status s;
+  {
+    std::lock_guard<std::mutex> l(gate_mu_);
+    s = failed_;
+  }
+  if (s.ok()) {
+    auto lsn = wal_->Append(WalRecordType::kBatch, payload);
+    if (!lsn.ok()) {
+      s = lsn.status();
+    } else {
+      s = ApplyBatches(batches);
+      if (!s.ok()) {
+        std::lock_guard<std::mutex> l(gate_mu_);
+        failed_ = s;
+        log::Error("slice store {}: a logged write failed to apply: {}; refusing writes until restart", dir_,
+                   s.ToString());
+      }
+    }
+  }
+  ExitWrite();
+  MaybeWakeCheckpointer();
+  return s;
+}
+
+void BTreeSliceStore::MaybeWakeCheckpointer() {
+  if (options_.checkpoint_wal_bytes == 0) return;
+  if (wal_->next_lsn() - checkpoint_lsn_.load(std::memory_order_relaxed) >= options_.checkpoint_wal_bytes) {
+    ckpt_cv_.notify_one();
+  }
+}
+
+Status BTreeSliceStore::Checkpoint() {
+  std::lock_guard<std::mutex> one(checkpoint_mu_);
+  {
+    // Pages that disagree with the log must never reach the data file
+    // (invariant 3): recovery will replay the log instead.
+    std::lock_guard<std::mutex> l(gate_mu_);
+    if (!failed_.ok()) return failed_;
+  }
+  PauseWriters();
+  const uint64_t lsn = wal_->next_lsn();
+  const size_t captured = pool_->CaptureDirty();
+  CheckpointSet set = file_->BeginCheckpoint(lsn);
+  ResumeWriters();
+  if (set.pages.empty() && lsn == idle_lsn_.load()) {
+    file_->EndCheckpoint(set, true);  // nothing changed since the last one
+    return Status::OK();
+  }
+  Status s = wal_->Sync();  // the log first: pages may hold effects up to lsn
+  if (s.ok()) s = file_->WriteCheckpoint(set);
+  file_->EndCheckpoint(set, s.ok());
+  if (!s.ok()) {
+    std::lock_guard<std::mutex> l(gate_mu_);
+    if (failed_.ok()) failed_ = s;
+    log::Error("slice store {}: checkpoint at LSN {} failed: {}; refusing writes until restart", dir_, lsn,
+               s.ToString());
+    return s;
+  }
+  checkpoint_lsn_.store(lsn);
+  checkpoints_.fetch_add(1);
+  auto end = wal_->Append(WalRecordType::kCheckpoint, U64Payload(lsn));
+  SHALE_RETURN_IF_ERROR(end.status());
+  idle_lsn_.store(*end);
+  SHALE_RETURN_IF_ERROR(wal_->RecycleBefore(lsn));
+  log::Debug("slice store {}: checkpoint at LSN {}: {} pages ({} captured from the pool)", dir_, lsn,
+             set.pages.size(), captured);
+  return Status::OK();
+}
+
+void BTreeSliceStore::CheckpointLoop() {
+  std::unique_lock<std::mutex> l(ckpt_thread_mu_);
+  const auto interval = std::chrono::milliseconds(options_.checkpoint_interval_ms == 0
+                                                      ? 3600000u
+                                                      : options_.checkpoint_interval_ms);
+  while (!stop_) {
+    ckpt_cv_.wait_for(l, interval);
+    if (stop_) break;
+    l.unlock();
+    Status s = Checkpoint();
+    if (!s.ok()) log::Error("slice store {}: background checkpoint failed: {}", dir_, s.ToString());
+    l.lock();
+  }
+}
+
+Status BTreeSliceStore::Verify(uint64_t* pages_checked) {
+  SHALE_RETURN_IF_ERROR(file_->VerifyOnDisk(pages_checked));
+  SHALE_RETURN_IF_ERROR(catalog_->TEST_Check().status());
+  std::shared_lock<std::shared_mutex> l(slices_mu_);
+  for (const auto& [id, slice] : slices_) {
+    auto check = slice->tree()->TEST_Check();
+    if (!check.ok()) return slice->Annotate(check.status());
+  }
+  return Status::OK();
+}
+
+SliceStoreStats BTreeSliceStore::GetStoreStats() const {
+  SliceStoreStats s;
+  s.wal = wal_->stats();
+  BufferPoolStats p = pool_->stats();
+  s.pool_hits = p.hits;
+  s.pool_misses = p.misses;
+  s.pool_evictions = p.evictions;
+  s.pool_writebacks = p.writebacks;
+  s.checkpoints = checkpoints_.load();
+  s.checkpoint_lsn = checkpoint_lsn_.load();
+  s.overlay_pages = file_->overlay_pages();
+  s.data_pages = file_->meta().page_count;
+  return s;
+}
 
 }  // namespace
 
-Result<std::unique_ptr<SliceStore>> SliceStore::Open(const std::string& dir) {
+Result<std::unique_ptr<SliceStore>> SliceStore::Open(const std::string& dir, const SliceStoreOptions& options) {
   std::error_code ec;
   bool created = std::filesystem::create_directories(dir, ec);
   if (ec) return Status::IOError(fmt::format("cannot create slice store {}: {}", dir, ec.message()));
@@ -140,8 +913,8 @@ Result<std::unique_ptr<SliceStore>> SliceStore::Open(const std::string& dir) {
     }
     return ErrnoStatus("cannot lock", lock_path, err);
   }
-  auto store = std::make_unique<LogSliceStore>(dir, lock_fd);
-  SHALE_RETURN_IF_ERROR(store->RecoverAll());
+  auto store = std::make_unique<BTreeSliceStore>(dir, lock_fd, options);
+  SHALE_RETURN_IF_ERROR(store->OpenAndRecover());
   return std::unique_ptr<SliceStore>(std::move(store));
 }
 

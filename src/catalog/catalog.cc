@@ -25,6 +25,40 @@ std::string TableKey(const std::string& db, const std::string& table) {
   return std::string(kTablePrefix) + db + "/" + table;
 }
 
+void SerializeRepresentation(const RepresentationDef& rep, pb::Representation* pr) {
+  pr->set_name(rep.name);
+  for (int k : rep.key_columns) pr->add_key_columns(static_cast<uint32_t>(k));
+  pr->set_distribution_columns(static_cast<uint32_t>(rep.distribution_columns));
+  pr->set_unique(rep.unique);
+  for (const SliceDef& s : rep.slices) {
+    pb::Slice* ps = pr->add_slices();
+    ps->set_id(s.id);
+    ps->set_hash_begin(s.hash_begin);
+    ps->set_hash_end(s.hash_end);
+    for (const std::string& r : s.replicas) ps->add_replicas(r);
+  }
+}
+
+Status ParseRepresentation(const pb::Representation& pr, size_t column_count, RepresentationDef* rep) {
+  rep->name = pr.name();
+  for (uint32_t k : pr.key_columns()) {
+    if (k >= column_count) return Status::Corruption("catalog: key column out of range");
+    rep->key_columns.push_back(static_cast<int>(k));
+  }
+  rep->distribution_columns = static_cast<int>(pr.distribution_columns());
+  rep->unique = pr.unique();
+  for (const pb::Slice& ps : pr.slices()) {
+    SliceDef s;
+    s.id = ps.id();
+    s.hash_begin = ps.hash_begin();
+    s.hash_end = ps.hash_end();
+    s.replicas.assign(ps.replicas().begin(), ps.replicas().end());
+    rep->slices.push_back(std::move(s));
+  }
+  if (rep->slices.empty()) return Status::Corruption("catalog: representation without slices");
+  return Status::OK();
+}
+
 std::string SerializeTable(const TableDef& t) {
   pb::Table m;
   m.set_id(t.id);
@@ -46,17 +80,8 @@ std::string SerializeTable(const TableDef& t) {
       pc->set_default_row(row);
     }
   }
-  pb::Representation* pr = m.mutable_primary();
-  pr->set_name(t.primary.name);
-  for (int k : t.primary.key_columns) pr->add_key_columns(static_cast<uint32_t>(k));
-  pr->set_distribution_columns(static_cast<uint32_t>(t.primary.distribution_columns));
-  for (const SliceDef& s : t.primary.slices) {
-    pb::Slice* ps = pr->add_slices();
-    ps->set_id(s.id);
-    ps->set_hash_begin(s.hash_begin);
-    ps->set_hash_end(s.hash_end);
-    for (const std::string& r : s.replicas) ps->add_replicas(r);
-  }
+  SerializeRepresentation(t.primary, m.mutable_primary());
+  for (const RepresentationDef& index : t.indexes) SerializeRepresentation(index, m.add_indexes());
   return m.SerializeAsString();
 }
 
@@ -84,22 +109,12 @@ Result<std::shared_ptr<const TableDef>> ParseTable(std::string_view bytes) {
     }
     t->columns.push_back(std::move(c));
   }
-  const pb::Representation& pr = m.primary();
-  t->primary.name = pr.name();
-  for (uint32_t k : pr.key_columns()) {
-    if (k >= t->columns.size()) return Status::Corruption("catalog: key column out of range");
-    t->primary.key_columns.push_back(static_cast<int>(k));
+  SHALE_RETURN_IF_ERROR(ParseRepresentation(m.primary(), t->columns.size(), &t->primary));
+  for (const pb::Representation& pi : m.indexes()) {
+    RepresentationDef index;
+    SHALE_RETURN_IF_ERROR(ParseRepresentation(pi, t->columns.size(), &index));
+    t->indexes.push_back(std::move(index));
   }
-  t->primary.distribution_columns = static_cast<int>(pr.distribution_columns());
-  for (const pb::Slice& ps : pr.slices()) {
-    SliceDef s;
-    s.id = ps.id();
-    s.hash_begin = ps.hash_begin();
-    s.hash_end = ps.hash_end();
-    s.replicas.assign(ps.replicas().begin(), ps.replicas().end());
-    t->primary.slices.push_back(std::move(s));
-  }
-  if (t->primary.slices.empty()) return Status::Corruption("catalog: table without slices");
   return std::shared_ptr<const TableDef>(std::move(t));
 }
 
@@ -124,6 +139,31 @@ std::vector<Value> PrimaryKeyValues(const TableDef& table, const Row& row) {
   out.reserve(table.primary.key_columns.size());
   for (int k : table.primary.key_columns) out.push_back(row[k]);
   return out;
+}
+
+std::vector<Value> RepresentationKeyValues(const RepresentationDef& rep, const Row& row) {
+  std::vector<Value> out;
+  out.reserve(rep.key_columns.size());
+  for (int k : rep.key_columns) out.push_back(row[k]);
+  return out;
+}
+
+std::string IndexEntryKey(const std::vector<Value>& index_values,
+                          const std::vector<Value>& primary_values) {
+  std::string out;
+  for (const Value& v : index_values) AppendKey(v, &out);
+  for (const Value& v : primary_values) AppendKey(v, &out);
+  return out;
+}
+
+int TableDef::FindIndex(std::string_view name) const {
+  for (size_t i = 0; i < indexes.size(); ++i) {
+    const std::string& n = indexes[i].name;
+    if (n.size() == name.size() && strncasecmp(n.data(), name.data(), n.size()) == 0) {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
 }
 
 const SliceDef& RepresentationDef::SliceForHash(uint64_t h) const {
@@ -257,6 +297,21 @@ Status Catalog::DropTable(const std::string& db, const std::string& name) {
   SHALE_RETURN_IF_ERROR(meta_->Write({{TableKey(db, name), std::nullopt}, {RowIdKey(id), std::nullopt}}));
   d->second.erase(name);
   row_ids_.erase(id);
+  return Status::OK();
+}
+
+Status Catalog::ReplaceTable(const std::shared_ptr<const TableDef>& expected, TableDef def) {
+  std::lock_guard lock(mu_);
+  auto d = dbs_.find(def.db);
+  if (d == dbs_.end() || !d->second.count(def.name)) {
+    return SqlError(ErrorCode::kNoSuchTable, "Table '{}.{}' doesn't exist", def.db, def.name);
+  }
+  auto t = d->second.find(def.name);
+  if (t->second != expected) {
+    return SqlError(ErrorCode::kTableDefChanged, "Table definition has changed, please retry transaction");
+  }
+  SHALE_RETURN_IF_ERROR(meta_->Put(TableKey(def.db, def.name), SerializeTable(def)));
+  t->second = std::make_shared<const TableDef>(std::move(def));
   return Status::OK();
 }
 

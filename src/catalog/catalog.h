@@ -58,11 +58,18 @@ struct SliceDef {
 
 // A representation: the rows of a table ordered by `key_columns`, hash
 // distributed on the first `distribution_columns` of them.
+//
+// A secondary index is a representation whose stored key is the encoded
+// values of its key_columns followed by the table's primary-key values
+// (IndexEntryKey), so entries are unique even when index values repeat, and
+// whose stored value is the primary-key values as an encoded row (to find
+// the row in the primary representation).
 struct RepresentationDef {
-  std::string name;               // "PRIMARY" for the primary key
+  std::string name;               // "PRIMARY" for the primary key, else the index name
   std::vector<int> key_columns;   // indexes into TableDef::columns
   int distribution_columns = 1;
   std::vector<SliceDef> slices;   // ordered by hash_begin; cover [0, 2^64)
+  bool unique = false;            // secondary index: no two rows with equal non-NULL key values
 
   // The slice owning distribution hash `h`.
   const SliceDef& SliceForHash(uint64_t h) const;
@@ -74,9 +81,12 @@ struct TableDef {
   std::string name;
   std::vector<ColumnDef> columns;
   RepresentationDef primary;
+  std::vector<RepresentationDef> indexes;  // secondary indexes, in definition order
 
   // Index of the column named `name` (case-insensitive), or -1.
   int FindColumn(std::string_view name) const;
+  // Position in `indexes` of the index named `name` (case-insensitive), or -1.
+  int FindIndex(std::string_view name) const;
 };
 
 // The encoded primary key (memcomparable, src/common/value.h) of the
@@ -87,6 +97,12 @@ std::string EncodeKey(const std::vector<Value>& key_values);
 uint64_t DistributionHash(const RepresentationDef& rep, const std::vector<Value>& key_values);
 // The primary-key values of a full table row.
 std::vector<Value> PrimaryKeyValues(const TableDef& table, const Row& row);
+// The values of `rep`'s key columns in a full table row.
+std::vector<Value> RepresentationKeyValues(const RepresentationDef& rep, const Row& row);
+// The stored key of secondary-index entry for a row: its index key values
+// then its primary-key values, encoded.
+std::string IndexEntryKey(const std::vector<Value>& index_values,
+                          const std::vector<Value>& primary_values);
 
 class Catalog {
  public:
@@ -112,6 +128,11 @@ class Catalog {
   Status CreateTable(TableDef def, bool if_not_exists, bool* created);
   // ER_BAD_TABLE_ERROR (1051) if absent.
   Status DropTable(const std::string& db, const std::string& name);
+  // Publishes a changed definition of an existing table (same db, name and
+  // id), e.g. with an index added or dropped. Fails with
+  // ER_TABLE_DEF_CHANGED (1412) unless the published definition is still
+  // `expected` (the one the change was computed from).
+  Status ReplaceTable(const std::shared_ptr<const TableDef>& expected, TableDef def);
   // ER_BAD_DB_ERROR (1049) if the database is absent.
   Result<std::vector<std::string>> ListTables(const std::string& db) const;
 

@@ -76,6 +76,14 @@ enum class ErrorCode : uint16_t {
   kTooBigScale = 1425,          // ER_TOO_BIG_SCALE
   kTooBigPrecision = 1426,      // ER_TOO_BIG_PRECISION
   kMBiggerThanD = 1427,         // ER_M_BIGGER_THAN_D
+  kDupKeyName = 1061,           // ER_DUP_KEYNAME
+  kCantDropFieldOrKey = 1091,   // ER_CANT_DROP_FIELD_OR_KEY
+  kWrongUsage = 1221,           // ER_WRONG_USAGE
+  kWrongNumberOfColumnsInSelect = 1222,  // ER_WRONG_NUMBER_OF_COLUMNS_IN_SELECT
+  kOperandColumns = 1241,       // ER_OPERAND_COLUMNS
+  kSubqueryNo1Row = 1242,       // ER_SUBQUERY_NO_1_ROW
+  kDerivedMustHaveAlias = 1248, // ER_DERIVED_MUST_HAVE_ALIAS
+  kTableDefChanged = 1412,      // ER_TABLE_DEF_CHANGED
 };
 
 // SQLSTATE of a MySQL error number ("HY000" when the table has none).

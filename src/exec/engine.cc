@@ -76,7 +76,7 @@ Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
   }
   std::unique_ptr<Engine> engine(new Engine(options));
   SHALE_ASSIGN_OR_RETURN(engine->meta_, storage::MetaStore::Open(options.data_dir + "/meta"));
-  SHALE_ASSIGN_OR_RETURN(engine->slices_, storage::SliceStore::Open(options.data_dir + "/slices"));
+  SHALE_ASSIGN_OR_RETURN(engine->slices_, storage::SliceStore::Open(options.data_dir + "/slices", options.storage));
   SHALE_ASSIGN_OR_RETURN(engine->catalog_, catalog::Catalog::Load(engine->meta_.get()));
 
   // Slices no table refers to were left by a CREATE or DROP TABLE that was
@@ -88,6 +88,9 @@ Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
     for (const std::string& name : names) {
       SHALE_ASSIGN_OR_RETURN(auto table, engine->catalog_->GetTable(db, name));
       for (const auto& s : table->primary.slices) referenced.insert(s.id);
+      for (const auto& index : table->indexes) {
+        for (const auto& s : index.slices) referenced.insert(s.id);
+      }
       ++tables;
     }
   }

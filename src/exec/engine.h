@@ -27,6 +27,8 @@ struct EngineOptions {
   uint32_t default_slices = 4;
   // Name of this node, shown in system tables and logs. Default: "node1".
   std::string node_name = "node1";
+  // The slice store: buffer pool, WAL mode, checkpoints (storage/slice.h).
+  storage::SliceStoreOptions storage;
 };
 
 class Engine {

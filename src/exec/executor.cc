@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "planner/planner.h"
 #include "sierra/eval.h"
 #include "src/common/errors.h"
 #include "src/common/log.h"
@@ -117,6 +118,55 @@ class SliceScanSource : public RowSource {
   const PhysicalOperator& op_;
   size_t next_slice_ = 0;
   std::unique_ptr<storage::SliceIterator> iter_;
+};
+
+// Reads a secondary index's entries in `range` from every listed slice,
+// merged into index-key order, and returns the primary-representation row
+// each entry points to.
+class IndexScanSource : public RowSource {
+ public:
+  IndexScanSource(Engine* engine, const PhysicalOperator& op) : engine_(engine), op_(op) {}
+  Result<bool> Next(Row* row) override {
+    const catalog::TableDef& table = *op_.table;
+    if (!opened_) {
+      opened_ = true;
+      for (const catalog::SliceDef& def : op_.slices) {
+        SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, LocalSlice(engine_, table, def));
+        iters_.push_back(slice->NewIterator(op_.range));
+      }
+    }
+    while (true) {
+      storage::SliceIterator* best = nullptr;
+      for (auto& it : iters_) {
+        if (!it->Valid()) {
+          SHALE_RETURN_IF_ERROR(it->status());
+          continue;
+        }
+        if (!best || it->key() < best->key()) best = it.get();
+      }
+      if (!best) return false;
+      Row pk;
+      Status decoded = DecodeRow(best->value(), &pk);
+      best->Next();
+      if (!decoded.ok()) return RowCorrupt(table, op_.slices[0], decoded);
+      const catalog::SliceDef& def =
+          table.primary.SliceForHash(catalog::DistributionHash(table.primary, pk));
+      SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, LocalSlice(engine_, table, def));
+      std::string value;
+      Status st = slice->Get(catalog::EncodeKey(pk), &value);
+      if (st.IsNotFound()) continue;  // deleted since the index was read
+      SHALE_RETURN_IF_ERROR(st);
+      decoded = DecodeRow(value, row);
+      if (!decoded.ok()) return RowCorrupt(table, def, decoded);
+      return true;
+    }
+  }
+
+ private:
+  Engine* engine_;
+  const PhysicalOperator& op_;
+  bool opened_ = false;
+  std::vector<std::unique_ptr<storage::SliceIterator>> iters_;
 };
 
 class FilterSource : public RowSource {
@@ -404,7 +454,128 @@ class NestedLoopJoinSource : public RowSource {
   size_t next_right_ = 0;
 };
 
+// Every row of `source`.
+Result<std::vector<Row>> Drain(RowSource* source) {
+  std::vector<Row> rows;
+  Row r;
+  while (true) {
+    SHALE_ASSIGN_OR_RETURN(bool more, source->Next(&r));
+    if (!more) break;
+    rows.push_back(std::move(r));
+    r = Row();
+  }
+  return rows;
+}
+
+// Each input row with the value of a subquery appended (sierra kApply). An
+// uncorrelated subquery runs once; a correlated one runs per distinct set
+// of outer values (memoized), re-planned with the values substituted, so
+// its key predicates become point gets and index scans.
+class ApplySource : public RowSource {
+ public:
+  ApplySource(Engine* engine, const PhysicalOperator& op, std::unique_ptr<RowSource> child)
+      : engine_(engine), op_(op), child_(std::move(child)) {}
+  Result<bool> Next(Row* row) override {
+    SHALE_ASSIGN_OR_RETURN(bool more, child_->Next(row));
+    if (!more) return false;
+    const std::vector<Row>* result = nullptr;
+    if (!op_.correlated) {
+      if (!uncorrelated_) {
+        SHALE_ASSIGN_OR_RETURN(auto sub, Build(engine_, *op_.children[1]));
+        SHALE_ASSIGN_OR_RETURN(std::vector<Row> rows, Drain(sub.get()));
+        uncorrelated_ = std::move(rows);
+      }
+      result = &*uncorrelated_;
+    } else {
+      std::string key;
+      EncodeRow(*row, &key);
+      auto it = memo_.find(key);
+      if (it == memo_.end()) {
+        sierra::LogicalPtr logical = sierra::SubstituteOuter(*op_.subquery, *row);
+        SHALE_ASSIGN_OR_RETURN(auto physical, planner::Plan(*logical));
+        SHALE_ASSIGN_OR_RETURN(auto sub, Build(engine_, *physical));
+        SHALE_ASSIGN_OR_RETURN(std::vector<Row> rows, Drain(sub.get()));
+        if (memo_.size() > kMaxMemo) memo_.clear();
+        it = memo_.emplace(std::move(key), std::move(rows)).first;
+      }
+      result = &it->second;
+    }
+    SHALE_ASSIGN_OR_RETURN(Value v, Compute(*row, *result));
+    row->push_back(std::move(v));
+    return true;
+  }
+
+ private:
+  static constexpr size_t kMaxMemo = 100000;
+
+  Result<Value> Compute(const Row& row, const std::vector<Row>& rows) {
+    using sierra::ApplyKind;
+    switch (op_.apply_kind) {
+      case ApplyKind::kScalar:
+        if (rows.size() > 1) return SqlError(ErrorCode::kSubqueryNo1Row, "Subquery returns more than 1 row");
+        return rows.empty() ? Value::Null() : rows[0][0];
+      case ApplyKind::kExists:
+        return Value::Int(rows.empty() ? 0 : 1);
+      case ApplyKind::kIn:
+      case ApplyKind::kAny:
+      case ApplyKind::kAll: {
+        // x IN S is x = ANY S. ANY: true if some comparison is true, else
+        // NULL if some is NULL, else false. ALL: false if some comparison
+        // is false, else NULL if some is NULL, else true.
+        const bool all = op_.apply_kind == ApplyKind::kAll;
+        const sierra::CompareOp cmp = op_.apply_kind == ApplyKind::kIn ? sierra::CompareOp::kEq : op_.compare_op;
+        if (rows.empty()) return Value::Int(all ? 1 : 0);
+        SHALE_ASSIGN_OR_RETURN(Value lhs, sierra::Evaluate(*op_.exprs[0], row));
+        bool saw_null = false;
+        for (const Row& r : rows) {
+          auto c = sierra::Expr::Compare(cmp, sierra::Expr::Constant(lhs), sierra::Expr::Constant(r[0]));
+          SHALE_ASSIGN_OR_RETURN(Value v, sierra::Evaluate(*c, {}));
+          if (v.is_null()) {
+            saw_null = true;
+          } else if (sierra::IsTrue(v) != all) {
+            return Value::Int(all ? 0 : 1);
+          }
+        }
+        if (saw_null) return Value::Null();
+        return Value::Int(all ? 1 : 0);
+      }
+    }
+    return Status::Internal("bad apply kind");
+  }
+
+  Engine* engine_;
+  const PhysicalOperator& op_;
+  std::unique_ptr<RowSource> child_;
+  std::optional<std::vector<Row>> uncorrelated_;
+  std::unordered_map<std::string, std::vector<Row>> memo_;  // outer row -> subquery rows
+};
+
+class UnionAllSource : public RowSource {
+ public:
+  UnionAllSource(Engine* engine, const PhysicalOperator& op) : engine_(engine), op_(op) {}
+  Result<bool> Next(Row* row) override {
+    while (next_ <= op_.children.size()) {
+      if (!current_) {
+        if (next_ == op_.children.size()) return false;
+        SHALE_ASSIGN_OR_RETURN(current_, Build(engine_, *op_.children[next_]));
+        ++next_;
+      }
+      SHALE_ASSIGN_OR_RETURN(bool more, current_->Next(row));
+      if (more) return true;
+      current_.reset();
+    }
+    return false;
+  }
+
+ private:
+  Engine* engine_;
+  const PhysicalOperator& op_;
+  size_t next_ = 0;
+  std::unique_ptr<RowSource> current_;
+};
+
 Result<std::unique_ptr<RowSource>> Build(Engine* engine, const PhysicalOperator& op) {
+  if (op.kind == PhysicalKind::kUnionAll) return std::unique_ptr<RowSource>(new UnionAllSource(engine, op));
   std::unique_ptr<RowSource> child;
   if (!op.children.empty()) {
     SHALE_ASSIGN_OR_RETURN(child, Build(engine, *op.children[0]));
@@ -413,6 +584,7 @@ Result<std::unique_ptr<RowSource>> Build(Engine* engine, const PhysicalOperator&
     case PhysicalKind::kValues: return std::unique_ptr<RowSource>(new ValuesSource(op));
     case PhysicalKind::kPointGet: return std::unique_ptr<RowSource>(new PointGetSource(engine, op));
     case PhysicalKind::kSliceScan: return std::unique_ptr<RowSource>(new SliceScanSource(engine, op));
+    case PhysicalKind::kIndexScan: return std::unique_ptr<RowSource>(new IndexScanSource(engine, op));
     case PhysicalKind::kFilter: return std::unique_ptr<RowSource>(new FilterSource(op, std::move(child)));
     case PhysicalKind::kProject: return std::unique_ptr<RowSource>(new ProjectSource(op, std::move(child)));
     case PhysicalKind::kSort: return std::unique_ptr<RowSource>(new SortSource(op, std::move(child)));
@@ -426,6 +598,9 @@ Result<std::unique_ptr<RowSource>> Build(Engine* engine, const PhysicalOperator&
       return std::unique_ptr<RowSource>(
           new NestedLoopJoinSource(op, std::move(child), std::move(right)));
     }
+    case PhysicalKind::kApply:
+      return std::unique_ptr<RowSource>(new ApplySource(engine, op, std::move(child)));
+    case PhysicalKind::kUnionAll:
     case PhysicalKind::kInsert:
     case PhysicalKind::kUpdate:
     case PhysicalKind::kDelete: break;
@@ -469,10 +644,161 @@ int HiddenRowIdColumn(const catalog::TableDef& table) {
   return -1;
 }
 
-size_t SliceIndexOf(const catalog::TableDef& table, const std::vector<Value>& key_values) {
-  uint64_t h = catalog::DistributionHash(table.primary, key_values);
-  const catalog::SliceDef& s = table.primary.SliceForHash(h);
-  return static_cast<size_t>(&s - table.primary.slices.data());
+bool HasNull(const std::vector<Value>& values) {
+  return std::any_of(values.begin(), values.end(), [](const Value& v) { return v.is_null(); });
+}
+
+// The slice of `rep` that owns a key starting with `key_values`.
+size_t SliceIndexOf(const catalog::RepresentationDef& rep, const std::vector<Value>& key_values) {
+  const catalog::SliceDef& s = rep.SliceForHash(catalog::DistributionHash(rep, key_values));
+  return static_cast<size_t>(&s - rep.slices.data());
+}
+
+// The writes of one statement to one table: every representation (0 is the
+// primary, i + 1 secondary index i) gets a map of pending changes that
+// overlays the stored slices, so checks see the statement's own earlier
+// rows; Commit() writes one batch per slice.
+class TableWriter {
+ public:
+  TableWriter(Engine* engine, const catalog::TableDef& table)
+      : engine_(engine), table_(table), changes_(1 + table.indexes.size()),
+        slices_(1 + table.indexes.size()) {
+    for (size_t r = 0; r < slices_.size(); ++r) slices_[r].resize(Rep(r).slices.size(), nullptr);
+  }
+
+  const catalog::RepresentationDef& Rep(size_t r) const {
+    return r == 0 ? table_.primary : table_.indexes[r - 1];
+  }
+
+  // Whether primary key `key` (in slice `slice_index`) holds a row.
+  Result<bool> RowExists(const std::string& key, size_t slice_index) {
+    auto it = changes_[0].find(key);
+    if (it != changes_[0].end()) return it->second.value.has_value();
+    SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, SliceAt(0, slice_index));
+    std::string existing;
+    Status st = slice->Get(key, &existing);
+    if (st.ok()) return true;
+    if (st.IsNotFound()) return false;
+    return st;
+  }
+
+  // ER_DUP_ENTRY if a UNIQUE index already has an entry with the index key
+  // values of `row` (none NULL).
+  Status CheckUnique(const Row& row) {
+    for (size_t r = 1; r < changes_.size(); ++r) {
+      const catalog::RepresentationDef& rep = Rep(r);
+      if (!rep.unique) continue;
+      std::vector<Value> values = catalog::RepresentationKeyValues(rep, row);
+      if (HasNull(values)) continue;
+      std::string prefix = catalog::EncodeKey(values);
+      std::string end = prefix + '\xff';  // no key component starts with 0xFF
+      bool taken = false;
+      auto& pending = changes_[r];
+      for (auto it = pending.lower_bound(prefix); it != pending.end() && it->first < end; ++it) {
+        taken |= it->second.value.has_value();
+      }
+      if (!taken) {
+        SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, SliceAt(r, SliceIndexOf(rep, values)));
+        storage::KeyRange range;
+        range.has_start = true;
+        range.start = prefix;
+        range.has_end = true;
+        range.end = end;
+        range.end_inclusive = false;
+        for (auto it = slice->NewIterator(range); it->Valid(); it->Next()) {
+          auto c = pending.find(std::string(it->key()));
+          if (c == pending.end() || c->second.value) {
+            taken = true;
+            break;
+          }
+        }
+      }
+      if (taken) {
+        return SqlError(ErrorCode::kDupEntry, "Duplicate entry '{}' for key '{}.{}'",
+                        DupEntryText(values), table_.name, rep.name);
+      }
+    }
+    return Status::OK();
+  }
+
+  // Adds or removes `row` (a full, converted table row) in every
+  // representation.
+  void Put(const Row& row) { Change(row, true); }
+  void Delete(const Row& row) { Change(row, false); }
+
+  Status Commit() {
+    // Every representation's batches (primary key and indexes) go to the
+    // store as one atomic write: one WAL record for the whole statement.
+    std::vector<std::vector<storage::WriteBatch>> batches(changes_.size());
+    std::vector<std::pair<storage::SliceId, const storage::WriteBatch*>> writes;
+    for (size_t r = 0; r < changes_.size(); ++r) {
+      batches[r].resize(Rep(r).slices.size());
+      for (auto& [key, change] : changes_[r]) {
+        if (change.value) {
+          batches[r][change.slice_index].Put(key, std::move(*change.value));
+        } else {
+          batches[r][change.slice_index].Delete(key);
+        }
+      }
+    }
+    for (size_t r = 0; r < batches.size(); ++r) {
+      for (size_t i = 0; i < batches[r].size(); ++i) {
+        if (batches[r][i].empty()) continue;
+        SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, SliceAt(r, i));
+        writes.emplace_back(slice->id(), &batches[r][i]);
+      }
+    }
+    if (writes.empty()) return Status::OK();
+    SHALE_RETURN_IF_ERROR(engine_->slices()->Write(writes));
+    return Status::OK();
+  }
+
+ private:
+  struct PendingChange {
+    size_t slice_index;
+    std::optional<std::string> value;  // nullopt: delete
+  };
+
+  Result<storage::Slice*> SliceAt(size_t r, size_t index) {
+    storage::Slice*& s = slices_[r][index];
+    if (!s) {
+      SHALE_ASSIGN_OR_RETURN(s, LocalSlice(engine_, table_, Rep(r).slices[index]));
+    }
+    return s;
+  }
+
+  void Change(const Row& row, bool put) {
+    std::vector<Value> pk = catalog::PrimaryKeyValues(table_, row);
+    std::optional<std::string> value;
+    if (put) {
+      value.emplace();
+      EncodeRow(row, &*value);
+    }
+    changes_[0][catalog::EncodeKey(pk)] = PendingChange{SliceIndexOf(table_.primary, pk), value};
+    std::string pk_row;
+    EncodeRow(pk, &pk_row);
+    for (size_t r = 1; r < changes_.size(); ++r) {
+      std::vector<Value> values = catalog::RepresentationKeyValues(Rep(r), row);
+      changes_[r][catalog::IndexEntryKey(values, pk)] =
+          PendingChange{SliceIndexOf(Rep(r), values), put ? std::optional<std::string>(pk_row) : std::nullopt};
+    }
+  }
+
+  Engine* engine_;
+  const catalog::TableDef& table_;
+  // std::map keeps each batch in key order.
+  std::vector<std::map<std::string, PendingChange>> changes_;
+  std::vector<std::vector<storage::Slice*>> slices_;
+};
+
+// A write runs against the definition it was planned with: if an index was
+// added or dropped since, it would miss or write stale index entries.
+Status CheckTableUnchanged(Engine* engine, const PhysicalOperator& op) {
+  auto current = engine->catalog()->GetTable(op.table->db, op.table->name);
+  if (!current.ok() || *current != op.table) {
+    return SqlError(ErrorCode::kTableDefChanged, "Table definition has changed, please retry transaction");
+  }
+  return Status::OK();
 }
 
 Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op) {
@@ -480,13 +806,6 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
   SHALE_ASSIGN_OR_RETURN(auto source, Build(engine, *op.children[0]));
 
   // 1. Convert and check every row.
-  struct Pending {
-    std::string key;
-    std::string value;
-    std::vector<Value> key_values;
-    size_t slice_index;
-  };
-  std::vector<Pending> pending;
   std::vector<Row> rows;
   Row row;
   while (true) {
@@ -504,47 +823,27 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
       rows[i][row_id_col] = Value::Int(first + static_cast<int64_t>(i));
     }
   }
-  for (size_t i = 0; i < rows.size(); ++i) {
-    Row& r = rows[i];
-    SHALE_RETURN_IF_ERROR(CoerceRow(table, i + 1, &r));
-    Pending p;
-    p.key_values = catalog::PrimaryKeyValues(table, r);
-    p.key = catalog::EncodeKey(p.key_values);
-    p.slice_index = SliceIndexOf(table, p.key_values);
-    EncodeRow(r, &p.value);
-    pending.push_back(std::move(p));
-  }
+  for (size_t i = 0; i < rows.size(); ++i) SHALE_RETURN_IF_ERROR(CoerceRow(table, i + 1, &rows[i]));
 
   // 2. Check keys and write, holding the table's write lock so no concurrent
-  //    INSERT can slip a duplicate between the check and the write.
+  //    writer can slip a duplicate between the check and the write.
   std::lock_guard lock(engine->TableWriteMutex(table.id));
-  std::unordered_set<std::string> seen;
-  std::vector<storage::Slice*> slices(table.primary.slices.size(), nullptr);
-  for (const Pending& p : pending) {
-    auto dup = [&] {
+  SHALE_RETURN_IF_ERROR(CheckTableUnchanged(engine, op));
+  TableWriter writer(engine, table);
+  for (const Row& r : rows) {
+    std::vector<Value> pk = catalog::PrimaryKeyValues(table, r);
+    SHALE_ASSIGN_OR_RETURN(bool exists,
+                           writer.RowExists(catalog::EncodeKey(pk), SliceIndexOf(table.primary, pk)));
+    if (exists) {
       return SqlError(ErrorCode::kDupEntry, "Duplicate entry '{}' for key '{}.PRIMARY'",
-                      DupEntryText(p.key_values), table.name);
-    };
-    if (!seen.insert(p.key).second) return dup();
-    storage::Slice*& slice = slices[p.slice_index];
-    if (!slice) {
-      SHALE_ASSIGN_OR_RETURN(slice, LocalSlice(engine, table, table.primary.slices[p.slice_index]));
+                      DupEntryText(pk), table.name);
     }
-    std::string existing;
-    Status st = slice->Get(p.key, &existing);
-    if (st.ok()) return dup();
-    if (!st.IsNotFound()) return st;
+    SHALE_RETURN_IF_ERROR(writer.CheckUnique(r));
+    writer.Put(r);
   }
-  std::vector<storage::WriteBatch> batches(slices.size());
-  for (Pending& p : pending) batches[p.slice_index].Put(std::move(p.key), std::move(p.value));
-  for (size_t i = 0; i < batches.size(); ++i) {
-    if (batches[i].empty()) continue;
-    // TODO(txn issue): batches to different slices commit independently until
-    // distributed commit exists; a failure here can leave a partial INSERT.
-    SHALE_RETURN_IF_ERROR(slices[i]->Write(batches[i]));
-  }
+  SHALE_RETURN_IF_ERROR(writer.Commit());
   StatementResult result;
-  result.affected_rows = pending.size();
+  result.affected_rows = rows.size();
   return result;
 }
 
@@ -558,6 +857,7 @@ Result<StatementResult> ExecuteModify(Engine* engine, const PhysicalOperator& op
   const catalog::TableDef& table = *op.table;
   const bool is_update = op.kind == PhysicalKind::kUpdate;
   std::lock_guard lock(engine->TableWriteMutex(table.id));
+  SHALE_RETURN_IF_ERROR(CheckTableUnchanged(engine, op));
 
   SHALE_ASSIGN_OR_RETURN(auto source, Build(engine, *op.children[0]));
   std::vector<Row> targets;
@@ -569,40 +869,13 @@ Result<StatementResult> ExecuteModify(Engine* engine, const PhysicalOperator& op
     row = Row();
   }
 
-  std::vector<storage::Slice*> slices(table.primary.slices.size(), nullptr);
-  auto slice_at = [&](size_t index) -> Result<storage::Slice*> {
-    if (!slices[index]) {
-      SHALE_ASSIGN_OR_RETURN(slices[index], LocalSlice(engine, table, table.primary.slices[index]));
-    }
-    return slices[index];
-  };
-  // The statement's writes so far: encoded key -> (slice, new value or
-  // nullopt for a delete). std::map keeps batches in key order.
-  struct Change {
-    size_t slice_index;
-    std::optional<std::string> value;
-  };
-  std::map<std::string, Change> changes;
-  auto key_exists = [&](const std::string& key, size_t slice_index) -> Result<bool> {
-    auto it = changes.find(key);
-    if (it != changes.end()) return it->second.value.has_value();
-    SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, slice_at(slice_index));
-    std::string existing;
-    Status st = slice->Get(key, &existing);
-    if (st.ok()) return true;
-    if (st.IsNotFound()) return false;
-    return st;
-  };
-
+  TableWriter writer(engine, table);
   uint64_t matched = 0;
   uint64_t changed = 0;
   for (Row& old_row : targets) {
     ++matched;
-    std::vector<Value> old_key_values = catalog::PrimaryKeyValues(table, old_row);
-    std::string old_key = catalog::EncodeKey(old_key_values);
-    size_t old_slice = SliceIndexOf(table, old_key_values);
     if (!is_update) {
-      changes[old_key] = Change{old_slice, std::nullopt};
+      writer.Delete(old_row);
       ++changed;
       continue;
     }
@@ -626,40 +899,22 @@ Result<StatementResult> ExecuteModify(Engine* engine, const PhysicalOperator& op
     }
     if (new_row == old_row) continue;  // matched, not changed
     ++changed;
-    std::vector<Value> new_key_values = catalog::PrimaryKeyValues(table, new_row);
-    std::string new_key = catalog::EncodeKey(new_key_values);
-    std::string value;
-    EncodeRow(new_row, &value);
-    if (new_key == old_key) {
-      changes[old_key] = Change{old_slice, std::move(value)};
-      continue;
+    std::vector<Value> old_pk = catalog::PrimaryKeyValues(table, old_row);
+    std::vector<Value> new_pk = catalog::PrimaryKeyValues(table, new_row);
+    // The old row's entries go first, so the new row may reuse its keys.
+    writer.Delete(old_row);
+    if (new_pk != old_pk) {
+      SHALE_ASSIGN_OR_RETURN(bool taken, writer.RowExists(catalog::EncodeKey(new_pk),
+                                                          SliceIndexOf(table.primary, new_pk)));
+      if (taken) {
+        return SqlError(ErrorCode::kDupEntry, "Duplicate entry '{}' for key '{}.PRIMARY'",
+                        DupEntryText(new_pk), table.name);
+      }
     }
-    // The row moves: its old key goes, its new key must be free.
-    size_t new_slice = SliceIndexOf(table, new_key_values);
-    changes[old_key] = Change{old_slice, std::nullopt};
-    SHALE_ASSIGN_OR_RETURN(bool taken, key_exists(new_key, new_slice));
-    if (taken) {
-      return SqlError(ErrorCode::kDupEntry, "Duplicate entry '{}' for key '{}.PRIMARY'",
-                      DupEntryText(new_key_values), table.name);
-    }
-    changes[new_key] = Change{new_slice, std::move(value)};
+    SHALE_RETURN_IF_ERROR(writer.CheckUnique(new_row));
+    writer.Put(new_row);
   }
-
-  std::vector<storage::WriteBatch> batches(slices.size());
-  for (auto& [key, change] : changes) {
-    if (change.value) {
-      batches[change.slice_index].Put(key, std::move(*change.value));
-    } else {
-      batches[change.slice_index].Delete(key);
-    }
-  }
-  for (size_t i = 0; i < batches.size(); ++i) {
-    if (batches[i].empty()) continue;
-    SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, slice_at(i));
-    // TODO(txn issue): as for INSERT, batches to different slices commit
-    // independently until distributed commit exists.
-    SHALE_RETURN_IF_ERROR(slice->Write(batches[i]));
-  }
+  SHALE_RETURN_IF_ERROR(writer.Commit());
   StatementResult result;
   result.affected_rows = changed;
   if (is_update) result.info = fmt::format("Rows matched: {}  Changed: {}  Warnings: 0", matched, changed);
@@ -685,6 +940,45 @@ Result<StatementResult> ExecutePlan(Engine* engine, const PhysicalOperator& plan
     row = Row();
   }
   return result;
+}
+
+}  // namespace shale::exec
+
+namespace shale::exec {
+
+Status BuildIndex(Engine* engine, const catalog::TableDef& table,
+                  const catalog::RepresentationDef& index) {
+  std::vector<std::map<std::string, std::string>> entries(index.slices.size());
+  std::map<std::string, std::vector<Value>> unique_seen;  // encoded key values -> values
+  for (const catalog::SliceDef& def : table.primary.slices) {
+    SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, LocalSlice(engine, table, def));
+    auto it = slice->NewIterator(storage::KeyRange::All());
+    for (; it->Valid(); it->Next()) {
+      Row row;
+      Status decoded = DecodeRow(it->value(), &row);
+      if (!decoded.ok()) return RowCorrupt(table, def, decoded);
+      std::vector<Value> values = catalog::RepresentationKeyValues(index, row);
+      std::vector<Value> pk = catalog::PrimaryKeyValues(table, row);
+      if (index.unique && !HasNull(values)) {
+        if (!unique_seen.emplace(catalog::EncodeKey(values), values).second) {
+          return SqlError(ErrorCode::kDupEntry, "Duplicate entry '{}' for key '{}.{}'",
+                          DupEntryText(values), table.name, index.name);
+        }
+      }
+      std::string pk_row;
+      EncodeRow(pk, &pk_row);
+      entries[SliceIndexOf(index, values)][catalog::IndexEntryKey(values, pk)] = std::move(pk_row);
+    }
+    SHALE_RETURN_IF_ERROR(it->status());
+  }
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (entries[i].empty()) continue;
+    storage::WriteBatch batch;
+    for (auto& [key, value] : entries[i]) batch.Put(key, std::move(value));
+    SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, LocalSlice(engine, table, index.slices[i]));
+    SHALE_RETURN_IF_ERROR(slice->Write(batch));
+  }
+  return Status::OK();
 }
 
 }  // namespace shale::exec

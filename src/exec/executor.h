@@ -18,4 +18,12 @@ namespace shale::exec {
 // Runs `plan` and returns its result set (or, for kInsert, the affected rows).
 Result<StatementResult> ExecutePlan(Engine* engine, const planner::PhysicalOperator& plan);
 
+// Fills the empty slices of secondary index `index` of `table` (which need
+// not be in `table.indexes` yet) with an entry per row of the primary
+// representation. ER_DUP_ENTRY (1062) if `index` is UNIQUE and two rows
+// have equal key values without NULLs; then nothing is written.
+// REQUIRES: the caller holds the table's write lock (Engine::TableWriteMutex).
+Status BuildIndex(Engine* engine, const catalog::TableDef& table,
+                  const catalog::RepresentationDef& index);
+
 }  // namespace shale::exec

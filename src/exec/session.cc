@@ -25,6 +25,29 @@ StatementResult Ok(uint64_t affected = 0) {
   return r;
 }
 
+// Creates `count` empty slices for `rep`, appending them to rep->slices and
+// their ids to *created (so the caller can undo).
+Status CreateSlicesFor(Engine* engine, uint32_t count, catalog::RepresentationDef* rep,
+                       std::vector<storage::SliceId>* created) {
+  auto placements = rebalancer::PlaceNewRepresentation(count, kDefaultReplicas,
+                                                       {engine->options().node_name});
+  for (const auto& p : placements) {
+    catalog::SliceDef s;
+    SHALE_ASSIGN_OR_RETURN(s.id, engine->catalog()->NextId());
+    s.hash_begin = p.hash_begin;
+    s.hash_end = p.hash_end;
+    s.replicas = p.replicas;
+    SHALE_RETURN_IF_ERROR(engine->slices()->CreateSlice(s.id).status());
+    created->push_back(s.id);
+    rep->slices.push_back(std::move(s));
+  }
+  return Status::OK();
+}
+
+void DropCreatedSlices(Engine* engine, const std::vector<storage::SliceId>& created) {
+  for (storage::SliceId id : created) (void)engine->slices()->DropSlice(id);
+}
+
 Status RunCreateTable(Engine* engine, sql::CreateTableCmd cmd) {
   catalog::Catalog* cat = engine->catalog();
   if (cat->GetTable(cmd.def.db, cmd.def.name).ok()) {
@@ -33,48 +56,86 @@ Status RunCreateTable(Engine* engine, sql::CreateTableCmd cmd) {
   }
   uint32_t count = cmd.slices ? cmd.slices : engine->options().default_slices;
   SHALE_ASSIGN_OR_RETURN(cmd.def.id, cat->NextId());
-  auto placements = rebalancer::PlaceNewRepresentation(count, kDefaultReplicas,
-                                                       {engine->options().node_name});
   std::vector<storage::SliceId> created;
-  auto undo = [&] {
-    for (storage::SliceId id : created) (void)engine->slices()->DropSlice(id);
-  };
-  for (const auto& p : placements) {
-    catalog::SliceDef s;
-    auto id = cat->NextId();
-    if (!id.ok()) {
-      undo();
-      return id.status();
-    }
-    s.id = *id;
-    s.hash_begin = p.hash_begin;
-    s.hash_end = p.hash_end;
-    s.replicas = p.replicas;
-    auto slice = engine->slices()->CreateSlice(s.id);
-    if (!slice.ok()) {
-      undo();
-      return slice.status();
-    }
-    created.push_back(s.id);
-    cmd.def.primary.slices.push_back(std::move(s));
+  Status st = CreateSlicesFor(engine, count, &cmd.def.primary, &created);
+  // Each secondary index is its own representation with its own slices.
+  for (size_t i = 0; st.ok() && i < cmd.def.indexes.size(); ++i) {
+    st = CreateSlicesFor(engine, count, &cmd.def.indexes[i], &created);
+  }
+  if (!st.ok()) {
+    DropCreatedSlices(engine, created);
+    return st;
   }
   // The catalog write is the commit point: slices made before it are
   // orphans if it fails, removed now or at the next start.
   bool made = false;
-  Status st = cat->CreateTable(std::move(cmd.def), cmd.if_not_exists, &made);
-  if (!st.ok() || !made) undo();
+  st = cat->CreateTable(std::move(cmd.def), cmd.if_not_exists, &made);
+  if (!st.ok() || !made) DropCreatedSlices(engine, created);
   return st;
 }
 
-Status DropSlicesOf(Engine* engine, const catalog::TableDef& t) {
-  for (const auto& s : t.primary.slices) {
+void DropRepresentationSlices(Engine* engine, const catalog::TableDef& t,
+                              const catalog::RepresentationDef& rep) {
+  for (const auto& s : rep.slices) {
     Status st = engine->slices()->DropSlice(s.id);
     if (!st.ok() && !st.IsNotFound()) {
-      // The table is gone from the catalog; the slice is an orphan that the
-      // next start removes.
-      log::Warn("drop of slice {} of {}.{} failed: {}", s.id, t.db, t.name, st.ToString());
+      // The representation is gone from the catalog; the slice is an orphan
+      // that the next start removes.
+      log::Warn("drop of slice {} of {}.{} ({}) failed: {}", s.id, t.db, t.name, rep.name,
+                st.ToString());
     }
   }
+}
+
+// CREATE/DROP INDEX and ALTER TABLE ADD/DROP INDEX. Under the table's write
+// lock (so no write slips between the build and the catalog change): new
+// index slices are created and filled from the primary representation
+// (checking UNIQUE), then the new definition is published — the commit
+// point — and the dropped indexes' slices are removed.
+Status RunAlterTable(Engine* engine, const sql::AlterTableCmd& cmd) {
+  catalog::Catalog* cat = engine->catalog();
+  SHALE_ASSIGN_OR_RETURN(auto table, cat->GetTable(cmd.db, cmd.table));
+  std::lock_guard lock(engine->TableWriteMutex(table->id));
+  // Re-read under the lock: the binder's view may be stale.
+  SHALE_ASSIGN_OR_RETURN(table, cat->GetTable(cmd.db, cmd.table));
+  catalog::TableDef def = *table;
+  std::vector<catalog::RepresentationDef> dropped;
+  for (const std::string& name : cmd.drop_indexes) {
+    int i = def.FindIndex(name);
+    if (i < 0) {
+      return SqlError(ErrorCode::kCantDropFieldOrKey, "Can't DROP INDEX `{}`; check that it exists", name);
+    }
+    dropped.push_back(def.indexes[i]);
+    def.indexes.erase(def.indexes.begin() + i);
+  }
+  for (const catalog::RepresentationDef& add : cmd.add_indexes) {
+    if (def.FindIndex(add.name) >= 0) {
+      return SqlError(ErrorCode::kDupKeyName, "Duplicate key name '{}'", add.name);
+    }
+  }
+  std::vector<storage::SliceId> created;
+  Status st;
+  for (const catalog::RepresentationDef& add : cmd.add_indexes) {
+    catalog::RepresentationDef rep = add;
+    rep.slices.clear();
+    st = CreateSlicesFor(engine, static_cast<uint32_t>(table->primary.slices.size()), &rep, &created);
+    if (!st.ok()) break;
+    st = BuildIndex(engine, def, rep);
+    if (!st.ok()) break;
+    def.indexes.push_back(std::move(rep));
+  }
+  if (st.ok()) st = cat->ReplaceTable(table, std::move(def));
+  if (!st.ok()) {
+    DropCreatedSlices(engine, created);
+    return st;
+  }
+  for (const auto& rep : dropped) DropRepresentationSlices(engine, *table, rep);
+  return Status::OK();
+}
+
+Status DropSlicesOf(Engine* engine, const catalog::TableDef& t) {
+  DropRepresentationSlices(engine, t, t.primary);
+  for (const auto& index : t.indexes) DropRepresentationSlices(engine, t, index);
   return Status::OK();
 }
 
@@ -220,6 +281,10 @@ Result<StatementResult> Session::ExecuteStatement(const ast::Statement& stmt,
             SHALE_RETURN_IF_ERROR(engine_->catalog()->DropTable(db, name));
             SHALE_RETURN_IF_ERROR(DropSlicesOf(engine_, **table));
           }
+          return Ok();
+        } else if constexpr (std::is_same_v<T, sql::AlterTableCmd>) {
+          EndTransaction();
+          SHALE_RETURN_IF_ERROR(RunAlterTable(engine_, cmd));
           return Ok();
         } else if constexpr (std::is_same_v<T, sql::SetCmd>) {
           for (auto& [name, value] : cmd.assignments) {

@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
   eo.data_dir = opts.data_dir;
   eo.node_name = opts.node_name;
   eo.default_slices = opts.default_slices;
+  eo.storage = opts.storage;
   auto engine = exec::Engine::Open(eo);
   if (!engine.ok()) return Fail(engine.status());
 

@@ -30,6 +30,18 @@ constexpr const char* kUsage = R"(Usage: shaled [options]
   --ssl-key=FILE         TLS private key, PEM (default: DATADIR/server-key.pem)
   --require-secure-transport=ON|OFF
                          refuse logins that are not over TLS (default OFF)
+  --buffer-pool-mb=N     buffer pool caching data pages, MiB (default 128, min 4)
+  --wal-sync=MODE        durable: a commit is acknowledged once its WAL record is
+                         fsynced (group commit); async: once it is buffered, flushed
+                         within --wal-flush-interval-ms (default durable)
+  --wal-flush-interval-ms=N  async mode flush interval (default 10)
+  --wal-buffer-kb=N      async mode WAL buffer; writers wait when full (default 4096)
+  --wal-segment-mb=N     WAL segment file size (default 16)
+  --checkpoint-interval-ms=N  background checkpoint period, 0 = off (default 30000)
+  --checkpoint-wal-mb=N  also checkpoint once this much WAL is written (default 64)
+  --verify-pages-at-start=ON|OFF
+                         read and check every data page and slice tree at start,
+                         refusing to start on damage (default OFF)
   --help, --version
 )";
 
@@ -96,6 +108,48 @@ Status Apply(const std::string& raw_name, const std::string& value, NodeOptions*
   if (name == "ssl-cert") { o->ssl_cert = value; return Status::OK(); }
   if (name == "ssl-key") { o->ssl_key = value; return Status::OK(); }
   if (name == "require-secure-transport") return ParseBool(name, value, &o->require_secure_transport);
+  storage::SliceStoreOptions& so = o->storage;
+  if (name == "buffer-pool-mb") {
+    uint64_t mb = 0;
+    SHALE_RETURN_IF_ERROR(ParseNumber<uint64_t>(name, value, 4, 1ull << 20, &mb));
+    so.buffer_pool_bytes = mb << 20;
+    return Status::OK();
+  }
+  if (name == "wal-sync") {
+    if (value == "durable") {
+      so.wal.sync_mode = storage::WalSyncMode::kDurable;
+    } else if (value == "async") {
+      so.wal.sync_mode = storage::WalSyncMode::kAsync;
+    } else {
+      return Status::InvalidArgument("option wal-sync: expected durable or async");
+    }
+    return Status::OK();
+  }
+  if (name == "wal-flush-interval-ms") {
+    return ParseNumber<uint32_t>(name, value, 1, 60000, &so.wal.flush_interval_ms);
+  }
+  if (name == "wal-buffer-kb") {
+    size_t kb = 0;
+    SHALE_RETURN_IF_ERROR(ParseNumber<size_t>(name, value, 4, 1u << 20, &kb));
+    so.wal.buffer_bytes = kb << 10;
+    return Status::OK();
+  }
+  if (name == "wal-segment-mb") {
+    uint64_t mb = 0;
+    SHALE_RETURN_IF_ERROR(ParseNumber<uint64_t>(name, value, 1, 1u << 14, &mb));
+    so.wal.segment_bytes = mb << 20;
+    return Status::OK();
+  }
+  if (name == "checkpoint-interval-ms") {
+    return ParseNumber<uint32_t>(name, value, 0, 86400000, &so.checkpoint_interval_ms);
+  }
+  if (name == "checkpoint-wal-mb") {
+    uint64_t mb = 0;
+    SHALE_RETURN_IF_ERROR(ParseNumber<uint64_t>(name, value, 1, 1u << 20, &mb));
+    so.checkpoint_wal_bytes = mb << 20;
+    return Status::OK();
+  }
+  if (name == "verify-pages-at-start") return ParseBool(name, value, &so.verify_at_open);
   return Status::InvalidArgument(fmt::format("unknown option '{}' (see --help)", raw_name));
 }
 

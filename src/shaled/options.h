@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "shale/status.h"
+#include "storage/slice.h"
 
 namespace shale {
 
@@ -36,6 +37,17 @@ struct NodeOptions {
   // require-secure-transport: refuse logins not over TLS (error 3159).
   // Needs ssl=ON. Default: OFF
   bool require_secure_transport = false;
+  // The slice store (storage/slice.h SliceStoreOptions, defaults there):
+  //   buffer-pool-mb          buffer pool size in MiB. Default: 128
+  //   wal-sync                durable (ack after fsync, group commit) or async
+  //                           (ack when buffered). Default: durable
+  //   wal-flush-interval-ms   async: longest a record stays buffered. Default: 10
+  //   wal-buffer-kb           async: buffer size writers wait on. Default: 4096
+  //   wal-segment-mb          WAL segment size. Default: 16
+  //   checkpoint-interval-ms  background checkpoint period, 0 = off. Default: 30000
+  //   checkpoint-wal-mb       also checkpoint after this much WAL. Default: 64
+  //   verify-pages-at-start   check every page and tree at start (ON/OFF). Default: OFF
+  storage::SliceStoreOptions storage;
 };
 
 // Parses argv (and the --config file it names). `*exit_now` is set for

@@ -207,6 +207,30 @@ TEST(OptionsTest, TlsOptions) {
   }
 }
 
+TEST(OptionsTest, StorageOptions) {
+  Parsed d = Parse({});
+  ASSERT_TRUE(d.status.ok());
+  EXPECT_EQ(d.options.storage.buffer_pool_bytes, 128ull << 20);
+  EXPECT_EQ(d.options.storage.wal.sync_mode, storage::WalSyncMode::kDurable);
+  EXPECT_FALSE(d.options.storage.verify_at_open);
+  Parsed p = Parse({"--buffer-pool-mb=8", "--wal-sync=async", "--wal-flush-interval-ms=3", "--wal-buffer-kb=64",
+                    "--wal-segment-mb=2", "--checkpoint-interval-ms=0", "--checkpoint-wal-mb=5",
+                    "--verify-pages-at-start=ON"});
+  ASSERT_TRUE(p.status.ok()) << p.status.ToString();
+  const storage::SliceStoreOptions& s = p.options.storage;
+  EXPECT_EQ(s.buffer_pool_bytes, 8ull << 20);
+  EXPECT_EQ(s.wal.sync_mode, storage::WalSyncMode::kAsync);
+  EXPECT_EQ(s.wal.flush_interval_ms, 3u);
+  EXPECT_EQ(s.wal.buffer_bytes, 64u << 10);
+  EXPECT_EQ(s.wal.segment_bytes, 2ull << 20);
+  EXPECT_EQ(s.checkpoint_interval_ms, 0u);
+  EXPECT_EQ(s.checkpoint_wal_bytes, 5ull << 20);
+  EXPECT_TRUE(s.verify_at_open);
+  EXPECT_FALSE(Parse({"--buffer-pool-mb=1"}).status.ok());
+  EXPECT_FALSE(Parse({"--wal-sync=sometimes"}).status.ok());
+  EXPECT_FALSE(Parse({"--wal-flush-interval-ms=0"}).status.ok());
+}
+
 TEST(OptionsTest, HelpAndVersionExit) {
   for (const char* flag : {"--help", "-h"}) {
     Parsed p = Parse({"--port=1", flag, "--no-such-option"});

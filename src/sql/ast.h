@@ -16,6 +16,8 @@
 
 namespace shale::sql::ast {
 
+struct SelectStmt;
+
 enum class ExprKind : uint8_t {
   kLiteral,    // value
   kColumn,     // names: [col] / [table, col] / [db, table, col]
@@ -31,6 +33,9 @@ enum class ExprKind : uint8_t {
   kDefault,    // the DEFAULT keyword in INSERT ... VALUES
   kCase,       // [operand if has_operand,] when, then, when, then, ... [, else if has_else]
   kLike,       // negated, children[0] LIKE children[1] [ESCAPE children[2]]
+  kSubquery,   // subquery; op: "" a scalar subquery, "EXISTS", "IN" (children[0]
+               // [NOT] IN (subquery), negated), or a comparison with name "ANY"
+               // or "ALL" (children[0] op ANY|ALL (subquery))
 };
 
 struct Expr {
@@ -45,6 +50,7 @@ struct Expr {
   bool has_operand = false;  // kCase: CASE x WHEN ...
   bool has_else = false;     // kCase
   std::vector<std::unique_ptr<Expr>> children;
+  std::shared_ptr<const SelectStmt> subquery;  // kSubquery
   std::string text;  // the source text of this expression
 };
 using ExprPtr = std::unique_ptr<Expr>;
@@ -57,6 +63,7 @@ struct TableName {
 struct TableRef {
   TableName name;
   std::string alias;  // empty: none
+  std::shared_ptr<const SelectStmt> derived;  // FROM (SELECT ...) alias: a derived table
 };
 
 // A table joined to the ones before it in FROM.
@@ -88,6 +95,12 @@ struct SelectStmt {
   std::vector<OrderItem> order_by;
   std::optional<uint64_t> limit;
   uint64_t offset = 0;
+  // A UNION: the terms in order (this statement's own select list, FROM,
+  // WHERE, GROUP BY and HAVING are then empty; its ORDER BY and LIMIT apply
+  // to the whole union). union_all[i] says whether terms i and i + 1 are
+  // joined by UNION ALL (else UNION DISTINCT).
+  std::vector<SelectStmt> union_terms;
+  std::vector<bool> union_all;
 };
 
 struct InsertStmt {
@@ -118,6 +131,13 @@ struct DeleteStmt {
   std::optional<uint64_t> limit;
 };
 
+// KEY/INDEX/UNIQUE in CREATE TABLE, CREATE INDEX, ALTER TABLE ADD INDEX.
+struct IndexDefinition {
+  std::string name;                  // empty: named after its first column
+  std::vector<std::string> columns;  // in key order
+  bool unique = false;
+};
+
 struct ColumnDefinition {
   std::string name;
   std::string type_name;  // upper-cased: INT, INTEGER, BIGINT, VARCHAR, ...
@@ -126,6 +146,7 @@ struct ColumnDefinition {
   bool is_unsigned = false;
   bool not_null = false;
   bool primary_key = false;
+  bool unique = false;  // the UNIQUE [KEY] column attribute
   ExprPtr default_value;
 };
 
@@ -134,6 +155,7 @@ struct CreateTableStmt {
   bool if_not_exists = false;
   std::vector<ColumnDefinition> columns;
   std::vector<std::string> primary_key;  // from a PRIMARY KEY (...) clause
+  std::vector<IndexDefinition> indexes;  // KEY / INDEX / UNIQUE clauses
   std::optional<uint32_t> slices;        // SLICES=n
 };
 
@@ -180,8 +202,16 @@ struct TransactionStmt {
   Kind kind = Kind::kBegin;
 };
 
+// CREATE [UNIQUE] INDEX name ON t (cols), DROP INDEX name ON t and
+// ALTER TABLE t ADD/DROP INDEX ... are all an index change of one table.
+struct AlterTableStmt {
+  TableName table;
+  std::vector<IndexDefinition> add_indexes;
+  std::vector<std::string> drop_indexes;
+};
+
 using Statement = std::variant<SelectStmt, InsertStmt, CreateTableStmt, DropTableStmt,
                                CreateDatabaseStmt, DropDatabaseStmt, UseStmt, SetStmt, ShowStmt,
-                               TransactionStmt, UpdateStmt, DeleteStmt>;
+                               TransactionStmt, UpdateStmt, DeleteStmt, AlterTableStmt>;
 
 }  // namespace shale::sql::ast

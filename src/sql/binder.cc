@@ -41,6 +41,18 @@ struct Scope {
   const LogicalOperator* source = nullptr;  // null: no FROM clause
   std::vector<ScopeTable> tables;
   const char* clause = "field list";        // for ER_BAD_FIELD_ERROR messages
+  // The enclosing query's scope, for a subquery's outer references.
+  const Scope* outer = nullptr;
+};
+
+// A subquery met while binding a clause: it becomes a kApply operator that
+// adds column `column` to the clause's input rows.
+struct PendingApply {
+  sierra::ApplyKind kind = sierra::ApplyKind::kScalar;
+  LogicalPtr plan;
+  ExprPtr lhs;
+  sierra::CompareOp op = sierra::CompareOp::kEq;
+  ColumnInfo column;
 };
 
 // Binding state of a query with GROUP BY or aggregates. Expressions above
@@ -69,7 +81,7 @@ void ColumnRange(const Expr& e, int* min, int* max) {
 // `e` with every column reference moved by `delta` positions.
 ExprPtr ShiftColumns(const ExprPtr& e, int delta) {
   auto copy = std::make_shared<Expr>(*e);
-  if (copy->kind == sierra::ExprKind::kColumnRef) copy->column += delta;
+  if (copy->kind == sierra::ExprKind::kColumnRef && copy->column >= 0) copy->column += delta;
   for (ExprPtr& c : copy->children) c = ShiftColumns(c, delta);
   return copy;
 }
@@ -148,6 +160,26 @@ class Binder {
 
  private:
   Result<LogicalPtr> BindSelect(const ast::SelectStmt& s);
+  Result<LogicalPtr> BindUnion(const ast::SelectStmt& s);
+  Result<ExprPtr> BindSubquery(const ast::Expr& e, const Scope& scope);
+  // Collects the subqueries of the clauses bound until the matching
+  // FinishApplies, as columns after the `base` columns of the clause input.
+  void StartApplies(size_t base) {
+    applies_.clear();
+    apply_base_ = base;
+    collecting_applies_ = true;
+  }
+  // `plan` with an Apply per subquery collected since StartApplies.
+  LogicalPtr FinishApplies(LogicalPtr plan) {
+    collecting_applies_ = false;
+    for (PendingApply& a : applies_) {
+      bool correlated = sierra::HasOuterRefs(*a.plan);
+      plan = LogicalOperator::Apply(a.kind, std::move(plan), std::move(a.plan), a.lhs, a.op, correlated,
+                                    a.column);
+    }
+    applies_.clear();
+    return plan;
+  }
   Result<LogicalPtr> BindInsert(const ast::InsertStmt& s);
   Result<LogicalPtr> BindUpdate(const ast::UpdateStmt& s);
   Result<LogicalPtr> BindDelete(const ast::DeleteStmt& s);
@@ -178,6 +210,10 @@ class Binder {
 
   const BindContext& ctx_;
   AggregateBinding* agg_ = nullptr;  // set while binding above an aggregate
+  const Scope* outer_ = nullptr;     // set while binding a subquery
+  std::vector<PendingApply> applies_;
+  size_t apply_base_ = 0;
+  bool collecting_applies_ = false;  // subqueries are allowed in the clause being bound
 };
 
 ColumnInfo ExprColumn(std::string name, const ExprPtr& e) {
@@ -248,6 +284,29 @@ Result<BoundStatement> Binder::BindStatement(const ast::Statement& stmt) {
         } else if constexpr (std::is_same_v<T, ast::ShowStmt>) {
           SHALE_ASSIGN_OR_RETURN(auto plan, BindShow(s));
           return BoundStatement(PlanCmd{std::move(plan)});
+        } else if constexpr (std::is_same_v<T, ast::AlterTableStmt>) {
+          SHALE_ASSIGN_OR_RETURN(auto table, ResolveTable(s.table));
+          AlterTableCmd cmd;
+          cmd.db = table->db;
+          cmd.table = table->name;
+          std::vector<catalog::RepresentationDef> kept;
+          for (const std::string& name : s.drop_indexes) {
+            if (table->FindIndex(name) < 0 ||
+                std::find(cmd.drop_indexes.begin(), cmd.drop_indexes.end(), name) != cmd.drop_indexes.end()) {
+              return SqlError(ErrorCode::kCantDropFieldOrKey, "Can't DROP INDEX `{}`; check that it exists",
+                              name);
+            }
+            cmd.drop_indexes.push_back(name);
+          }
+          for (const catalog::RepresentationDef& index : table->indexes) {
+            bool dropped = false;
+            for (const std::string& name : cmd.drop_indexes) dropped |= EqualsIgnoreCase(name, index.name);
+            if (!dropped) kept.push_back(index);
+          }
+          size_t first_new = kept.size();
+          SHALE_RETURN_IF_ERROR(ResolveIndexes(*table, s.add_indexes, &kept));
+          cmd.add_indexes.assign(kept.begin() + static_cast<std::ptrdiff_t>(first_new), kept.end());
+          return BoundStatement(std::move(cmd));
         } else {
           static_assert(std::is_same_v<T, ast::TransactionStmt>);
           return BoundStatement(TransactionCmd{s.kind});
@@ -273,6 +332,29 @@ Result<std::shared_ptr<const catalog::TableDef>> Binder::ResolveTable(
 Result<LogicalPtr> Binder::BindFrom(const ast::SelectStmt& s, Scope* scope) {
   size_t width = 0;
   auto add = [&](const ast::TableRef& ref) -> Result<LogicalPtr> {
+    if (ref.derived) {
+      // A derived table: its own query, which sees no outer names.
+      Binder sub(ctx_);
+      SHALE_ASSIGN_OR_RETURN(LogicalPtr plan, sub.BindSelect(*ref.derived));
+      for (const ScopeTable& t : scope->tables) {
+        if (t.alias == ref.alias) return SqlError(ErrorCode::kNonUniqTable, "Not unique table/alias: '{}'", ref.alias);
+      }
+      for (size_t i = 0; i < plan->columns.size(); ++i) {
+        ColumnInfo& c = plan->columns[i];
+        for (size_t j = 0; j < i; ++j) {
+          if (EqualsIgnoreCase(plan->columns[j].name, c.name)) {
+            return SqlError(ErrorCode::kDupFieldName, "Duplicate column name '{}'", c.name);
+          }
+        }
+        c.table = ref.alias;
+        c.org_table.clear();
+        c.db.clear();
+        c.primary_key = false;
+      }
+      scope->tables.push_back({ref.alias, "", width, plan->columns.size()});
+      width += plan->columns.size();
+      return plan;
+    }
     SHALE_ASSIGN_OR_RETURN(auto table, ResolveTable(ref.name));
     std::string alias = ref.alias.empty() ? table->name : ref.alias;
     for (const ScopeTable& t : scope->tables) {
@@ -316,8 +398,10 @@ ColumnInfo Binder::ItemColumn(const ast::Expr& e, const ExprPtr& bound, const Sc
 }
 
 Result<LogicalPtr> Binder::BindSelect(const ast::SelectStmt& s) {
+  if (!s.union_terms.empty()) return BindUnion(s);
   LogicalPtr plan;
   Scope scope;
+  scope.outer = outer_;
   if (s.from) {
     SHALE_ASSIGN_OR_RETURN(plan, BindFrom(s, &scope));
   } else {
@@ -328,12 +412,30 @@ Result<LogicalPtr> Binder::BindSelect(const ast::SelectStmt& s) {
   if (s.where) {
     Scope where_scope = scope;
     where_scope.clause = "where clause";
-    SHALE_ASSIGN_OR_RETURN(ExprPtr pred, BindExpr(*s.where, where_scope));
-    if (s.joins.empty()) {
-      plan = LogicalOperator::Filter(std::move(plan), std::move(pred));
-    } else {
-      plan = PushDownWhere(std::move(plan), pred, scope.tables);
+    const size_t width = plan->columns.size();
+    StartApplies(width);
+    auto bound = BindExpr(*s.where, where_scope);
+    collecting_applies_ = false;
+    if (!bound.ok()) return bound.status();
+    ExprPtr pred = *bound;
+    // Conjuncts with subqueries read the Apply columns: they filter above
+    // the Applies; the others go down to the tables as before.
+    std::vector<ExprPtr> conjuncts, plain, with_subquery;
+    sierra::SplitConjuncts(pred, &conjuncts);
+    for (const ExprPtr& c : conjuncts) {
+      int min = INT32_MAX, max = -1;
+      ColumnRange(*c, &min, &max);
+      (max >= static_cast<int>(width) ? with_subquery : plain).push_back(c);
     }
+    if (!plain.empty()) {
+      if (s.joins.empty()) {
+        plan = LogicalOperator::Filter(std::move(plan), AndAll(plain));
+      } else {
+        plan = PushDownWhere(std::move(plan), AndAll(plain), scope.tables);
+      }
+    }
+    plan = FinishApplies(std::move(plan));
+    if (!with_subquery.empty()) plan = LogicalOperator::Filter(std::move(plan), AndAll(with_subquery));
     scope.source = plan.get();
   }
 
@@ -382,6 +484,8 @@ Result<LogicalPtr> Binder::BindSelect(const ast::SelectStmt& s) {
     ~ResetAgg() { *p = nullptr; }
   } reset_agg{&agg_};
   const Scope& input = aggregate ? agg.input : scope;
+  // Subqueries of the select list and ORDER BY (not above an aggregate).
+  if (!aggregate) StartApplies(plan->columns.size());
 
   // Select list, with * expanded.
   std::vector<ExprPtr> exprs;
@@ -483,6 +587,7 @@ Result<LogicalPtr> Binder::BindSelect(const ast::SelectStmt& s) {
     plan = LogicalOperator::Aggregate(std::move(plan), agg.group_by, agg.calls, std::move(agg_columns));
   }
   if (having) plan = LogicalOperator::Filter(std::move(plan), std::move(having));
+  if (!aggregate) plan = FinishApplies(std::move(plan));
   if (!keys.empty()) plan = LogicalOperator::Sort(std::move(plan), std::move(keys));
   plan = LogicalOperator::Project(std::move(plan), std::move(exprs), std::move(columns));
   if (s.distinct) plan = LogicalOperator::Distinct(std::move(plan));
@@ -515,7 +620,23 @@ Result<ExprPtr> Binder::BindColumn(const ast::Expr& e, const Scope& scope) {
       }
     }
   }
-  if (found < 0) return unknown();
+  if (found < 0) {
+    if (scope.outer && scope.outer->source) {
+      // A correlated subquery: the name is a column of the enclosing query.
+      Scope outer = *scope.outer;
+      outer.outer = nullptr;  // one level of correlation
+      outer.clause = scope.clause;
+      AggregateBinding* saved = agg_;
+      agg_ = nullptr;
+      auto ref = BindColumn(e, outer);
+      agg_ = saved;
+      if (ref.ok()) {
+        return sierra::OuterRef((*ref)->column, (*ref)->name, (*ref)->type, (*ref)->nullable);
+      }
+      if (ref.status().mysql_code() != static_cast<uint16_t>(ErrorCode::kBadField)) return ref.status();
+    }
+    return unknown();
+  }
   return Expr::ColumnRef(found, cols[found].name, cols[found].type, cols[found].nullable);
 }
 
@@ -867,6 +988,8 @@ Result<ExprPtr> Binder::BindExprInner(const ast::Expr& e, const Scope& scope) {
     }
     case ast::ExprKind::kFunction:
       return BindFunction(e, scope);
+    case ast::ExprKind::kSubquery:
+      return BindSubquery(e, scope);
     case ast::ExprKind::kUnary: {
       SHALE_ASSIGN_OR_RETURN(ExprPtr c, BindExpr(*e.children[0], scope));
       if (e.op == "NOT") return Expr::Not(c);
@@ -965,6 +1088,129 @@ Result<ExprPtr> Binder::BindExprInner(const ast::Expr& e, const Scope& scope) {
   return Status::Internal("unknown expression kind");
 }
 
+Result<ExprPtr> Binder::BindSubquery(const ast::Expr& e, const Scope& scope) {
+  if (!collecting_applies_ || agg_) {
+    return SqlError(ErrorCode::kNotSupportedYet,
+                    "This version of Shale doesn't yet support 'subqueries in this clause'");
+  }
+  PendingApply a;
+  if (e.op == "EXISTS") {
+    a.kind = sierra::ApplyKind::kExists;
+  } else if (e.op == "IN") {
+    a.kind = sierra::ApplyKind::kIn;
+  } else if (!e.op.empty()) {
+    a.kind = e.name == "ALL" ? sierra::ApplyKind::kAll : sierra::ApplyKind::kAny;
+  }
+  if (!e.children.empty()) {
+    SHALE_ASSIGN_OR_RETURN(a.lhs, BindExpr(*e.children[0], scope));
+  }
+  using sierra::CompareOp;
+  static const std::map<std::string, CompareOp> kOps = {
+      {"=", CompareOp::kEq}, {"<>", CompareOp::kNe}, {"<", CompareOp::kLt}, {"<=", CompareOp::kLe},
+      {">", CompareOp::kGt}, {">=", CompareOp::kGe}, {"<=>", CompareOp::kNullSafeEq}};
+  if (auto it = kOps.find(e.op); it != kOps.end()) a.op = it->second;
+  // The subquery binds in its own binder, seeing this query's names as
+  // outer references.
+  Binder sub(ctx_);
+  sub.outer_ = &scope;
+  SHALE_ASSIGN_OR_RETURN(a.plan, sub.BindSelect(*e.subquery));
+  if (a.kind != sierra::ApplyKind::kExists && a.plan->columns.size() != 1) {
+    return SqlError(ErrorCode::kOperandColumns, "Operand should contain 1 column(s)");
+  }
+  a.column.name = e.text;
+  if (a.kind == sierra::ApplyKind::kScalar) {
+    a.column.type = a.plan->columns[0].type;
+    a.column.nullable = true;
+  } else {
+    a.column.type = SqlType::BigInt();
+    a.column.nullable = a.kind != sierra::ApplyKind::kExists;
+  }
+  const int column = static_cast<int>(apply_base_ + applies_.size());
+  ColumnInfo info = a.column;
+  applies_.push_back(std::move(a));
+  ExprPtr ref = Expr::ColumnRef(column, e.text, info.type, info.nullable);
+  return e.negated ? Expr::Not(ref) : ref;
+}
+
+// The type of a UNION column holding values of types a and b.
+SqlType UnionType(const SqlType& a, const SqlType& b) {
+  if (a.id == TypeId::kNull) return b;
+  if (b.id == TypeId::kNull) return a;
+  if (a.is_integer() && b.is_integer()) return a.id == TypeId::kBigInt ? a : b;
+  if (a.id == b.id) return a.length >= b.length ? a : b;
+  return SqlType::Varchar(std::max<uint32_t>({a.length, b.length, 20}));
+}
+
+Result<LogicalPtr> Binder::BindUnion(const ast::SelectStmt& s) {
+  std::vector<LogicalPtr> terms;
+  for (const ast::SelectStmt& t : s.union_terms) {
+    SHALE_ASSIGN_OR_RETURN(LogicalPtr plan, BindSelect(t));
+    if (!terms.empty() && plan->columns.size() != terms[0]->columns.size()) {
+      return SqlError(ErrorCode::kWrongNumberOfColumnsInSelect,
+                      "The used SELECT statements have a different number of columns");
+    }
+    terms.push_back(std::move(plan));
+  }
+  // Names from the first term; types common to all.
+  std::vector<ColumnInfo> columns;
+  for (size_t i = 0; i < terms[0]->columns.size(); ++i) {
+    ColumnInfo c;
+    c.name = terms[0]->columns[i].name;
+    c.type = terms[0]->columns[i].type;
+    c.nullable = false;
+    for (const LogicalPtr& t : terms) {
+      c.type = UnionType(c.type, t->columns[i].type);
+      c.nullable |= t->columns[i].nullable;
+    }
+    columns.push_back(std::move(c));
+  }
+  // UNION DISTINCT removes duplicates from everything to its left.
+  size_t distinct_upto = 0;  // terms [0, distinct_upto) are deduplicated together
+  for (size_t i = 0; i < s.union_all.size(); ++i) {
+    if (!s.union_all[i]) distinct_upto = i + 2;
+  }
+  LogicalPtr plan;
+  std::vector<LogicalPtr> rest;
+  if (distinct_upto > 0) {
+    std::vector<LogicalPtr> left(std::make_move_iterator(terms.begin()),
+                                 std::make_move_iterator(terms.begin() + static_cast<std::ptrdiff_t>(distinct_upto)));
+    plan = LogicalOperator::Distinct(LogicalOperator::Union(std::move(left), columns));
+    rest.push_back(std::move(plan));
+    for (size_t i = distinct_upto; i < terms.size(); ++i) rest.push_back(std::move(terms[i]));
+  } else {
+    rest = std::move(terms);
+  }
+  plan = rest.size() == 1 ? std::move(rest[0]) : LogicalOperator::Union(std::move(rest), columns);
+  // ORDER BY: output columns by name or position.
+  if (!s.order_by.empty()) {
+    Scope scope;
+    scope.source = plan.get();
+    scope.tables = {{"", "", 0, plan->columns.size()}};
+    scope.clause = "order clause";
+    std::vector<sierra::SortKey> keys;
+    for (const ast::OrderItem& item : s.order_by) {
+      const ast::Expr& oe = *item.expr;
+      ExprPtr key;
+      if (oe.kind == ast::ExprKind::kLiteral && oe.value.is_int()) {
+        int64_t pos = oe.value.as_int();
+        if (pos < 1 || static_cast<size_t>(pos) > plan->columns.size()) {
+          return SqlError(ErrorCode::kBadField, "Unknown column '{}' in 'order clause'", pos);
+        }
+        const ColumnInfo& c = plan->columns[pos - 1];
+        key = Expr::ColumnRef(static_cast<int>(pos - 1), c.name, c.type, c.nullable);
+      } else {
+        SHALE_ASSIGN_OR_RETURN(key, BindExpr(oe, scope));
+      }
+      keys.push_back({key, item.desc});
+    }
+    plan = LogicalOperator::Sort(std::move(plan), std::move(keys));
+  }
+  if (s.limit || s.offset) {
+    plan = LogicalOperator::Limit(std::move(plan), s.limit.value_or(UINT64_MAX), s.offset);
+  }
+  return plan;
+}
+
 Result<Value> Binder::EvaluateConstant(const ast::Expr& e) {
   Scope none;
   SHALE_ASSIGN_OR_RETURN(ExprPtr bound, BindExpr(e, none));
@@ -1057,8 +1303,23 @@ Result<LogicalPtr> Binder::BindTargetRows(const ast::TableRef& ref, const ast::E
   if (where) {
     Scope where_scope = *scope;
     where_scope.clause = "where clause";
-    SHALE_ASSIGN_OR_RETURN(ExprPtr pred, BindExpr(*where, where_scope));
-    plan = LogicalOperator::Filter(std::move(plan), std::move(pred));
+    const size_t width = plan->columns.size();
+    StartApplies(width);
+    auto pred = BindExpr(*where, where_scope);
+    collecting_applies_ = false;
+    if (!pred.ok()) return pred.status();
+    if (applies_.empty()) {
+      plan = LogicalOperator::Filter(std::move(plan), *pred);
+    } else {
+      // Filter above the subqueries' Apply columns, then back to table rows.
+      plan = LogicalOperator::Filter(FinishApplies(std::move(plan)), *pred);
+      std::vector<ExprPtr> cols;
+      std::vector<ColumnInfo> infos(plan->columns.begin(), plan->columns.begin() + static_cast<std::ptrdiff_t>(width));
+      for (size_t i = 0; i < width; ++i) {
+        cols.push_back(Expr::ColumnRef(static_cast<int>(i), infos[i].name, infos[i].type, infos[i].nullable));
+      }
+      plan = LogicalOperator::Project(std::move(plan), std::move(cols), std::move(infos));
+    }
     scope->source = plan.get();
   }
   if (!order_by.empty()) {
@@ -1277,6 +1538,12 @@ Result<BoundStatement> Binder::BindCreateTable(const ast::CreateTableStmt& s) {
   }
   def.primary.name = "PRIMARY";
   def.primary.distribution_columns = 1;
+  std::vector<ast::IndexDefinition> indexes;
+  for (const ast::ColumnDefinition& cd : s.columns) {
+    if (cd.unique) indexes.push_back({"", {cd.name}, true});
+  }
+  indexes.insert(indexes.end(), s.indexes.begin(), s.indexes.end());
+  SHALE_RETURN_IF_ERROR(ResolveIndexes(def, indexes, &def.indexes));
   return BoundStatement(std::move(cmd));
 }
 
@@ -1362,15 +1629,34 @@ Result<LogicalPtr> Binder::BindShow(const ast::ShowStmt& s) {
     }
     case Kind::kColumns: {
       SHALE_ASSIGN_OR_RETURN(auto table, ResolveTable(s.table));
+      // Without a declared primary key, MySQL shows the first UNIQUE index
+      // over NOT NULL columns as the primary key.
+      std::vector<int> pk_columns = table->primary.key_columns;
+      if (table->columns[pk_columns[0]].hidden) {
+        for (const catalog::RepresentationDef& index : table->indexes) {
+          bool not_null = index.unique;
+          for (int k : index.key_columns) not_null &= !table->columns[k].nullable;
+          if (not_null) {
+            pk_columns = index.key_columns;
+            break;
+          }
+        }
+      }
       for (size_t i = 0; i < table->columns.size(); ++i) {
         const catalog::ColumnDef& c = table->columns[i];
         if (c.hidden || !like_ok(c.name)) continue;
-        bool is_pk = std::find(table->primary.key_columns.begin(), table->primary.key_columns.end(),
-                               static_cast<int>(i)) != table->primary.key_columns.end();
+        bool is_pk = std::find(pk_columns.begin(), pk_columns.end(), static_cast<int>(i)) != pk_columns.end();
         Value def = c.default_value && !c.default_value->is_null() ? Value::String(c.default_value->ToText())
                                                                    : Value::Null();
+        // MySQL's Key, by priority: PRI; UNI for the column of a one-column
+        // UNIQUE index; MUL for the first column of any other index.
+        std::string key = is_pk ? "PRI" : "";
+        for (const catalog::RepresentationDef& index : table->indexes) {
+          if (key == "PRI" || key == "UNI" || index.key_columns[0] != static_cast<int>(i)) continue;
+          key = index.unique && index.key_columns.size() == 1 ? "UNI" : "MUL";
+        }
         rows.push_back({Value::String(c.name), Value::String(ColumnTypeSql(c)),
-                        Value::String(c.nullable ? "YES" : "NO"), Value::String(is_pk ? "PRI" : ""),
+                        Value::String(c.nullable ? "YES" : "NO"), Value::String(key),
                         def, Value::String("")});
       }
       ColumnInfo def_col = TextColumn("Default");
@@ -1415,6 +1701,44 @@ std::string ColumnTypeSql(const catalog::ColumnDef& c) {
   return c.type.ToString();
 }
 
+Status ResolveIndexes(const catalog::TableDef& table, const std::vector<ast::IndexDefinition>& defs,
+                      std::vector<catalog::RepresentationDef>* out) {
+  auto taken = [&](const std::string& name) {
+    if (EqualsIgnoreCase(name, "PRIMARY")) return true;
+    for (const auto& r : *out) {
+      if (EqualsIgnoreCase(r.name, name)) return true;
+    }
+    return false;
+  };
+  for (const ast::IndexDefinition& d : defs) {
+    catalog::RepresentationDef rep;
+    rep.unique = d.unique;
+    rep.distribution_columns = 1;
+    for (const std::string& col : d.columns) {
+      int idx = table.FindColumn(col);
+      if (idx >= 0 && table.columns[idx].hidden) idx = -1;
+      if (idx < 0) {
+        return SqlError(ErrorCode::kKeyColumnDoesNotExist, "Key column '{}' doesn't exist in table", col);
+      }
+      if (std::find(rep.key_columns.begin(), rep.key_columns.end(), idx) != rep.key_columns.end()) {
+        return SqlError(ErrorCode::kDupFieldName, "Duplicate column name '{}'", col);
+      }
+      rep.key_columns.push_back(idx);
+    }
+    if (d.name.empty()) {
+      std::string base = table.columns[rep.key_columns[0]].name;
+      rep.name = base;
+      for (int n = 2; taken(rep.name); ++n) rep.name = fmt::format("{}_{}", base, n);
+    } else {
+      if (d.name.size() > 64) return SqlError(ErrorCode::kTooLongIdent, "Identifier name '{}' is too long", d.name);
+      if (taken(d.name)) return SqlError(ErrorCode::kDupKeyName, "Duplicate key name '{}'", d.name);
+      rep.name = d.name;
+    }
+    out->push_back(std::move(rep));
+  }
+  return Status::OK();
+}
+
 std::string ShowCreateTableSql(const catalog::TableDef& t) {
   std::string out = fmt::format("CREATE TABLE `{}` (\n", t.name);
   std::vector<std::string> lines;
@@ -1438,6 +1762,13 @@ std::string ShowCreateTableSql(const catalog::TableDef& t) {
     keys += fmt::format("{}`{}`", i ? "," : "", c.name);
   }
   if (!hidden_key) lines.push_back(fmt::format("  PRIMARY KEY ({})", keys));
+  for (const catalog::RepresentationDef& index : t.indexes) {
+    std::string cols;
+    for (size_t i = 0; i < index.key_columns.size(); ++i) {
+      cols += fmt::format("{}`{}`", i ? "," : "", t.columns[index.key_columns[i]].name);
+    }
+    lines.push_back(fmt::format("  {}KEY `{}` ({})", index.unique ? "UNIQUE " : "", index.name, cols));
+  }
   for (size_t i = 0; i < lines.size(); ++i) out += lines[i] + (i + 1 < lines.size() ? ",\n" : "\n");
   out += fmt::format(") SLICES={}", t.primary.slices.size());
   return out;

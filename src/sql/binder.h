@@ -60,13 +60,23 @@ struct SetCmd {
 struct TransactionCmd {
   ast::TransactionStmt::Kind kind;
 };
+// Index changes of one table (CREATE/DROP INDEX, ALTER TABLE ADD/DROP
+// INDEX): drops first, then adds, all in one catalog change. The added
+// representations have their key columns resolved and no slices yet.
+struct AlterTableCmd {
+  std::string db;
+  std::string table;
+  std::vector<std::string> drop_indexes;
+  std::vector<catalog::RepresentationDef> add_indexes;
+};
 // A Sierra plan: a query (kInsert at the root for INSERT).
 struct PlanCmd {
   sierra::LogicalPtr plan;
 };
 
 using BoundStatement = std::variant<PlanCmd, CreateDatabaseCmd, DropDatabaseCmd, UseCmd,
-                                    CreateTableCmd, DropTableCmd, SetCmd, TransactionCmd>;
+                                    CreateTableCmd, DropTableCmd, SetCmd, TransactionCmd,
+                                    AlterTableCmd>;
 
 Result<BoundStatement> Bind(const ast::Statement& stmt, const BindContext& ctx);
 
@@ -77,6 +87,12 @@ Status CheckTableName(const std::string& name);
 
 // The SQL type written in CREATE TABLE for `c`, e.g. "varchar(20)".
 std::string ColumnTypeSql(const catalog::ColumnDef& c);
+// Resolves index definitions against `table`'s columns and appends them to
+// `*out` (which holds the indexes the table will keep): unnamed indexes are
+// named after their first column (then _2, _3, ...) as in MySQL; errors
+// 1061 (duplicate name), 1072 (unknown column), 1060 (column twice).
+Status ResolveIndexes(const catalog::TableDef& table, const std::vector<ast::IndexDefinition>& defs,
+                      std::vector<catalog::RepresentationDef>* out);
 // CREATE TABLE text for SHOW CREATE TABLE.
 std::string ShowCreateTableSql(const catalog::TableDef& t);
 

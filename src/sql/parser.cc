@@ -170,8 +170,8 @@ Result<std::optional<ast::Statement>> Parser::Next() {
 }
 
 Result<ast::Statement> Parser::ParseStatement() {
-  if (AtKeyword("SELECT")) {
-    SHALE_ASSIGN_OR_RETURN(auto s, ParseSelect());
+  if (AtKeyword("SELECT") || (AtOperator("(") && (AtKeyword("SELECT", 1) || AtOperator("(", 1)))) {
+    SHALE_ASSIGN_OR_RETURN(auto s, ParseQuery());
     return ast::Statement(std::move(s));
   }
   if (AtKeyword("INSERT")) {
@@ -222,6 +222,10 @@ Result<ast::Statement> Parser::ParseStatement() {
     ast::ShowStmt s;
     s.kind = ast::ShowStmt::Kind::kColumns;
     SHALE_ASSIGN_OR_RETURN(s.table, ParseTableName());
+    return ast::Statement(std::move(s));
+  }
+  if (AtKeyword("ALTER") && AtKeyword("TABLE", 1)) {
+    SHALE_ASSIGN_OR_RETURN(auto s, ParseAlterTable());
     return ast::Statement(std::move(s));
   }
   // Statements of the MySQL dialect that Shale recognises but cannot run yet.
@@ -276,10 +280,7 @@ Result<ast::SelectStmt> Parser::ParseSelect() {
     if (AcceptKeyword("DUAL")) {
       // FROM DUAL: no table.
     } else {
-      if (AtOperator("(")) return NotSupported("parenthesized joins and derived tables");
-      ast::TableRef ref;
-      SHALE_ASSIGN_OR_RETURN(ref.name, ParseTableName());
-      SHALE_ASSIGN_OR_RETURN(ref.alias, ParseOptionalAlias());
+      SHALE_ASSIGN_OR_RETURN(ast::TableRef ref, ParseTableRef());
       s.from = std::move(ref);
       while (true) {
         ast::JoinClause join;
@@ -300,9 +301,7 @@ Result<ast::SelectStmt> Parser::ParseSelect() {
         } else {
           break;
         }
-        if (AtOperator("(")) return NotSupported("parenthesized joins and derived tables");
-        SHALE_ASSIGN_OR_RETURN(join.table.name, ParseTableName());
-        SHALE_ASSIGN_OR_RETURN(join.table.alias, ParseOptionalAlias());
+        SHALE_ASSIGN_OR_RETURN(join.table, ParseTableRef());
         if (AcceptKeyword("ON")) {
           SHALE_ASSIGN_OR_RETURN(join.on, ParseExpr());
         } else if (AtKeyword("USING")) {
@@ -330,22 +329,108 @@ Result<ast::SelectStmt> Parser::ParseSelect() {
     SHALE_ASSIGN_OR_RETURN(s.having, ParseExpr());
   }
   SHALE_RETURN_IF_ERROR(ParseOrderBy(&s.order_by));
-  if (AcceptKeyword("LIMIT")) {
-    SHALE_ASSIGN_OR_RETURN(uint64_t first, ParseUnsigned());
-    if (AcceptOperator(",")) {
-      s.offset = first;
-      SHALE_ASSIGN_OR_RETURN(uint64_t count, ParseUnsigned());
-      s.limit = count;
-    } else {
-      s.limit = first;
-      if (AcceptKeyword("OFFSET")) {
-        SHALE_ASSIGN_OR_RETURN(s.offset, ParseUnsigned());
-      }
+  SHALE_RETURN_IF_ERROR(ParseLimit(&s.limit, &s.offset));
+  return s;
+}
+
+Status Parser::ParseLimit(std::optional<uint64_t>* limit, uint64_t* offset) {
+  if (!AcceptKeyword("LIMIT")) return Status::OK();
+  SHALE_ASSIGN_OR_RETURN(uint64_t first, ParseUnsigned());
+  if (AcceptOperator(",")) {
+    *offset = first;
+    SHALE_ASSIGN_OR_RETURN(uint64_t count, ParseUnsigned());
+    *limit = count;
+  } else {
+    *limit = first;
+    if (AcceptKeyword("OFFSET")) {
+      SHALE_ASSIGN_OR_RETURN(*offset, ParseUnsigned());
     }
   }
-  if (AtKeyword("UNION")) return NotSupported("UNION");
+  return Status::OK();
+}
+
+Result<ast::SelectStmt> Parser::ParseQueryTerm(bool* parenthesized) {
+  *parenthesized = false;
+  if (AtOperator("(") && (AtKeyword("SELECT", 1) || AtOperator("(", 1))) {
+    ++pos_;
+    SHALE_ASSIGN_OR_RETURN(auto inner, ParseQuery());
+    SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
+    *parenthesized = true;
+    return inner;
+  }
+  if (!AtKeyword("SELECT")) return ErrorHere();
+  return ParseSelect();
+}
+
+Result<ast::SelectStmt> Parser::ParseQuery() {
+  bool parenthesized = false;
+  SHALE_ASSIGN_OR_RETURN(ast::SelectStmt first, ParseQueryTerm(&parenthesized));
+  if (!AtKeyword("UNION")) {
+    if (parenthesized) {
+      // (SELECT ...) ORDER BY ... LIMIT ...: a union of one term.
+      if (!AtKeyword("ORDER") && !AtKeyword("LIMIT")) return first;
+      ast::SelectStmt u;
+      u.union_terms.push_back(std::move(first));
+      SHALE_RETURN_IF_ERROR(ParseOrderBy(&u.order_by));
+      SHALE_RETURN_IF_ERROR(ParseLimit(&u.limit, &u.offset));
+      return u;
+    }
+    if (AtKeyword("FOR") || AtKeyword("LOCK")) return NotSupported("locking reads");
+    return first;
+  }
+  ast::SelectStmt u;
+  bool last_parenthesized = parenthesized;
+  auto check_term = [&](const ast::SelectStmt& t, bool paren) -> Status {
+    // ORDER BY / LIMIT on a term must be inside its parentheses.
+    if (!paren && (!t.order_by.empty() || t.limit || t.offset)) {
+      return SqlError(ErrorCode::kWrongUsage, "Incorrect usage of UNION and ORDER BY");
+    }
+    return Status::OK();
+  };
+  SHALE_RETURN_IF_ERROR(check_term(first, parenthesized));
+  u.union_terms.push_back(std::move(first));
+  while (AcceptKeyword("UNION")) {
+    bool all = AcceptKeyword("ALL");
+    if (!all) AcceptKeyword("DISTINCT");
+    SHALE_ASSIGN_OR_RETURN(ast::SelectStmt term, ParseQueryTerm(&last_parenthesized));
+    u.union_all.push_back(all);
+    u.union_terms.push_back(std::move(term));
+    if (AtKeyword("UNION")) SHALE_RETURN_IF_ERROR(check_term(u.union_terms.back(), last_parenthesized));
+  }
+  ast::SelectStmt& last = u.union_terms.back();
+  if (!last_parenthesized) {
+    // The last term's ORDER BY / LIMIT belong to the whole union.
+    u.order_by = std::move(last.order_by);
+    last.order_by.clear();
+    u.limit = last.limit;
+    u.offset = last.offset;
+    last.limit.reset();
+    last.offset = 0;
+  } else {
+    SHALE_RETURN_IF_ERROR(ParseOrderBy(&u.order_by));
+    SHALE_RETURN_IF_ERROR(ParseLimit(&u.limit, &u.offset));
+  }
   if (AtKeyword("FOR") || AtKeyword("LOCK")) return NotSupported("locking reads");
-  return s;
+  return u;
+}
+
+Result<ast::TableRef> Parser::ParseTableRef() {
+  ast::TableRef ref;
+  if (AtOperator("(") && (AtKeyword("SELECT", 1) || AtOperator("(", 1))) {
+    ++pos_;
+    SHALE_ASSIGN_OR_RETURN(auto q, ParseQuery());
+    SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
+    ref.derived = std::make_shared<ast::SelectStmt>(std::move(q));
+    SHALE_ASSIGN_OR_RETURN(ref.alias, ParseOptionalAlias());
+    if (ref.alias.empty()) {
+      return SqlError(ErrorCode::kDerivedMustHaveAlias, "Every derived table must have its own alias");
+    }
+    return ref;
+  }
+  if (AtOperator("(")) return NotSupported("parenthesized joins");
+  SHALE_ASSIGN_OR_RETURN(ref.name, ParseTableName());
+  SHALE_ASSIGN_OR_RETURN(ref.alias, ParseOptionalAlias());
+  return ref;
 }
 
 Status Parser::ParseOrderBy(std::vector<ast::OrderItem>* out) {
@@ -521,8 +606,20 @@ Result<ast::Statement> Parser::ParseCreate() {
     SHALE_ASSIGN_OR_RETURN(auto s, ParseCreateTable());
     return ast::Statement(std::move(s));
   }
+  if (AtKeyword("INDEX") || (AtKeyword("UNIQUE") && AtKeyword("INDEX", 1))) {
+    bool unique = AcceptKeyword("UNIQUE");
+    SHALE_RETURN_IF_ERROR(ExpectKeyword("INDEX"));
+    SHALE_ASSIGN_OR_RETURN(std::string name, ParseIdentifier());
+    SHALE_RETURN_IF_ERROR(ExpectKeyword("ON"));
+    ast::AlterTableStmt s;
+    SHALE_ASSIGN_OR_RETURN(s.table, ParseTableName());
+    SHALE_ASSIGN_OR_RETURN(auto index, ParseIndexDefinition(unique, /*name_required=*/false));
+    index.name = std::move(name);
+    s.add_indexes.push_back(std::move(index));
+    return ast::Statement(std::move(s));
+  }
   for (std::string_view kw : {"INDEX", "UNIQUE", "VIEW", "USER", "PROCEDURE", "FUNCTION",
-                              "TRIGGER", "EVENT", "OR"}) {
+                              "TRIGGER", "EVENT", "OR", "FULLTEXT", "SPATIAL"}) {
     if (AtKeyword(kw)) return NotSupported(fmt::format("CREATE {}", Upper(kw)));
   }
   return ErrorHere();
@@ -554,10 +651,22 @@ Result<ast::CreateTableStmt> Parser::ParseCreateTable() {
         if (!AcceptOperator(",")) break;
       }
       SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
-    } else if (AtKeyword("KEY") || AtKeyword("INDEX") || AtKeyword("UNIQUE") ||
-               AtKeyword("CONSTRAINT") || AtKeyword("FOREIGN") || AtKeyword("FULLTEXT") ||
-               AtKeyword("CHECK")) {
-      return NotSupported("secondary indexes and constraints");
+    } else if (AcceptKeyword("KEY") || AcceptKeyword("INDEX")) {
+      SHALE_ASSIGN_OR_RETURN(auto index, ParseIndexDefinition(false, false));
+      s.indexes.push_back(std::move(index));
+    } else if (AtKeyword("UNIQUE") ||
+               (AtKeyword("CONSTRAINT") && (AtKeyword("UNIQUE", 1) || AtKeyword("UNIQUE", 2)))) {
+      if (AcceptKeyword("CONSTRAINT") && !AtKeyword("UNIQUE")) {
+        SHALE_ASSIGN_OR_RETURN(std::string symbol, ParseIdentifier());
+        (void)symbol;
+      }
+      SHALE_RETURN_IF_ERROR(ExpectKeyword("UNIQUE"));
+      if (!AcceptKeyword("KEY")) AcceptKeyword("INDEX");
+      SHALE_ASSIGN_OR_RETURN(auto index, ParseIndexDefinition(true, false));
+      s.indexes.push_back(std::move(index));
+    } else if (AtKeyword("CONSTRAINT") || AtKeyword("FOREIGN") || AtKeyword("FULLTEXT") ||
+               AtKeyword("SPATIAL") || AtKeyword("CHECK")) {
+      return NotSupported("foreign keys, fulltext indexes and check constraints");
     } else {
       SHALE_ASSIGN_OR_RETURN(auto col, ParseColumnDefinition());
       s.columns.push_back(std::move(col));
@@ -643,7 +752,10 @@ Result<ast::ColumnDefinition> Parser::ParseColumnDefinition() {
       (void)ignored;
     } else if (AtKeyword("AUTO_INCREMENT")) {
       return NotSupported("AUTO_INCREMENT");
-    } else if (AtKeyword("UNIQUE") || AtKeyword("REFERENCES") || AtKeyword("CHECK") ||
+    } else if (AcceptKeyword("UNIQUE")) {
+      AcceptKeyword("KEY");
+      c.unique = true;
+    } else if (AtKeyword("REFERENCES") || AtKeyword("CHECK") ||
                AtKeyword("ON") || AtKeyword("GENERATED") || AtKeyword("AS")) {
       return NotSupported(fmt::format("column attribute {}", Upper(Peek().text)));
     } else {
@@ -651,6 +763,91 @@ Result<ast::ColumnDefinition> Parser::ParseColumnDefinition() {
     }
   }
   return c;
+}
+
+Result<ast::IndexDefinition> Parser::ParseIndexDefinition(bool unique, bool name_required) {
+  ast::IndexDefinition index;
+  index.unique = unique;
+  if (!AtOperator("(") && !AtKeyword("USING")) {
+    SHALE_ASSIGN_OR_RETURN(index.name, ParseIdentifier());
+  } else if (name_required) {
+    return ErrorHere();
+  }
+  auto index_type = [&]() -> Status {
+    if (AcceptKeyword("USING")) {
+      if (!AcceptKeyword("BTREE") && !AcceptKeyword("HASH")) return ErrorHere();
+    }
+    return Status::OK();
+  };
+  SHALE_RETURN_IF_ERROR(index_type());
+  SHALE_RETURN_IF_ERROR(ExpectOperator("("));
+  while (true) {
+    SHALE_ASSIGN_OR_RETURN(std::string col, ParseIdentifier());
+    if (AcceptOperator("(")) {
+      // A prefix length: the whole value is indexed, which orders and
+      // finds the same rows.
+      SHALE_ASSIGN_OR_RETURN(uint64_t len, ParseUnsigned());
+      (void)len;
+      SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
+    }
+    if (AtKeyword("DESC")) return NotSupported("descending index columns");
+    AcceptKeyword("ASC");
+    index.columns.push_back(std::move(col));
+    if (!AcceptOperator(",")) break;
+  }
+  SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
+  // Index options: USING, COMMENT 'text', KEY_BLOCK_SIZE [=] n, VISIBLE.
+  while (true) {
+    if (AtKeyword("USING")) {
+      SHALE_RETURN_IF_ERROR(index_type());
+    } else if (AcceptKeyword("COMMENT")) {
+      if (Peek().kind != TokenKind::kString) return ErrorHere();
+      ++pos_;
+    } else if (AcceptKeyword("KEY_BLOCK_SIZE")) {
+      AcceptOperator("=");
+      SHALE_ASSIGN_OR_RETURN(uint64_t n, ParseUnsigned());
+      (void)n;
+    } else if (!AcceptKeyword("VISIBLE")) {
+      break;
+    }
+  }
+  return index;
+}
+
+Result<ast::AlterTableStmt> Parser::ParseAlterTable() {
+  SHALE_RETURN_IF_ERROR(ExpectKeyword("ALTER"));
+  SHALE_RETURN_IF_ERROR(ExpectKeyword("TABLE"));
+  ast::AlterTableStmt s;
+  SHALE_ASSIGN_OR_RETURN(s.table, ParseTableName());
+  while (true) {
+    if (AcceptKeyword("ADD")) {
+      bool unique = false;
+      if (AcceptKeyword("CONSTRAINT")) {
+        if (!AtKeyword("UNIQUE")) {
+          SHALE_ASSIGN_OR_RETURN(std::string symbol, ParseIdentifier());
+          (void)symbol;
+        }
+      }
+      if (AcceptKeyword("UNIQUE")) {
+        unique = true;
+        if (!AcceptKeyword("KEY")) AcceptKeyword("INDEX");
+      } else if (!AcceptKeyword("KEY") && !AcceptKeyword("INDEX")) {
+        return NotSupported("ALTER TABLE ... ADD other than an index");
+      }
+      SHALE_ASSIGN_OR_RETURN(auto index, ParseIndexDefinition(unique, false));
+      s.add_indexes.push_back(std::move(index));
+    } else if (AcceptKeyword("DROP")) {
+      if (!AcceptKeyword("KEY") && !AcceptKeyword("INDEX")) {
+        return NotSupported("ALTER TABLE ... DROP other than an index");
+      }
+      SHALE_ASSIGN_OR_RETURN(std::string name, ParseIdentifier());
+      s.drop_indexes.push_back(std::move(name));
+    } else {
+      return NotSupported("ALTER TABLE other than ADD/DROP INDEX");
+    }
+    if (!AcceptOperator(",")) break;
+  }
+  return s;
 }
 
 Result<ast::Statement> Parser::ParseDrop() {
@@ -678,7 +875,15 @@ Result<ast::Statement> Parser::ParseDrop() {
     AcceptKeyword("RESTRICT") || AcceptKeyword("CASCADE");
     return ast::Statement(std::move(s));
   }
-  for (std::string_view kw : {"INDEX", "VIEW", "USER", "PROCEDURE", "FUNCTION", "TRIGGER",
+  if (AcceptKeyword("INDEX")) {
+    ast::AlterTableStmt s;
+    SHALE_ASSIGN_OR_RETURN(std::string name, ParseIdentifier());
+    SHALE_RETURN_IF_ERROR(ExpectKeyword("ON"));
+    SHALE_ASSIGN_OR_RETURN(s.table, ParseTableName());
+    s.drop_indexes.push_back(std::move(name));
+    return ast::Statement(std::move(s));
+  }
+  for (std::string_view kw : {"VIEW", "USER", "PROCEDURE", "FUNCTION", "TRIGGER",
                               "EVENT", "TEMPORARY"}) {
     if (AtKeyword(kw)) return NotSupported(fmt::format("DROP {}", Upper(kw)));
   }
@@ -928,7 +1133,15 @@ Result<ast::ExprPtr> Parser::ParsePredicate() {
       e->negated = negated;
       e->children.push_back(std::move(left));
       SHALE_RETURN_IF_ERROR(ExpectOperator("("));
-      if (AtKeyword("SELECT")) return NotSupported("subqueries");
+      if (AtKeyword("SELECT") || (AtOperator("(") && AtKeyword("SELECT", 1))) {
+        e->kind = ast::ExprKind::kSubquery;
+        e->op = "IN";
+        SHALE_ASSIGN_OR_RETURN(auto q, ParseQuery());
+        e->subquery = std::make_shared<ast::SelectStmt>(std::move(q));
+        SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
+        left = Finish(std::move(e), begin);
+        continue;
+      }
       while (true) {
         SHALE_ASSIGN_OR_RETURN(auto item, ParseExpr());
         e->children.push_back(std::move(item));
@@ -973,7 +1186,18 @@ Result<ast::ExprPtr> Parser::ParsePredicate() {
         std::find(std::begin(kComparisons), std::end(kComparisons), t.text) != std::end(kComparisons)) {
       std::string op = t.text == "!=" ? "<>" : t.text;
       ++pos_;
-      if (AtKeyword("ANY") || AtKeyword("ALL") || AtKeyword("SOME")) return NotSupported("subqueries");
+      if ((AtKeyword("ANY") || AtKeyword("ALL") || AtKeyword("SOME")) && AtOperator("(", 1)) {
+        auto e = MakeExpr(ast::ExprKind::kSubquery);
+        e->op = op;
+        e->name = AtKeyword("ALL") ? "ALL" : "ANY";
+        pos_ += 2;
+        SHALE_ASSIGN_OR_RETURN(auto q, ParseQuery());
+        e->subquery = std::make_shared<ast::SelectStmt>(std::move(q));
+        SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
+        e->children.push_back(std::move(left));
+        left = Finish(std::move(e), begin);
+        continue;
+      }
       SHALE_ASSIGN_OR_RETURN(auto right, ParseAdditive());
       auto e = MakeExpr(ast::ExprKind::kBinary);
       e->op = op;
@@ -1079,7 +1303,13 @@ Result<ast::ExprPtr> Parser::ParsePrimary() {
     case TokenKind::kOperator:
       if (t.text == "(") {
         ++pos_;
-        if (AtKeyword("SELECT")) return NotSupported("subqueries");
+        if (AtKeyword("SELECT") || (AtOperator("(") && AtKeyword("SELECT", 1))) {
+          auto e = MakeExpr(ast::ExprKind::kSubquery);
+          SHALE_ASSIGN_OR_RETURN(auto q, ParseQuery());
+          e->subquery = std::make_shared<ast::SelectStmt>(std::move(q));
+          SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
+          return Finish(std::move(e), begin);
+        }
         SHALE_ASSIGN_OR_RETURN(ast::ExprPtr inner, ParseExpr());
         if (AtOperator(",")) return NotSupported("row constructors");
         SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
@@ -1119,6 +1349,15 @@ Result<ast::ExprPtr> Parser::ParsePrimary() {
             e->has_else = true;
           }
           SHALE_RETURN_IF_ERROR(ExpectKeyword("END"));
+          return Finish(std::move(e), begin);
+        }
+        if (AtKeyword("EXISTS") && AtOperator("(", 1)) {
+          pos_ += 2;
+          auto e = MakeExpr(ast::ExprKind::kSubquery);
+          e->op = "EXISTS";
+          SHALE_ASSIGN_OR_RETURN(auto q, ParseQuery());
+          e->subquery = std::make_shared<ast::SelectStmt>(std::move(q));
+          SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
           return Finish(std::move(e), begin);
         }
         if (AtKeyword("EXISTS") || AtKeyword("INTERVAL")) {

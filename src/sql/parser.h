@@ -31,7 +31,16 @@ class Parser {
  private:
   // Statements.
   Result<ast::Statement> ParseStatement();
+  // A query expression: SELECT ... or (query), joined by UNION [ALL|DISTINCT],
+  // with ORDER BY / LIMIT on the whole.
+  Result<ast::SelectStmt> ParseQuery();
+  // One term of a UNION; *parenthesized says whether it was written in ( ).
+  Result<ast::SelectStmt> ParseQueryTerm(bool* parenthesized);
   Result<ast::SelectStmt> ParseSelect();
+  // [LIMIT n [OFFSET m] | LIMIT m, n]
+  Status ParseLimit(std::optional<uint64_t>* limit, uint64_t* offset);
+  // A table reference of FROM / JOIN: a table name or a derived table, with its alias.
+  Result<ast::TableRef> ParseTableRef();
   Result<ast::InsertStmt> ParseInsert();
   Result<ast::UpdateStmt> ParseUpdate();
   Result<ast::DeleteStmt> ParseDelete();
@@ -48,6 +57,11 @@ class Parser {
   Result<ast::ShowStmt> ParseShow();
   Result<ast::CreateTableStmt> ParseCreateTable();
   Result<ast::ColumnDefinition> ParseColumnDefinition();
+  // [name] [USING BTREE|HASH] (col [(len)] [ASC|DESC], ...) [index options],
+  // after KEY / INDEX / UNIQUE [KEY|INDEX]. A name is required when
+  // `name_required` (CREATE INDEX).
+  Result<ast::IndexDefinition> ParseIndexDefinition(bool unique, bool name_required);
+  Result<ast::AlterTableStmt> ParseAlterTable();
 
   // Expressions, lowest precedence first.
   Result<ast::ExprPtr> ParseExpr();

@@ -432,12 +432,73 @@ TEST(ParserTest, CreateTable) {
   EXPECT_EQ(ParseAs<ast::CreateTableStmt>("CREATE TABLE t (id INT KEY)").columns[0].primary_key, true);
 }
 
+TEST(ParserTest, Indexes) {
+  auto t = ParseAs<ast::CreateTableStmt>(
+      "CREATE TABLE t (a INT, b INT UNIQUE, c VARCHAR(9), KEY ab (a, b), INDEX (c(4)) USING BTREE, "
+      "UNIQUE KEY cu (c), CONSTRAINT x UNIQUE (a, c))");
+  EXPECT_TRUE(t.columns[1].unique);
+  ASSERT_EQ(t.indexes.size(), 4u);
+  EXPECT_EQ(t.indexes[0].name, "ab");
+  EXPECT_EQ(t.indexes[0].columns, (std::vector<std::string>{"a", "b"}));
+  EXPECT_FALSE(t.indexes[0].unique);
+  EXPECT_EQ(t.indexes[1].name, "");
+  EXPECT_EQ(t.indexes[1].columns, (std::vector<std::string>{"c"}));
+  EXPECT_TRUE(t.indexes[2].unique);
+  EXPECT_EQ(t.indexes[2].name, "cu");
+  EXPECT_TRUE(t.indexes[3].unique);
+  EXPECT_EQ(t.indexes[3].columns.size(), 2u);
+
+  auto ci = ParseAs<ast::AlterTableStmt>("CREATE UNIQUE INDEX k ON d.t (x, y)");
+  EXPECT_EQ(ci.table.db, "d");
+  ASSERT_EQ(ci.add_indexes.size(), 1u);
+  EXPECT_EQ(ci.add_indexes[0].name, "k");
+  EXPECT_TRUE(ci.add_indexes[0].unique);
+  auto di = ParseAs<ast::AlterTableStmt>("DROP INDEX k ON t");
+  EXPECT_EQ(di.drop_indexes, (std::vector<std::string>{"k"}));
+  auto at = ParseAs<ast::AlterTableStmt>("ALTER TABLE t DROP KEY a, ADD UNIQUE b (x), ADD INDEX (y)");
+  EXPECT_EQ(at.drop_indexes, (std::vector<std::string>{"a"}));
+  ASSERT_EQ(at.add_indexes.size(), 2u);
+  EXPECT_TRUE(at.add_indexes[0].unique);
+  EXPECT_EQ(at.add_indexes[1].name, "");
+}
+
+TEST(ParserTest, SubqueriesAndUnions) {
+  auto u = ParseAs<ast::SelectStmt>("SELECT a FROM t UNION ALL SELECT b FROM u UNION SELECT 3 ORDER BY 1 LIMIT 2");
+  ASSERT_EQ(u.union_terms.size(), 3u);
+  EXPECT_EQ(u.union_all, (std::vector<bool>{true, false}));
+  EXPECT_EQ(u.order_by.size(), 1u);
+  EXPECT_EQ(u.limit, 2u);
+  EXPECT_TRUE(u.union_terms[2].order_by.empty());
+  auto p = ParseAs<ast::SelectStmt>("(SELECT a FROM t LIMIT 1) UNION (SELECT b FROM u) LIMIT 5");
+  EXPECT_EQ(p.union_terms[0].limit, 1u);
+  EXPECT_EQ(p.limit, 5u);
+  EXPECT_EQ(ParseError("SELECT a FROM t LIMIT 1 UNION SELECT 2").mysql_code(), 1221);
+  EXPECT_EQ(ParseError("SELECT * FROM (SELECT 1)").mysql_code(), 1248);
+  auto d = ParseAs<ast::SelectStmt>("SELECT * FROM (SELECT 1 AS x) AS d JOIN (SELECT 2) e");
+  ASSERT_TRUE(d.from->derived);
+  EXPECT_EQ(d.from->alias, "d");
+  ASSERT_TRUE(d.joins[0].table.derived);
+  auto w = ParseAs<ast::SelectStmt>(
+      "SELECT (SELECT 1) FROM t WHERE a NOT IN (SELECT b FROM u) AND EXISTS (SELECT 1) AND a > ALL (SELECT 2)");
+  EXPECT_EQ(w.items[0].expr->kind, ast::ExprKind::kSubquery);
+  const ast::Expr& where = *w.where;
+  const ast::Expr& not_in = *where.children[0]->children[0];
+  EXPECT_EQ(not_in.kind, ast::ExprKind::kSubquery);
+  EXPECT_EQ(not_in.op, "IN");
+  EXPECT_TRUE(not_in.negated);
+  EXPECT_EQ(where.children[0]->children[1]->op, "EXISTS");
+  EXPECT_EQ(where.children[1]->name, "ALL");
+  EXPECT_EQ(where.children[1]->op, ">");
+}
+
 TEST(ParserTest, CreateTableErrors) {
   EXPECT_EQ(ParseError("CREATE TABLE t (a INT, PRIMARY KEY (a), PRIMARY KEY (a))").mysql_code(), 1068);
   EXPECT_EQ(ParseError("CREATE TABLE t (a INT) SLICES=0").mysql_code(), 1210);
   EXPECT_EQ(ParseError("CREATE TABLE t (a INT) SLICES=4097").mysql_code(), 1210);
   EXPECT_EQ(ParseError("CREATE TABLE t (a INT AUTO_INCREMENT)").mysql_code(), 1235);
-  EXPECT_EQ(ParseError("CREATE TABLE t (a INT, KEY (a))").mysql_code(), 1235);
+  EXPECT_EQ(ParseError("CREATE TABLE t (a INT, FOREIGN KEY (a) REFERENCES u (a))").mysql_code(), 1235);
+  EXPECT_EQ(ParseError("CREATE TABLE t (a INT, KEY ())").mysql_code(), 1064);
+  EXPECT_EQ(ParseError("CREATE INDEX ON t (a)").mysql_code(), 1064);
   EXPECT_EQ(ParseError("CREATE TEMPORARY TABLE t (a INT)").mysql_code(), 1235);
   EXPECT_EQ(ParseError("CREATE TABLE t (a INT").mysql_code(), 1064);
   EXPECT_EQ(ParseError("CREATE TABLE t (a INT FOO)").mysql_code(), 1064);
@@ -681,13 +742,12 @@ TEST(ParserTest, RecognisedButUnsupportedStatements) {
            "DELETE FROM a USING a, b", "DELETE IGNORE FROM t", "REPLACE INTO t VALUES (1)", "ALTER TABLE t ADD b INT",
            "TRUNCATE t", "EXPLAIN SELECT 1", "WITH x AS (SELECT 1) SELECT * FROM x",
            "SELECT * FROM a RIGHT JOIN b ON 1", "SELECT * FROM a NATURAL JOIN b",
-           "SELECT * FROM a JOIN b USING (x)", "SELECT * FROM (SELECT 1) x", "SELECT * FROM (a, b)",
-           "SELECT a FROM t GROUP BY a WITH ROLLUP", "SELECT 1 UNION SELECT 2", "SELECT a FROM t FOR UPDATE",
-           "SELECT * FROM t WHERE a IN (SELECT 1)", "SELECT (SELECT 1)", "SELECT a REGEXP 'x'",
-           "SELECT EXISTS (SELECT 1)", "SELECT @x",
+           "SELECT * FROM a JOIN b USING (x)", "SELECT * FROM (a, b)",
+           "SELECT a FROM t GROUP BY a WITH ROLLUP", "SELECT a FROM t FOR UPDATE",
+           "SELECT a REGEXP 'x'", "SELECT @x",
 "SELECT ~1", "INSERT INTO t SELECT 1", "INSERT IGNORE INTO t VALUES (1)",
-           "INSERT INTO t VALUES (1) ON DUPLICATE KEY UPDATE a = 2", "CREATE INDEX i ON t (a)",
-           "CREATE VIEW v AS SELECT 1", "DROP INDEX i ON t", "SELECT a IS TRUE FROM t",
+           "INSERT INTO t VALUES (1) ON DUPLICATE KEY UPDATE a = 2",
+           "CREATE VIEW v AS SELECT 1", "SELECT a IS TRUE FROM t",
        }) {
     Status st = ParseError(sql);
     EXPECT_EQ(st.mysql_code(), 1235) << sql << " -> " << st.ToString();

@@ -1,0 +1,2 @@
+"""bench/run's parts: systems under test, the load driver, the workloads and
+the report. See bench/README.md."""

@@ -1,0 +1,328 @@
+// Write-ahead log; record format in docs/formats/wal.md.
+#include "storage/wal.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include "src/common/log.h"
+#include "storage/crc32c.h"
+#include "storage/file_io.h"
+#include "storage/page.h"
+
+namespace shale::storage {
+namespace {
+
+// Record header: u32 crc, u32 payload length, u8 type. The CRC32C covers the
+// record's LSN (u64, little-endian, not stored) followed by bytes [4, end):
+// a record copied to another position does not verify there.
+constexpr size_t kHeaderSize = 9;
+// Guards against absurd lengths in a damaged header.
+constexpr uint32_t kMaxPayload = 1u << 30;
+
+uint32_t RecordCrc(uint64_t lsn, const char* rest, size_t n) {
+  char lsn_bytes[8];
+  StoreU64(lsn_bytes, lsn);
+  return crc32c::Extend(crc32c::Value(lsn_bytes, 8), rest, n);
+}
+
+void EncodeRecord(uint64_t lsn, WalRecordType type, std::string_view payload, std::string* out) {
+  size_t at = out->size();
+  out->resize(at + kHeaderSize + payload.size());
+  char* p = out->data() + at;
+  StoreU32(p + 4, static_cast<uint32_t>(payload.size()));
+  p[8] = static_cast<char>(type);
+  std::memcpy(p + kHeaderSize, payload.data(), payload.size());
+  StoreU32(p, RecordCrc(lsn, p + 4, kHeaderSize - 4 + payload.size()));
+}
+
+bool KnownType(uint8_t t) { return t >= 1 && t <= 4; }
+
+std::optional<uint64_t> ParseSegmentName(const std::string& name) {
+  if (name.size() != 4 + 16 + 4 || !name.starts_with("wal-") || !name.ends_with(".log")) return std::nullopt;
+  uint64_t v = 0;
+  for (size_t i = 4; i < 20; ++i) {
+    char c = name[i];
+    int d = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
+    if (d < 0) return std::nullopt;
+    v = v * 16 + static_cast<uint64_t>(d);
+  }
+  return v;
+}
+
+}  // namespace
+
+std::string Wal::SegmentName(uint64_t start_lsn) { return fmt::format("wal-{:016x}.log", start_lsn); }
+
+Wal::Wal(std::string dir, const WalOptions& options) : dir_(std::move(dir)), options_(options) {}
+
+Result<std::unique_ptr<Wal>> Wal::Open(const std::string& dir, const WalOptions& options, uint64_t replay_from,
+                                       const ReplayFn& replay) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::IOError(fmt::format("cannot create WAL directory {}: {}", dir, ec.message()));
+  std::vector<Segment> segments;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (auto lsn = ParseSegmentName(name)) segments.push_back({*lsn, dir + "/" + name});
+  }
+  if (ec) return Status::IOError(fmt::format("cannot list WAL directory {}: {}", dir, ec.message()));
+  std::sort(segments.begin(), segments.end(),
+            [](const Segment& a, const Segment& b) { return a.start_lsn < b.start_lsn; });
+
+  std::unique_ptr<Wal> wal(new Wal(dir, options));
+  if (segments.empty()) {
+    SHALE_RETURN_IF_ERROR(wal->OpenForAppend({}, replay_from, 0));
+    return wal;
+  }
+  if (segments.front().start_lsn > replay_from) {
+    return Status::Corruption(fmt::format("WAL {}: first segment starts at LSN {} but recovery needs LSN {}", dir,
+                                          segments.front().start_lsn, replay_from));
+  }
+  uint64_t end_lsn = segments.front().start_lsn;
+  uint64_t last_valid = 0;
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const Segment& seg = segments[i];
+    const bool last = i + 1 == segments.size();
+    if (seg.start_lsn != end_lsn) {
+      return Status::Corruption(fmt::format("WAL {}: segment {} starts at LSN {}, previous one ends at {}", dir,
+                                            seg.path, seg.start_lsn, end_lsn));
+    }
+    if (!last && segments[i + 1].start_lsn <= replay_from) {
+      end_lsn = segments[i + 1].start_lsn;  // wholly before the checkpoint: not read
+      continue;
+    }
+    int fd = ::open(seg.path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return ErrnoStatus("cannot open WAL segment", seg.path, errno);
+    std::string data;
+    Status rs = ReadAll(fd, seg.path, &data);
+    ::close(fd);
+    SHALE_RETURN_IF_ERROR(rs);
+    size_t off = 0;
+    while (off < data.size()) {
+      const uint64_t lsn = seg.start_lsn + off;
+      bool good = data.size() - off >= kHeaderSize;
+      uint32_t len = 0;
+      if (good) {
+        len = LoadU32(data.data() + off + 4);
+        good = len <= kMaxPayload && data.size() - off - kHeaderSize >= len &&
+               KnownType(static_cast<uint8_t>(data[off + 8])) &&
+               LoadU32(data.data() + off) == RecordCrc(lsn, data.data() + off + 4, kHeaderSize - 4 + len);
+      }
+      if (!good) {
+        if (!last) {
+          return Status::Corruption(
+              fmt::format("WAL segment {}: bad record at offset {} (LSN {}) before the last segment", seg.path,
+                          off, lsn));
+        }
+        log::Warn("WAL segment {}: torn or damaged tail at offset {} (LSN {}), {} bytes cut off", seg.path, off,
+                  lsn, data.size() - off);
+        break;
+      }
+      if (lsn >= replay_from) {
+        auto type = static_cast<WalRecordType>(static_cast<uint8_t>(data[off + 8]));
+        Status s = replay(lsn, type, std::string_view(data.data() + off + kHeaderSize, len));
+        if (!s.ok()) return s;
+      }
+      off += kHeaderSize + len;
+    }
+    end_lsn = seg.start_lsn + off;
+    if (last) last_valid = off;
+  }
+  if (end_lsn < replay_from) {
+    return Status::Corruption(fmt::format("WAL {}: ends at LSN {} but the checkpoint is at LSN {}", dir, end_lsn,
+                                          replay_from));
+  }
+  SHALE_RETURN_IF_ERROR(wal->OpenForAppend(std::move(segments), end_lsn, last_valid));
+  return wal;
+}
+
+Status Wal::OpenForAppend(std::vector<Segment> segments, uint64_t end_lsn, uint64_t last_valid_in_last) {
+  if (segments.empty()) {
+    Segment seg{end_lsn, dir_ + "/" + SegmentName(end_lsn)};
+    fd_ = ::open(seg.path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) return ErrnoStatus("cannot create WAL segment", seg.path, errno);
+    SHALE_RETURN_IF_ERROR(SyncDir(dir_));
+    segments.push_back(seg);
+    segment_size_ = 0;
+  } else {
+    const Segment& seg = segments.back();
+    fd_ = ::open(seg.path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd_ < 0) return ErrnoStatus("cannot open WAL segment", seg.path, errno);
+    struct stat st;
+    if (::fstat(fd_, &st) != 0) return ErrnoStatus("cannot stat WAL segment", seg.path, errno);
+    if (static_cast<uint64_t>(st.st_size) != last_valid_in_last) {
+      if (::ftruncate(fd_, static_cast<off_t>(last_valid_in_last)) != 0) {
+        return ErrnoStatus("cannot truncate WAL segment", seg.path, errno);
+      }
+      if (::fdatasync(fd_) != 0) return ErrnoStatus("cannot sync WAL segment", seg.path, errno);
+    }
+    segment_size_ = last_valid_in_last;
+  }
+  segments_ = std::move(segments);
+  next_lsn_ = durable_lsn_ = buffer_lsn_ = end_lsn;
+  if (options_.sync_mode == WalSyncMode::kAsync) flusher_ = std::thread([this] { FlusherLoop(); });
+  return Status::OK();
+}
+
+Wal::~Wal() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stop_ = true;
+  }
+  flush_cv_.notify_all();
+  if (flusher_.joinable()) flusher_.join();
+  Status s = Sync();
+  if (!s.ok()) log::Error("WAL {}: flush at close failed: {}", dir_, s.ToString());
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status Wal::WriteAndSync(const std::string& data, uint64_t lsn) {
+  std::string path;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    path = segments_.back().path;
+  }
+  SHALE_RETURN_IF_ERROR(WriteAllAt(fd_, path, data.data(), data.size(), segment_size_));
+  if (::fdatasync(fd_) != 0) return ErrnoStatus("cannot sync WAL segment", path, errno);
+  syncs_.fetch_add(1, std::memory_order_relaxed);
+  segment_size_ += data.size();
+  if (segment_size_ >= options_.segment_bytes) {
+    const uint64_t next = lsn + data.size();
+    Segment seg{next, dir_ + "/" + SegmentName(next)};
+    int fd = ::open(seg.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return ErrnoStatus("cannot create WAL segment", seg.path, errno);
+    Status s = SyncDir(dir_);
+    if (!s.ok()) {
+      ::close(fd);
+      return s;
+    }
+    ::close(fd_);
+    fd_ = fd;
+    segment_size_ = 0;
+    std::lock_guard<std::mutex> l(mu_);
+    segments_.push_back(seg);
+  }
+  return Status::OK();
+}
+
+void Wal::FlushLocked(std::unique_lock<std::mutex>& l) {
+  flushing_ = true;
+  std::string data;
+  data.swap(buffer_);
+  const uint64_t start = buffer_lsn_;
+  buffer_lsn_ += data.size();
+  cv_.notify_all();  // buffer space freed (async appenders)
+  l.unlock();
+  Status s = WriteAndSync(data, start);
+  l.lock();
+  flushing_ = false;
+  if (s.ok()) {
+    durable_lsn_ = start + data.size();
+  } else if (error_.ok()) {
+    log::Error("WAL {}: {}; refusing further writes", dir_, s.message());
+    error_ = s;
+  }
+  cv_.notify_all();
+}
+
+Result<uint64_t> Wal::Append(WalRecordType type, std::string_view payload) {
+  std::unique_lock<std::mutex> l(mu_);
+  if (!error_.ok()) return error_;
+  if (options_.sync_mode == WalSyncMode::kAsync) {
+    const size_t need = kHeaderSize + payload.size();
+    if (!buffer_.empty() && buffer_.size() + need > options_.buffer_bytes) {
+      auto t0 = std::chrono::steady_clock::now();
+      while (!buffer_.empty() && buffer_.size() + need > options_.buffer_bytes && error_.ok() && !stop_) {
+        flush_cv_.notify_one();
+        cv_.wait(l);
+      }
+      auto waited = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0);
+      buffer_wait_us_.fetch_add(static_cast<uint64_t>(waited.count()), std::memory_order_relaxed);
+      if (!error_.ok()) return error_;
+    }
+  }
+  EncodeRecord(next_lsn_, type, payload, &buffer_);
+  next_lsn_ += kHeaderSize + payload.size();
+  const uint64_t end = next_lsn_;
+  records_.fetch_add(1, std::memory_order_relaxed);
+  if (options_.sync_mode == WalSyncMode::kAsync) {
+    if (buffer_.size() >= options_.buffer_bytes / 2) flush_cv_.notify_one();
+    return end;
+  }
+  while (durable_lsn_ < end && error_.ok()) {
+    if (!flushing_) {
+      FlushLocked(l);
+    } else {
+      cv_.wait(l);
+    }
+  }
+  if (!error_.ok()) return error_;
+  return end;
+}
+
+Status Wal::Sync() {
+  std::unique_lock<std::mutex> l(mu_);
+  const uint64_t end = next_lsn_;
+  while (durable_lsn_ < end && error_.ok()) {
+    if (!flushing_) {
+      FlushLocked(l);
+    } else {
+      cv_.wait(l);
+    }
+  }
+  return error_;
+}
+
+void Wal::FlusherLoop() {
+  std::unique_lock<std::mutex> l(mu_);
+  const auto interval = std::chrono::milliseconds(std::max<uint32_t>(1, options_.flush_interval_ms));
+  while (!stop_) {
+    flush_cv_.wait_for(l, interval);
+    if (!buffer_.empty() && !flushing_ && error_.ok()) FlushLocked(l);
+  }
+}
+
+uint64_t Wal::next_lsn() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return next_lsn_;
+}
+
+Status Wal::RecycleBefore(uint64_t lsn) {
+  std::vector<std::string> doomed;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    while (segments_.size() > 1 && segments_[1].start_lsn <= lsn) {
+      doomed.push_back(segments_.front().path);
+      segments_.erase(segments_.begin());
+    }
+  }
+  for (const std::string& path : doomed) {
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return ErrnoStatus("cannot delete WAL segment", path, errno);
+  }
+  if (!doomed.empty()) SHALE_RETURN_IF_ERROR(SyncDir(dir_));
+  return Status::OK();
+}
+
+WalStats Wal::stats() const {
+  WalStats s;
+  s.appended_records = records_.load(std::memory_order_relaxed);
+  s.syncs = syncs_.load(std::memory_order_relaxed);
+  s.buffer_wait_micros = buffer_wait_micros();
+  std::lock_guard<std::mutex> l(mu_);
+  s.durable_lsn = durable_lsn_;
+  s.next_lsn = next_lsn_;
+  return s;
+}
+
+}  // namespace shale::storage
