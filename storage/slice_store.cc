@@ -187,8 +187,9 @@ class BTreeSliceStore;
 
 class BTreeSlice final : public Slice {
  public:
-  BTreeSlice(BTreeSliceStore* store, SliceId id, std::unique_ptr<BTree> tree)
-      : store_(store), id_(id), tree_(std::move(tree)) {}
+  // `fresh`: created empty now, so the stats are known without a scan.
+  BTreeSlice(BTreeSliceStore* store, SliceId id, std::unique_ptr<BTree> tree, bool fresh)
+      : store_(store), id_(id), tree_(std::move(tree)), stats_known_(fresh) {}
 
   SliceId id() const override { return id_; }
   Status Get(std::string_view key, std::string* value) const override;
@@ -219,7 +220,7 @@ class BTreeSlice final : public Slice {
   std::unique_ptr<BTree> tree_;
   // Maintained by Apply*; computed by a scan on first GetStats after open.
   mutable std::mutex stats_mu_;
-  mutable bool stats_known_ = false;  // GUARDED_BY(stats_mu_)
+  mutable bool stats_known_;          // GUARDED_BY(stats_mu_)
   mutable int64_t rows_ = 0;          // GUARDED_BY(stats_mu_)
   mutable int64_t bytes_ = 0;         // GUARDED_BY(stats_mu_)
 };
@@ -423,8 +424,10 @@ SliceStats BTreeSlice::GetStats() const {
       bytes += static_cast<int64_t>(it->key().size() + it->value().size());
     }
     if (!it->status().ok()) return SliceStats{};
-    rows_ += rows;  // plus the deltas applied since open
-    bytes_ += bytes;
+    // Writes racing with the scan may be counted twice or not at all: the
+    // figures are estimates until the slice store keeps them on disk.
+    rows_ = rows;
+    bytes_ = bytes;
     stats_known_ = true;
   }
   return SliceStats{static_cast<uint64_t>(std::max<int64_t>(rows_, 0)),
@@ -598,7 +601,7 @@ Status BTreeSliceStore::OpenAndRecover() {
       SliceId id = CatalogId(it->key());
       PageId root = LoadU64(it->value().data());
       // Not read now: a damaged slice fails its statements, not the node.
-      slices_.emplace(id, std::make_unique<BTreeSlice>(this, id, BTree::Attach(pool_.get(), root)));
+      slices_.emplace(id, std::make_unique<BTreeSlice>(this, id, BTree::Attach(pool_.get(), root), false));
     }
     SHALE_RETURN_IF_ERROR(it->status());
   }
@@ -671,7 +674,7 @@ Result<BTreeSlice*> BTreeSliceStore::ApplyCreate(SliceId id) {
   SHALE_ASSIGN_OR_RETURN(PageId root, BTree::CreateRoot(pool_.get()));
   SHALE_RETURN_IF_ERROR(catalog_->Put(CatalogKey(id), U64Payload(root)));
   SHALE_ASSIGN_OR_RETURN(auto tree, BTree::OpenAt(pool_.get(), root));
-  auto slice = std::make_unique<BTreeSlice>(this, id, std::move(tree));
+  auto slice = std::make_unique<BTreeSlice>(this, id, std::move(tree), /*fresh=*/true);
   BTreeSlice* raw = slice.get();
   std::unique_lock<std::shared_mutex> l(slices_mu_);
   slices_[id] = std::move(slice);

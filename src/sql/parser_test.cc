@@ -196,6 +196,9 @@ std::string Render(const ast::Expr& e) {
       return "@@" + (e.scope.empty() ? "" : e.scope + ".") + e.name;
     case ast::ExprKind::kDefault:
       return "DEFAULT";
+    case ast::ExprKind::kSubquery:
+      return "(" + (e.children.empty() ? std::string() : Render(*e.children[0]) + " ") + e.op +
+             (e.op.empty() ? "" : " ") + "(SELECT ...))";
     case ast::ExprKind::kCase: {
       std::string s = "CASE";
       size_t i = 0;
