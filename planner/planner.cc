@@ -22,8 +22,28 @@ using sierra::LogicalOperator;
 std::optional<Value> KeyConstant(const Value& v, const SqlType& t) {
   if (v.is_null()) return std::nullopt;
   if (t.is_integer() && v.is_int()) {
-    if (t.id == TypeId::kInt && (v.as_int() < INT32_MIN || v.as_int() > INT32_MAX)) return std::nullopt;
+    // In range for the column; otherwise no key bound (the filter decides).
+    auto in_range = CoerceToColumn(v, t, "");
+    if (!in_range.ok()) return std::nullopt;
     return v;
+  }
+  if (t.is_decimal() && (v.is_int() || v.is_decimal())) {
+    // Exactly representable at the column's scale (keys hold that scale).
+    auto d = ToDecimalLenient(v);
+    auto scaled = d ? d->Rescale(t.scale) : std::nullopt;
+    if (!scaled || Decimal::Compare(*scaled, *d) != 0 || !scaled->FitsPrecision(static_cast<int>(t.length))) {
+      return std::nullopt;
+    }
+    return Value::Dec(*scaled);
+  }
+  if (t.id == TypeId::kDouble && v.is_number()) {
+    double d = ToDoubleLenient(v);
+    // Only when the double is the exact value (1.5, not 0.1 as DECIMAL).
+    if (v.is_decimal() && Decimal::FromDouble(d, v.as_decimal().scale()) != std::optional<Decimal>(v.as_decimal())) {
+      return std::nullopt;
+    }
+    if (v.is_int() && static_cast<int64_t>(d) != v.as_int()) return std::nullopt;
+    return Value::Double(d);
   }
   if (t.id == TypeId::kVarchar && v.is_string()) return v;
   return std::nullopt;
@@ -189,6 +209,9 @@ ExprPtr ShiftColumns(const ExprPtr& e, int delta) {
 int HashClass(const SqlType& t) {
   if (t.is_integer()) return 1;
   if (t.id == TypeId::kVarchar) return 2;
+  if (t.id == TypeId::kDouble) return 3;
+  if (t.id == TypeId::kFloat) return 4;
+  if (t.is_decimal()) return 100 + t.scale;  // equal encodings need equal scales
   return 0;
 }
 

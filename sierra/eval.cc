@@ -1,10 +1,16 @@
 #include "sierra/eval.h"
 
+#include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <random>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "src/common/errors.h"
 #include "src/common/like.h"
+#include "src/common/warnings.h"
 
 namespace shale::sierra {
 namespace {
@@ -14,8 +20,208 @@ int64_t ToInt(const Value& v) { return ToInt64Lenient(v); }
 Value Bool(bool b) { return Value::Int(b ? 1 : 0); }
 
 Status OutOfRange(const Expr& e) {
-  return SqlError(ErrorCode::kDataOutOfRangeExpr, "BIGINT value is out of range in '{}'",
+  const char* kind = e.type.is_decimal() ? "DECIMAL" : (e.type.is_floating() ? "DOUBLE" : "BIGINT");
+  return SqlError(ErrorCode::kDataOutOfRangeExpr, "{} value is out of range in '{}'", kind,
                   e.ToString());
+}
+
+Value DivisionByZero() {
+  PushWarning("Warning", static_cast<uint16_t>(ErrorCode::kDivisionByZero), "Division by 0");
+  return Value::Null();
+}
+
+Result<Value> CheckedDouble(const Expr& e, double d) {
+  if (!std::isfinite(d)) return OutOfRange(e);
+  return Value::Double(d);
+}
+
+// A DOUBLE result that is NULL outside the function's domain (SQRT(-1)).
+Value DomainDouble(double d) {
+  if (!std::isfinite(d)) return Value::Null();
+  return Value::Double(d);
+}
+
+// The value of a DECIMAL-typed expression at the expression's scale.
+Result<Value> DecimalResult(const Expr& e, std::optional<Decimal> d) {
+  if (!d) return OutOfRange(e);
+  auto scaled = d->Rescale(e.type.scale);
+  if (!scaled) return OutOfRange(e);
+  return Value::Dec(*scaled);
+}
+
+Result<Value> EvaluateArith(const Expr& e, const Value& l, const Value& r) {
+  const ArithOp op = e.arith_op;
+  if (op == ArithOp::kIntDiv && !(l.is_int() && r.is_int())) {
+    // DIV of non-integers: the truncated quotient of the exact values.
+    if (l.is_double() || r.is_double() || l.is_string() || r.is_string()) {
+      double a = ToDoubleLenient(l), b = ToDoubleLenient(r);
+      if (b == 0) return DivisionByZero();
+      double q = std::trunc(a / b);
+      if (!(q >= -9223372036854775808.0 && q < 9223372036854775808.0)) return OutOfRange(e);
+      return Value::Int(static_cast<int64_t>(q));
+    }
+    auto a = ToDecimalLenient(l), b = ToDecimalLenient(r);
+    if (!a || !b) return OutOfRange(e);
+    if (b->is_zero()) return DivisionByZero();
+    int s = std::max(a->scale(), b->scale());
+    auto x = a->Rescale(s), y = b->Rescale(s);
+    if (!x || !y) return OutOfRange(e);
+    __int128 q = x->units() / y->units();
+    if (q > INT64_MAX || q < INT64_MIN) return OutOfRange(e);
+    return Value::Int(static_cast<int64_t>(q));
+  }
+  if (e.type.is_floating()) {
+    double a = ToDoubleLenient(l), b = ToDoubleLenient(r);
+    switch (op) {
+      case ArithOp::kAdd: return CheckedDouble(e, a + b);
+      case ArithOp::kSub: return CheckedDouble(e, a - b);
+      case ArithOp::kMul: return CheckedDouble(e, a * b);
+      case ArithOp::kDiv:
+        if (b == 0) return DivisionByZero();
+        return CheckedDouble(e, a / b);
+      case ArithOp::kMod:
+        if (b == 0) return DivisionByZero();
+        return CheckedDouble(e, std::fmod(a, b));
+      case ArithOp::kIntDiv: break;
+    }
+    return Status::Internal("bad arithmetic");
+  }
+  if (e.type.is_decimal()) {
+    auto a = ToDecimalLenient(l), b = ToDecimalLenient(r);
+    if (!a || !b) return OutOfRange(e);
+    switch (op) {
+      case ArithOp::kAdd: return DecimalResult(e, Decimal::Add(*a, *b));
+      case ArithOp::kSub: return DecimalResult(e, Decimal::Sub(*a, *b));
+      case ArithOp::kMul: return DecimalResult(e, Decimal::Mul(*a, *b));
+      case ArithOp::kDiv:
+        if (b->is_zero()) return DivisionByZero();
+        return DecimalResult(e, Decimal::Div(*a, *b, e.type.scale));
+      case ArithOp::kMod:
+        if (b->is_zero()) return DivisionByZero();
+        return DecimalResult(e, Decimal::Mod(*a, *b));
+      case ArithOp::kIntDiv: break;
+    }
+    return Status::Internal("bad arithmetic");
+  }
+  int64_t a = ToInt(l), b = ToInt(r), out = 0;
+  switch (op) {
+    case ArithOp::kAdd:
+      if (__builtin_add_overflow(a, b, &out)) return OutOfRange(e);
+      return Value::Int(out);
+    case ArithOp::kSub:
+      if (__builtin_sub_overflow(a, b, &out)) return OutOfRange(e);
+      return Value::Int(out);
+    case ArithOp::kMul:
+      if (__builtin_mul_overflow(a, b, &out)) return OutOfRange(e);
+      return Value::Int(out);
+    case ArithOp::kIntDiv:
+      if (b == 0) return DivisionByZero();
+      if (a == INT64_MIN && b == -1) return OutOfRange(e);
+      return Value::Int(a / b);
+    case ArithOp::kMod:
+      if (b == 0) return DivisionByZero();
+      if (b == -1) return Value::Int(0);
+      return Value::Int(a % b);
+    case ArithOp::kDiv: {
+      // Only reached if the type was not inferred (never for bound plans).
+      if (b == 0) return DivisionByZero();
+      return Value::Double(static_cast<double>(a) / static_cast<double>(b));
+    }
+  }
+  return Status::Internal("bad arithmetic");
+}
+
+}  // namespace
+
+Result<Value> ConvertToType(const Value& v, const SqlType& t) {
+  if (v.is_null()) return v;
+  if (t.is_decimal()) {
+    auto d = ToDecimalLenient(v);
+    std::optional<Decimal> scaled = d ? d->Rescale(t.scale) : std::nullopt;
+    if (!scaled || !scaled->FitsPrecision(static_cast<int>(t.length))) {
+      // MySQL clamps to the largest value of the type, with warning 1264.
+      PushWarning("Warning", static_cast<uint16_t>(ErrorCode::kDataOutOfRange),
+                  "Out of range value for column 'cast' at row 1");
+      int digits = static_cast<int>(t.length);
+      if (digits > Decimal::kMaxDigits) digits = Decimal::kMaxDigits;
+      __int128 max = Pow10_128(digits) - 1;
+      bool neg = d ? d->is_negative() : ToDoubleLenient(v) < 0;
+      return Value::Dec(Decimal(neg ? -max : max, t.scale));
+    }
+    return Value::Dec(*scaled);
+  }
+  if (t.is_floating()) {
+    if (v.is_double() && !v.is_float()) return v;
+    return Value::Double(ToDoubleLenient(v));
+  }
+  if (t.is_integer()) {
+    if (v.is_int()) return v;
+    return Value::Int(ToInt64Lenient(v));
+  }
+  if (t.is_string()) {
+    if (v.is_string()) return v;
+    return Value::String(v.ToText());
+  }
+  return v;
+}
+
+namespace {
+
+// A value of a CASE/COALESCE/GREATEST result in the expression's numeric
+// type, so IF(c, 1, 2.5) prints 1.0 as MySQL does. Strings stay as they are.
+Result<Value> InType(const Expr& e, Value v) {
+  if (v.is_null()) return v;
+  if (e.type.is_decimal() || e.type.is_floating()) return ConvertToType(v, e.type);
+  return v;
+}
+
+// Byte offsets of the characters (UTF-8 code points) of `s`, then s.size().
+std::vector<size_t> CharOffsets(const std::string& s) {
+  std::vector<size_t> out;
+  out.reserve(s.size() + 1);
+  for (size_t i = 0; i < s.size(); ++i) {
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80) out.push_back(i);
+  }
+  out.push_back(s.size());
+  return out;
+}
+
+// Characters [from, from + count) of `s` (clamped).
+std::string CharSlice(const std::string& s, int64_t from, int64_t count) {
+  std::vector<size_t> at = CharOffsets(s);
+  const int64_t n = static_cast<int64_t>(at.size()) - 1;
+  from = std::clamp<int64_t>(from, 0, n);
+  int64_t to = count < 0 ? from : std::min<int64_t>(n, from + std::min<int64_t>(count, n));
+  return s.substr(at[from], at[to] - at[from]);
+}
+
+std::string HexOf(std::string_view bytes) {
+  static constexpr char kDigits[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out.push_back(kDigits[c >> 4]);
+    out.push_back(kDigits[c & 15]);
+  }
+  return out;
+}
+
+// The padded text of LPAD/RPAD: `s` cut or filled with `pad` to n characters.
+Value Pad(const std::string& s, int64_t n, const std::string& pad, bool left) {
+  if (n < 0) return Value::Null();
+  std::vector<size_t> at = CharOffsets(s);
+  const int64_t len = static_cast<int64_t>(at.size()) - 1;
+  if (n <= len) return Value::String(s.substr(0, at[n]));
+  if (pad.empty()) return Value::Null();
+  constexpr int64_t kMaxAllowedPacket = 16 << 20;
+  if (n > kMaxAllowedPacket) return Value::Null();
+  std::vector<size_t> pat = CharOffsets(pad);
+  const int64_t plen = static_cast<int64_t>(pat.size()) - 1;
+  std::string fill;
+  for (int64_t i = 0; i < n - len; ++i) {
+    int64_t k = i % plen;
+    fill += pad.substr(pat[k], pat[k + 1] - pat[k]);
+  }
+  return Value::String(left ? fill + s : s + fill);
 }
 
 Result<Value> EvaluateFunction(const Expr& e, const Row& row) {
@@ -23,7 +229,11 @@ Result<Value> EvaluateFunction(const Expr& e, const Row& row) {
   for (const ExprPtr& c : e.children) {
     SHALE_ASSIGN_OR_RETURN(Value v, Evaluate(*c, row));
     if (e.function == ScalarFunction::kCoalesce) {
-      if (!v.is_null()) return v;
+      if (!v.is_null()) return InType(e, std::move(v));
+      continue;
+    }
+    if (e.function == ScalarFunction::kConcatWs && !args.empty()) {
+      if (!v.is_null()) args.push_back(std::move(v));  // NULLs after the separator are skipped
       continue;
     }
     if (v.is_null()) return Value::Null();  // every other function is NULL on a NULL
@@ -33,9 +243,229 @@ Result<Value> EvaluateFunction(const Expr& e, const Row& row) {
     case ScalarFunction::kCoalesce:
       return Value::Null();
     case ScalarFunction::kAbs: {
+      if (e.type.is_decimal()) return DecimalResult(e, ToDecimalLenient(args[0])->Abs());
+      if (e.type.is_floating()) return Value::Double(std::fabs(ToDoubleLenient(args[0])));
       int64_t a = ToInt(args[0]);
       if (a == INT64_MIN) return OutOfRange(e);
       return Value::Int(a < 0 ? -a : a);
+    }
+    case ScalarFunction::kSign: {
+      if (args[0].is_int()) return Value::Int(args[0].as_int() > 0 ? 1 : (args[0].as_int() < 0 ? -1 : 0));
+      if (args[0].is_decimal()) {
+        const Decimal& d = args[0].as_decimal();
+        return Value::Int(d.is_zero() ? 0 : (d.is_negative() ? -1 : 1));
+      }
+      double d = ToDoubleLenient(args[0]);
+      return Value::Int(d > 0 ? 1 : (d < 0 ? -1 : 0));
+    }
+    case ScalarFunction::kRound:
+    case ScalarFunction::kTruncate: {
+      const bool round = e.function == ScalarFunction::kRound;
+      int64_t places = args.size() > 1 ? ToInt(args[1]) : 0;
+      places = std::clamp<int64_t>(places, -60, 60);
+      if (e.type.is_decimal()) {
+        auto d = ToDecimalLenient(args[0]);
+        if (!d) return OutOfRange(e);
+        auto r = round ? d->Round(static_cast<int>(places)) : d->Truncate(static_cast<int>(places));
+        return DecimalResult(e, r);
+      }
+      if (e.type.is_integer()) {
+        int64_t v = ToInt(args[0]);
+        if (places >= 0) return Value::Int(v);
+        if (places < -18) return Value::Int(0);
+        int64_t p = 1;
+        for (int64_t i = 0; i < -places; ++i) p *= 10;
+        int64_t q = v / p, rem = v % p;
+        if (round && (rem >= p - rem || -rem >= p + rem) && rem != 0) q += v < 0 ? -1 : 1;
+        int64_t out = 0;
+        if (__builtin_mul_overflow(q, p, &out)) return OutOfRange(e);
+        return Value::Int(out);
+      }
+      double x = ToDoubleLenient(args[0]);
+      double p = std::pow(10.0, static_cast<double>(std::abs(places)));
+      double scaled = places >= 0 ? x * p : x / p;
+      // ROUND of a DOUBLE rounds half to even like rint() in MySQL.
+      double r = round ? std::nearbyint(scaled) : std::trunc(scaled);
+      if (!std::isfinite(scaled)) return Value::Double(x);
+      return Value::Double(places >= 0 ? r / p : r * p);
+    }
+    case ScalarFunction::kFloor:
+    case ScalarFunction::kCeil: {
+      const bool floor = e.function == ScalarFunction::kFloor;
+      if (args[0].is_int()) return args[0];
+      if (e.type.is_floating()) {
+        double x = ToDoubleLenient(args[0]);
+        return Value::Double(floor ? std::floor(x) : std::ceil(x));
+      }
+      auto d = ToDecimalLenient(args[0]);
+      if (!d) return OutOfRange(e);
+      auto r = floor ? d->Floor() : d->Ceil();
+      if (!r) return OutOfRange(e);
+      if (e.type.is_integer()) {
+        bool overflow = false;
+        int64_t n = r->ToInt64Rounded(&overflow);
+        if (overflow) return OutOfRange(e);
+        return Value::Int(n);
+      }
+      return DecimalResult(e, r);
+    }
+    case ScalarFunction::kPower: {
+      double r = std::pow(ToDoubleLenient(args[0]), ToDoubleLenient(args[1]));
+      if (std::isnan(r)) return Value::Null();
+      return CheckedDouble(e, r);
+    }
+    case ScalarFunction::kSqrt: {
+      double x = ToDoubleLenient(args[0]);
+      return x < 0 ? Value::Null() : Value::Double(std::sqrt(x));
+    }
+    case ScalarFunction::kLn:
+    case ScalarFunction::kLog2:
+    case ScalarFunction::kLog10: {
+      double x = ToDoubleLenient(args[0]);
+      if (x <= 0) return Value::Null();
+      return DomainDouble(e.function == ScalarFunction::kLn     ? std::log(x)
+                          : e.function == ScalarFunction::kLog2 ? std::log2(x)
+                                                                 : std::log10(x));
+    }
+    case ScalarFunction::kLog: {
+      double b = ToDoubleLenient(args[0]), x = ToDoubleLenient(args[1]);
+      if (x <= 0 || b <= 0 || b == 1) return Value::Null();
+      return DomainDouble(std::log(x) / std::log(b));
+    }
+    case ScalarFunction::kExp:
+      return CheckedDouble(e, std::exp(ToDoubleLenient(args[0])));
+    case ScalarFunction::kPi:
+      return Value::Double(M_PI);
+    case ScalarFunction::kRand: {
+      thread_local std::mt19937_64 rng{std::random_device{}()};
+      return Value::Double(std::uniform_real_distribution<double>(0.0, 1.0)(rng));
+    }
+    case ScalarFunction::kGreatest:
+    case ScalarFunction::kLeast: {
+      const bool greatest = e.function == ScalarFunction::kGreatest;
+      size_t best = 0;
+      for (size_t i = 1; i < args.size(); ++i) {
+        int c = CompareValues(args[i], args[best]);
+        if (greatest ? c > 0 : c < 0) best = i;
+      }
+      return InType(e, args[best]);
+    }
+    case ScalarFunction::kCast:
+      return ConvertToType(args[0], e.type);
+    case ScalarFunction::kSubstring: {
+      std::string str = args[0].ToText();
+      int64_t pos = ToInt(args[1]);
+      int64_t len = args.size() > 2 ? ToInt(args[2]) : INT64_MAX;
+      if (pos == 0 || len <= 0) return Value::String("");
+      int64_t n = static_cast<int64_t>(CharOffsets(str).size()) - 1;
+      int64_t from = pos > 0 ? pos - 1 : n + pos;
+      if (from < 0 || from >= n) return Value::String("");
+      return Value::String(CharSlice(str, from, len));
+    }
+    case ScalarFunction::kLeft:
+    case ScalarFunction::kRight: {
+      std::string str = args[0].ToText();
+      int64_t k = ToInt(args[1]);
+      if (k <= 0) return Value::String("");
+      int64_t n = static_cast<int64_t>(CharOffsets(str).size()) - 1;
+      if (e.function == ScalarFunction::kLeft) return Value::String(CharSlice(str, 0, k));
+      return Value::String(CharSlice(str, std::max<int64_t>(0, n - k), k));
+    }
+    case ScalarFunction::kTrim:
+    case ScalarFunction::kLtrim:
+    case ScalarFunction::kRtrim: {
+      std::string str = args[0].ToText();
+      std::string rem = args.size() > 1 ? args[1].ToText() : " ";
+      if (rem.empty()) return Value::String(std::move(str));
+      size_t begin = 0, end = str.size();
+      if (e.function != ScalarFunction::kRtrim) {
+        while (end - begin >= rem.size() && str.compare(begin, rem.size(), rem) == 0) begin += rem.size();
+      }
+      if (e.function != ScalarFunction::kLtrim) {
+        while (end - begin >= rem.size() && str.compare(end - rem.size(), rem.size(), rem) == 0) end -= rem.size();
+      }
+      return Value::String(str.substr(begin, end - begin));
+    }
+    case ScalarFunction::kReplace: {
+      std::string str = args[0].ToText(), from = args[1].ToText(), to = args[2].ToText();
+      if (from.empty()) return Value::String(std::move(str));
+      std::string out;
+      size_t i = 0;
+      for (size_t hit; (hit = str.find(from, i)) != std::string::npos; i = hit + from.size()) {
+        out.append(str, i, hit - i);
+        out += to;
+      }
+      out.append(str, i, std::string::npos);
+      return Value::String(std::move(out));
+    }
+    case ScalarFunction::kReverse: {
+      std::string str = args[0].ToText();
+      std::vector<size_t> at = CharOffsets(str);
+      std::string out;
+      for (size_t k = at.size() - 1; k > 0; --k) out.append(str, at[k - 1], at[k] - at[k - 1]);
+      return Value::String(std::move(out));
+    }
+    case ScalarFunction::kRepeat:
+    case ScalarFunction::kSpace: {
+      const bool space = e.function == ScalarFunction::kSpace;
+      std::string unit = space ? " " : args[0].ToText();
+      int64_t times = ToInt(args[space ? 0 : 1]);
+      if (times <= 0 || unit.empty()) return Value::String("");
+      if (static_cast<double>(times) * static_cast<double>(unit.size()) > (16 << 20)) return Value::Null();
+      std::string out;
+      out.reserve(unit.size() * static_cast<size_t>(times));
+      for (int64_t k = 0; k < times; ++k) out += unit;
+      return Value::String(std::move(out));
+    }
+    case ScalarFunction::kLpad:
+    case ScalarFunction::kRpad:
+      return Pad(args[0].ToText(), ToInt(args[1]), args.size() > 2 ? args[2].ToText() : " ",
+                 e.function == ScalarFunction::kLpad);
+    case ScalarFunction::kLocate: {
+      std::string needle = args[0].ToText(), hay = args[1].ToText();
+      int64_t start = args.size() > 2 ? ToInt(args[2]) : 1;
+      std::vector<size_t> at = CharOffsets(hay);
+      const int64_t n = static_cast<int64_t>(at.size()) - 1;
+      if (start < 1 || start > n + 1) return Value::Int(0);
+      size_t hit = hay.find(needle, at[start - 1]);
+      if (hit == std::string::npos) return Value::Int(0);
+      return Value::Int(static_cast<int64_t>(std::lower_bound(at.begin(), at.end(), hit) - at.begin()) + 1);
+    }
+    case ScalarFunction::kConcatWs: {
+      std::string out;
+      for (size_t k = 1; k < args.size(); ++k) {
+        if (k > 1) out += args[0].ToText();
+        out += args[k].ToText();
+      }
+      return Value::String(std::move(out));
+    }
+    case ScalarFunction::kCharLength:
+      return Value::Int(static_cast<int64_t>(CharOffsets(args[0].ToText()).size()) - 1);
+    case ScalarFunction::kAscii: {
+      std::string str = args[0].ToText();
+      return Value::Int(str.empty() ? 0 : static_cast<unsigned char>(str[0]));
+    }
+    case ScalarFunction::kHex: {
+      if (args[0].is_string()) return Value::String(HexOf(args[0].as_string()));
+      // A number: its (rounded) integer value in hex, as unsigned 64-bit.
+      uint64_t n = static_cast<uint64_t>(ToInt(args[0]));
+      return Value::String(fmt::format("{:X}", n));
+    }
+    case ScalarFunction::kUnhex: {
+      std::string str = args[0].ToText();
+      if (str.size() % 2 == 1) str.insert(0, 1, '0');
+      std::string out;
+      for (size_t k = 0; k < str.size(); k += 2) {
+        int hi = std::isxdigit(static_cast<unsigned char>(str[k])) ? std::stoi(str.substr(k, 1), nullptr, 16) : -1;
+        int lo = std::isxdigit(static_cast<unsigned char>(str[k + 1])) ? std::stoi(str.substr(k + 1, 1), nullptr, 16) : -1;
+        if (hi < 0 || lo < 0) return Value::Null();
+        out.push_back(static_cast<char>(hi * 16 + lo));
+      }
+      return Value::String(std::move(out));
+    }
+    case ScalarFunction::kStrcmp: {
+      int c = args[0].ToText().compare(args[1].ToText());
+      return Value::Int(c < 0 ? -1 : (c > 0 ? 1 : 0));
     }
     case ScalarFunction::kLength:
       return Value::Int(static_cast<int64_t>(args[0].ToText().size()));
@@ -59,7 +489,12 @@ Result<Value> EvaluateFunction(const Expr& e, const Row& row) {
 
 }  // namespace
 
-bool IsTrue(const Value& v) { return !v.is_null() && ToInt(v) != 0; }
+bool IsTrue(const Value& v) {
+  if (v.is_null()) return false;
+  if (v.is_int()) return v.as_int() != 0;
+  if (v.is_decimal()) return !v.as_decimal().is_zero();
+  return ToDoubleLenient(v) != 0;
+}
 
 Result<Value> Evaluate(const Expr& e, const Row& row) {
   switch (e.kind) {
@@ -121,31 +556,13 @@ Result<Value> Evaluate(const Expr& e, const Row& row) {
       SHALE_ASSIGN_OR_RETURN(Value l, Evaluate(*e.children[0], row));
       SHALE_ASSIGN_OR_RETURN(Value r, Evaluate(*e.children[1], row));
       if (l.is_null() || r.is_null()) return Value::Null();
-      int64_t a = ToInt(l), b = ToInt(r), out = 0;
-      switch (e.arith_op) {
-        case ArithOp::kAdd:
-          if (__builtin_add_overflow(a, b, &out)) return OutOfRange(e);
-          return Value::Int(out);
-        case ArithOp::kSub:
-          if (__builtin_sub_overflow(a, b, &out)) return OutOfRange(e);
-          return Value::Int(out);
-        case ArithOp::kMul:
-          if (__builtin_mul_overflow(a, b, &out)) return OutOfRange(e);
-          return Value::Int(out);
-        case ArithOp::kIntDiv:
-          if (b == 0) return Value::Null();
-          if (a == INT64_MIN && b == -1) return OutOfRange(e);
-          return Value::Int(a / b);
-        case ArithOp::kMod:
-          if (b == 0) return Value::Null();
-          if (b == -1) return Value::Int(0);
-          return Value::Int(a % b);
-      }
-      return Status::Internal("bad arithmetic");
+      return EvaluateArith(e, l, r);
     }
     case ExprKind::kNegate: {
       SHALE_ASSIGN_OR_RETURN(Value v, Evaluate(*e.children[0], row));
       if (v.is_null()) return Value::Null();
+      if (e.type.is_decimal()) return DecimalResult(e, ToDecimalLenient(v)->Negate());
+      if (e.type.is_floating()) return Value::Double(-ToDoubleLenient(v));
       int64_t a = ToInt(v);
       if (a == INT64_MIN) return OutOfRange(e);
       return Value::Int(-a);
@@ -173,9 +590,15 @@ Result<Value> Evaluate(const Expr& e, const Row& row) {
       size_t pairs = (e.children.size() - (e.has_else ? 1 : 0)) / 2;
       for (size_t i = 0; i < pairs; ++i) {
         SHALE_ASSIGN_OR_RETURN(Value cond, Evaluate(*e.children[2 * i], row));
-        if (IsTrue(cond)) return Evaluate(*e.children[2 * i + 1], row);
+        if (IsTrue(cond)) {
+          SHALE_ASSIGN_OR_RETURN(Value then, Evaluate(*e.children[2 * i + 1], row));
+          return InType(e, std::move(then));
+        }
       }
-      if (e.has_else) return Evaluate(*e.children.back(), row);
+      if (e.has_else) {
+        SHALE_ASSIGN_OR_RETURN(Value otherwise, Evaluate(*e.children.back(), row));
+        return InType(e, std::move(otherwise));
+      }
       return Value::Null();
     }
     case ExprKind::kFunction:
@@ -211,15 +634,60 @@ Status Accumulator::Add(const Row& row) {
   switch (c.kind) {
     case AggregateKind::kCount:
       break;
-    case AggregateKind::kSum: {
-      int64_t add = ToInt(v);
-      int64_t sum = has_value_ ? value_.as_int() : 0;
-      if (__builtin_add_overflow(sum, add, &sum)) {
-        return SqlError(ErrorCode::kDataOutOfRangeExpr, "BIGINT value is out of range in '{}'",
-                        c.ToString());
+    case AggregateKind::kSum:
+    case AggregateKind::kAvg: {
+      if (c.type.is_decimal()) {
+        auto add = ToDecimalLenient(v);
+        auto sum = add ? Decimal::Add(exact_sum_, *add) : std::nullopt;
+        if (!sum) {
+          return SqlError(ErrorCode::kDataOutOfRangeExpr, "DECIMAL value is out of range in '{}'",
+                          c.ToString());
+        }
+        exact_sum_ = *sum;
+      } else {
+        sum_ += ToDoubleLenient(v);
       }
-      value_ = Value::Int(sum);
       has_value_ = true;
+      break;
+    }
+    case AggregateKind::kStddevPop:
+    case AggregateKind::kStddevSamp:
+    case AggregateKind::kVarPop:
+    case AggregateKind::kVarSamp: {
+      double x = ToDoubleLenient(v);
+      double delta = x - mean_;
+      mean_ += delta / static_cast<double>(count_);
+      m2_ += delta * (x - mean_);
+      has_value_ = true;
+      break;
+    }
+    case AggregateKind::kBitAnd:
+    case AggregateKind::kBitOr:
+    case AggregateKind::kBitXor: {
+      uint64_t x = static_cast<uint64_t>(ToInt(v));
+      if (c.kind == AggregateKind::kBitAnd) bits_ = has_value_ ? (bits_ & x) : x;
+      if (c.kind == AggregateKind::kBitOr) bits_ |= x;
+      if (c.kind == AggregateKind::kBitXor) bits_ ^= x;
+      has_value_ = true;
+      break;
+    }
+    case AggregateKind::kGroupConcat: {
+      constexpr size_t kGroupConcatMaxLen = 1024;  // group_concat_max_len default
+      if (c.distinct) {
+        // MySQL joins distinct values in their sorted order.
+        distinct_values_.push_back(std::move(v));
+        has_value_ = true;
+        break;
+      }
+      if (cut_) break;
+      if (has_value_) text_ += c.separator;
+      text_ += v.ToText();
+      has_value_ = true;
+      if (text_.size() > kGroupConcatMaxLen) {
+        text_.resize(kGroupConcatMaxLen);
+        cut_ = true;
+        PushWarning("Warning", 1260, "Row 1 was cut by GROUP_CONCAT()");
+      }
       break;
     }
     case AggregateKind::kMin:
@@ -240,12 +708,61 @@ Status Accumulator::Add(const Row& row) {
 }
 
 Value Accumulator::Result() const {
-  switch (call_->kind) {
+  const AggregateCall& c = *call_;
+  switch (c.kind) {
     case AggregateKind::kCountStar:
     case AggregateKind::kCount:
       return Value::Int(count_);
     case AggregateKind::kAnyValue:
       return value_;
+    case AggregateKind::kSum:
+      if (!has_value_) return Value::Null();
+      if (c.type.is_decimal()) {
+        auto r = exact_sum_.Rescale(c.type.scale);
+        return r ? Value::Dec(*r) : Value::Dec(exact_sum_);
+      }
+      return Value::Double(sum_);
+    case AggregateKind::kAvg: {
+      if (!has_value_) return Value::Null();
+      if (c.type.is_decimal()) {
+        auto r = Decimal::Div(exact_sum_, Decimal::FromInt(count_), c.type.scale);
+        return r ? Value::Dec(*r) : Value::Null();
+      }
+      return Value::Double(sum_ / static_cast<double>(count_));
+    }
+    case AggregateKind::kStddevPop:
+    case AggregateKind::kStddevSamp:
+    case AggregateKind::kVarPop:
+    case AggregateKind::kVarSamp: {
+      if (!has_value_) return Value::Null();
+      const bool sample = c.kind == AggregateKind::kStddevSamp || c.kind == AggregateKind::kVarSamp;
+      if (sample && count_ < 2) return Value::Null();
+      double var = m2_ / static_cast<double>(sample ? count_ - 1 : count_);
+      if (var < 0) var = 0;
+      const bool root = c.kind == AggregateKind::kStddevPop || c.kind == AggregateKind::kStddevSamp;
+      return Value::Double(root ? std::sqrt(var) : var);
+    }
+    case AggregateKind::kBitAnd:
+    case AggregateKind::kBitOr:
+    case AggregateKind::kBitXor: {
+      uint64_t bits = c.kind == AggregateKind::kBitAnd && !has_value_ ? ~uint64_t{0} : bits_;
+      if (bits <= static_cast<uint64_t>(INT64_MAX)) return Value::Int(static_cast<int64_t>(bits));
+      return Value::Dec(Decimal(static_cast<__int128>(bits), 0));  // beyond BIGINT: exact
+    }
+    case AggregateKind::kGroupConcat: {
+      if (!has_value_) return Value::Null();
+      if (!c.distinct) return Value::String(text_);
+      std::vector<Value> sorted = distinct_values_;
+      std::sort(sorted.begin(), sorted.end(),
+                [](const Value& a, const Value& b) { return CompareValues(a, b) < 0; });
+      std::string out;
+      for (size_t i = 0; i < sorted.size(); ++i) {
+        if (i > 0) out += c.separator;
+        out += sorted[i].ToText();
+      }
+      if (out.size() > 1024) out.resize(1024);
+      return Value::String(std::move(out));
+    }
     default:
       return has_value_ ? value_ : Value::Null();
   }

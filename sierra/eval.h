@@ -9,6 +9,7 @@
 
 #include <string>
 #include <unordered_set>
+#include <vector>
 
 #include "shale/status.h"
 #include "sierra/expr.h"
@@ -22,6 +23,11 @@ Result<Value> Evaluate(const Expr& e, const Row& row);
 
 // Whether `v` counts as true in a WHERE clause (non-NULL and non-zero).
 bool IsTrue(const Value& v);
+
+// `v` converted to type `t` as CAST does: DECIMAL rounded to its scale (out
+// of range: the type's largest value and warning 1264), DOUBLE, integers
+// rounded, strings as text.
+Result<Value> ConvertToType(const Value& v, const SqlType& t);
 
 // The running state of one aggregate over the rows of one group: the
 // reference semantics of aggregation. NULL arguments are skipped (except by
@@ -39,6 +45,13 @@ class Accumulator {
   int64_t count_ = 0;
   bool has_value_ = false;  // SUM/MIN/MAX/ANY_VALUE: value_ holds something
   Value value_;
+  Decimal exact_sum_;          // SUM/AVG of exact values
+  double sum_ = 0;             // SUM/AVG of inexact values
+  double mean_ = 0, m2_ = 0;   // STDDEV/VARIANCE: Welford's running mean and squares
+  uint64_t bits_ = 0;          // BIT_AND/OR/XOR
+  std::string text_;           // GROUP_CONCAT
+  std::vector<Value> distinct_values_;  // GROUP_CONCAT(DISTINCT): joined in value order
+  bool cut_ = false;           // GROUP_CONCAT reached group_concat_max_len
   std::unordered_set<std::string> seen_;  // DISTINCT: encoded values
 };
 

@@ -21,13 +21,34 @@ bool AnyNullable(const std::vector<ExprPtr>& v) {
 }
 
 constexpr const char* kCompareNames[] = {"=", "<>", "<", "<=", ">", ">=", "<=>"};
-constexpr const char* kArithNames[] = {"+", "-", "*", "DIV", "%"};
+constexpr const char* kArithNames[] = {"+", "-", "*", "DIV", "%", "/"};
+
+uint32_t Digits(uint64_t v) {
+  uint32_t n = 1;
+  while (v >= 10) v /= 10, ++n;
+  return n;
+}
 
 }  // namespace
 
 ExprPtr Expr::Constant(Value v) {
   SqlType t;
-  if (v.is_int()) t = SqlType::BigInt();
+  if (v.is_int()) {
+    // BIGINT with the literal's digits as its length, so exact arithmetic
+    // gets MySQL's precision for literals (1/3 is DECIMAL(5,4)).
+    t = SqlType::BigInt();
+    int64_t n = v.as_int();
+    t.length = Digits(n < 0 ? 0 - static_cast<uint64_t>(n) : static_cast<uint64_t>(n));
+  }
+  if (v.is_double()) t = SqlType::Double();
+  if (v.is_decimal()) {
+    const Decimal& d = v.as_decimal();
+    uint32_t scale = static_cast<uint32_t>(d.scale());
+    uint32_t precision = std::max<uint32_t>(static_cast<uint32_t>(d.IntegerDigits()) + scale, 1);
+    // MySQL counts a leading "0." as no integer digit.
+    if (d.IntegerDigits() == 1 && d.Abs().units() < Pow10_128(d.scale()) && scale > 0) precision = scale;
+    t = SqlType::Decimal(precision, static_cast<uint8_t>(scale));
+  }
   if (v.is_string()) t = SqlType::Varchar(static_cast<uint32_t>(v.as_string().size()));
   auto e = Make(ExprKind::kConstant, t, v.is_null());
   e->constant = std::move(v);
@@ -61,17 +82,59 @@ ExprPtr Expr::Not(ExprPtr c) {
   return e;
 }
 
+SqlType ArithResultType(ArithOp op, const SqlType& l, const SqlType& r) {
+  auto inexact = [](const SqlType& t) { return t.is_floating() || t.is_string(); };
+  if (op == ArithOp::kIntDiv) return SqlType::BigInt();
+  if (inexact(l) || inexact(r)) return SqlType::Double();
+  if (!l.is_decimal() && !r.is_decimal() && op != ArithOp::kDiv) return SqlType::BigInt();
+  auto precision = [](const SqlType& t) -> int {
+    if (t.id == TypeId::kNull) return 1;
+    if (t.id == TypeId::kBigInt && !t.is_unsigned && t.length < 20) return static_cast<int>(t.length);
+    return static_cast<int>(t.DecimalPrecision());
+  };
+  auto scale = [](const SqlType& t) -> int { return t.is_decimal() ? t.scale : 0; };
+  int p1 = precision(l), s1 = scale(l), p2 = precision(r), s2 = scale(r);
+  int p = 0, s = 0;
+  switch (op) {
+    case ArithOp::kAdd:
+    case ArithOp::kSub:
+      s = std::max(s1, s2);
+      p = std::max(p1 - s1, p2 - s2) + s + 1;
+      break;
+    case ArithOp::kMul:
+      s = std::min(s1 + s2, Decimal::kMaxScale);
+      p = p1 + p2;
+      break;
+    case ArithOp::kDiv:
+      s = std::min(s1 + Decimal::kDivPrecisionIncrement, Decimal::kMaxScale);
+      p = p1 + s2 + Decimal::kDivPrecisionIncrement;
+      break;
+    case ArithOp::kMod:
+      s = std::max(s1, s2);
+      p = std::max(p1 - s1, p2 - s2) + s;
+      break;
+    case ArithOp::kIntDiv:
+      break;
+  }
+  p = std::clamp(p, std::max(s, 1), 65);
+  return SqlType::Decimal(static_cast<uint32_t>(p), static_cast<uint8_t>(s));
+}
+
 ExprPtr Expr::Arith(ArithOp op, ExprPtr l, ExprPtr r) {
-  // DIV and % by zero yield NULL.
-  bool nullable = l->nullable || r->nullable || op == ArithOp::kIntDiv || op == ArithOp::kMod;
-  auto e = Make(ExprKind::kArith, SqlType::BigInt(), nullable);
+  // '/', DIV and % by zero yield NULL.
+  bool nullable = l->nullable || r->nullable || op == ArithOp::kIntDiv || op == ArithOp::kMod ||
+                  op == ArithOp::kDiv;
+  auto e = Make(ExprKind::kArith, ArithResultType(op, l->type, r->type), nullable);
   e->arith_op = op;
   e->children = {std::move(l), std::move(r)};
   return e;
 }
 
 ExprPtr Expr::Negate(ExprPtr c) {
-  auto e = Make(ExprKind::kNegate, SqlType::BigInt(), c->nullable);
+  SqlType t = SqlType::BigInt();
+  if (c->type.is_decimal() || c->type.id == TypeId::kDouble) t = c->type;
+  if (c->type.id == TypeId::kFloat || c->type.is_string()) t = SqlType::Double();
+  auto e = Make(ExprKind::kNegate, t, c->nullable);
   e->children = {std::move(c)};
   return e;
 }
@@ -92,25 +155,41 @@ ExprPtr Expr::InList(ExprPtr c, std::vector<ExprPtr> list, bool negated) {
   return e;
 }
 
-namespace {
-// The type holding every value of `types` (NULL types ignored).
 SqlType CommonType(const std::vector<SqlType>& types) {
   SqlType out;
   uint32_t text_length = 0;
-  bool any_string = false;
+  bool any_string = false, any_double = false, any_decimal = false, any_integer = false;
+  int int_digits = 0, scale = 0;
   for (const SqlType& t : types) {
     if (t.id == TypeId::kNull) continue;
     text_length = std::max(text_length, t.id == TypeId::kVarchar ? t.length : 20u);
-    if (t.id == TypeId::kVarchar) {
+    if (t.is_string()) {
       any_string = true;
-    } else if (out.id == TypeId::kNull || (out.id == TypeId::kInt && t.id == TypeId::kBigInt)) {
-      out = t;
+    } else if (t.is_floating()) {
+      any_double = true;
+    } else if (t.is_decimal()) {
+      any_decimal = true;
+      int_digits = std::max(int_digits, static_cast<int>(t.length) - t.scale);
+      scale = std::max(scale, static_cast<int>(t.scale));
+    } else {
+      any_integer = true;
+      int_digits = std::max(int_digits, static_cast<int>(t.DecimalPrecision()));
+      if (out.id == TypeId::kNull) {
+        out = t;
+      } else if (!(out == t)) {
+        out = SqlType::BigInt();
+      }
     }
   }
   if (any_string) return SqlType::Varchar(text_length);
+  if (any_double) return SqlType::Double();
+  if (any_decimal) {
+    (void)any_integer;
+    return SqlType::Decimal(static_cast<uint32_t>(std::clamp(int_digits + scale, 1, 65)),
+                            static_cast<uint8_t>(scale));
+  }
   return out;
 }
-}  // namespace
 
 ExprPtr Expr::Case(std::vector<ExprPtr> children, bool has_else) {
   std::vector<SqlType> types;
@@ -146,7 +225,103 @@ ExprPtr Expr::Function(ScalarFunction f, std::vector<ExprPtr> args) {
       break;
     }
     case ScalarFunction::kAbs:
+      type = args[0]->type.is_numeric() ? args[0]->type : SqlType::Double();
+      if (type.id == TypeId::kFloat) type = SqlType::Double();
+      break;
     case ScalarFunction::kLength:
+    case ScalarFunction::kSign:
+      break;
+    case ScalarFunction::kRound:
+    case ScalarFunction::kTruncate: {
+      const SqlType& t = args[0]->type;
+      if (t.is_decimal()) {
+        // The scale is the constant second argument clamped to 0..30
+        // (ROUND(1.5, 3) is 1.500), else the argument's.
+        int d = 0;
+        if (args.size() > 1) {
+          d = t.scale;
+          if (args[1]->kind == ExprKind::kConstant && args[1]->constant.is_int()) {
+            d = static_cast<int>(std::clamp<int64_t>(args[1]->constant.as_int(), 0, Decimal::kMaxScale));
+          }
+        }
+        int int_digits = static_cast<int>(t.length) - t.scale + 1;
+        type = SqlType::Decimal(static_cast<uint32_t>(std::clamp(int_digits + d, 1, 65)),
+                                static_cast<uint8_t>(d));
+      } else if (t.is_integer() || t.id == TypeId::kNull) {
+        type = t.id == TypeId::kNull ? SqlType::BigInt() : t;
+      } else {
+        type = SqlType::Double();
+      }
+      break;
+    }
+    case ScalarFunction::kFloor:
+    case ScalarFunction::kCeil: {
+      const SqlType& t = args[0]->type;
+      if (t.is_decimal()) {
+        int int_digits = static_cast<int>(t.length) - t.scale + 1;
+        type = int_digits <= 18 ? SqlType::BigInt()
+                                : SqlType::Decimal(static_cast<uint32_t>(std::min(int_digits, 65)), 0);
+      } else if (t.is_integer()) {
+        type = t;
+      } else if (t.id != TypeId::kNull) {
+        type = SqlType::Double();
+      }
+      break;
+    }
+    case ScalarFunction::kPower:
+    case ScalarFunction::kSqrt:
+    case ScalarFunction::kLn:
+    case ScalarFunction::kLog:
+    case ScalarFunction::kLog2:
+    case ScalarFunction::kLog10:
+    case ScalarFunction::kExp:
+    case ScalarFunction::kPi:
+    case ScalarFunction::kRand:
+      type = SqlType::Double();
+      // NULL for arguments outside the domain (SQRT(-1), LN(0)).
+      nullable = nullable || f == ScalarFunction::kSqrt || f == ScalarFunction::kLn ||
+                 f == ScalarFunction::kLog || f == ScalarFunction::kLog2 ||
+                 f == ScalarFunction::kLog10 || f == ScalarFunction::kPower;
+      break;
+    case ScalarFunction::kGreatest:
+    case ScalarFunction::kLeast: {
+      std::vector<SqlType> types;
+      for (const ExprPtr& a : args) types.push_back(a->type);
+      type = CommonType(types);
+      break;
+    }
+    case ScalarFunction::kCast:
+      break;  // Expr::Cast sets the type
+    case ScalarFunction::kLocate:
+    case ScalarFunction::kCharLength:
+    case ScalarFunction::kAscii:
+    case ScalarFunction::kStrcmp:
+      type = SqlType::BigInt();
+      break;
+    case ScalarFunction::kSubstring:
+    case ScalarFunction::kLeft:
+    case ScalarFunction::kRight:
+    case ScalarFunction::kTrim:
+    case ScalarFunction::kLtrim:
+    case ScalarFunction::kRtrim:
+    case ScalarFunction::kReverse: {
+      const SqlType& t = args[0]->type;
+      type = SqlType::Varchar(t.is_string() ? t.length : 20);
+      break;
+    }
+    case ScalarFunction::kHex:
+    case ScalarFunction::kUnhex:
+      type = SqlType::Varchar(static_cast<uint32_t>(std::min<uint64_t>(text * 2, 65535)));
+      nullable = nullable || f == ScalarFunction::kUnhex;
+      break;
+    case ScalarFunction::kReplace:
+    case ScalarFunction::kRepeat:
+    case ScalarFunction::kLpad:
+    case ScalarFunction::kRpad:
+    case ScalarFunction::kSpace:
+    case ScalarFunction::kConcatWs:
+      type = SqlType::Varchar(static_cast<uint32_t>(std::min<uint64_t>(std::max<uint64_t>(text, 255), 65535)));
+      if (f == ScalarFunction::kConcatWs) nullable = args[0]->nullable;
       break;
     case ScalarFunction::kConcat:
     case ScalarFunction::kLower:
@@ -157,6 +332,13 @@ ExprPtr Expr::Function(ScalarFunction f, std::vector<ExprPtr> args) {
   auto e = Make(ExprKind::kFunction, type, nullable);
   e->function = f;
   e->children = std::move(args);
+  return e;
+}
+
+ExprPtr Expr::Cast(ExprPtr arg, SqlType type) {
+  auto e = Make(ExprKind::kFunction, type, arg->nullable);
+  e->function = ScalarFunction::kCast;
+  e->children = {std::move(arg)};
   return e;
 }
 
@@ -201,9 +383,16 @@ std::string Expr::ToString() const {
       return out + " END)";
     }
     case ExprKind::kFunction: {
-      static constexpr const char* kNames[] = {"coalesce", "abs", "length", "concat", "lower", "upper"};
+      static constexpr const char* kNames[] = {
+          "coalesce", "abs",   "length", "concat", "lower", "upper",    "round", "truncate",
+          "floor",    "ceil",  "power",  "sqrt",   "sign",  "ln",       "log",   "log2",
+          "log10",    "exp",   "pi",     "rand",   "greatest", "least", "cast",
+          "substring", "left", "right", "trim", "ltrim", "rtrim", "replace", "reverse",
+          "repeat", "lpad", "rpad", "locate", "concat_ws", "char_length", "ascii", "hex",
+          "unhex", "space", "strcmp"};
       std::string args;
       for (size_t i = 0; i < children.size(); ++i) args += (i ? ", " : "") + children[i]->ToString();
+      if (function == ScalarFunction::kCast) return fmt::format("cast({} as {})", args, type.ToString());
       return fmt::format("{}({})", kNames[static_cast<int>(function)], args);
     }
     case ExprKind::kLike:
@@ -231,7 +420,10 @@ void SplitConjuncts(const ExprPtr& e, std::vector<ExprPtr>* out) {
 }
 
 std::string AggregateCall::ToString() const {
-  static constexpr const char* kNames[] = {"count", "count", "sum", "avg", "min", "max", "any_value"};
+  static constexpr const char* kNames[] = {"count",       "count",    "sum",     "avg",     "min",
+                                           "max",         "any_value", "stddev_pop", "stddev_samp",
+                                           "var_pop",     "var_samp", "bit_and", "bit_or",  "bit_xor",
+                                           "group_concat"};
   if (kind == AggregateKind::kCountStar) return "count(*)";
   return fmt::format("{}({}{})", kNames[static_cast<int>(kind)], distinct ? "DISTINCT " : "",
                      arg ? arg->ToString() : "");

@@ -42,10 +42,49 @@ enum class ScalarFunction : uint8_t {
   kConcat = 3,    // the arguments' text joined; NULL if any is NULL
   kLower = 4,     // ASCII letters lowered
   kUpper = 5,     // ASCII letters raised
+  kRound = 6,     // ROUND(x[, d]): half away from zero; exact for DECIMAL
+  kTruncate = 7,  // TRUNCATE(x, d): toward zero
+  kFloor = 8,     // FLOOR(x)
+  kCeil = 9,      // CEIL(x) / CEILING(x)
+  kPower = 10,    // POWER(x, y) / POW: DOUBLE; NULL when not a real number
+  kSqrt = 11,     // SQRT(x): DOUBLE; NULL for x < 0
+  kSign = 12,     // SIGN(x): -1, 0, 1
+  kLn = 13,       // LN(x); LOG(x): natural log; NULL for x <= 0
+  kLog = 14,      // LOG(b, x): log base b of x
+  kLog2 = 15,     // LOG2(x)
+  kLog10 = 16,    // LOG10(x)
+  kExp = 17,      // EXP(x)
+  kPi = 18,       // PI()
+  kRand = 19,     // RAND(): uniform in [0, 1)
+  kGreatest = 20, // GREATEST(a, b, ...): NULL if any is NULL
+  kLeast = 21,    // LEAST(a, b, ...)
+  kCast = 22,     // CAST(x AS type) / CONVERT(x, type): the result type is `type`
+  // String functions count characters (UTF-8 code points), not bytes.
+  kSubstring = 23,  // SUBSTRING(s, pos[, len]): pos 1-based, negative from the end
+  kLeft = 24,       // LEFT(s, n)
+  kRight = 25,      // RIGHT(s, n)
+  kTrim = 26,       // TRIM(s[, remstr]): both sides; spaces by default
+  kLtrim = 27,      // LTRIM(s) / TRIM(LEADING [remstr] FROM s)
+  kRtrim = 28,      // RTRIM(s) / TRIM(TRAILING [remstr] FROM s)
+  kReplace = 29,    // REPLACE(s, from, to)
+  kReverse = 30,    // REVERSE(s)
+  kRepeat = 31,     // REPEAT(s, n)
+  kLpad = 32,       // LPAD(s, n, pad)
+  kRpad = 33,       // RPAD(s, n, pad)
+  kLocate = 34,     // LOCATE(sub, s[, pos]) / INSTR(s, sub) / POSITION(sub IN s): 0 if absent
+  kConcatWs = 35,   // CONCAT_WS(sep, a, ...): NULL arguments skipped
+  kCharLength = 36, // CHAR_LENGTH(s)
+  kAscii = 37,      // ASCII(s): the first byte
+  kHex = 38,        // HEX(x): a number's hex digits, or a string's bytes
+  kUnhex = 39,      // UNHEX(s): NULL if not hex
+  kSpace = 40,      // SPACE(n)
+  kStrcmp = 41,     // STRCMP(a, b): -1, 0, 1
 };
 
 enum class CompareOp : uint8_t { kEq = 0, kNe = 1, kLt = 2, kLe = 3, kGt = 4, kGe = 5, kNullSafeEq = 6 };
-enum class ArithOp : uint8_t { kAdd = 0, kSub = 1, kMul = 2, kIntDiv = 3, kMod = 4 };
+// kDiv is '/': DECIMAL (dividend scale + 4) for exact operands, DOUBLE when
+// either is DOUBLE or a string; by zero it is NULL with warning 1365.
+enum class ArithOp : uint8_t { kAdd = 0, kSub = 1, kMul = 2, kIntDiv = 3, kMod = 4, kDiv = 5 };
 
 struct Expr;
 using ExprPtr = std::shared_ptr<const Expr>;
@@ -77,6 +116,8 @@ struct Expr {
   // results (an integer type if all are integers, else VARCHAR).
   static ExprPtr Case(std::vector<ExprPtr> children, bool has_else);
   static ExprPtr Function(ScalarFunction f, std::vector<ExprPtr> args);
+  // CAST(arg AS type).
+  static ExprPtr Cast(ExprPtr arg, SqlType type);
   static ExprPtr Like(ExprPtr text, ExprPtr pattern, bool negated);
 
   // Printable form, e.g. "(#0:id >= 2)".
@@ -88,10 +129,18 @@ enum class AggregateKind : uint8_t {
   kCountStar = 0,  // COUNT(*): rows
   kCount = 1,      // COUNT(x): non-NULL values
   kSum = 2,        // SUM(x): BIGINT (MySQL: DECIMAL); overflow is 1690
-  kAvg = 3,        // reserved: AVG needs DECIMAL or DOUBLE values
+  kAvg = 3,        // AVG(x): DECIMAL (scale + 4) over exact values, else DOUBLE
   kMin = 4,
   kMax = 5,
   kAnyValue = 6,   // a column neither grouped nor aggregated: its first value in the group
+  kStddevPop = 7,  // STD / STDDEV / STDDEV_POP: DOUBLE
+  kStddevSamp = 8, // STDDEV_SAMP: NULL over fewer than 2 values
+  kVarPop = 9,     // VARIANCE / VAR_POP
+  kVarSamp = 10,   // VAR_SAMP
+  kBitAnd = 11,    // BIT_AND: over no rows 18446744073709551615
+  kBitOr = 12,     // BIT_OR: over no rows 0
+  kBitXor = 13,    // BIT_XOR: over no rows 0
+  kGroupConcat = 14,  // GROUP_CONCAT(x [SEPARATOR s]): texts joined, cut at 1024 bytes
 };
 
 // One aggregate computed by a kAggregate operator, over the operator's input.
@@ -101,10 +150,22 @@ struct AggregateCall {
   ExprPtr arg;            // null for kCountStar
   SqlType type;           // result type
   bool nullable = true;
+  std::string separator = ",";  // kGroupConcat
 
   // "count(*)", "sum(DISTINCT #1:a)".
   std::string ToString() const;
 };
+
+// The type of `l op r` by MySQL's rules: integer for integers (and DIV),
+// DOUBLE when either side is floating point or a string, else DECIMAL with
+// the precision and scale MySQL gives (+,-: max scale; *: sum of scales;
+// /: dividend scale + 4; each capped at 30).
+SqlType ArithResultType(ArithOp op, const SqlType& l, const SqlType& r);
+
+// The type holding every value of `types` (NULL types ignored): VARCHAR if
+// any is a string, else DOUBLE if any is floating, else DECIMAL if any is
+// DECIMAL, else the widest integer.
+SqlType CommonType(const std::vector<SqlType>& types);
 
 // Splits a predicate into its top-level AND conjuncts.
 void SplitConjuncts(const ExprPtr& e, std::vector<ExprPtr>* out);

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 #include "sierra/eval.h"
@@ -141,8 +143,10 @@ TEST(EvalTest, Arithmetic) {
   EXPECT_EQ(Eval(Arith(ArithOp::kMod, I(-7), I(3))), Value::Int(-1));  // sign of the dividend
   EXPECT_EQ(Eval(Arith(ArithOp::kMod, I(7), I(-3))), Value::Int(1));
   EXPECT_EQ(Eval(Arith(ArithOp::kMod, I(kMin), I(-1))), Value::Int(0));
-  EXPECT_EQ(Eval(Arith(ArithOp::kAdd, S("3"), I(4))), Value::Int(7));
-  EXPECT_EQ(Eval(Arith(ArithOp::kAdd, S("abc"), I(4))), Value::Int(4));
+  // A string operand makes the arithmetic DOUBLE (MySQL), read by its numeric prefix.
+  EXPECT_EQ(Eval(Arith(ArithOp::kAdd, S("3"), I(4))), Value::Double(7));
+  EXPECT_EQ(Eval(Arith(ArithOp::kAdd, S("1.5"), I(4))), Value::Double(5.5));
+  EXPECT_EQ(Eval(Arith(ArithOp::kAdd, S("abc"), I(4))), Value::Double(4));
   EXPECT_EQ(Eval(Arith(ArithOp::kAdd, N(), I(4))), kNull);
   EXPECT_EQ(Eval(Arith(ArithOp::kMul, I(4), N())), kNull);
   EXPECT_EQ(Eval(Expr::Negate(I(5))), Value::Int(-5));
@@ -210,7 +214,9 @@ TEST(EvalTest, IsTrue) {
 }
 
 TEST(ExprTest, ConstantTypes) {
-  EXPECT_EQ(I(1)->type, SqlType::BigInt());
+  // An integer literal is BIGINT with its digit count as length (its DECIMAL precision).
+  EXPECT_EQ(I(1)->type.id, TypeId::kBigInt);
+  EXPECT_EQ(I(-123)->type.length, 3u);
   EXPECT_FALSE(I(1)->nullable);
   EXPECT_EQ(S("abc")->type, SqlType::Varchar(3));
   EXPECT_EQ(N()->type.id, TypeId::kNull);
@@ -326,6 +332,8 @@ Value Aggregate(AggregateKind kind, bool distinct, const std::vector<Value>& val
   call.kind = kind;
   call.distinct = distinct;
   if (kind != AggregateKind::kCountStar) call.arg = Expr::ColumnRef(0, "a", SqlType::Int(), true);
+  // As the binder types it: SUM of INT is DECIMAL(32,0).
+  call.type = kind == AggregateKind::kSum ? SqlType::Decimal(32, 0) : SqlType::Int();
   Accumulator acc(call);
   for (const Value& v : values) {
     Status st = acc.Add({v});
@@ -339,8 +347,8 @@ TEST(AggregateTest, Semantics) {
   EXPECT_EQ(Aggregate(AggregateKind::kCountStar, false, values), Value::Int(4));
   EXPECT_EQ(Aggregate(AggregateKind::kCount, false, values), Value::Int(3));
   EXPECT_EQ(Aggregate(AggregateKind::kCount, true, values), Value::Int(2));
-  EXPECT_EQ(Aggregate(AggregateKind::kSum, false, values), Value::Int(7));
-  EXPECT_EQ(Aggregate(AggregateKind::kSum, true, values), Value::Int(4));
+  EXPECT_EQ(Aggregate(AggregateKind::kSum, false, values), Value::Dec(Decimal(7, 0)));
+  EXPECT_EQ(Aggregate(AggregateKind::kSum, true, values), Value::Dec(Decimal(4, 0)));
   EXPECT_EQ(Aggregate(AggregateKind::kMin, false, values), Value::Int(1));
   EXPECT_EQ(Aggregate(AggregateKind::kMax, false, values), Value::Int(3));
   EXPECT_EQ(Aggregate(AggregateKind::kAnyValue, false, values), Value::Int(3));
@@ -354,15 +362,69 @@ TEST(AggregateTest, Semantics) {
   EXPECT_EQ(Aggregate(AggregateKind::kAnyValue, false, {kNull, Value::Int(1)}), kNull);
 }
 
-TEST(AggregateTest, SumOverflowIsOutOfRange) {
+TEST(AggregateTest, SumIsExactBeyondBigIntAndOutOfRangeBeyond38Digits) {
   AggregateCall call;
   call.kind = AggregateKind::kSum;
   call.arg = Expr::ColumnRef(0, "a", SqlType::BigInt(), true);
+  call.type = SqlType::Decimal(41, 0);
   Accumulator acc(call);
   ASSERT_TRUE(acc.Add({Value::Int(kMax)}).ok());
-  Status st = acc.Add({Value::Int(1)});
-  EXPECT_EQ(st.mysql_code(), 1690);
+  ASSERT_TRUE(acc.Add({Value::Int(1)}).ok());
+  EXPECT_EQ(acc.Result().ToText(), "9223372036854775808");
   EXPECT_EQ(call.ToString(), "sum(#0:a)");
+
+  AggregateCall dec = call;
+  dec.arg = Expr::ColumnRef(0, "d", SqlType::Decimal(38, 0), true);
+  dec.type = SqlType::Decimal(60, 0);
+  Accumulator big(dec);
+  Value nines = Value::Dec(*Decimal::Parse("99999999999999999999999999999999999999"));
+  ASSERT_TRUE(big.Add({nines}).ok());
+  EXPECT_EQ(big.Add({nines}).mysql_code(), 1690);
+}
+
+TEST(AggregateTest, AvgStddevBitsAndGroupConcat) {
+  const std::vector<Value> values = {Value::Int(2), kNull, Value::Int(4), Value::Int(4), Value::Int(5)};
+  auto run = [&](AggregateKind kind, SqlType type, bool distinct = false) {
+    AggregateCall call;
+    call.kind = kind;
+    call.distinct = distinct;
+    call.arg = Expr::ColumnRef(0, "a", SqlType::Int(), true);
+    call.type = type;
+    call.separator = "|";
+    Accumulator acc(call);
+    for (const Value& v : values) EXPECT_TRUE(acc.Add({v}).ok());
+    return acc.Result();
+  };
+  EXPECT_EQ(run(AggregateKind::kAvg, SqlType::Decimal(14, 4)).ToText(), "3.7500");
+  EXPECT_DOUBLE_EQ(run(AggregateKind::kVarPop, SqlType::Double()).as_double(), 1.1875);
+  EXPECT_DOUBLE_EQ(run(AggregateKind::kVarSamp, SqlType::Double()).as_double(), 4.75 / 3);
+  EXPECT_DOUBLE_EQ(run(AggregateKind::kStddevPop, SqlType::Double()).as_double(), std::sqrt(1.1875));
+  EXPECT_EQ(run(AggregateKind::kBitAnd, SqlType::BigInt()), Value::Int(0));
+  EXPECT_EQ(run(AggregateKind::kBitOr, SqlType::BigInt()), Value::Int(7));
+  EXPECT_EQ(run(AggregateKind::kBitXor, SqlType::BigInt()), Value::Int(7));
+  EXPECT_EQ(run(AggregateKind::kGroupConcat, SqlType::Varchar(1024)), Value::String("2|4|4|5"));
+  EXPECT_EQ(run(AggregateKind::kGroupConcat, SqlType::Varchar(1024), true), Value::String("2|4|5"));
+}
+
+TEST(EvalTest, DecimalAndDoubleArithmetic) {
+  auto dec = [](const char* s) { return Expr::Constant(Value::Dec(*Decimal::Parse(s))); };
+  auto dbl = [](double d) { return Expr::Constant(Value::Double(d)); };
+  EXPECT_EQ(Eval(Arith(ArithOp::kDiv, I(1), I(3))).ToText(), "0.3333");
+  EXPECT_EQ(Arith(ArithOp::kDiv, I(1), I(3))->type, SqlType::Decimal(5, 4));
+  EXPECT_EQ(Eval(Arith(ArithOp::kMul, dec("1.5"), dec("2.25"))).ToText(), "3.375");
+  EXPECT_EQ(Eval(Arith(ArithOp::kAdd, dec("1.5"), I(1))).ToText(), "2.5");
+  EXPECT_EQ(Eval(Arith(ArithOp::kSub, dec("1.5"), dec("1.50"))).ToText(), "0.00");
+  EXPECT_EQ(Eval(Arith(ArithOp::kMod, dec("-7.5"), I(2))).ToText(), "-1.5");
+  EXPECT_EQ(Eval(Arith(ArithOp::kIntDiv, dec("7.5"), I(2))), Value::Int(3));
+  EXPECT_EQ(Eval(Arith(ArithOp::kDiv, I(1), I(0))), kNull);
+  EXPECT_EQ(Eval(Arith(ArithOp::kAdd, dbl(0.5), dec("0.25"))), Value::Double(0.75));
+  EXPECT_EQ(Evaluate(*Arith(ArithOp::kMul, dbl(1e308), I(10)), {}).status().mysql_code(), 1690);
+  EXPECT_EQ(Eval(Expr::Negate(dec("2.50"))).ToText(), "-2.50");
+  EXPECT_TRUE(IsTrue(Value::Double(0.4)));
+  EXPECT_FALSE(IsTrue(Value::Dec(Decimal(0, 2))));
+  // Mixed comparisons: integers and decimals exactly, doubles as doubles.
+  EXPECT_EQ(Eval(Expr::Compare(CompareOp::kEq, dec("1.0"), I(1))), kTrue);
+  EXPECT_EQ(Eval(Expr::Compare(CompareOp::kLt, dec("0.1"), dbl(0.2))), kTrue);
 }
 
 TEST(LogicalTest, AggregateAndJoinDescribe) {

@@ -69,6 +69,8 @@ std::string SerializeTable(const TableDef& t) {
     pc->set_name(c.name);
     pc->set_type_id(static_cast<uint32_t>(c.type.id));
     pc->set_type_length(c.type.length);
+    pc->set_type_scale(c.type.scale);
+    pc->set_type_unsigned(c.type.is_unsigned);
     pc->set_nullable(c.nullable);
     pc->set_hidden(c.hidden);
     if (c.default_value) {
@@ -95,7 +97,8 @@ Result<std::shared_ptr<const TableDef>> ParseTable(std::string_view bytes) {
   for (const pb::Column& pc : m.columns()) {
     ColumnDef c;
     c.name = pc.name();
-    c.type = SqlType{static_cast<TypeId>(pc.type_id()), pc.type_length()};
+    c.type = SqlType{static_cast<TypeId>(pc.type_id()), pc.type_length(),
+                     static_cast<uint8_t>(pc.type_scale()), pc.type_unsigned()};
     c.nullable = pc.nullable();
     c.hidden = pc.hidden();
     if (pc.has_default()) {

@@ -73,6 +73,9 @@ enum class ErrorCode : uint16_t {
   kWrongGroupField = 1056,      // ER_WRONG_GROUP_FIELD
   kNonUniqTable = 1066,         // ER_NONUNIQ_TABLE
   kInvalidGroupFuncUse = 1111,  // ER_INVALID_GROUP_FUNC_USE
+  kTooBigScale = 1425,          // ER_TOO_BIG_SCALE
+  kTooBigPrecision = 1426,      // ER_TOO_BIG_PRECISION
+  kMBiggerThanD = 1427,         // ER_M_BIGGER_THAN_D
   kDupKeyName = 1061,           // ER_DUP_KEYNAME
   kCantRemoveAllFields = 1090,  // ER_CANT_REMOVE_ALL_FIELDS
   kCantDropFieldOrKey = 1091,   // ER_CANT_DROP_FIELD_OR_KEY

@@ -9,29 +9,121 @@
 #include <fmt/format.h>
 
 #include "src/common/errors.h"
+#include "src/common/warnings.h"
 
 namespace shale {
 
+SqlType SqlType::Integer(TypeId id, bool is_unsigned) {
+  uint32_t width = 0;
+  switch (id) {
+    case TypeId::kTinyInt: width = is_unsigned ? 3 : 4; break;
+    case TypeId::kSmallInt: width = is_unsigned ? 5 : 6; break;
+    case TypeId::kMediumInt: width = is_unsigned ? 8 : 9; break;
+    case TypeId::kInt: width = is_unsigned ? 10 : 11; break;
+    default: width = 20; break;
+  }
+  SqlType t{id, width};
+  t.is_unsigned = is_unsigned;
+  return t;
+}
+
+uint32_t SqlType::DecimalPrecision() const {
+  switch (id) {
+    case TypeId::kTinyInt: return 3;
+    case TypeId::kSmallInt: return 5;
+    case TypeId::kMediumInt: return 8;
+    case TypeId::kInt: return 10;
+    case TypeId::kBigInt: return is_unsigned ? 20 : 19;
+    case TypeId::kDecimal: return length;
+    default: return 17;
+  }
+}
+
 std::string SqlType::ToString() const {
+  const char* u = is_unsigned ? " unsigned" : "";
   switch (id) {
     case TypeId::kNull: return "null";
-    case TypeId::kInt: return "int";
-    case TypeId::kBigInt: return "bigint";
+    case TypeId::kTinyInt: return fmt::format("tinyint{}", u);
+    case TypeId::kSmallInt: return fmt::format("smallint{}", u);
+    case TypeId::kMediumInt: return fmt::format("mediumint{}", u);
+    case TypeId::kInt: return is_unsigned ? "int unsigned" : "int";
+    case TypeId::kBigInt: return is_unsigned ? "bigint unsigned" : "bigint";
     case TypeId::kVarchar: return fmt::format("varchar({})", length);
+    case TypeId::kDouble:
+      return scale == kNotFixedDecimals ? fmt::format("double{}", u)
+                                        : fmt::format("double({},{}){}", length, scale, u);
+    case TypeId::kFloat:
+      return scale == kNotFixedDecimals ? fmt::format("float{}", u)
+                                        : fmt::format("float({},{}){}", length, scale, u);
+    case TypeId::kDecimal: return fmt::format("decimal({},{}){}", length, scale, u);
   }
   return "unknown";
+}
+
+namespace {
+
+// Lays out significant `digits` (no trailing zeros) of a number whose first
+// digit has decimal exponent `exp`, as MySQL prints doubles.
+std::string LayoutDigits(bool negative, std::string digits, int exp) {
+  std::string out = negative ? "-" : "";
+  if (exp < -15 || exp >= 15) {
+    out += digits[0];
+    if (digits.size() > 1) out += "." + digits.substr(1);
+    return out + "e" + std::to_string(exp);
+  }
+  if (exp >= 0) {
+    if (digits.size() <= static_cast<size_t>(exp) + 1) {
+      return out + digits + std::string(exp + 1 - digits.size(), '0');
+    }
+    return out + digits.substr(0, exp + 1) + "." + digits.substr(exp + 1);
+  }
+  return out + "0." + std::string(-exp - 1, '0') + digits;
+}
+
+// Splits to_chars scientific output "d.ddde±x" into digits and exponent.
+std::string FormatScientific(std::string_view sci) {
+  bool neg = !sci.empty() && sci[0] == '-';
+  if (neg) sci.remove_prefix(1);
+  size_t e = sci.find('e');
+  std::string digits;
+  for (char c : sci.substr(0, e)) {
+    if (c != '.') digits.push_back(c);
+  }
+  while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
+  int exp = std::atoi(std::string(sci.substr(e + 1)).c_str());
+  if (digits == "0") return "0";
+  return LayoutDigits(neg, std::move(digits), exp);
+}
+
+}  // namespace
+
+std::string FormatDouble(double d) {
+  if (d == 0) return "0";
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof(buf), d, std::chars_format::scientific);
+  return FormatScientific(std::string_view(buf, res.ptr - buf));
+}
+
+std::string FormatFloat(float f) {
+  if (f == 0) return "0";
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof(buf), f, std::chars_format::scientific, 5);
+  return FormatScientific(std::string_view(buf, res.ptr - buf));
 }
 
 std::string Value::ToText() const {
   if (is_int()) return std::to_string(as_int());
   if (is_string()) return as_string();
+  if (is_float()) return FormatFloat(std::get<5>(v_));
+  if (is_double()) return FormatDouble(as_double());
+  if (is_decimal()) return as_decimal().ToString();
   return "NULL";
 }
 
 std::string Value::ToSqlLiteral() const {
   if (is_null()) return "NULL";
-  if (is_int()) return std::to_string(as_int());
-  return "'" + as_string() + "'";
+  if (is_string()) return "'" + as_string() + "'";
+  return ToText();
 }
 
 namespace {
@@ -67,6 +159,13 @@ IntParse ParseWholeInt(std::string_view s, int64_t* out) {
 int64_t ToInt64Lenient(const Value& v) {
   if (v.is_int()) return v.as_int();
   if (v.is_null()) return 0;
+  if (v.is_decimal()) return v.as_decimal().ToInt64Rounded();
+  if (v.is_double()) {
+    double r = std::round(v.as_double());
+    if (r >= 9223372036854775808.0) return std::numeric_limits<int64_t>::max();
+    if (r < -9223372036854775808.0) return std::numeric_limits<int64_t>::min();
+    return static_cast<int64_t>(r);
+  }
   const std::string& s = v.as_string();
   size_t i = 0;
   while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n')) ++i;
@@ -110,6 +209,30 @@ size_t NumericPrefix(std::string_view s, double* out) {
   return i;
 }
 
+double ToDoubleLenient(const Value& v) {
+  if (v.is_int()) return static_cast<double>(v.as_int());
+  if (v.is_double()) return v.as_double();
+  if (v.is_decimal()) return v.as_decimal().ToDouble();
+  double d = 0;
+  if (v.is_string()) NumericPrefix(v.as_string(), &d);
+  return d;
+}
+
+std::optional<Decimal> ToDecimalLenient(const Value& v) {
+  if (v.is_int()) return Decimal::FromInt(v.as_int());
+  if (v.is_decimal()) return v.as_decimal();
+  if (v.is_double()) return Decimal::FromDouble(v.as_double(), Decimal::kMaxScale / 2);
+  if (v.is_string()) {
+    double d = 0;
+    size_t used = NumericPrefix(v.as_string(), &d);
+    if (used == 0) return Decimal();
+    auto exact = Decimal::Parse(std::string_view(v.as_string()).substr(0, used));
+    if (exact) return exact;
+    return Decimal::FromDouble(d, Decimal::kMaxScale / 2);
+  }
+  return Decimal();
+}
+
 int CompareValues(const Value& a, const Value& b) {
   if (a.is_int() && b.is_int()) {
     return a.as_int() < b.as_int() ? -1 : (a.as_int() > b.as_int() ? 1 : 0);
@@ -118,70 +241,156 @@ int CompareValues(const Value& a, const Value& b) {
     int c = a.as_string().compare(b.as_string());
     return c < 0 ? -1 : (c > 0 ? 1 : 0);
   }
-  // A number with a string: both as doubles, the string read by its numeric
-  // prefix (MySQL's comparison of mixed types).
-  auto as_double = [](const Value& v) {
-    if (v.is_int()) return static_cast<double>(v.as_int());
-    double d = 0;
-    if (v.is_string()) NumericPrefix(v.as_string(), &d);
-    return d;
-  };
-  double x = as_double(a), y = as_double(b);
+  // Integers and decimals compare exactly; anything with a DOUBLE or a
+  // string (read by its numeric prefix) compares as doubles (MySQL's
+  // comparison of mixed types).
+  if ((a.is_int() || a.is_decimal()) && (b.is_int() || b.is_decimal())) {
+    auto x = ToDecimalLenient(a), y = ToDecimalLenient(b);
+    return Decimal::Compare(*x, *y);
+  }
+  double x = ToDoubleLenient(a), y = ToDoubleLenient(b);
   return x < y ? -1 : (x > y ? 1 : 0);
 }
 
+namespace {
+
+Status OutOfRangeFor(std::string_view column) {
+  return SqlError(ErrorCode::kDataOutOfRange, "Out of range value for column '{}' at row 1", column);
+}
+
+void NoteTruncated(std::string_view column) {
+  PushWarning("Note", static_cast<uint16_t>(ErrorCode::kWarnDataTruncated),
+              fmt::format("Data truncated for column '{}' at row 1", column));
+}
+
+// Reads a string stored into a numeric column: the whole text must be a
+// number (surrounding spaces allowed). A number followed by other text is
+// 1265; no number at all is 1366 naming `type_word` ("integer", "double",
+// "decimal").
+Status ReadNumericString(const std::string& s, std::string_view column, const char* type_word,
+                         double* out, size_t* used) {
+  *used = NumericPrefix(s, out);
+  if (*used == 0) {
+    return SqlError(ErrorCode::kTruncatedWrongValueForField,
+                    "Incorrect {} value: '{}' for column '{}' at row 1", type_word, s, column);
+  }
+  for (char c : std::string_view(s).substr(*used)) {
+    if (!IsSpace(c)) {
+      return SqlError(ErrorCode::kWarnDataTruncated, "Data truncated for column '{}' at row 1", column);
+    }
+  }
+  return Status::OK();
+}
+
+void IntegerRange(const SqlType& t, int64_t* lo, int64_t* hi) {
+  int bits = 64;
+  switch (t.id) {
+    case TypeId::kTinyInt: bits = 8; break;
+    case TypeId::kSmallInt: bits = 16; break;
+    case TypeId::kMediumInt: bits = 24; break;
+    case TypeId::kInt: bits = 32; break;
+    default: bits = 64; break;
+  }
+  if (t.is_unsigned) {
+    *lo = 0;
+    // BIGINT UNSIGNED holds 0..2^63-1 for now (values are signed 64-bit).
+    *hi = bits == 64 ? std::numeric_limits<int64_t>::max() : (int64_t{1} << bits) - 1;
+  } else {
+    *lo = bits == 64 ? std::numeric_limits<int64_t>::min() : -(int64_t{1} << (bits - 1));
+    *hi = bits == 64 ? std::numeric_limits<int64_t>::max() : (int64_t{1} << (bits - 1)) - 1;
+  }
+}
+
+}  // namespace
+
 Result<Value> CoerceToColumn(const Value& v, const SqlType& t, std::string_view column) {
   if (v.is_null()) return v;
-  switch (t.id) {
-    case TypeId::kInt:
-    case TypeId::kBigInt: {
-      int64_t n = 0;
-      if (v.is_int()) {
-        n = v.as_int();
-      } else {
-        switch (ParseWholeInt(v.as_string(), &n)) {
-          case IntParse::kOk:
-            break;
-          case IntParse::kOutOfRange:
-            return SqlError(ErrorCode::kDataOutOfRange,
-                            "Out of range value for column '{}' at row 1", column);
-          case IntParse::kNotANumber: {
-            // MySQL reads a decimal or exponent string and rounds it; a
-            // number followed by other text is truncated data; no number at
-            // all is an incorrect integer value.
-            double d = 0;
-            size_t used = NumericPrefix(v.as_string(), &d);
-            if (used == 0) {
-              return SqlError(ErrorCode::kTruncatedWrongValueForField,
-                              "Incorrect integer value: '{}' for column '{}' at row 1",
-                              v.as_string(), column);
-            }
-            std::string_view rest = std::string_view(v.as_string()).substr(used);
-            for (char c : rest) {
-              if (!IsSpace(c)) {
-                return SqlError(ErrorCode::kWarnDataTruncated,
-                                "Data truncated for column '{}' at row 1", column);
-              }
-            }
-            double r = std::round(d);
-            if (!(r >= -9223372036854775808.0 && r < 9223372036854775808.0)) {
-              return SqlError(ErrorCode::kDataOutOfRange,
-                              "Out of range value for column '{}' at row 1", column);
-            }
-            n = static_cast<int64_t>(r);
-            break;
-          }
+  if (t.is_integer()) {
+    int64_t n = 0;
+    if (v.is_int()) {
+      n = v.as_int();
+    } else if (v.is_double()) {
+      double r = std::round(v.as_double());
+      if (!(r >= -9223372036854775808.0 && r < 9223372036854775808.0)) return OutOfRangeFor(column);
+      n = static_cast<int64_t>(r);
+    } else if (v.is_decimal()) {
+      bool overflow = false;
+      n = v.as_decimal().ToInt64Rounded(&overflow);
+      if (overflow) return OutOfRangeFor(column);
+    } else {
+      switch (ParseWholeInt(v.as_string(), &n)) {
+        case IntParse::kOk:
+          break;
+        case IntParse::kOutOfRange:
+          return OutOfRangeFor(column);
+        case IntParse::kNotANumber: {
+          // MySQL reads a decimal or exponent string and rounds it; a
+          // number followed by other text is truncated data; no number at
+          // all is an incorrect integer value.
+          double d = 0;
+          size_t used = 0;
+          SHALE_RETURN_IF_ERROR(ReadNumericString(v.as_string(), column, "integer", &d, &used));
+          double r = std::round(d);
+          if (!(r >= -9223372036854775808.0 && r < 9223372036854775808.0)) return OutOfRangeFor(column);
+          n = static_cast<int64_t>(r);
+          break;
         }
       }
-      if (t.id == TypeId::kInt &&
-          (n < std::numeric_limits<int32_t>::min() || n > std::numeric_limits<int32_t>::max())) {
-        return SqlError(ErrorCode::kDataOutOfRange, "Out of range value for column '{}' at row 1",
-                        column);
+    }
+    int64_t lo = 0, hi = 0;
+    IntegerRange(t, &lo, &hi);
+    if (n < lo || n > hi) return OutOfRangeFor(column);
+    return Value::Int(n);
+  }
+  switch (t.id) {
+    case TypeId::kDouble:
+    case TypeId::kFloat: {
+      double d = 0;
+      if (v.is_string()) {
+        size_t used = 0;
+        SHALE_RETURN_IF_ERROR(ReadNumericString(v.as_string(), column, "double", &d, &used));
+      } else {
+        d = ToDoubleLenient(v);
       }
-      return Value::Int(n);
+      if (t.scale != kNotFixedDecimals) {
+        // FLOAT(M,D) / DOUBLE(M,D): rounded to D decimals, at most M digits.
+        double p = std::pow(10.0, t.scale);
+        d = std::round(d * p) / p;
+        if (std::fabs(d) >= std::pow(10.0, static_cast<double>(t.length) - t.scale)) {
+          return OutOfRangeFor(column);
+        }
+      }
+      if (!std::isfinite(d) || (t.is_unsigned && d < 0)) return OutOfRangeFor(column);
+      if (t.id == TypeId::kFloat) {
+        if (std::fabs(d) > std::numeric_limits<float>::max()) return OutOfRangeFor(column);
+        return Value::Float(static_cast<float>(d));
+      }
+      return Value::Double(d);
+    }
+    case TypeId::kDecimal: {
+      std::optional<Decimal> dec;
+      if (v.is_string()) {
+        double d = 0;
+        size_t used = 0;
+        SHALE_RETURN_IF_ERROR(ReadNumericString(v.as_string(), column, "decimal", &d, &used));
+        dec = Decimal::Parse(std::string_view(v.as_string()).substr(0, used));
+        if (!dec) return OutOfRangeFor(column);
+      } else if (v.is_double()) {
+        dec = Decimal::FromDouble(v.as_double(), t.scale);
+        if (!dec) return OutOfRangeFor(column);
+      } else {
+        dec = ToDecimalLenient(v);
+      }
+      auto scaled = dec->Rescale(t.scale);
+      if (!scaled || !scaled->FitsPrecision(static_cast<int>(t.length)) ||
+          (t.is_unsigned && scaled->is_negative())) {
+        return OutOfRangeFor(column);
+      }
+      if (Decimal::Compare(*scaled, *dec) != 0) NoteTruncated(column);
+      return Value::Dec(*scaled);
     }
     case TypeId::kVarchar: {
-      std::string s = v.is_int() ? std::to_string(v.as_int()) : v.as_string();
+      std::string s = v.ToText();
       // Count characters (UTF-8 code points), not bytes.
       size_t chars = 0;
       for (unsigned char c : s) chars += (c & 0xC0) != 0x80;
@@ -190,7 +399,7 @@ Result<Value> CoerceToColumn(const Value& v, const SqlType& t, std::string_view 
       }
       return Value::String(std::move(s));
     }
-    case TypeId::kNull:
+    default:
       break;
   }
   return Status::Internal("column of unknown type");
@@ -212,6 +421,21 @@ void AppendKey(const Value& v, std::string* out) {
   if (v.is_int()) {
     uint64_t u = static_cast<uint64_t>(v.as_int()) ^ (uint64_t{1} << 63);
     for (int shift = 56; shift >= 0; shift -= 8) out->push_back(static_cast<char>(u >> shift));
+    return;
+  }
+  if (v.is_double()) {
+    double d = v.as_double();
+    if (d == 0) d = 0;  // -0 sorts with 0
+    uint64_t u = 0;
+    std::memcpy(&u, &d, 8);
+    u = (u >> 63) ? ~u : (u | (uint64_t{1} << 63));
+    for (int shift = 56; shift >= 0; shift -= 8) out->push_back(static_cast<char>(u >> shift));
+    return;
+  }
+  if (v.is_decimal()) {
+    unsigned __int128 u = static_cast<unsigned __int128>(v.as_decimal().units()) ^
+                          (static_cast<unsigned __int128>(1) << 127);
+    for (int shift = 120; shift >= 0; shift -= 8) out->push_back(static_cast<char>(u >> shift));
     return;
   }
   for (char c : v.as_string()) {
@@ -237,6 +461,26 @@ Status DecodeKey(std::string_view* in, const SqlType& t, Value* out) {
     for (int i = 0; i < 8; ++i) u = (u << 8) | static_cast<uint8_t>((*in)[i]);
     in->remove_prefix(8);
     *out = Value::Int(static_cast<int64_t>(u ^ (uint64_t{1} << 63)));
+    return Status::OK();
+  }
+  if (t.is_floating()) {
+    if (in->size() < 8) return Status::Corruption("key: truncated double");
+    uint64_t u = 0;
+    for (int i = 0; i < 8; ++i) u = (u << 8) | static_cast<uint8_t>((*in)[i]);
+    in->remove_prefix(8);
+    u = (u >> 63) ? (u & ~(uint64_t{1} << 63)) : ~u;
+    double d = 0;
+    std::memcpy(&d, &u, 8);
+    *out = t.id == TypeId::kFloat ? Value::Float(static_cast<float>(d)) : Value::Double(d);
+    return Status::OK();
+  }
+  if (t.is_decimal()) {
+    if (in->size() < 16) return Status::Corruption("key: truncated decimal");
+    unsigned __int128 u = 0;
+    for (int i = 0; i < 16; ++i) u = (u << 8) | static_cast<uint8_t>((*in)[i]);
+    in->remove_prefix(16);
+    u ^= static_cast<unsigned __int128>(1) << 127;
+    *out = Value::Dec(Decimal(static_cast<__int128>(u), t.scale));
     return Status::OK();
   }
   std::string s;
@@ -291,8 +535,21 @@ bool GetVarint64(std::string_view* in, uint64_t* v) {
 }
 
 namespace {
-enum class RowTag : uint8_t { kNull = 0, kInt = 1, kString = 2 };  // DO NOT CHANGE
+// DO NOT CHANGE
+enum class RowTag : uint8_t { kNull = 0, kInt = 1, kString = 2, kDouble = 3, kDecimal = 4, kFloat = 5 };
+
+void PutFixedLE(std::string* out, unsigned __int128 v, int bytes) {
+  for (int i = 0; i < bytes; ++i) out->push_back(static_cast<char>(v >> (8 * i)));
 }
+
+bool GetFixedLE(std::string_view* in, int bytes, unsigned __int128* v) {
+  if (in->size() < static_cast<size_t>(bytes)) return false;
+  *v = 0;
+  for (int i = bytes - 1; i >= 0; --i) *v = (*v << 8) | static_cast<uint8_t>((*in)[i]);
+  in->remove_prefix(bytes);
+  return true;
+}
+}  // namespace
 
 void EncodeRow(const Row& row, std::string* out) {
   PutVarint64(out, row.size());
@@ -303,6 +560,22 @@ void EncodeRow(const Row& row, std::string* out) {
       out->push_back(static_cast<char>(RowTag::kInt));
       int64_t n = v.as_int();
       PutVarint64(out, (static_cast<uint64_t>(n) << 1) ^ static_cast<uint64_t>(n >> 63));
+    } else if (v.is_float()) {
+      out->push_back(static_cast<char>(RowTag::kFloat));
+      float f = static_cast<float>(v.as_double());
+      uint32_t u = 0;
+      std::memcpy(&u, &f, 4);
+      PutFixedLE(out, u, 4);
+    } else if (v.is_double()) {
+      out->push_back(static_cast<char>(RowTag::kDouble));
+      double d = v.as_double();
+      uint64_t u = 0;
+      std::memcpy(&u, &d, 8);
+      PutFixedLE(out, u, 8);
+    } else if (v.is_decimal()) {
+      out->push_back(static_cast<char>(RowTag::kDecimal));
+      out->push_back(static_cast<char>(v.as_decimal().scale()));
+      PutFixedLE(out, static_cast<unsigned __int128>(v.as_decimal().units()), 16);
     } else {
       out->push_back(static_cast<char>(RowTag::kString));
       PutVarint64(out, v.as_string().size());
@@ -337,6 +610,35 @@ Status DecodeRow(std::string_view in, Row* out) {
         }
         out->push_back(Value::String(std::string(in.substr(0, len))));
         in.remove_prefix(len);
+        break;
+      }
+      case RowTag::kDouble: {
+        unsigned __int128 u = 0;
+        if (!GetFixedLE(&in, 8, &u)) return Status::Corruption("row: bad double");
+        uint64_t bits = static_cast<uint64_t>(u);
+        double d = 0;
+        std::memcpy(&d, &bits, 8);
+        out->push_back(Value::Double(d));
+        break;
+      }
+      case RowTag::kFloat: {
+        unsigned __int128 u = 0;
+        if (!GetFixedLE(&in, 4, &u)) return Status::Corruption("row: bad float");
+        uint32_t bits = static_cast<uint32_t>(u);
+        float f = 0;
+        std::memcpy(&f, &bits, 4);
+        out->push_back(Value::Float(f));
+        break;
+      }
+      case RowTag::kDecimal: {
+        if (in.empty()) return Status::Corruption("row: bad decimal");
+        int scale = static_cast<uint8_t>(in[0]);
+        in.remove_prefix(1);
+        unsigned __int128 u = 0;
+        if (scale > Decimal::kMaxScale || !GetFixedLE(&in, 16, &u)) {
+          return Status::Corruption("row: bad decimal");
+        }
+        out->push_back(Value::Dec(Decimal(static_cast<__int128>(u), scale)));
         break;
       }
       default:

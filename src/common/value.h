@@ -11,12 +11,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
 
 #include "shale/status.h"
+#include "src/common/decimal.h"
 
 namespace shale {
 
@@ -26,33 +28,75 @@ enum class TypeId : uint8_t {
   kInt = 1,      // INT: 32-bit signed
   kBigInt = 2,   // BIGINT: 64-bit signed
   kVarchar = 3,  // VARCHAR(n): up to n characters, utf8mb4, binary comparison for now
+  kTinyInt = 4,  // TINYINT: 8-bit (is_unsigned: 0..255)
+  kSmallInt = 5, // SMALLINT: 16-bit
+  kMediumInt = 6,  // MEDIUMINT: 24-bit
+  kDouble = 7,   // DOUBLE: IEEE 754 binary64
+  kFloat = 8,    // FLOAT: IEEE 754 binary32 (values held as float)
+  kDecimal = 9,  // DECIMAL(length = precision, scale): exact, src/common/decimal.h
 };
+
+// The scale MySQL reports for a floating-point value without a fixed number
+// of decimals (NOT_FIXED_DEC).
+inline constexpr uint8_t kNotFixedDecimals = 31;
 
 struct SqlType {
   TypeId id = TypeId::kNull;
-  uint32_t length = 0;  // VARCHAR: max characters; integers: display width
+  // VARCHAR: max characters; integers and floating point: display width;
+  // DECIMAL: precision (total digits).
+  uint32_t length = 0;
+  // DECIMAL: digits after the point. DOUBLE/FLOAT: kNotFixedDecimals unless
+  // declared FLOAT(M,D)/DOUBLE(M,D).
+  uint8_t scale = 0;
+  bool is_unsigned = false;  // integers (and DECIMAL/DOUBLE ... UNSIGNED)
 
   static SqlType Int() { return {TypeId::kInt, 11}; }
   static SqlType BigInt() { return {TypeId::kBigInt, 20}; }
   static SqlType Varchar(uint32_t n) { return {TypeId::kVarchar, n}; }
-  bool is_integer() const { return id == TypeId::kInt || id == TypeId::kBigInt; }
+  static SqlType Double() { return {TypeId::kDouble, 23, kNotFixedDecimals}; }
+  static SqlType Float() { return {TypeId::kFloat, 12, kNotFixedDecimals}; }
+  static SqlType Decimal(uint32_t precision, uint8_t scale) {
+    return {TypeId::kDecimal, precision, scale};
+  }
+  static SqlType Integer(TypeId id, bool is_unsigned);  // the column type, its display width
+  bool is_integer() const {
+    return id == TypeId::kInt || id == TypeId::kBigInt || id == TypeId::kTinyInt ||
+           id == TypeId::kSmallInt || id == TypeId::kMediumInt;
+  }
+  bool is_floating() const { return id == TypeId::kDouble || id == TypeId::kFloat; }
+  bool is_decimal() const { return id == TypeId::kDecimal; }
+  bool is_numeric() const { return is_integer() || is_floating() || is_decimal(); }
+  bool is_string() const { return id == TypeId::kVarchar; }
+  // Digits of an integer type as a DECIMAL precision (INT: 10, BIGINT: 19
+  // or 20 unsigned); of a DECIMAL its precision.
+  uint32_t DecimalPrecision() const;
   bool operator==(const SqlType&) const = default;
-  std::string ToString() const;  // "int", "bigint", "varchar(20)"
+  std::string ToString() const;  // "int", "bigint unsigned", "varchar(20)", "decimal(10,2)"
 };
 
-// A SQL value: NULL, an integer, or a string.
+// A SQL value: NULL, an integer, a string, a DOUBLE, a FLOAT or a DECIMAL.
 class Value {
  public:
   Value() = default;  // NULL
   static Value Null() { return Value(); }
   static Value Int(int64_t v) { Value x; x.v_ = v; return x; }
   static Value String(std::string s) { Value x; x.v_ = std::move(s); return x; }
+  static Value Double(double d) { Value x; x.v_ = d == 0 ? 0.0 : d; return x; }  // no -0
+  static Value Float(float f) { Value x; x.v_ = f == 0 ? 0.0f : f; return x; }
+  static Value Dec(Decimal d) { Value x; x.v_ = d; return x; }
 
   bool is_null() const { return v_.index() == 0; }
   bool is_int() const { return v_.index() == 1; }
   bool is_string() const { return v_.index() == 2; }
+  // DOUBLE or FLOAT.
+  bool is_double() const { return v_.index() == 3 || v_.index() == 5; }
+  bool is_float() const { return v_.index() == 5; }
+  bool is_decimal() const { return v_.index() == 4; }
+  bool is_number() const { return is_int() || is_double() || is_decimal(); }
   int64_t as_int() const { return std::get<1>(v_); }
   const std::string& as_string() const { return std::get<2>(v_); }
+  double as_double() const { return v_.index() == 5 ? std::get<5>(v_) : std::get<3>(v_); }
+  const Decimal& as_decimal() const { return std::get<4>(v_); }
 
   // The text the MySQL text protocol sends (undefined for NULL).
   std::string ToText() const;
@@ -62,7 +106,7 @@ class Value {
   bool operator==(const Value& o) const { return v_ == o.v_; }
 
  private:
-  std::variant<std::monostate, int64_t, std::string> v_;
+  std::variant<std::monostate, int64_t, std::string, double, Decimal, float> v_;
 };
 
 using Row = std::vector<Value>;
@@ -78,25 +122,46 @@ int CompareValues(const Value& a, const Value& b);
 size_t NumericPrefix(std::string_view s, double* out);
 
 // MySQL's lenient numeric reading of a value: an integer as is, a string as
-// its leading integer (0 if none; saturating at the BIGINT limits), NULL as 0.
+// its leading integer (0 if none; saturating at the BIGINT limits), a DOUBLE
+// or DECIMAL rounded half away from zero (saturating), NULL as 0.
 int64_t ToInt64Lenient(const Value& v);
+// A value as a double: strings by their numeric prefix, NULL as 0.
+double ToDoubleLenient(const Value& v);
+// A value as a DECIMAL: integers exactly, DOUBLEs by their shortest digits,
+// strings by their numeric prefix (0 if none). nullopt if it does not fit.
+std::optional<Decimal> ToDecimalLenient(const Value& v);
+
+// MySQL's text of a DOUBLE: the shortest digits that read back to the same
+// double, positional for exponents -15..14, else like "1.5e20" / "1e-16".
+std::string FormatDouble(double d);
+// MySQL's text of a FLOAT: six significant digits, the same layout.
+std::string FormatFloat(float f);
 
 // Converts `v` to be stored in a column of type `t`: range-checks integers,
-// parses numeric strings, checks VARCHAR length. Errors name `column`.
+// parses numeric strings, rounds DECIMAL to its scale, checks VARCHAR length.
+// Errors name `column`. A rounding MySQL reports as a Note (1265 "Data
+// truncated", e.g. 1.555 into DECIMAL(5,2)) goes to the thread's
+// WarningSink (src/common/warnings.h).
 Result<Value> CoerceToColumn(const Value& v, const SqlType& t, std::string_view column);
 
 // ---- memcomparable key encoding --------------------------------------------
 // Appends `v` (of column type `t`) so that memcmp order of the output equals
 // SQL order of the values, NULL first. Integers: a 0x02 tag then 8 big-endian
 // bytes with the sign bit flipped. Strings: 0x02 tag, bytes with 0x00 escaped
-// as 0x00 0xFF, terminated by 0x00 0x01. NULL: a 0x01 tag.
+// as 0x00 0xFF, terminated by 0x00 0x01. NULL: a 0x01 tag. DOUBLE/FLOAT: 0x02
+// then the 8 big-endian bytes of the double with the sign bit flipped for
+// positives and every bit flipped for negatives. DECIMAL: 0x02 then the
+// 16-byte big-endian units (at the column's scale: REQUIRES the value
+// rescaled to the column's scale) with the sign bit flipped.
 void AppendKey(const Value& v, std::string* out);
 // Decodes one key component of type `t` from `*in`, advancing it.
 Status DecodeKey(std::string_view* in, const SqlType& t, Value* out);
 
 // ---- row encoding -----------------------------------------------------------
 // A row is a varint column count then, per column, a tag (0 NULL, 1 integer as
-// zigzag varint, 2 string as varint length + bytes).
+// zigzag varint, 2 string as varint length + bytes, 3 DOUBLE as 8 little-endian
+// bytes, 4 DECIMAL as a scale byte + 16 little-endian bytes of units, 5 FLOAT
+// as 4 little-endian bytes).
 void EncodeRow(const Row& row, std::string* out);
 Status DecodeRow(std::string_view in, Row* out);
 

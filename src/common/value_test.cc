@@ -576,3 +576,93 @@ TEST(MatchLikeTest, UnderscoreMatchesOneUtf8Character) {
 
 }  // namespace
 }  // namespace shale
+
+namespace shale {
+namespace {
+
+// Memcmp order of encoded keys follows numeric order for DOUBLE and for
+// DECIMAL at a column's scale, and both decode back.
+TEST(KeyEncodingTest, DoubleAndDecimalKeysSortNumerically) {
+  const std::vector<double> doubles = {-1e300, -2.5, -1e-300, 0.0, 1e-300, 0.5, 1.5, 1e20, 1e300};
+  SqlType dt = SqlType::Double();
+  for (size_t i = 0; i < doubles.size(); ++i) {
+    std::string a;
+    AppendKey(Value::Double(doubles[i]), &a);
+    std::string_view in = a;
+    Value back;
+    ASSERT_TRUE(DecodeKey(&in, dt, &back).ok());
+    EXPECT_EQ(back.as_double(), doubles[i]);
+    for (size_t j = 0; j < doubles.size(); ++j) {
+      std::string b;
+      AppendKey(Value::Double(doubles[j]), &b);
+      EXPECT_EQ(Sign(a.compare(b)), i < j ? -1 : (i > j ? 1 : 0)) << doubles[i] << " vs " << doubles[j];
+    }
+  }
+  // -0 and 0 are one key.
+  std::string neg_zero, zero;
+  AppendKey(Value::Double(-0.0), &neg_zero);
+  AppendKey(Value::Double(0.0), &zero);
+  EXPECT_EQ(neg_zero, zero);
+
+  SqlType dec = SqlType::Decimal(10, 2);
+  const std::vector<const char*> decimals = {"-99999999.99", "-2.25", "-0.01", "0.00", "0.01", "1.50", "10.00"};
+  for (size_t i = 0; i < decimals.size(); ++i) {
+    Value vi = Value::Dec(*Decimal::Parse(decimals[i]));
+    std::string a;
+    AppendKey(vi, &a);
+    std::string_view in = a;
+    Value back;
+    ASSERT_TRUE(DecodeKey(&in, dec, &back).ok());
+    EXPECT_EQ(back.ToText(), decimals[i]);
+    for (size_t j = 0; j < decimals.size(); ++j) {
+      std::string b;
+      AppendKey(Value::Dec(*Decimal::Parse(decimals[j])), &b);
+      EXPECT_EQ(Sign(a.compare(b)), i < j ? -1 : (i > j ? 1 : 0)) << decimals[i] << " vs " << decimals[j];
+    }
+  }
+}
+
+TEST(RowEncodingTest, NumericValuesRoundTrip) {
+  Row row = {Value::Double(-1.25e-7), Value::Float(1.1f), Value::Dec(*Decimal::Parse("-123.4500")),
+             Value::Int(7), Value::Null()};
+  std::string bytes;
+  EncodeRow(row, &bytes);
+  Row back;
+  ASSERT_TRUE(DecodeRow(bytes, &back).ok());
+  EXPECT_EQ(back, row);
+  EXPECT_TRUE(back[1].is_float());
+  EXPECT_EQ(back[2].ToText(), "-123.4500");
+}
+
+TEST(ValueTextTest, DoublesPrintAsMySql) {
+  EXPECT_EQ(FormatDouble(0.1 + 0.2), "0.30000000000000004");
+  EXPECT_EQ(FormatDouble(1e15), "1e15");
+  EXPECT_EQ(FormatDouble(1e14), "100000000000000");
+  EXPECT_EQ(FormatDouble(123456789012345678.0), "1.2345678901234568e17");
+  EXPECT_EQ(FormatDouble(1e-7), "0.0000001");
+  EXPECT_EQ(FormatDouble(1e-15), "0.000000000000001");
+  EXPECT_EQ(FormatDouble(1e-16), "1e-16");
+  EXPECT_EQ(FormatDouble(-1.5e100), "-1.5e100");
+  EXPECT_EQ(FormatDouble(2.5), "2.5");
+  EXPECT_EQ(FormatFloat(1.1f), "1.1");
+  EXPECT_EQ(FormatFloat(1.23456789f), "1.23457");
+  EXPECT_EQ(FormatFloat(123456789.0f), "123457000");
+}
+
+TEST(CoerceTest, NumericColumnsRoundAndRangeCheck) {
+  auto dec = CoerceToColumn(Value::String("1.555"), SqlType::Decimal(5, 2), "c");
+  ASSERT_TRUE(dec.ok());
+  EXPECT_EQ(dec->ToText(), "1.56");
+  EXPECT_EQ(CoerceToColumn(Value::Int(1000), SqlType::Decimal(5, 2), "c").status().mysql_code(), 1264);
+  EXPECT_EQ(CoerceToColumn(Value::String("x"), SqlType::Decimal(5, 2), "c").status().mysql_code(), 1366);
+  EXPECT_EQ(CoerceToColumn(Value::Int(128), SqlType::Integer(TypeId::kTinyInt, false), "c").status().mysql_code(), 1264);
+  EXPECT_TRUE(CoerceToColumn(Value::Int(255), SqlType::Integer(TypeId::kTinyInt, true), "c").ok());
+  EXPECT_EQ(CoerceToColumn(Value::Int(-1), SqlType::Integer(TypeId::kSmallInt, true), "c").status().mysql_code(), 1264);
+  auto rounded = CoerceToColumn(Value::Dec(*Decimal::Parse("2.5")), SqlType::Int(), "c");
+  ASSERT_TRUE(rounded.ok());
+  EXPECT_EQ(rounded->as_int(), 3);
+  EXPECT_EQ(CoerceToColumn(Value::Double(1e39), SqlType::Float(), "c").status().mysql_code(), 1264);
+}
+
+}  // namespace
+}  // namespace shale

@@ -1,5 +1,7 @@
 #include "src/exec/session.h"
 
+#include "src/common/warnings.h"
+
 #include "planner/planner.h"
 #include "sierra/eval.h"
 #include "rebalancer/placement.h"
@@ -269,8 +271,14 @@ std::vector<Result<StatementResult>> Session::Execute(std::string_view sql) {
                             std::get<ast::ShowStmt>(stmt).kind == ast::ShowStmt::Kind::kWarnings;
     std::vector<Warning> previous = std::move(warnings_);
     warnings_.clear();
-    auto result = ExecuteStatement(stmt, is_show_warnings ? previous : std::vector<Warning>{});
+    // Warnings raised while evaluating (1365 division by zero, 1265 ...).
+    std::vector<SqlWarning> raised;
+    Result<StatementResult> result = [&] {
+      ScopedWarningSink sink(&raised);
+      return ExecuteStatement(stmt, is_show_warnings ? previous : std::vector<Warning>{});
+    }();
     if (is_show_warnings) warnings_ = std::move(previous);
+    for (SqlWarning& w : raised) warnings_.push_back({std::move(w.level), w.code, std::move(w.message)});
     if (!result.ok()) {
       warnings_ = {{"Error", result.status().mysql_code(), result.status().message()}};
       if (result.status().code() != StatusCode::kSqlError) {

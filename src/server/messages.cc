@@ -169,18 +169,40 @@ std::string BuildEof(uint16_t warnings, uint16_t status_flags) {
 
 ColumnDefinition DescribeColumn(const SqlType& type, bool nullable, bool primary_key) {
   ColumnDefinition c;
+  c.decimals = 0;
+  auto number = [&](ColumnType t, uint32_t length) {
+    c.type = t;
+    c.column_length = length;
+    c.charset = kCharsetBinary;
+    c.flags = column_flag::kNum | column_flag::kBinary;
+    if (type.is_unsigned) c.flags |= column_flag::kUnsigned;
+  };
   switch (type.id) {
+    case TypeId::kTinyInt:
+      number(ColumnType::kTiny, type.length);
+      break;
+    case TypeId::kSmallInt:
+      number(ColumnType::kShort, type.length);
+      break;
+    case TypeId::kMediumInt:
+      number(ColumnType::kInt24, type.length);
+      break;
     case TypeId::kInt:
-      c.type = ColumnType::kLong;
-      c.column_length = 11;
-      c.charset = kCharsetBinary;
-      c.flags = column_flag::kNum | column_flag::kBinary;
+      number(ColumnType::kLong, type.is_unsigned ? 10 : 11);
       break;
     case TypeId::kBigInt:
-      c.type = ColumnType::kLongLong;
-      c.column_length = 20;
-      c.charset = kCharsetBinary;
-      c.flags = column_flag::kNum | column_flag::kBinary;
+      number(ColumnType::kLongLong, 20);
+      break;
+    case TypeId::kDouble:
+    case TypeId::kFloat:
+      number(type.id == TypeId::kFloat ? ColumnType::kFloat : ColumnType::kDouble, type.length);
+      c.decimals = type.scale;
+      break;
+    case TypeId::kDecimal:
+      // Length counts the digits, the point (if any) and the sign.
+      number(ColumnType::kNewDecimal,
+             type.length + (type.scale > 0 ? 1 : 0) + (type.is_unsigned ? 0 : 1));
+      c.decimals = type.scale;
       break;
     case TypeId::kVarchar: {
       c.type = ColumnType::kVarString;
@@ -198,7 +220,6 @@ ColumnDefinition DescribeColumn(const SqlType& type, bool nullable, bool primary
   }
   if (!nullable) c.flags |= column_flag::kNotNull;
   if (primary_key) c.flags |= column_flag::kPriKey;
-  c.decimals = 0;
   return c;
 }
 

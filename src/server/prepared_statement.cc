@@ -69,14 +69,13 @@ Status WrongArguments() {
 }
 
 template <typename T>
-std::string FormatFloat(T v) {
+std::string FormatParamFloat(T v) {
   if (!std::isfinite(v)) return {};
-  // Integral values as integers (Shale has no floating-point literals yet).
-  if (std::trunc(v) == v && std::fabs(v) < 9.0e15) {
-    return fmt::format("{}", static_cast<int64_t>(v));
-  }
+  // In scientific notation, so the literal is a DOUBLE as the client sent it
+  // (1.5 would be an exact DECIMAL).
   char buf[64];
-  auto [ptr, ec] = std::to_chars(buf, buf + sizeof(buf), v);
+  auto [ptr, ec] = std::to_chars(buf, buf + sizeof(buf), static_cast<double>(v),
+                                 std::chars_format::scientific);
   if (ec != std::errc()) return {};
   return std::string(buf, ptr);
 }
@@ -243,7 +242,7 @@ Result<std::string> DecodeParamLiteral(uint8_t type, bool is_unsigned, PayloadRe
       uint32_t bits = static_cast<uint32_t>(*v);
       float f;
       std::memcpy(&f, &bits, sizeof f);
-      std::string s = FormatFloat(f);
+      std::string s = FormatParamFloat(f);
       if (s.empty()) return Status::InvalidArgument("float parameter is not finite");
       return s;
     }
@@ -253,7 +252,7 @@ Result<std::string> DecodeParamLiteral(uint8_t type, bool is_unsigned, PayloadRe
       uint64_t bits = *v;
       double d;
       std::memcpy(&d, &bits, sizeof d);
-      std::string s = FormatFloat(d);
+      std::string s = FormatParamFloat(d);
       if (s.empty()) return Status::InvalidArgument("double parameter is not finite");
       return s;
     }
@@ -407,7 +406,10 @@ void ChooseBinaryColumnTypes(const std::vector<Row>& rows, std::vector<ColumnDef
         beyond_int32 = true;
       }
     }
-    const bool numeric = def.type == ColumnType::kLong || def.type == ColumnType::kLongLong;
+    const bool numeric = def.type == ColumnType::kTiny || def.type == ColumnType::kShort ||
+                         def.type == ColumnType::kInt24 || def.type == ColumnType::kLong ||
+                         def.type == ColumnType::kLongLong || def.type == ColumnType::kFloat ||
+                         def.type == ColumnType::kDouble || def.type == ColumnType::kNewDecimal;
     if ((numeric && has_string) || (def.type == ColumnType::kNull && has_value) ||
         (!numeric && def.type != ColumnType::kNull && def.type != ColumnType::kVarString)) {
       def.type = ColumnType::kVarString;
@@ -435,12 +437,38 @@ void AppendBinaryRow(const Row& row, const std::vector<ColumnDefinition>& defs, 
       continue;
     }
     switch (type) {
+      case ColumnType::kTiny:
+        PutFixedInt(out, static_cast<uint64_t>(ToInt64Lenient(v)), 1);
+        break;
+      case ColumnType::kShort:
+        PutFixedInt(out, static_cast<uint64_t>(ToInt64Lenient(v)), 2);
+        break;
+      case ColumnType::kInt24:
       case ColumnType::kLong:
         PutFixedInt(out, static_cast<uint64_t>(ToInt64Lenient(v)), 4);
         break;
       case ColumnType::kLongLong:
-        PutFixedInt(out, static_cast<uint64_t>(ToInt64Lenient(v)), 8);
+        if (v.is_decimal() && v.as_decimal().scale() == 0 && !v.as_decimal().is_negative()) {
+          // BIGINT UNSIGNED beyond 2^63-1 (BIT_AND over no rows).
+          PutFixedInt(out, static_cast<uint64_t>(v.as_decimal().units()), 8);
+        } else {
+          PutFixedInt(out, static_cast<uint64_t>(ToInt64Lenient(v)), 8);
+        }
         break;
+      case ColumnType::kFloat: {
+        float f = static_cast<float>(ToDoubleLenient(v));
+        uint32_t bits = 0;
+        std::memcpy(&bits, &f, 4);
+        PutFixedInt(out, bits, 4);
+        break;
+      }
+      case ColumnType::kDouble: {
+        double d = ToDoubleLenient(v);
+        uint64_t bits = 0;
+        std::memcpy(&bits, &d, 8);
+        PutFixedInt(out, bits, 8);
+        break;
+      }
       default:
         if (v.is_string()) {
           PutLenencString(out, v.as_string());

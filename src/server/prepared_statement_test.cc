@@ -113,14 +113,15 @@ TEST(DecodeParamLiteralTest, FloatsAndDoubles) {
   float f = 1.5f;
   uint32_t fb;
   std::memcpy(&fb, &f, 4);
-  EXPECT_EQ(*Decode(ColumnType::kFloat, Le(fb, 4)), "1.5");
+  // Scientific notation, so the substituted literal is a DOUBLE, not a DECIMAL.
+  EXPECT_EQ(*Decode(ColumnType::kFloat, Le(fb, 4)), "1.5e+00");
   double d = -3.0;
   uint64_t db;
   std::memcpy(&db, &d, 8);
-  EXPECT_EQ(*Decode(ColumnType::kDouble, Le(db, 8)), "-3");
+  EXPECT_EQ(*Decode(ColumnType::kDouble, Le(db, 8)), "-3e+00");
   d = 0.1;
   std::memcpy(&db, &d, 8);
-  EXPECT_EQ(*Decode(ColumnType::kDouble, Le(db, 8)), "0.1");
+  EXPECT_EQ(*Decode(ColumnType::kDouble, Le(db, 8)), "1e-01");
   d = std::numeric_limits<double>::infinity();
   std::memcpy(&db, &d, 8);
   EXPECT_FALSE(Decode(ColumnType::kDouble, Le(db, 8)).ok());

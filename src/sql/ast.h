@@ -149,6 +149,7 @@ struct ColumnDefinition {
   std::string name;
   std::string type_name;  // upper-cased: INT, INTEGER, BIGINT, VARCHAR, ...
   std::optional<uint32_t> length;
+  std::optional<uint32_t> scale;  // DECIMAL(p,s), FLOAT(m,d), DOUBLE(m,d)
   bool is_unsigned = false;
   bool not_null = false;
   bool primary_key = false;

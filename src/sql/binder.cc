@@ -14,6 +14,8 @@
 namespace shale::sql {
 namespace {
 
+Result<SqlType> BindColumnType(const ast::ColumnDefinition& cd);
+
 using sierra::ColumnInfo;
 using sierra::Expr;
 using sierra::ExprPtr;
@@ -769,18 +771,29 @@ Result<ExprPtr> Binder::BindAggregateCall(const ast::Expr& e) {
   sierra::AggregateCall call;
   call.distinct = e.distinct;
   const std::string& n = e.name;
-  if (n == "AVG") {
-    return SqlError(ErrorCode::kNotSupportedYet,
-                    "This version of Shale doesn't yet support 'AVG' (DECIMAL results)");
+  if (e.children.size() != 1) {
+    if (n == "GROUP_CONCAT" && e.children.size() > 1) {
+      return SqlError(ErrorCode::kNotSupportedYet,
+                      "This version of Shale doesn't yet support 'GROUP_CONCAT of several expressions'");
+    }
+    return SyntaxError(e.text, 1);
   }
-  if (e.children.size() != 1) return SyntaxError(e.text, 1);
+  using sierra::AggregateKind;
+  static const std::map<std::string, AggregateKind> kKinds = {
+      {"COUNT", AggregateKind::kCount},        {"SUM", AggregateKind::kSum},
+      {"AVG", AggregateKind::kAvg},            {"MIN", AggregateKind::kMin},
+      {"MAX", AggregateKind::kMax},            {"STD", AggregateKind::kStddevPop},
+      {"STDDEV", AggregateKind::kStddevPop},   {"STDDEV_POP", AggregateKind::kStddevPop},
+      {"STDDEV_SAMP", AggregateKind::kStddevSamp}, {"VARIANCE", AggregateKind::kVarPop},
+      {"VAR_POP", AggregateKind::kVarPop},     {"VAR_SAMP", AggregateKind::kVarSamp},
+      {"BIT_AND", AggregateKind::kBitAnd},     {"BIT_OR", AggregateKind::kBitOr},
+      {"BIT_XOR", AggregateKind::kBitXor},     {"GROUP_CONCAT", AggregateKind::kGroupConcat},
+  };
   if (n == "COUNT" && e.children[0]->kind == ast::ExprKind::kStar) {
     call.kind = sierra::AggregateKind::kCountStar;
   } else {
-    call.kind = n == "COUNT" ? sierra::AggregateKind::kCount
-                : n == "SUM" ? sierra::AggregateKind::kSum
-                : n == "MIN" ? sierra::AggregateKind::kMin
-                             : sierra::AggregateKind::kMax;
+    call.kind = kKinds.at(n);
+    if (call.kind == AggregateKind::kGroupConcat && e.value.is_string()) call.separator = e.value.as_string();
     agg_->inside_call = true;
     auto arg = BindExpr(*e.children[0], agg_->input);
     agg_->inside_call = false;
@@ -794,7 +807,38 @@ Result<ExprPtr> Binder::BindAggregateCall(const ast::Expr& e) {
       call.nullable = false;
       break;
     case sierra::AggregateKind::kSum:
-      call.type = SqlType::BigInt();
+    case sierra::AggregateKind::kAvg: {
+      // Exact arguments give DECIMAL (SUM: 22 more digits; AVG: 4 more
+      // digits and scale), others DOUBLE, as in MySQL.
+      const SqlType& t = call.arg->type;
+      if (t.is_integer() || t.is_decimal() || t.id == TypeId::kNull) {
+        uint32_t p = t.id == TypeId::kNull ? 1 : t.DecimalPrecision();
+        uint32_t s = t.is_decimal() ? t.scale : 0;
+        if (call.kind == sierra::AggregateKind::kSum) {
+          call.type = SqlType::Decimal(std::min<uint32_t>(p + 22, 65), static_cast<uint8_t>(s));
+        } else {
+          uint32_t scale = std::min<uint32_t>(s + Decimal::kDivPrecisionIncrement, Decimal::kMaxScale);
+          call.type = SqlType::Decimal(std::min<uint32_t>(p + 4, 65), static_cast<uint8_t>(scale));
+        }
+      } else {
+        call.type = SqlType::Double();
+      }
+      break;
+    }
+    case sierra::AggregateKind::kStddevPop:
+    case sierra::AggregateKind::kStddevSamp:
+    case sierra::AggregateKind::kVarPop:
+    case sierra::AggregateKind::kVarSamp:
+      call.type = SqlType::Double();
+      break;
+    case sierra::AggregateKind::kBitAnd:
+    case sierra::AggregateKind::kBitOr:
+    case sierra::AggregateKind::kBitXor:
+      call.type = SqlType::Integer(TypeId::kBigInt, true);
+      call.nullable = false;
+      break;
+    case sierra::AggregateKind::kGroupConcat:
+      call.type = SqlType::Varchar(1024);
       break;
     default:
       call.type = call.arg->type;
@@ -897,7 +941,96 @@ Result<ExprPtr> Binder::BindFunction(const ast::Expr& e, const Scope& scope) {
       {"LCASE", {ScalarFunction::kLower, {1, 1}}},
       {"UPPER", {ScalarFunction::kUpper, {1, 1}}},
       {"UCASE", {ScalarFunction::kUpper, {1, 1}}},
+      {"ROUND", {ScalarFunction::kRound, {1, 2}}},
+      {"TRUNCATE", {ScalarFunction::kTruncate, {2, 2}}},
+      {"FLOOR", {ScalarFunction::kFloor, {1, 1}}},
+      {"CEIL", {ScalarFunction::kCeil, {1, 1}}},
+      {"CEILING", {ScalarFunction::kCeil, {1, 1}}},
+      {"POWER", {ScalarFunction::kPower, {2, 2}}},
+      {"POW", {ScalarFunction::kPower, {2, 2}}},
+      {"SQRT", {ScalarFunction::kSqrt, {1, 1}}},
+      {"SIGN", {ScalarFunction::kSign, {1, 1}}},
+      {"LN", {ScalarFunction::kLn, {1, 1}}},
+      {"LOG2", {ScalarFunction::kLog2, {1, 1}}},
+      {"LOG10", {ScalarFunction::kLog10, {1, 1}}},
+      {"EXP", {ScalarFunction::kExp, {1, 1}}},
+      {"PI", {ScalarFunction::kPi, {0, 0}}},
+      {"GREATEST", {ScalarFunction::kGreatest, {2, SIZE_MAX}}},
+      {"LEAST", {ScalarFunction::kLeast, {2, SIZE_MAX}}},
+      {"SUBSTRING", {ScalarFunction::kSubstring, {2, 3}}},
+      {"SUBSTR", {ScalarFunction::kSubstring, {2, 3}}},
+      {"MID", {ScalarFunction::kSubstring, {3, 3}}},
+      {"LEFT", {ScalarFunction::kLeft, {2, 2}}},
+      {"RIGHT", {ScalarFunction::kRight, {2, 2}}},
+      {"TRIM", {ScalarFunction::kTrim, {1, 2}}},
+      {"TRIM_LEADING", {ScalarFunction::kLtrim, {1, 2}}},
+      {"TRIM_TRAILING", {ScalarFunction::kRtrim, {1, 2}}},
+      {"LTRIM", {ScalarFunction::kLtrim, {1, 1}}},
+      {"RTRIM", {ScalarFunction::kRtrim, {1, 1}}},
+      {"REPLACE", {ScalarFunction::kReplace, {3, 3}}},
+      {"REVERSE", {ScalarFunction::kReverse, {1, 1}}},
+      {"REPEAT", {ScalarFunction::kRepeat, {2, 2}}},
+      {"LPAD", {ScalarFunction::kLpad, {2, 3}}},  // MariaDB pads with spaces when pad is omitted
+      {"RPAD", {ScalarFunction::kRpad, {2, 3}}},
+      {"LOCATE", {ScalarFunction::kLocate, {2, 3}}},
+      {"CONCAT_WS", {ScalarFunction::kConcatWs, {2, SIZE_MAX}}},
+      {"CHAR_LENGTH", {ScalarFunction::kCharLength, {1, 1}}},
+      {"CHARACTER_LENGTH", {ScalarFunction::kCharLength, {1, 1}}},
+      {"ASCII", {ScalarFunction::kAscii, {1, 1}}},
+      {"HEX", {ScalarFunction::kHex, {1, 1}}},
+      {"UNHEX", {ScalarFunction::kUnhex, {1, 1}}},
+      {"SPACE", {ScalarFunction::kSpace, {1, 1}}},
+      {"STRCMP", {ScalarFunction::kStrcmp, {2, 2}}},
   };
+  if (n == "INSTR") {
+    // INSTR(str, substr) is LOCATE(substr, str).
+    SHALE_RETURN_IF_ERROR(arg_count(2, 2));
+    SHALE_ASSIGN_OR_RETURN(auto args, bind_args());
+    return Expr::Function(ScalarFunction::kLocate, {args[1], args[0]});
+  }
+  if (n == "LOG") {
+    // LOG(x) is LN(x); LOG(b, x) the log of x in base b.
+    SHALE_RETURN_IF_ERROR(arg_count(1, 2));
+    SHALE_ASSIGN_OR_RETURN(auto args, bind_args());
+    const ScalarFunction f = args.size() == 1 ? ScalarFunction::kLn : ScalarFunction::kLog;
+    return Expr::Function(f, std::move(args));
+  }
+  if (n == "MOD") {
+    SHALE_RETURN_IF_ERROR(arg_count(2, 2));
+    SHALE_ASSIGN_OR_RETURN(auto args, bind_args());
+    return Expr::Arith(sierra::ArithOp::kMod, args[0], args[1]);
+  }
+  if (n == "RAND") {
+    SHALE_RETURN_IF_ERROR(arg_count(0, 0));
+    return Expr::Function(ScalarFunction::kRand, {});
+  }
+  if (n == "CAST" || n == "CONVERT") {
+    SHALE_ASSIGN_OR_RETURN(auto args, bind_args());
+    const std::string& type = e.names[0];
+    std::optional<uint32_t> length, scale;
+    if (!e.names[1].empty()) length = static_cast<uint32_t>(std::stoul(e.names[1]));
+    if (!e.names[2].empty()) scale = static_cast<uint32_t>(std::stoul(e.names[2]));
+    SqlType t;
+    if (type == "SIGNED" || type == "INTEGER" || type == "INT") {
+      t = SqlType::BigInt();
+    } else if (type == "UNSIGNED") {
+      t = SqlType::Integer(TypeId::kBigInt, true);
+    } else if (type == "DECIMAL" || type == "DOUBLE" || type == "FLOAT" || type == "REAL") {
+      ast::ColumnDefinition cd;
+      cd.name = "cast";
+      cd.type_name = type;
+      cd.length = length;
+      cd.scale = scale;
+      SHALE_ASSIGN_OR_RETURN(t, BindColumnType(cd));
+      if (t.is_floating()) t = SqlType::Double();
+    } else if (type == "CHAR" || type == "NCHAR" || type == "BINARY") {
+      t = SqlType::Varchar(length.value_or(args[0]->type.is_string() ? args[0]->type.length : 64));
+    } else {
+      return SqlError(ErrorCode::kNotSupportedYet,
+                      "This version of Shale doesn't yet support 'CAST AS {}'", type);
+    }
+    return Expr::Cast(args[0], t);
+  }
   if (auto it = kScalar.find(n); it != kScalar.end()) {
     SHALE_RETURN_IF_ERROR(arg_count(it->second.second.first, it->second.second.second));
     SHALE_ASSIGN_OR_RETURN(auto args, bind_args());
@@ -996,6 +1129,12 @@ Result<ExprPtr> Binder::BindExprInner(const ast::Expr& e, const Scope& scope) {
           c->constant.as_int() != INT64_MIN) {
         return Expr::Constant(Value::Int(-c->constant.as_int()));  // a negative literal
       }
+      if (c->kind == sierra::ExprKind::kConstant && c->constant.is_decimal()) {
+        return Expr::Constant(Value::Dec(c->constant.as_decimal().Negate()));
+      }
+      if (c->kind == sierra::ExprKind::kConstant && c->constant.is_double() && !c->constant.is_float()) {
+        return Expr::Constant(Value::Double(-c->constant.as_double()));
+      }
       return Expr::Negate(c);
     }
     case ast::ExprKind::kIsNull: {
@@ -1074,10 +1213,7 @@ Result<ExprPtr> Binder::BindExprInner(const ast::Expr& e, const Scope& scope) {
       if (op == "*") return Expr::Arith(ArithOp::kMul, l, r);
       if (op == "DIV") return Expr::Arith(ArithOp::kIntDiv, l, r);
       if (op == "%") return Expr::Arith(ArithOp::kMod, l, r);
-      if (op == "/") {
-        return SqlError(ErrorCode::kNotSupportedYet,
-                        "This version of Shale doesn't yet support '/' (DECIMAL results); use DIV");
-      }
+      if (op == "/") return Expr::Arith(ArithOp::kDiv, l, r);
       return Status::Internal("unknown operator " + op);
     }
   }
@@ -1440,6 +1576,7 @@ Result<catalog::ColumnDef> Binder::BindColumnDefinition(const ast::ColumnDefinit
   copy.name = cd.name;
   copy.type_name = cd.type_name;
   copy.length = cd.length;
+  copy.scale = cd.scale;
   copy.is_unsigned = cd.is_unsigned;
   copy.not_null = cd.not_null;
   if (cd.default_value) copy.default_value = CloneAst(*cd.default_value);
@@ -1581,6 +1718,86 @@ Result<BoundStatement> Binder::BindAlterTable(const ast::AlterTableStmt& s) {
   return BoundStatement(std::move(cmd));
 }
 
+// ---- column types ---------------------------------------------------------------
+
+// The SqlType of a column definition's type name, length, scale and UNSIGNED,
+// with MySQL's limits (DECIMAL: precision 1..65, scale <= 30 and <= precision).
+Result<SqlType> BindColumnType(const ast::ColumnDefinition& cd) {
+  const std::string& n = cd.type_name;
+  static const std::map<std::string, TypeId> kIntegers = {
+      {"TINYINT", TypeId::kTinyInt},     {"INT1", TypeId::kTinyInt},   {"SMALLINT", TypeId::kSmallInt},
+      {"INT2", TypeId::kSmallInt},       {"MEDIUMINT", TypeId::kMediumInt}, {"INT3", TypeId::kMediumInt},
+      {"MIDDLEINT", TypeId::kMediumInt}, {"INT", TypeId::kInt},          {"INTEGER", TypeId::kInt},
+      {"INT4", TypeId::kInt},            {"BIGINT", TypeId::kBigInt},    {"INT8", TypeId::kBigInt},
+  };
+  if (auto it = kIntegers.find(n); it != kIntegers.end()) {
+    if (cd.scale) return SyntaxError(n, 1);
+    return SqlType::Integer(it->second, cd.is_unsigned);
+  }
+  if (n == "BOOL" || n == "BOOLEAN") return SqlType::Integer(TypeId::kTinyInt, false);
+  if (n == "DECIMAL" || n == "DEC" || n == "NUMERIC" || n == "FIXED") {
+    uint32_t precision = cd.length.value_or(10);
+    uint32_t scale = cd.scale.value_or(0);
+    if (precision > 65) {
+      return SqlError(ErrorCode::kTooBigPrecision,
+                      "Too big precision {} specified for '{}'. Maximum is 65", precision, cd.name);
+    }
+    if (scale > 30) {
+      return SqlError(ErrorCode::kTooBigScale, "Too big scale {} specified for '{}'. Maximum is 30",
+                      scale, cd.name);
+    }
+    if (scale > precision) {
+      return SqlError(ErrorCode::kMBiggerThanD,
+                      "For float(M,D), double(M,D) or decimal(M,D), M must be >= D (column '{}')",
+                      cd.name);
+    }
+    if (precision == 0) precision = 10;
+    SqlType t = SqlType::Decimal(precision, static_cast<uint8_t>(scale));
+    t.is_unsigned = cd.is_unsigned;
+    return t;
+  }
+  if (n == "DOUBLE" || n == "REAL" || n == "FLOAT" || n == "FLOAT4" || n == "FLOAT8") {
+    bool single = n == "FLOAT" || n == "FLOAT4";
+    // FLOAT(p) with p > 24 is a DOUBLE.
+    if (single && cd.length && !cd.scale && *cd.length > 24) single = false;
+    if (single && cd.length && !cd.scale && *cd.length > 53) {
+      return SqlError(ErrorCode::kWrongFieldSpec, "Incorrect column specifier for column '{}'", cd.name);
+    }
+    SqlType t = single ? SqlType::Float() : SqlType::Double();
+    if (!single) t.length = 22;
+    if (cd.scale) {
+      if (*cd.scale > 30) {
+        return SqlError(ErrorCode::kTooBigScale, "Too big scale {} specified for '{}'. Maximum is 30",
+                        *cd.scale, cd.name);
+      }
+      if (*cd.scale > *cd.length) {
+        return SqlError(ErrorCode::kMBiggerThanD,
+                        "For float(M,D), double(M,D) or decimal(M,D), M must be >= D (column '{}')",
+                        cd.name);
+      }
+      t.length = *cd.length;
+      t.scale = static_cast<uint8_t>(*cd.scale);
+    }
+    t.is_unsigned = cd.is_unsigned;
+    return t;
+  }
+  if (n == "VARCHAR") {
+    if (!cd.length) {
+      return SqlError(ErrorCode::kParse,
+                      "You have an error in your SQL syntax; VARCHAR of column '{}' needs a length",
+                      cd.name);
+    }
+    if (*cd.length > 16383) {
+      return SqlError(ErrorCode::kTooBigFieldLength,
+                      "Column length too big for column '{}' (max = 16383); use BLOB or TEXT instead",
+                      cd.name);
+    }
+    return SqlType::Varchar(*cd.length);
+  }
+  return SqlError(ErrorCode::kNotSupportedYet,
+                  "This version of Shale doesn't yet support 'column type {}'", n);
+}
+
 // ---- CREATE TABLE -------------------------------------------------------------
 
 Result<BoundStatement> Binder::BindCreateTable(const ast::CreateTableStmt& s) {
@@ -1644,30 +1861,7 @@ Result<BoundStatement> Binder::BindCreateTable(const ast::CreateTableStmt& s) {
     }
     catalog::ColumnDef c;
     c.name = cd.name;
-    if (cd.is_unsigned) {
-      return SqlError(ErrorCode::kNotSupportedYet,
-                      "This version of Shale doesn't yet support 'UNSIGNED columns'");
-    }
-    if (cd.type_name == "INT" || cd.type_name == "INTEGER") {
-      c.type = SqlType::Int();
-    } else if (cd.type_name == "BIGINT") {
-      c.type = SqlType::BigInt();
-    } else if (cd.type_name == "VARCHAR") {
-      if (!cd.length) {
-        return SqlError(ErrorCode::kParse,
-                        "You have an error in your SQL syntax; VARCHAR of column '{}' needs a length",
-                        cd.name);
-      }
-      if (*cd.length > 16383) {
-        return SqlError(ErrorCode::kTooBigFieldLength,
-                        "Column length too big for column '{}' (max = 16383); use BLOB or TEXT instead",
-                        cd.name);
-      }
-      c.type = SqlType::Varchar(*cd.length);
-    } else {
-      return SqlError(ErrorCode::kNotSupportedYet,
-                      "This version of Shale doesn't yet support 'column type {}'", cd.type_name);
-    }
+    SHALE_ASSIGN_OR_RETURN(c.type, BindColumnType(cd));
     c.nullable = !cd.not_null;
     if (cd.primary_key) {
       if (!pk.empty()) return SqlError(ErrorCode::kMultiplePriKey, "Multiple primary key defined");
@@ -1918,13 +2112,7 @@ Status CheckDatabaseName(const std::string& name) { return CheckName(name, Error
 Status CheckTableName(const std::string& name) { return CheckName(name, ErrorCode::kWrongTableName); }
 
 std::string ColumnTypeSql(const catalog::ColumnDef& c) {
-  switch (c.type.id) {
-    case TypeId::kInt: return "int";
-    case TypeId::kBigInt: return "bigint";
-    case TypeId::kVarchar: return fmt::format("varchar({})", c.type.length);
-    case TypeId::kNull: break;
-  }
-  return "null";
+  return c.type.ToString();
 }
 
 Status ResolveIndexes(const catalog::TableDef& table, const std::vector<ast::IndexDefinition>& defs,

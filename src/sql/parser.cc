@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <strings.h>
 
 #include "src/common/errors.h"
@@ -48,7 +50,9 @@ ast::ExprPtr MakeExpr(ast::ExprKind kind) {
 }  // namespace
 
 bool IsAggregateFunction(std::string_view upper_name) {
-  for (std::string_view n : {"COUNT", "SUM", "AVG", "MIN", "MAX"}) {
+  for (std::string_view n : {"COUNT", "SUM", "AVG", "MIN", "MAX", "STD", "STDDEV", "STDDEV_POP",
+                             "STDDEV_SAMP", "VARIANCE", "VAR_POP", "VAR_SAMP", "BIT_AND", "BIT_OR",
+                             "BIT_XOR", "GROUP_CONCAT"}) {
     if (upper_name == n) return true;
   }
   return false;
@@ -777,11 +781,16 @@ Result<ast::ColumnDefinition> Parser::ParseColumnDefinition() {
   if (Peek().kind != TokenKind::kIdent) return ErrorHere();
   c.type_name = Upper(Peek().text);
   ++pos_;
+  if (c.type_name == "DOUBLE") AcceptKeyword("PRECISION");
   if (AcceptOperator("(")) {
     SHALE_ASSIGN_OR_RETURN(uint64_t len, ParseUnsigned());
     if (len > 0xFFFFFFFFu) return ErrorHere();
     c.length = static_cast<uint32_t>(len);
-    if (AcceptOperator(",")) return NotSupported("column types with a scale");
+    if (AcceptOperator(",")) {
+      SHALE_ASSIGN_OR_RETURN(uint64_t scale, ParseUnsigned());
+      if (scale > 0xFFFFu) return ErrorHere();
+      c.scale = static_cast<uint32_t>(scale);
+    }
     SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
   }
   if (AcceptKeyword("UNSIGNED")) c.is_unsigned = true;
@@ -1360,16 +1369,36 @@ Result<ast::ExprPtr> Parser::ParsePrimary() {
     case TokenKind::kInteger: {
       int64_t v = 0;
       auto [ptr, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
+      auto e = MakeExpr(ast::ExprKind::kLiteral);
       if (ec != std::errc() || ptr != t.text.data() + t.text.size()) {
-        return NotSupported("integer literals beyond BIGINT");
+        // Beyond BIGINT: an exact DECIMAL literal, as in MySQL.
+        auto d = Decimal::Parse(t.text);
+        if (!d) return NotSupported("numeric literals of more than 38 digits");
+        e->value = Value::Dec(*d);
+      } else {
+        e->value = Value::Int(v);
       }
       ++pos_;
-      auto e = MakeExpr(ast::ExprKind::kLiteral);
-      e->value = Value::Int(v);
       return Finish(std::move(e), begin);
     }
-    case TokenKind::kDecimal:
-      return NotSupported("DECIMAL and floating-point values");
+    case TokenKind::kDecimal: {
+      // 1.5 is an exact DECIMAL; 1e3 and 1.5e3 are DOUBLE (MySQL's rule).
+      auto e = MakeExpr(ast::ExprKind::kLiteral);
+      if (t.text.find_first_of("eE") != std::string::npos) {
+        double d = std::strtod(t.text.c_str(), nullptr);
+        if (!std::isfinite(d)) return ErrorHere();
+        e->value = Value::Double(d);
+      } else {
+        auto d = Decimal::Parse(t.text);
+        if (!d) {
+          e->value = Value::Double(std::strtod(t.text.c_str(), nullptr));
+        } else {
+          e->value = Value::Dec(*d);
+        }
+      }
+      ++pos_;
+      return Finish(std::move(e), begin);
+    }
     case TokenKind::kString: {
       ++pos_;
       auto e = MakeExpr(ast::ExprKind::kLiteral);
@@ -1467,6 +1496,97 @@ Result<ast::ExprPtr> Parser::ParsePrimary() {
           auto e = MakeExpr(ast::ExprKind::kFunction);
           e->name = Upper(t.text);
           pos_ += 2;
+          if (e->name == "POSITION") {
+            // POSITION(substr IN str) is LOCATE(substr, str).
+            SHALE_ASSIGN_OR_RETURN(auto needle, ParseAdditive());
+            SHALE_RETURN_IF_ERROR(ExpectKeyword("IN"));
+            SHALE_ASSIGN_OR_RETURN(auto haystack, ParseExpr());
+            SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
+            e->name = "LOCATE";
+            e->children.push_back(std::move(needle));
+            e->children.push_back(std::move(haystack));
+            return Finish(std::move(e), begin);
+          }
+          if (e->name == "TRIM") {
+            // TRIM([BOTH|LEADING|TRAILING] [remstr] FROM str) / TRIM(str): the
+            // children are {str[, remstr]} and the name says the side.
+            std::string side;
+            if (AcceptKeyword("BOTH")) side = "BOTH";
+            else if (AcceptKeyword("LEADING")) side = "LEADING";
+            else if (AcceptKeyword("TRAILING")) side = "TRAILING";
+            ast::ExprPtr remstr;
+            if (!AtKeyword("FROM")) {
+              SHALE_ASSIGN_OR_RETURN(remstr, ParseExpr());
+            }
+            if (AcceptKeyword("FROM")) {
+              SHALE_ASSIGN_OR_RETURN(auto str, ParseExpr());
+              e->children.push_back(std::move(str));
+              if (remstr) e->children.push_back(std::move(remstr));
+            } else {
+              if (!remstr || !side.empty()) return ErrorHere();
+              e->children.push_back(std::move(remstr));
+            }
+            if (side == "LEADING") e->name = "TRIM_LEADING";
+            if (side == "TRAILING") e->name = "TRIM_TRAILING";
+            SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
+            return Finish(std::move(e), begin);
+          }
+          if (e->name == "SUBSTRING" || e->name == "SUBSTR") {
+            // SUBSTRING(str FROM pos [FOR len]) as well as the comma form.
+            SHALE_ASSIGN_OR_RETURN(auto str, ParseExpr());
+            e->children.push_back(std::move(str));
+            if (AcceptKeyword("FROM")) {
+              SHALE_ASSIGN_OR_RETURN(auto pos, ParseExpr());
+              e->children.push_back(std::move(pos));
+              if (AcceptKeyword("FOR")) {
+                SHALE_ASSIGN_OR_RETURN(auto len, ParseExpr());
+                e->children.push_back(std::move(len));
+              }
+            } else {
+              while (AcceptOperator(",")) {
+                SHALE_ASSIGN_OR_RETURN(auto arg, ParseExpr());
+                e->children.push_back(std::move(arg));
+              }
+            }
+            SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
+            return Finish(std::move(e), begin);
+          }
+          if (e->name == "CAST" || e->name == "CONVERT") {
+            // CAST(x AS type) / CONVERT(x, type): the type goes into names as
+            // {TYPE, length, scale} ("" when absent).
+            SHALE_ASSIGN_OR_RETURN(auto arg, ParseExpr());
+            e->children.push_back(std::move(arg));
+            if (e->name == "CAST") {
+              SHALE_RETURN_IF_ERROR(ExpectKeyword("AS"));
+            } else if (AcceptKeyword("USING")) {
+              return NotSupported("CONVERT ... USING");
+            } else {
+              SHALE_RETURN_IF_ERROR(ExpectOperator(","));
+            }
+            if (Peek().kind != TokenKind::kIdent) return ErrorHere();
+            std::string type = Upper(Peek().text);
+            ++pos_;
+            if ((type == "SIGNED" || type == "UNSIGNED") && !AcceptKeyword("INTEGER")) AcceptKeyword("INT");
+            if (type == "DOUBLE") AcceptKeyword("PRECISION");
+            std::string length, scale;
+            if (AcceptOperator("(")) {
+              SHALE_ASSIGN_OR_RETURN(uint64_t len, ParseUnsigned());
+              length = std::to_string(len);
+              if (AcceptOperator(",")) {
+                SHALE_ASSIGN_OR_RETURN(uint64_t sc, ParseUnsigned());
+                scale = std::to_string(sc);
+              }
+              SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
+            }
+            if (AcceptKeyword("CHARACTER")) {
+              SHALE_RETURN_IF_ERROR(ExpectKeyword("SET"));
+              SHALE_ASSIGN_OR_RETURN(std::string ignored, ParseIdentifier());
+              (void)ignored;
+            }
+            e->names = {type, length, scale};
+            SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
+            return Finish(std::move(e), begin);
+          }
           const bool aggregate = IsAggregateFunction(e->name);
           if (aggregate && AcceptKeyword("DISTINCT")) e->distinct = true;
           if (aggregate && !e->distinct) AcceptKeyword("ALL");
@@ -1483,6 +1603,15 @@ Result<ast::ExprPtr> Parser::ParsePrimary() {
               SHALE_ASSIGN_OR_RETURN(auto arg, ParseExpr());
               e->children.push_back(std::move(arg));
               if (!AcceptOperator(",")) break;
+            }
+            if (e->name == "GROUP_CONCAT") {
+              if (AtKeyword("ORDER")) return NotSupported("GROUP_CONCAT ... ORDER BY");
+              e->value = Value::String(",");
+              if (AcceptKeyword("SEPARATOR")) {
+                if (Peek().kind != TokenKind::kString) return ErrorHere();
+                e->value = Value::String(Peek().text);
+                ++pos_;
+              }
             }
           }
           SHALE_RETURN_IF_ERROR(ExpectOperator(")"));

@@ -154,7 +154,8 @@ class AggregateJoinTest(ShaleTestCase):
         self.assertSqlError(self.cur, "SELECT dept FROM emp WHERE COUNT(*) > 1", 1111)
         self.assertSqlError(self.cur, "SELECT COUNT(*) FROM emp GROUP BY COUNT(*)", 1056)
         self.assertSqlError(self.cur, "SELECT SUM(nope) FROM emp", 1054)
-        self.assertSqlError(self.cur, "SELECT AVG(pay) FROM emp", 1235)
+        self.cur.execute("SELECT AVG(pay) IS NOT NULL FROM emp")  # a DECIMAL now
+        self.assertEqual(self.cur.fetchall(), ((1,),))
 
     def test_joins(self):
         self.assertEqual(self.query("SELECT e.name, d.title FROM emp e JOIN dept d ON d.id = e.dept "

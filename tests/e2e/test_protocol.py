@@ -224,7 +224,11 @@ class RawClient:
                 out.append(struct.unpack("<i", r.take(4))[0])
             elif c["type"] == T_LONGLONG:
                 out.append(struct.unpack("<q", r.take(8))[0])
-            elif c["type"] == T_VAR_STRING:
+            elif c["type"] == T_DOUBLE:
+                out.append(struct.unpack("<d", r.take(8))[0])
+            elif c["type"] == T_FLOAT:
+                out.append(struct.unpack("<f", r.take(4))[0])
+            elif c["type"] in (T_VAR_STRING, T_NEWDECIMAL):
                 out.append(r.lenenc_str().decode())
             else:
                 raise AssertionError("unexpected column type %d" % c["type"])
@@ -358,12 +362,13 @@ class PreparedStatementTest(ProtocolTestCase):
         # 4294967295 does not fit a LONG column: sent as LONGLONG.
         self.assertEqual(cols[5]["type"], T_LONGLONG)
 
-    def test_unsigned_bigint_beyond_signed_range_is_refused_not_wrapped(self):
+    def test_unsigned_bigint_beyond_signed_range_is_exact_not_wrapped(self):
         c = self.client()
         sid, _, _ = c.prepare("SELECT ?")
-        with self.assertRaises(ServerError) as ctx:
-            c.execute(sid, [p_int(T_LONGLONG | UNSIGNED, 2**64 - 1, "<Q")])
-        self.assertNotEqual(ctx.exception.code, 0)
+        # Beyond BIGINT the literal is an exact DECIMAL, as in MySQL.
+        _, cols, rows = c.execute(sid, [p_int(T_LONGLONG | UNSIGNED, 2**64 - 1, "<Q")])
+        self.assertEqual(rows, [["18446744073709551615"]])
+        self.assertEqual(cols[0]["type"], T_NEWDECIMAL)
         c.ping()
 
     def test_floats_decimals_and_strings(self):
