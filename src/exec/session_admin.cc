@@ -187,27 +187,54 @@ Status Session::CheckPrivileges(const ast::Statement& stmt) const {
     return SqlError(ErrorCode::kDbAccessDenied, "Access denied for user '{}'@'{}' to database '{}'",
                     user_.user, user_.address, db);
   };
+  // SELECT on the tables a query names; subqueries, derived tables and
+  // UNION terms are checked on the bound plan (CheckPlanPrivileges).
+  auto need_select = [&](const ast::SelectStmt& q) -> Status {
+    if (q.from) SHALE_RETURN_IF_ERROR(need(catalog::kPrivSelect, q.from->name));
+    for (const auto& j : q.joins) SHALE_RETURN_IF_ERROR(need(catalog::kPrivSelect, j.table.name));
+    return Status::OK();
+  };
   return std::visit(
       [&](const auto& s) -> Status {
         using T = std::decay_t<decltype(s)>;
         if constexpr (std::is_same_v<T, ast::SelectStmt>) {
-          if (s.from) SHALE_RETURN_IF_ERROR(need(catalog::kPrivSelect, s.from->name));
-          for (const auto& j : s.joins) SHALE_RETURN_IF_ERROR(need(catalog::kPrivSelect, j.table.name));
-          return Status::OK();
+          return need_select(s);
+        } else if constexpr (std::is_same_v<T, ast::ExplainStmt>) {
+          return s.select ? need_select(*s.select) : Status::OK();
         } else if constexpr (std::is_same_v<T, ast::InsertStmt>) {
-          return need(catalog::kPrivInsert, s.table);
+          // REPLACE may delete rows; ON DUPLICATE KEY UPDATE updates them.
+          uint32_t bits = catalog::kPrivInsert;
+          if (s.replace) bits |= catalog::kPrivDelete;
+          if (!s.on_duplicate.empty()) bits |= catalog::kPrivUpdate;
+          return need(bits, s.table);
         } else if constexpr (std::is_same_v<T, ast::UpdateStmt>) {
           return need(catalog::kPrivUpdate | (s.where ? catalog::kPrivSelect : 0u), s.table.name);
         } else if constexpr (std::is_same_v<T, ast::DeleteStmt>) {
+          if (s.truncate) return need(catalog::kPrivDrop, s.table.name);  // as MySQL
           return need(catalog::kPrivDelete | (s.where ? catalog::kPrivSelect : 0u), s.table.name);
         } else if constexpr (std::is_same_v<T, ast::CreateTableStmt>) {
-          return need(catalog::kPrivCreate, s.table);
+          SHALE_RETURN_IF_ERROR(need(catalog::kPrivCreate, s.table));
+          if (s.like) SHALE_RETURN_IF_ERROR(need(catalog::kPrivSelect, *s.like));
+          if (s.as_select) SHALE_RETURN_IF_ERROR(need(catalog::kPrivInsert, s.table));
+          return s.as_select ? need_select(*s.as_select) : Status::OK();
+        } else if constexpr (std::is_same_v<T, ast::RenameTableStmt>) {
+          // As MySQL: ALTER and DROP on the old name, CREATE and INSERT on the new.
+          for (const auto& [from, to] : s.renames) {
+            SHALE_RETURN_IF_ERROR(need(catalog::kPrivAlter | catalog::kPrivDrop, from));
+            SHALE_RETURN_IF_ERROR(need(catalog::kPrivCreate | catalog::kPrivInsert, to));
+          }
+          return Status::OK();
         } else if constexpr (std::is_same_v<T, ast::DropTableStmt>) {
           for (const auto& t : s.tables) SHALE_RETURN_IF_ERROR(need(catalog::kPrivDrop, t));
           return Status::OK();
         } else if constexpr (std::is_same_v<T, ast::AlterTableStmt>) {
           // Index changes: ALTER TABLE needs ALTER, CREATE/DROP INDEX needs
           // INDEX; the statement forms are one AST, so either will do.
+          if (!s.column_changes.empty()) SHALE_RETURN_IF_ERROR(need(catalog::kPrivAlter, s.table));
+          if (s.rename_to) {
+            SHALE_RETURN_IF_ERROR(need(catalog::kPrivAlter | catalog::kPrivDrop, s.table));
+            SHALE_RETURN_IF_ERROR(need(catalog::kPrivCreate | catalog::kPrivInsert, *s.rename_to));
+          }
           const std::string& db = s.table.db.empty() ? current_db_ : s.table.db;
           if (db.empty() || Holds(catalog::kPrivAlter, db, s.table.table) ||
               Holds(catalog::kPrivIndex, db, s.table.table)) {

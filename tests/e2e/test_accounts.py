@@ -200,6 +200,15 @@ class AccountsTest(NodeTestCase):
         cur.execute("UPDATE t SET v = 11 WHERE id = 1")
         cur.execute("UPDATE u SET v = 7")
         self.assertEqual(self.rows(bob, "SELECT v FROM t WHERE id = 1"), ((11,),))
+        # Statements that delete, drop or move rows need more than INSERT/UPDATE.
+        self.assertSqlError(cur, "REPLACE INTO u VALUES (2, 201)", 1142)
+        self.assertSqlError(cur, "TRUNCATE TABLE u", 1142)
+        self.assertSqlError(cur, "RENAME TABLE u TO u2", 1142)
+        self.assertSqlError(cur, "ALTER TABLE u ADD COLUMN w INT", 1142)
+        self.assertSqlError(cur, "ALTER TABLE u RENAME TO u2", 1142)
+        self.assertSqlError(cur, "CREATE TABLE p.c LIKE p.u", 1142)
+        self.assertSqlError(cur, "EXPLAIN SELECT * FROM p.u", 1142)
+        self.assertEqual(self.rows(bob, "SELECT COUNT(*) FROM t"), ((2,),))
 
         self.run_root("REVOKE SELECT ON p.t FROM bob")
         self.assertSqlError(cur, "SELECT * FROM p.t", 1142)
