@@ -169,6 +169,10 @@ std::vector<std::pair<std::string, std::string>> ServerState::StatusVariables(ui
   add("Uptime", std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() -
                                                                   started_at)
                     .count());
+  // Time writers waited for room in the asynchronous WAL buffer (storage/wal.h).
+  if (engine != nullptr && engine->slices() != nullptr) {
+    add("Shale_wal_buffer_wait_us", engine->slices()->WalBufferWaitMicros());
+  }
   std::sort(out.begin(), out.end());
   return out;
 }

@@ -228,5 +228,24 @@ class SessionTest(NodeTestCase):
         busy.close()
 
 
+class WalBufferWaitTest(NodeTestCase):
+    """Async WAL with a 4 KiB buffer flushed every 300 ms: a statement larger
+    than the free room must wait for a flush, and SHOW STATUS counts it."""
+    extra_args = ("--wal-sync=async", "--wal-buffer-kb=4", "--wal-flush-interval-ms=300")
+
+    def test_writers_waiting_for_the_buffer_are_counted(self):
+        conn = self.connect()
+        cur = conn.cursor()
+        self.assertEqual(status(cur, "Shale_wal_buffer_wait_us", "GLOBAL"), "0")
+        cur.execute("CREATE DATABASE w")
+        cur.execute("CREATE TABLE w.t (id INT PRIMARY KEY, v VARCHAR(3000))")
+        for i in range(6):
+            cur.execute("INSERT INTO w.t VALUES (%s, %s)", (i, "x" * 3000))
+        self.assertGreater(int(status(cur, "Shale_wal_buffer_wait_us", "GLOBAL")), 0)
+        cur.execute("SELECT COUNT(*) FROM w.t")
+        self.assertEqual(cur.fetchall(), ((6,),))
+        conn.close()
+
+
 if __name__ == "__main__":
     main()
