@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "src/common/errors.h"
+#include "src/common/hex.h"
 #include "src/common/like.h"
 #include "src/common/warnings.h"
 
@@ -193,16 +194,6 @@ std::string CharSlice(const std::string& s, int64_t from, int64_t count) {
   from = std::clamp<int64_t>(from, 0, n);
   int64_t to = count < 0 ? from : std::min<int64_t>(n, from + std::min<int64_t>(count, n));
   return s.substr(at[from], at[to] - at[from]);
-}
-
-std::string HexOf(std::string_view bytes) {
-  static constexpr char kDigits[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : bytes) {
-    out.push_back(kDigits[c >> 4]);
-    out.push_back(kDigits[c & 15]);
-  }
-  return out;
 }
 
 // The padded text of LPAD/RPAD: `s` cut or filled with `pad` to n characters.
@@ -446,7 +437,7 @@ Result<Value> EvaluateFunction(const Expr& e, const Row& row) {
       return Value::Int(str.empty() ? 0 : static_cast<unsigned char>(str[0]));
     }
     case ScalarFunction::kHex: {
-      if (args[0].is_string()) return Value::String(HexOf(args[0].as_string()));
+      if (args[0].is_string()) return Value::String(ToHex(args[0].as_string()));
       // A number: its (rounded) integer value in hex, as unsigned 64-bit.
       uint64_t n = static_cast<uint64_t>(ToInt(args[0]));
       return Value::String(fmt::format("{:X}", n));
@@ -455,12 +446,7 @@ Result<Value> EvaluateFunction(const Expr& e, const Row& row) {
       std::string str = args[0].ToText();
       if (str.size() % 2 == 1) str.insert(0, 1, '0');
       std::string out;
-      for (size_t k = 0; k < str.size(); k += 2) {
-        int hi = std::isxdigit(static_cast<unsigned char>(str[k])) ? std::stoi(str.substr(k, 1), nullptr, 16) : -1;
-        int lo = std::isxdigit(static_cast<unsigned char>(str[k + 1])) ? std::stoi(str.substr(k + 1, 1), nullptr, 16) : -1;
-        if (hi < 0 || lo < 0) return Value::Null();
-        out.push_back(static_cast<char>(hi * 16 + lo));
-      }
+      if (!FromHex(str, &out)) return Value::Null();
       return Value::String(std::move(out));
     }
     case ScalarFunction::kStrcmp: {

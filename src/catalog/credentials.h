@@ -21,6 +21,8 @@
 #include <string>
 #include <string_view>
 
+#include "src/common/hex.h"
+
 namespace shale::catalog {
 
 inline constexpr std::string_view kNativePasswordPlugin = "mysql_native_password";
@@ -45,8 +47,8 @@ std::string Sha256Digest(std::string_view data);
 // Constant-time equality of two byte strings (false if sizes differ).
 bool ConstantTimeEquals(std::string_view a, std::string_view b);
 
-std::string ToHex(std::string_view bytes);  // upper-case
-// Decodes hex digits (either case); false on a bad digit or odd length.
-bool FromHex(std::string_view hex, std::string* out);
+// Hex text of hashes: src/common/hex.h.
+using shale::FromHex;
+using shale::ToHex;
 
 }  // namespace shale::catalog

@@ -6,6 +6,7 @@
 #include <openssl/rsa.h>
 #include <openssl/sha.h>
 
+#include "src/common/hex.h"
 #include "src/server/native_password.h"
 
 namespace shale::server {
@@ -15,24 +16,6 @@ std::string Sha256(std::string_view data) {
   unsigned char out[SHA256_DIGEST_LENGTH];
   SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), out);
   return std::string(reinterpret_cast<const char*>(out), sizeof(out));
-}
-
-bool DecodeHex(std::string_view hex, std::string* out) {
-  if (hex.size() % 2 != 0) return false;
-  auto digit = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  out->clear();
-  for (size_t i = 0; i < hex.size(); i += 2) {
-    int hi = digit(hex[i]);
-    int lo = digit(hex[i + 1]);
-    if (hi < 0 || lo < 0) return false;
-    out->push_back(static_cast<char>(hi * 16 + lo));
-  }
-  return true;
 }
 
 bool SameBytes(std::string_view a, std::string_view b) {
@@ -51,7 +34,7 @@ bool VerifyNativeToken(std::string_view credential, std::string_view scramble,
                        std::string_view token) {
   if (credential.empty()) return token.empty();
   std::string stage2;
-  if (credential.size() != 41 || credential[0] != '*' || !DecodeHex(credential.substr(1), &stage2)) {
+  if (credential.size() != 41 || credential[0] != '*' || !FromHex(credential.substr(1), &stage2)) {
     return false;
   }
   if (token.size() != 20) return false;
