@@ -10,11 +10,27 @@ namespace {
 bool IsIdentStart(unsigned char c) { return std::isalpha(c) || c == '_' || c == '$' || c >= 0x80; }
 bool IsIdentChar(unsigned char c) { return std::isalnum(c) || c == '_' || c == '$' || c >= 0x80; }
 
-int LineAt(std::string_view sql, size_t pos) {
-  int line = 1;
-  for (size_t i = 0; i < pos && i < sql.size(); ++i) line += sql[i] == '\n';
-  return line;
-}
+// The line (1-based) of positions in `sql`. Positions are asked for in
+// increasing order, so counting resumes where the last call stopped: linear
+// in the statement's length overall (a long multi-row INSERT used to cost a
+// rescan from the start per token).
+class LineCounter {
+ public:
+  explicit LineCounter(std::string_view sql) : sql_(sql) {}
+  int At(size_t pos) {
+    if (pos < pos_) {  // not expected, but stay correct
+      pos_ = 0;
+      line_ = 1;
+    }
+    for (; pos_ < pos && pos_ < sql_.size(); ++pos_) line_ += sql_[pos_] == '\n';
+    return line_;
+  }
+
+ private:
+  std::string_view sql_;
+  size_t pos_ = 0;
+  int line_ = 1;
+};
 
 }  // namespace
 
@@ -22,7 +38,8 @@ Result<std::vector<Token>> Tokenize(std::string_view sql) {
   std::vector<Token> out;
   size_t i = 0;
   const size_t n = sql.size();
-  auto error_at = [&](size_t pos) { return SyntaxError(sql.substr(pos), LineAt(sql, pos)); };
+  LineCounter lines(sql);
+  auto error_at = [&](size_t pos) { return SyntaxError(sql.substr(pos), lines.At(pos)); };
   while (i < n) {
     unsigned char c = sql[i];
     if (std::isspace(c)) {
@@ -43,7 +60,7 @@ Result<std::vector<Token>> Tokenize(std::string_view sql) {
     }
     Token t;
     t.begin = i;
-    t.line = LineAt(sql, i);
+    t.line = lines.At(i);
     if (IsIdentStart(c) && !(std::isdigit(c))) {
       size_t j = i;
       while (j < n && IsIdentChar(sql[j])) ++j;
@@ -192,7 +209,7 @@ Result<std::vector<Token>> Tokenize(std::string_view sql) {
   Token end;
   end.kind = TokenKind::kEnd;
   end.begin = end.end = n;
-  end.line = LineAt(sql, n);
+  end.line = lines.At(n);
   out.push_back(end);
   return out;
 }
