@@ -229,8 +229,10 @@ class SessionTest(NodeTestCase):
 
 
 class WalBufferWaitTest(NodeTestCase):
-    """Async WAL with a 4 KiB buffer flushed every 300 ms: a statement larger
-    than the free room must wait for a flush, and SHOW STATUS counts it."""
+    """Async WAL with a 4 KiB buffer: each 3 KB row's record fills most of it,
+    so concurrent writers find it full and wait for the flusher; SHOW STATUS
+    adds up their waits. (The flusher is woken as soon as one record is in,
+    so a lone writer rarely waits; four writers in parallel do.)"""
     extra_args = ("--wal-sync=async", "--wal-buffer-kb=4", "--wal-flush-interval-ms=300")
 
     def test_writers_waiting_for_the_buffer_are_counted(self):
@@ -239,11 +241,27 @@ class WalBufferWaitTest(NodeTestCase):
         self.assertEqual(status(cur, "Shale_wal_buffer_wait_us", "GLOBAL"), "0")
         cur.execute("CREATE DATABASE w")
         cur.execute("CREATE TABLE w.t (id INT PRIMARY KEY, v VARCHAR(3000))")
-        for i in range(6):
-            cur.execute("INSERT INTO w.t VALUES (%s, %s)", (i, "x" * 3000))
+        errors = []
+
+        def writer(k):
+            try:
+                c = self.connect()
+                with c.cursor() as wc:
+                    for i in range(50):
+                        wc.execute("INSERT INTO w.t VALUES (%s, %s)", (k * 1000 + i, "x" * 3000))
+                c.close()
+            except Exception as e:  # reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=writer, args=(k,)) for k in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
         self.assertGreater(int(status(cur, "Shale_wal_buffer_wait_us", "GLOBAL")), 0)
         cur.execute("SELECT COUNT(*) FROM w.t")
-        self.assertEqual(cur.fetchall(), ((6,),))
+        self.assertEqual(cur.fetchall(), ((200,),))
         conn.close()
 
 
