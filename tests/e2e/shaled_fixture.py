@@ -129,6 +129,15 @@ class NodeTestCase(unittest.TestCase):
                                password=kw.pop("password", ""), database=db,
                                autocommit=True, **kw)
 
+    def fresh_db(self, name):
+        """A connection and cursor on database `name`, dropped and created anew."""
+        conn = self.connect()
+        cur = conn.cursor()
+        cur.execute("DROP DATABASE IF EXISTS %s" % name)
+        cur.execute("CREATE DATABASE %s" % name)
+        conn.select_db(name)
+        return conn, cur
+
     def assertSqlError(self, cur, sql, code):
         import pymysql
         with self.assertRaises(pymysql.MySQLError) as ctx:

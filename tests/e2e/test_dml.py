@@ -13,17 +13,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from shaled_fixture import NodeTestCase, main  # noqa: E402
 
 
-class ShaleTestCase(NodeTestCase):
-    def fresh_db(self, name):
-        conn = self.connect()
-        cur = conn.cursor()
-        cur.execute("DROP DATABASE IF EXISTS %s" % name)
-        cur.execute("CREATE DATABASE %s" % name)
-        conn.select_db(name)
-        return conn, cur
-
-
-class HiddenPrimaryKeyTest(ShaleTestCase):
+class HiddenPrimaryKeyTest(NodeTestCase):
     def test_table_without_primary_key(self):
         conn, cur = self.fresh_db("nopk")
         cur.execute("CREATE TABLE t1(a INTEGER, b INTEGER, c INTEGER, d INTEGER, e INTEGER)")
@@ -52,7 +42,7 @@ class HiddenPrimaryKeyTest(ShaleTestCase):
         conn.close()
 
 
-class UpdateDeleteTest(ShaleTestCase):
+class UpdateDeleteTest(NodeTestCase):
     def setUp(self):
         self.conn, self.cur = self.fresh_db("dml")
         self.cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(5) NOT NULL, n INT)")
@@ -110,7 +100,7 @@ class UpdateDeleteTest(ShaleTestCase):
         self.assertEqual(self.rows(), ((1, "again", 1),))
 
 
-class AggregateJoinTest(ShaleTestCase):
+class AggregateJoinTest(NodeTestCase):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
@@ -180,7 +170,7 @@ class AggregateJoinTest(ShaleTestCase):
         self.assertSqlError(self.cur, "SELECT * FROM emp RIGHT JOIN dept ON 1", 1235)
 
 
-class FunctionTest(ShaleTestCase):
+class FunctionTest(NodeTestCase):
     def test_control_flow_string_functions_and_like(self):
         conn, cur = self.fresh_db("fn")
         cur.execute("CREATE TABLE t (id INT PRIMARY KEY, s VARCHAR(10), n INT)")

@@ -17,14 +17,6 @@ from shaled_fixture import NodeTestCase, main  # noqa: E402
 
 
 class IndexTest(NodeTestCase):
-    def fresh_db(self, name):
-        conn = self.connect()
-        cur = conn.cursor()
-        cur.execute("DROP DATABASE IF EXISTS %s" % name)
-        cur.execute("CREATE DATABASE %s" % name)
-        conn.select_db(name)
-        return conn, cur
-
     def explain(self, cur, sql):
         cur.execute("EXPLAIN " + sql)
         return [(op.strip(), rows) for op, rows in cur.fetchall()]

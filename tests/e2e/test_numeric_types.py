@@ -12,43 +12,11 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from shaled_fixture import NodeTestCase, main  # noqa: E402
-from test_protocol import RawClient, Reader  # noqa: E402
+from test_protocol import (RawClient, T_DOUBLE, T_FLOAT, T_INT24, T_LONG, T_LONGLONG,  # noqa: E402
+                           T_NEWDECIMAL, T_SHORT, T_TINY, T_VAR_STRING)
+from test_protocol import COLUMN_UNSIGNED_FLAG as UNSIGNED_FLAG  # noqa: E402
 
-T_TINY, T_SHORT, T_LONG, T_FLOAT, T_DOUBLE = 1, 2, 3, 4, 5
-T_LONGLONG, T_INT24, T_NEWDECIMAL, T_VAR_STRING = 8, 9, 246, 253
-UNSIGNED_FLAG, BINARY_FLAG, NUM_FLAG = 32, 128, 32768
-
-
-def decode_binary_row(p, cols):
-    r = Reader(p)
-    assert r.int(1) == 0
-    bitmap = r.take((len(cols) + 7 + 2) // 8)
-    out = []
-    for i, c in enumerate(cols):
-        bit = i + 2
-        if bitmap[bit // 8] >> (bit % 8) & 1:
-            out.append(None)
-            continue
-        unsigned = c["flags"] & UNSIGNED_FLAG
-        t = c["type"]
-        if t == T_TINY:
-            out.append(struct.unpack("<B" if unsigned else "<b", r.take(1))[0])
-        elif t == T_SHORT:
-            out.append(struct.unpack("<H" if unsigned else "<h", r.take(2))[0])
-        elif t in (T_LONG, T_INT24):
-            out.append(struct.unpack("<I" if unsigned else "<i", r.take(4))[0])
-        elif t == T_LONGLONG:
-            out.append(struct.unpack("<Q" if unsigned else "<q", r.take(8))[0])
-        elif t == T_FLOAT:
-            out.append(struct.unpack("<f", r.take(4))[0])
-        elif t == T_DOUBLE:
-            out.append(struct.unpack("<d", r.take(8))[0])
-        elif t in (T_NEWDECIMAL, T_VAR_STRING):
-            out.append(r.lenenc_str().decode())
-        else:
-            raise AssertionError("unexpected column type %d" % t)
-    assert r.pos == len(p), "bytes left over in a binary row"
-    return out
+BINARY_FLAG, NUM_FLAG = 128, 32768
 
 
 class NumericTypesTest(NodeTestCase):
@@ -112,16 +80,7 @@ class NumericTypesTest(NodeTestCase):
             stmt, ncols, nparams = c.prepare(
                 "SELECT id, ti, su, mi, iu, bi, de, db, fl FROM t ORDER BY id")
             self.assertEqual(nparams, 0)  # (result columns are described at execute)
-            c.send_command(0x17, c.execute_payload(stmt, []))
-            p = c.read()
-            ncols = Reader(p).lenenc()
-            cols = [c.read_column() for _ in range(ncols)]
-            rows = []
-            while True:
-                p = c.read()
-                if p[0] == 0xFE and len(p) < 9:
-                    break
-                rows.append(decode_binary_row(p, cols))
+            _, cols, rows = c.execute(stmt, [])
         finally:
             c.close()
         self.assertEqual(rows[0], [1, -5, 65535, -8388608, 4000000000, -9000000000, "1.235", 0.1, 1.5])
@@ -135,16 +94,7 @@ class NumericTypesTest(NodeTestCase):
             # A DOUBLE parameter stays DOUBLE; a NEWDECIMAL one is exact.
             params = [(T_DOUBLE, struct.pack("<d", 0.5)),
                       (T_NEWDECIMAL, b"\x051.255")]
-            c.send_command(0x17, c.execute_payload(stmt, params))
-            p = c.read()
-            ncols = Reader(p).lenenc()
-            cols = [c.read_column() for _ in range(ncols)]
-            rows = []
-            while True:
-                p = c.read()
-                if p[0] == 0xFE and len(p) < 9:
-                    break
-                rows.append(decode_binary_row(p, cols))
+            _, cols, rows = c.execute(stmt, params)
         finally:
             c.close()
         self.assertEqual([col["type"] for col in cols], [T_DOUBLE, T_NEWDECIMAL])

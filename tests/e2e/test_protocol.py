@@ -52,6 +52,7 @@ T_DECIMAL, T_TINY, T_SHORT, T_LONG, T_FLOAT, T_DOUBLE, T_NULL = 0, 1, 2, 3, 4, 5
 T_TIMESTAMP, T_LONGLONG, T_INT24, T_DATE, T_TIME, T_DATETIME, T_YEAR = 7, 8, 9, 10, 11, 12, 13
 T_VARCHAR, T_NEWDECIMAL, T_BLOB, T_VAR_STRING, T_STRING = 15, 246, 252, 253, 254
 UNSIGNED = 0x8000
+COLUMN_UNSIGNED_FLAG = 32  # in a column definition's flags
 
 
 def lenenc_int(n):
@@ -212,26 +213,32 @@ class RawClient:
 
     @staticmethod
     def decode_binary_row(p, cols):
+        """One binary-protocol row: integers (signed or UNSIGNED), FLOAT,
+        DOUBLE, and DECIMAL/strings as text."""
         r = Reader(p)
         assert r.int(1) == 0
         bitmap = r.take((len(cols) + 7 + 2) // 8)
+        fixed = {T_TINY: (1, "b"), T_SHORT: (2, "h"), T_LONG: (4, "i"), T_INT24: (4, "i"),
+                 T_LONGLONG: (8, "q")}
         out = []
         for i, c in enumerate(cols):
             bit = i + 2
+            t = c["type"]
             if bitmap[bit // 8] >> (bit % 8) & 1:
                 out.append(None)
-            elif c["type"] == T_LONG:
-                out.append(struct.unpack("<i", r.take(4))[0])
-            elif c["type"] == T_LONGLONG:
-                out.append(struct.unpack("<q", r.take(8))[0])
-            elif c["type"] == T_DOUBLE:
+            elif t in fixed:
+                size, code = fixed[t]
+                if c["flags"] & COLUMN_UNSIGNED_FLAG:
+                    code = code.upper()
+                out.append(struct.unpack("<" + code, r.take(size))[0])
+            elif t == T_DOUBLE:
                 out.append(struct.unpack("<d", r.take(8))[0])
-            elif c["type"] == T_FLOAT:
+            elif t == T_FLOAT:
                 out.append(struct.unpack("<f", r.take(4))[0])
-            elif c["type"] in (T_VAR_STRING, T_NEWDECIMAL):
+            elif t in (T_VAR_STRING, T_NEWDECIMAL):
                 out.append(r.lenenc_str().decode())
             else:
-                raise AssertionError("unexpected column type %d" % c["type"])
+                raise AssertionError("unexpected column type %d" % t)
         assert r.pos == len(p), "bytes left over in a binary row"
         return out
 
