@@ -208,16 +208,24 @@ Status BTree::Delete(std::string_view key) {
   return DeletePessimistic(key);
 }
 
-Status BTree::PutOptimistic(std::string_view key, std::string_view value, bool* done) {
-  *done = false;
+Status BTree::LatchLeafOptimistic(std::string_view key, PageGuard* leaf) {
   SHALE_ASSIGN_OR_RETURN(PageGuard g, FetchNode(root_, LatchMode::kShared, kAnyLevel));
-  if (IsLeaf(g.data())) return Status::OK();  // a root leaf: go pessimistic
+  if (IsLeaf(g.data())) return Status::OK();
   while (!IsLeaf(g.data())) {
     SlottedPage p(const_cast<char*>(g.data()));
     LatchMode mode = p.level() == 1 ? LatchMode::kExclusive : LatchMode::kShared;
     SHALE_ASSIGN_OR_RETURN(PageGuard child, FetchNode(ChildAtIndex(p, ChildIndexFor(p, key)), mode, p.level() - 1));
     g = std::move(child);
   }
+  *leaf = std::move(g);
+  return Status::OK();
+}
+
+Status BTree::PutOptimistic(std::string_view key, std::string_view value, bool* done) {
+  *done = false;
+  PageGuard g;
+  SHALE_RETURN_IF_ERROR(LatchLeafOptimistic(key, &g));
+  if (!g.valid()) return Status::OK();  // a root leaf: go pessimistic
   SlottedPage leaf(g.mutable_data());
   bool found = false;
   size_t i = leaf.LowerBound(key, &found);
@@ -379,14 +387,9 @@ Status BTree::InsertWithSplit(Path* path, size_t level, size_t slot, std::string
 
 Status BTree::DeleteOptimistic(std::string_view key, bool* done) {
   *done = false;
-  SHALE_ASSIGN_OR_RETURN(PageGuard g, FetchNode(root_, LatchMode::kShared, kAnyLevel));
-  if (IsLeaf(g.data())) return Status::OK();  // a root leaf: go pessimistic
-  while (!IsLeaf(g.data())) {
-    SlottedPage p(const_cast<char*>(g.data()));
-    LatchMode mode = p.level() == 1 ? LatchMode::kExclusive : LatchMode::kShared;
-    SHALE_ASSIGN_OR_RETURN(PageGuard child, FetchNode(ChildAtIndex(p, ChildIndexFor(p, key)), mode, p.level() - 1));
-    g = std::move(child);
-  }
+  PageGuard g;
+  SHALE_RETURN_IF_ERROR(LatchLeafOptimistic(key, &g));
+  if (!g.valid()) return Status::OK();  // a root leaf: go pessimistic
   SlottedPage leaf(g.mutable_data());
   bool found = false;
   size_t i = leaf.LowerBound(key, &found);

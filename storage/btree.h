@@ -119,6 +119,10 @@ class BTree {
   // tree does not expect there is never used as one.
   Result<PageGuard> FetchNode(PageId id, LatchMode mode, int expected_level) const;
   Status CheckEntry(std::string_view key, std::string_view value) const;
+  // Optimistic descent for a write: shared latches down the inner nodes and
+  // an exclusive one on the leaf holding `key`, left in *leaf. *leaf stays
+  // empty when the root is a leaf (the caller goes pessimistic).
+  Status LatchLeafOptimistic(std::string_view key, PageGuard* leaf);
   // Optimistic write: returns true in *done when finished (with the result).
   Status PutOptimistic(std::string_view key, std::string_view value, bool* done);
   Status PutPessimistic(std::string_view key, std::string_view value);
