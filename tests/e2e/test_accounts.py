@@ -21,6 +21,7 @@ import pymysql
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from shaled_fixture import NodeTestCase, main  # noqa: E402
+from test_protocol import PacketFraming  # noqa: E402
 
 PROTOCOL_41 = 1 << 9
 SECURE_CONNECTION = 1 << 15
@@ -36,7 +37,7 @@ def xor(a, b):
     return bytes(x ^ b[i % len(b)] for i, x in enumerate(a))
 
 
-class Wire:
+class Wire(PacketFraming):
     """The connection phase by hand, to see each caching_sha2_password step."""
 
     def __init__(self, port):
@@ -54,23 +55,6 @@ class Wire:
         part2 = g[p:p + max(13, auth_len - 8) - 1]
         self.scramble = part1 + part2
         assert len(self.scramble) == 20, self.scramble
-
-    def write(self, payload):
-        self.sock.sendall(struct.pack("<I", len(payload))[:3] + bytes([self.seq]) + payload)
-        self.seq = (self.seq + 1) % 256
-
-    def read(self):
-        while True:
-            if len(self.buf) >= 4:
-                n = int.from_bytes(self.buf[:3], "little")
-                if len(self.buf) >= 4 + n:
-                    self.seq = (self.buf[3] + 1) % 256
-                    payload, self.buf = self.buf[4:4 + n], self.buf[4 + n:]
-                    return payload
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise ConnectionError("closed")
-            self.buf += chunk
 
     def login(self, user, token, plugin):
         caps = LONG_PASSWORD | PROTOCOL_41 | SECURE_CONNECTION | PLUGIN_AUTH

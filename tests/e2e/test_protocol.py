@@ -101,7 +101,30 @@ class ServerError(Exception):
         self.code = code
 
 
-class RawClient:
+class PacketFraming:
+    """MySQL packet framing over self.sock, with self.buf (bytes read ahead)
+    and self.seq (the next sequence id, checked on every packet read)."""
+
+    def write(self, payload):
+        self.sock.sendall(struct.pack("<I", len(payload))[:3] + bytes([self.seq]) + payload)
+        self.seq = (self.seq + 1) % 256
+
+    def read(self):
+        while True:
+            if len(self.buf) >= 4:
+                n = int.from_bytes(self.buf[:3], "little")
+                if len(self.buf) >= 4 + n:
+                    assert self.buf[3] == self.seq, (self.buf[3], self.seq)
+                    self.seq = (self.seq + 1) % 256
+                    payload, self.buf = self.buf[4:4 + n], self.buf[4 + n:]
+                    return payload
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("server closed the connection")
+            self.buf += chunk
+
+
+class RawClient(PacketFraming):
     """Just enough of the protocol to drive prepared statements by hand."""
 
     def __init__(self, port, deprecate_eof=True, db=None, timeout=10):
@@ -132,25 +155,6 @@ class RawClient:
             self.sock.close()
         except OSError:
             pass
-
-    # -- framing --
-    def write(self, payload):
-        self.sock.sendall(struct.pack("<I", len(payload))[:3] + bytes([self.seq]) + payload)
-        self.seq = (self.seq + 1) % 256
-
-    def read(self):
-        while True:
-            if len(self.buf) >= 4:
-                n = int.from_bytes(self.buf[:3], "little")
-                if len(self.buf) >= 4 + n:
-                    assert self.buf[3] == self.seq, (self.buf[3], self.seq)
-                    self.seq = (self.seq + 1) % 256
-                    payload, self.buf = self.buf[4:4 + n], self.buf[4 + n:]
-                    return payload
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise ConnectionError("server closed the connection")
-            self.buf += chunk
 
     def send_command(self, cmd, body=b""):
         self.seq = 0
