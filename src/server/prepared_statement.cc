@@ -1,6 +1,7 @@
 // Binary protocol of prepared statements (prepared_statement.h).
 #include "src/server/prepared_statement.h"
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -9,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "src/common/errors.h"
+#include "src/common/value.h"
 #include "src/server/protocol_constants.h"
 
 namespace shale::server {
@@ -81,25 +83,11 @@ std::string FormatParamFloat(T v) {
 }
 
 // A decimal number as MySQL clients send DECIMAL parameters: [+-]digits
-// [.digits] [e[+-]digits].
+// [.digits] [e[+-]digits], the whole text and nothing around it.
 bool IsNumericText(std::string_view s) {
-  size_t i = 0;
-  if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
-  size_t digits = 0;
-  while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i, ++digits;
-  if (i < s.size() && s[i] == '.') {
-    ++i;
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i, ++digits;
-  }
-  if (digits == 0) return false;
-  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
-    ++i;
-    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
-    size_t exp_digits = 0;
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i, ++exp_digits;
-    if (exp_digits == 0) return false;
-  }
-  return i == s.size();
+  if (s.empty() || std::isspace(static_cast<unsigned char>(s.front()))) return false;
+  double unused = 0;
+  return NumericPrefix(s, &unused) == s.size();
 }
 
 }  // namespace
