@@ -9,6 +9,7 @@
 #include "src/common/log.h"
 #include "src/exec/engine.h"
 #include "src/exec/executor.h"
+#include "src/exec/system_tables.h"
 #include "src/sql/binder.h"
 #include "src/sql/parser.h"
 
@@ -296,10 +297,17 @@ std::vector<Result<StatementResult>> Session::Execute(std::string_view sql) {
 Result<StatementResult> Session::ExecuteStatement(const ast::Statement& stmt,
                                                   const std::vector<Warning>& shown_warnings) {
   Count(stmt);
+  // A node cut off from the cluster's majority runs only what touches no
+  // replicated data (docs/cluster.md, "Quorum").
+  if (const ClusterHooks& cluster = engine_->cluster_hooks();
+      cluster.check_quorum && !sql::ServableWithoutQuorum(stmt, current_db_)) {
+    SHALE_RETURN_IF_ERROR(cluster.check_quorum());
+  }
   if (const auto* admin = std::get_if<ast::AdminStmt>(&stmt)) return ExecuteAdmin(*admin);
   SHALE_RETURN_IF_ERROR(CheckPrivileges(stmt));
   sql::BindContext ctx;
   ctx.catalog = engine_->catalog();
+  ctx.system_table = SystemTables(engine_);
   ctx.current_db = current_db_;
   ctx.variables = &variables_;
   const std::map<std::string, Value> globals = engine_->global_variables();

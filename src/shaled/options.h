@@ -37,6 +37,19 @@ struct NodeOptions {
   // require-secure-transport: refuse logins not over TLS (error 3159).
   // Needs ssl=ON. Default: OFF
   bool require_secure_transport = false;
+  // join: cluster (rpc) addresses host:port of members to join, comma
+  // separated or repeated. Default: none (bootstrap a one-node cluster, or
+  // rejoin the cluster remembered in the data directory).
+  std::vector<std::string> join;
+  // advertise-address: the host peers dial and system.nodes shows.
+  // Default: empty, meaning bind-address.
+  std::string advertise_address;
+  // election-timeout-ms: Raft election timeout. Default: 1000
+  uint32_t election_timeout_ms = 1000;
+  // heartbeat-interval-ms: Raft leader heartbeat period. Default: 100
+  uint32_t heartbeat_interval_ms = 100;
+  // node-timeout-ms: a member silent this long is removed. Default: 3000
+  uint32_t node_timeout_ms = 3000;
   // The slice store (storage/slice.h SliceStoreOptions, defaults there):
   //   buffer-pool-mb          buffer pool size in MiB. Default: 128
   //   wal-sync                durable (ack after fsync, group commit) or async

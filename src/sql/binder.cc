@@ -458,6 +458,19 @@ Result<std::shared_ptr<const catalog::TableDef>> Binder::ResolveTable(
 Result<LogicalPtr> Binder::BindFrom(const ast::SelectStmt& s, Scope* scope) {
   size_t width = 0;
   auto add = [&](const ast::TableRef& ref) -> Result<LogicalPtr> {
+    if (!ref.derived && ctx_.system_table && IsSystemDb(ref.name.db.empty() ? ctx_.current_db : ref.name.db)) {
+      // A system table: its rows, generated now, as a Values input.
+      SHALE_ASSIGN_OR_RETURN(GeneratedTable t, ctx_.system_table(ref.name.table));
+      std::string alias = ref.alias.empty() ? ref.name.table : ref.alias;
+      for (const ScopeTable& st : scope->tables) {
+        if (st.alias == alias) return SqlError(ErrorCode::kNonUniqTable, "Not unique table/alias: '{}'", alias);
+      }
+      for (ColumnInfo& c : t.columns) c.table = alias;
+      LogicalPtr values = ValuesPlan(std::move(t.columns), t.rows);
+      scope->tables.push_back({alias, std::string(kSystemDb), width, values->columns.size()});
+      width += values->columns.size();
+      return values;
+    }
     if (ref.derived) {
       // A derived table: its own query, which sees no outer names.
       Binder sub(ctx_);

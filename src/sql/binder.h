@@ -22,12 +22,16 @@
 #include "sierra/logical.h"
 #include "src/catalog/catalog.h"
 #include "src/sql/ast.h"
+#include "src/sql/system_tables.h"
 
 namespace shale::sql {
 
 // What the binder may read of the session.
 struct BindContext {
   catalog::Catalog* catalog = nullptr;
+  // Rows of the system database's tables (src/sql/system_tables.h). Empty:
+  // no system database (the name resolves through the catalog as usual).
+  SystemTableFn system_table;
   std::string current_db;
   const std::map<std::string, Value>* variables = nullptr;  // session variables
   // Global variables, for @@global.name and SHOW GLOBAL VARIABLES (null: the
