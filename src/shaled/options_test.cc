@@ -77,6 +77,29 @@ TEST(OptionsTest, RpcPort) {
   EXPECT_EQ(later.options.rpc_port, 9);
 }
 
+TEST(OptionsTest, ClusterFlags) {
+  Parsed d = Parse({});
+  ASSERT_TRUE(d.status.ok());
+  EXPECT_TRUE(d.options.join.empty());
+  EXPECT_EQ(d.options.election_timeout_ms, 1000u);
+  EXPECT_EQ(d.options.heartbeat_interval_ms, 100u);
+  EXPECT_EQ(d.options.node_timeout_ms, 3000u);
+  // --join accumulates, comma-separated or repeated.
+  Parsed p = Parse({"--join=10.0.0.1:4306,10.0.0.2:4306", "--join", "10.0.0.3:4306", "--advertise-address=db1",
+                    "--election-timeout-ms=500", "--heartbeat-interval-ms=50", "--node-timeout-ms=2000"});
+  ASSERT_TRUE(p.status.ok()) << p.status.ToString();
+  EXPECT_EQ(p.options.join, (std::vector<std::string>{"10.0.0.1:4306", "10.0.0.2:4306", "10.0.0.3:4306"}));
+  EXPECT_EQ(p.options.advertise_address, "db1");
+  EXPECT_EQ(p.options.election_timeout_ms, 500u);
+  EXPECT_EQ(p.options.heartbeat_interval_ms, 50u);
+  EXPECT_EQ(p.options.node_timeout_ms, 2000u);
+  // Bad values are refused, naming the option.
+  EXPECT_FALSE(Parse({"--join=nohostport"}).status.ok());
+  EXPECT_FALSE(Parse({"--node-timeout-ms=500"}).status.ok());  // not above the election timeout
+  EXPECT_FALSE(Parse({"--heartbeat-interval-ms=1000"}).status.ok());
+  EXPECT_FALSE(Parse({"--election-timeout-ms=10"}).status.ok());
+}
+
 TEST(OptionsTest, LaterFlagWins) {
   Parsed p = Parse({"--port=1", "--port=2"});
   ASSERT_TRUE(p.status.ok());
