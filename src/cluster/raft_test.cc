@@ -5,6 +5,7 @@
 #include "src/cluster/raft.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -406,16 +407,23 @@ void RandomizedRun(uint64_t seed, int nodes, uint64_t snapshot_threshold, double
   for (const NodeId& id : sim.ids()) EXPECT_EQ(sim.sm(id)->values(), expected) << id;
 }
 
+// Seeds per randomized test: SHALE_RAFT_SEEDS=n runs n instead of the
+// default (a longer soak than ctest's).
+uint64_t Seeds(uint64_t default_count) {
+  const char* env = std::getenv("SHALE_RAFT_SEEDS");
+  return env != nullptr ? std::strtoull(env, nullptr, 10) : default_count;
+}
+
 TEST(RaftTest, RandomizedThreeNodes) {
-  for (uint64_t seed = 1; seed <= 30; ++seed) RandomizedRun(seed, 3, 1000, 0.05);
+  for (uint64_t seed = 1; seed <= Seeds(30); ++seed) RandomizedRun(seed, 3, 1000, 0.05);
 }
 
 TEST(RaftTest, RandomizedFiveNodesLossy) {
-  for (uint64_t seed = 100; seed <= 120; ++seed) RandomizedRun(seed, 5, 1000, 0.2);
+  for (uint64_t seed = 100000; seed < 100000 + Seeds(20); ++seed) RandomizedRun(seed, 5, 1000, 0.2);
 }
 
 TEST(RaftTest, RandomizedWithSnapshots) {
-  for (uint64_t seed = 200; seed <= 230; ++seed) RandomizedRun(seed, 3, 5, 0.1);
+  for (uint64_t seed = 200000; seed < 200000 + Seeds(30); ++seed) RandomizedRun(seed, 3, 5, 0.1);
 }
 
 TEST(RaftTest, MembershipAddAndRemoveOneAtATime) {
