@@ -365,7 +365,11 @@ Result<StatementResult> Session::ExecuteBound(const ast::Statement& stmt, sql::B
       [&](auto& cmd) -> Result<StatementResult> {
         using T = std::decay_t<decltype(cmd)>;
         if constexpr (std::is_same_v<T, sql::PlanCmd>) {
-          if (select != nullptr && select->calc_found_rows) return ExecuteCalcFoundRows(*cmd.plan);
+          // In a UNION the first SELECT's SQL_CALC_FOUND_ROWS counts for the whole.
+          if (select != nullptr && (select->calc_found_rows || (!select->union_terms.empty() &&
+                                                                select->union_terms[0].calc_found_rows))) {
+            return ExecuteCalcFoundRows(*cmd.plan);
+          }
           SHALE_ASSIGN_OR_RETURN(auto physical, planner::Plan(*cmd.plan));
           bool writes = cmd.plan->kind == sierra::LogicalKind::kInsert ||
                         cmd.plan->kind == sierra::LogicalKind::kUpdate ||

@@ -697,6 +697,8 @@ TEST_F(SessionTest, RowCountFoundRowsLastInsertId) {
             (Table{{"4"}, {"3"}}));
   EXPECT_EQ(Query("SELECT FOUND_ROWS()"), (Table{{"5"}}));
   EXPECT_EQ(Query("SELECT FOUND_ROWS()"), (Table{{"1"}}));
+  EXPECT_EQ(Query("SELECT SQL_CALC_FOUND_ROWS id FROM t UNION ALL SELECT id FROM t LIMIT 3").size(), 3u);
+  EXPECT_EQ(Query("SELECT FOUND_ROWS()"), (Table{{"10"}}));
   EXPECT_EQ(Query("SELECT LAST_INSERT_ID()"), (Table{{"0"}}));
   StatementResult set = Run("SET @x = LAST_INSERT_ID(12)");
   EXPECT_EQ(set.last_insert_id, 12u);

@@ -87,6 +87,13 @@ TEST(LexerTest, Variables) {
   EXPECT_EQ(Describe(Lex("@@session.autocommit @@version @@GLOBAL.max_allowed_packet @x")),
             (Strings{"sys:session.autocommit", "sys:version", "sys:GLOBAL.max_allowed_packet",
                      "user:x"}));
+  // Quoted user variable names (mysql-connector-python sends @`name`).
+  EXPECT_EQ(Describe(Lex("@`a b` @'it''s' @\"q\\\"\" = 1")),
+            (Strings{"user:a b", "user:it's", "user:q\"", "op:=", "int:1"}));
+  // Right after a user name, '@' belongs to an account name.
+  EXPECT_EQ(Describe(Lex("'u'@'h'")), (Strings{"str:u", "op:@", "str:h"}));
+  EXPECT_FALSE(Tokenize("@'open").ok());
+  EXPECT_FALSE(Tokenize("@``").ok());
 }
 
 TEST(LexerTest, Numbers) {

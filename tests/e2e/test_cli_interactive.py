@@ -145,6 +145,7 @@ class InteractiveCliTest(NodeTestCase):
         t.expect(rb"1 row in set")
         t.type("UPDATE t SET v = 'two' WHERE id = 2;")
         t.expect(rb"Query OK, 1 row affected")
+        t.expect(rb"Rows matched: 1  Changed: 1  Warnings: 0")
 
         # The status command reports the connection, TLS included.
         t.type("status")

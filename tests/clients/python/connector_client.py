@@ -118,6 +118,25 @@ def run(port, pure):
         check(pc.fetchone()[0] == 15, "%s: user variable through a prepared statement" % tag)
         pc.close()
 
+        # -- what the connector itself reads and sets on a connection --
+        check(conn.get_server_info().startswith("8.0"), "%s: server info" % tag)
+        check(conn.autocommit is True, "%s: autocommit property" % tag)
+        conn.database = db  # USE
+        check(conn.database == db, "%s: database property" % tag)
+        check(isinstance(conn.time_zone, str) and conn.time_zone, "%s: time_zone" % tag)
+        check(isinstance(conn.sql_mode, str), "%s: sql_mode" % tag)
+        conn.time_zone = "+00:00"
+        check(conn.time_zone == "+00:00", "%s: time_zone set" % tag)
+        conn.ping(reconnect=False)
+        check("Uptime" in str(conn.cmd_statistics()), "%s: statistics" % tag)
+        # reset_session: COM_RESET_CONNECTION, then the variables given.
+        conn.reset_session(user_variables={"after_reset": 9},
+                           session_variables={"wait_timeout": 77})
+        cur = conn.cursor()
+        cur.execute("SELECT @after_reset, @a, @@session.wait_timeout")
+        got = tuple(cur.fetchone())
+        check(got == (9, None, 77), "%s: reset_session %r" % (tag, got))
+
         # -- multi-statements --
         results = []
         for r in cur.execute("SELECT 1; SELECT 2, 3; SET @m = 4", multi=True):
