@@ -36,6 +36,7 @@ enum class ExprKind : uint8_t {
   kSubquery,   // subquery; op: "" a scalar subquery, "EXISTS", "IN" (children[0]
                // [NOT] IN (subquery), negated), or a comparison with name "ANY"
                // or "ALL" (children[0] op ANY|ALL (subquery))
+  kUserVar,    // @name: name (lower-cased: user variables ignore case)
 };
 
 struct Expr {
@@ -86,6 +87,7 @@ struct OrderItem {
 
 struct SelectStmt {
   bool distinct = false;
+  bool calc_found_rows = false;  // SELECT SQL_CALC_FOUND_ROWS ... (for FOUND_ROWS())
   std::vector<SelectItem> items;
   std::optional<TableRef> from;   // the first table of FROM
   std::vector<JoinClause> joins;  // the tables after it, in order
@@ -188,8 +190,8 @@ struct UseStmt {
 };
 
 struct SetAssignment {
-  std::string scope;  // "", "session", "global"
-  std::string name;   // lower-cased system variable name
+  std::string scope;  // "", "session", "global"; "user" for SET @name
+  std::string name;   // lower-cased system (or user) variable name
   ExprPtr value;
 };
 

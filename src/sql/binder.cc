@@ -1093,9 +1093,37 @@ Result<ExprPtr> Binder::BindFunction(const ast::Expr& e, const Scope& scope) {
     return Expr::ColumnRef(col->column + values_offset_, col->name, col->type, col->nullable);
   }
   if (n == "LAST_INSERT_ID") {
-    // No AUTO_INCREMENT yet, so no statement has generated an id.
+    // LAST_INSERT_ID(): the session's value (no AUTO_INCREMENT yet, so only
+    // LAST_INSERT_ID(expr) sets it). LAST_INSERT_ID(expr) returns expr as
+    // BIGINT UNSIGNED and remembers it; expr must be a constant here (no
+    // per-row side effects in plans yet).
+    SHALE_RETURN_IF_ERROR(arg_count(0, 1));
+    uint64_t id = ctx_.last_insert_id;
+    if (e.children.size() == 1) {
+      Scope none;
+      auto bound = BindExpr(*e.children[0], none);
+      if (!bound.ok() && bound.status().mysql_code() == static_cast<uint16_t>(ErrorCode::kBadField)) {
+        return SqlError(ErrorCode::kNotSupportedYet,
+                        "This version of Shale doesn't yet support 'LAST_INSERT_ID(expr) of a non-constant expr'");
+      }
+      SHALE_RETURN_IF_ERROR(bound.status());
+      SHALE_ASSIGN_OR_RETURN(Value v, sierra::Evaluate(**bound, {}));
+      id = v.is_null() ? 0 : static_cast<uint64_t>(ToInt64Lenient(v));
+      if (ctx_.set_last_insert_id != nullptr) *ctx_.set_last_insert_id = id;
+    }
+    auto c = std::make_shared<Expr>(*Expr::Constant(Value::Int(static_cast<int64_t>(id))));
+    c->type = SqlType{TypeId::kBigInt, 20, 0, /*is_unsigned=*/true};
+    return ExprPtr(c);
+  }
+  if (n == "ROW_COUNT") {
     SHALE_RETURN_IF_ERROR(no_args());
-    return Expr::Constant(Value::Int(0));
+    return Expr::Constant(Value::Int(ctx_.row_count));
+  }
+  if (n == "FOUND_ROWS") {
+    SHALE_RETURN_IF_ERROR(no_args());
+    auto c = std::make_shared<Expr>(*Expr::Constant(Value::Int(static_cast<int64_t>(ctx_.found_rows))));
+    c->type = SqlType{TypeId::kBigInt, 20, 0, /*is_unsigned=*/true};
+    return ExprPtr(c);
   }
   (void)scope;
   std::string db = ctx_.current_db.empty() ? "" : ctx_.current_db + ".";
@@ -1129,6 +1157,17 @@ Result<ExprPtr> Binder::BindExprInner(const ast::Expr& e, const Scope& scope) {
       }
       auto c = std::make_shared<Expr>(*Expr::Constant(it->second));
       if (it->second.is_null()) c->type = SqlType::Varchar(0);
+      return ExprPtr(c);
+    }
+    case ast::ExprKind::kUserVar: {
+      // An unset variable is NULL (of a string type, as in MySQL).
+      Value v;
+      if (ctx_.user_variables != nullptr) {
+        auto it = ctx_.user_variables->find(e.name);
+        if (it != ctx_.user_variables->end()) v = it->second;
+      }
+      auto c = std::make_shared<Expr>(*Expr::Constant(v));
+      if (v.is_null()) c->type = SqlType::Varchar(0);
       return ExprPtr(c);
     }
     case ast::ExprKind::kFunction:
@@ -1941,7 +1980,21 @@ Result<BoundStatement> Binder::BindCreateTable(const ast::CreateTableStmt& s) {
 
 Result<BoundStatement> Binder::BindSet(const ast::SetStmt& s) {
   SetCmd cmd;
+  // SET @name = expr: the values are computed by a one-row query, so
+  // subqueries work as in SELECT.
+  ast::SelectStmt user_values;
   for (const ast::SetAssignment& a : s.assignments) {
+    if (a.scope != "user") continue;
+    ast::SelectItem item;
+    item.expr = CloneAst(*a.value);
+    user_values.items.push_back(std::move(item));
+    cmd.user_variables.push_back(a.name);
+  }
+  if (!cmd.user_variables.empty()) {
+    SHALE_ASSIGN_OR_RETURN(cmd.user_values, BindSelect(user_values));
+  }
+  for (const ast::SetAssignment& a : s.assignments) {
+    if (a.scope == "user") continue;
     auto it = ctx_.variables->find(a.name);
     if (it == ctx_.variables->end()) {
       return SqlError(ErrorCode::kUnknownSystemVariable, "Unknown system variable '{}'", a.name);

@@ -275,10 +275,19 @@ Result<ast::Statement> Parser::ParseStatement() {
 Result<ast::SelectStmt> Parser::ParseSelect() {
   SHALE_RETURN_IF_ERROR(ExpectKeyword("SELECT"));
   ast::SelectStmt s;
-  if (AcceptKeyword("DISTINCT")) {
-    s.distinct = true;
-  } else {
-    AcceptKeyword("ALL");
+  // DISTINCT/ALL and the modifiers MySQL allows before the select list,
+  // in any order.
+  bool all = false;
+  while (true) {
+    if (!s.distinct && !all && AcceptKeyword("DISTINCT")) {
+      s.distinct = true;
+    } else if (!s.distinct && !all && AcceptKeyword("ALL")) {
+      all = true;
+    } else if (AcceptKeyword("SQL_CALC_FOUND_ROWS")) {
+      s.calc_found_rows = true;
+    } else if (!AcceptKeyword("SQL_NO_CACHE")) {
+      break;
+    }
   }
   while (true) {
     ast::SelectItem item;
@@ -1061,7 +1070,14 @@ Result<ast::SetStmt> Parser::ParseSet() {
       }
       a.name = name;
     } else if (Peek().kind == TokenKind::kUserVar) {
-      return NotSupported("user variables");
+      a.scope = "user";
+      a.name = Lower(Peek().text);
+      ++pos_;
+      if (!AcceptOperator("=") && !AcceptOperator(":=")) return ErrorHere();
+      SHALE_ASSIGN_OR_RETURN(a.value, ParseExpr());
+      s.assignments.push_back(std::move(a));
+      if (!AcceptOperator(",")) break;
+      continue;
     } else {
       if (AcceptKeyword("SESSION") || AcceptKeyword("LOCAL")) {
         a.scope = "session";
@@ -1426,8 +1442,13 @@ Result<ast::ExprPtr> Parser::ParsePrimary() {
       e->name = std::move(name);
       return Finish(std::move(e), begin);
     }
-    case TokenKind::kUserVar:
-      return NotSupported("user variables");
+    case TokenKind::kUserVar: {
+      if (AtOperator(":=", 1)) return NotSupported("assigning user variables with := in expressions");
+      ++pos_;
+      auto e = MakeExpr(ast::ExprKind::kUserVar);
+      e->name = Lower(t.text);
+      return Finish(std::move(e), begin);
+    }
     case TokenKind::kOperator:
       if (t.text == "(") {
         ++pos_;
