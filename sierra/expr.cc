@@ -1,8 +1,11 @@
 #include "sierra/expr.h"
 
 #include <algorithm>
+#include <optional>
 
 #include <fmt/format.h>
+
+#include "sierra/temporal.h"
 
 namespace shale::sierra {
 namespace {
@@ -50,6 +53,7 @@ ExprPtr Expr::Constant(Value v) {
     t = SqlType::Decimal(precision, static_cast<uint8_t>(scale));
   }
   if (v.is_string()) t = SqlType::Varchar(static_cast<uint32_t>(v.as_string().size()));
+  if (v.is_temporal()) t = SqlType::Temporal(v.as_temporal().type, v.as_temporal().fsp);
   auto e = Make(ExprKind::kConstant, t, v.is_null());
   e->constant = std::move(v);
   return e;
@@ -82,7 +86,15 @@ ExprPtr Expr::Not(ExprPtr c) {
   return e;
 }
 
-SqlType ArithResultType(ArithOp op, const SqlType& l, const SqlType& r) {
+SqlType ArithResultType(ArithOp op, const SqlType& in_l, const SqlType& in_r) {
+  // A date or time in arithmetic is its number (20240131, 103000.5):
+  // an integer, or a DECIMAL with its fraction digits.
+  auto numeric = [](const SqlType& t) {
+    if (!t.is_temporal() && t.id != TypeId::kYear) return t;
+    if (t.scale == 0) return SqlType::BigInt();
+    return SqlType::Decimal(14u + t.scale, t.scale);
+  };
+  const SqlType l = numeric(in_l), r = numeric(in_r);
   auto inexact = [](const SqlType& t) { return t.is_floating() || t.is_string(); };
   if (op == ArithOp::kIntDiv) return SqlType::BigInt();
   if (inexact(l) || inexact(r)) return SqlType::Double();
@@ -160,8 +172,36 @@ SqlType CommonType(const std::vector<SqlType>& types) {
   uint32_t text_length = 0;
   bool any_string = false, any_double = false, any_decimal = false, any_integer = false;
   int int_digits = 0, scale = 0;
+  // Temporal values: one temporal type (DATE and DATETIME mix to DATETIME)
+  // keeps it, with the largest fsp; mixed with anything else they are text.
+  std::optional<SqlType> temporal;
+  bool other = false;
   for (const SqlType& t : types) {
     if (t.id == TypeId::kNull) continue;
+    if (!t.is_temporal()) {
+      other = true;
+      continue;
+    }
+    if (!temporal) {
+      temporal = t;
+    } else if (temporal->id != t.id) {
+      bool dates = (temporal->id == TypeId::kDate || temporal->id == TypeId::kDatetime ||
+                    temporal->id == TypeId::kTimestamp) &&
+                   t.id != TypeId::kTime;
+      if (!dates) other = true;
+      temporal = SqlType::Temporal(TypeId::kDatetime, std::max(temporal->scale, t.scale));
+    } else {
+      temporal = SqlType::Temporal(t.id, std::max(temporal->scale, t.scale));
+    }
+  }
+  if (temporal && !other) return *temporal;
+  for (const SqlType& t : types) {
+    if (t.id == TypeId::kNull) continue;
+    if (t.is_temporal()) {
+      any_string = true;
+      text_length = std::max(text_length, t.length);
+      continue;
+    }
     text_length = std::max(text_length, t.id == TypeId::kVarchar ? t.length : 20u);
     if (t.is_string()) {
       any_string = true;
@@ -328,7 +368,16 @@ ExprPtr Expr::Function(ScalarFunction f, std::vector<ExprPtr> args) {
     case ScalarFunction::kUpper:
       type = SqlType::Varchar(static_cast<uint32_t>(std::min<uint64_t>(text, 65535)));
       break;
+    default:
+      break;  // the date and time functions: Expr::TypedFunction
   }
+  auto e = Make(ExprKind::kFunction, type, nullable);
+  e->function = f;
+  e->children = std::move(args);
+  return e;
+}
+
+ExprPtr Expr::TypedFunction(ScalarFunction f, std::vector<ExprPtr> args, SqlType type, bool nullable) {
   auto e = Make(ExprKind::kFunction, type, nullable);
   e->function = f;
   e->children = std::move(args);
@@ -393,6 +442,7 @@ std::string Expr::ToString() const {
       std::string args;
       for (size_t i = 0; i < children.size(); ++i) args += (i ? ", " : "") + children[i]->ToString();
       if (function == ScalarFunction::kCast) return fmt::format("cast({} as {})", args, type.ToString());
+      if (IsTemporalFunction(function)) return fmt::format("{}({})", TemporalFunctionName(function), args);
       return fmt::format("{}({})", kNames[static_cast<int>(function)], args);
     }
     case ExprKind::kLike:

@@ -73,6 +73,8 @@ std::string SerializeTable(const TableDef& t) {
     pc->set_type_unsigned(c.type.is_unsigned);
     pc->set_nullable(c.nullable);
     pc->set_hidden(c.hidden);
+    pc->set_default_now(c.default_now);
+    pc->set_on_update_now(c.on_update_now);
     if (c.default_value) {
       pc->set_has_default(true);
       std::string row;
@@ -101,6 +103,8 @@ Result<std::shared_ptr<const TableDef>> ParseTable(std::string_view bytes) {
                      static_cast<uint8_t>(pc.type_scale()), pc.type_unsigned()};
     c.nullable = pc.nullable();
     c.hidden = pc.hidden();
+    c.default_now = pc.default_now();
+    c.on_update_now = pc.on_update_now();
     if (pc.has_default()) {
       Row row;
       SHALE_RETURN_IF_ERROR(DecodeRow(pc.default_row(), &row));

@@ -276,6 +276,7 @@ std::vector<Result<StatementResult>> Session::Execute(std::string_view sql) {
     std::vector<SqlWarning> raised;
     Result<StatementResult> result = [&] {
       ScopedWarningSink sink(&raised);
+      ScopedTemporalContext clock(StatementClock());
       return ExecuteStatement(stmt, is_show_warnings ? previous : std::vector<Warning>{});
     }();
     if (is_show_warnings) warnings_ = std::move(previous);
@@ -294,6 +295,14 @@ std::vector<Result<StatementResult>> Session::Execute(std::string_view sql) {
     results.push_back(std::move(result));
   }
   return results;
+}
+
+TemporalContext Session::StatementClock() const {
+  TemporalContext ctx;
+  ctx.now_micros = WallClockMicros();
+  auto it = variables_.find("time_zone");
+  if (it != variables_.end() && !it->second.is_null()) ParseTimeZone(it->second.ToText(), &ctx);
+  return ctx;
 }
 
 Result<StatementResult> Session::ExecuteStatement(const ast::Statement& stmt,
@@ -515,6 +524,15 @@ Result<StatementResult> Session::ExecuteBound(const ast::Statement& stmt, sql::B
             }
             for (size_t i = 0; i < cmd.user_variables.size(); ++i) {
               user_values[cmd.user_variables[i]] = std::move(r.rows[0][i]);
+            }
+          }
+          for (const auto* list : {&cmd.assignments, &cmd.global_assignments}) {
+            for (const auto& [name, value] : *list) {
+              TemporalContext zone;
+              if (name == "time_zone" && (value.is_null() || !ParseTimeZone(value.ToText(), &zone))) {
+                return SqlError(ErrorCode::kUnknownTimeZone, "Unknown or incorrect time zone: '{}'",
+                                value.ToText());
+              }
             }
           }
           for (auto& [name, value] : cmd.global_assignments) {

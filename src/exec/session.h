@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "shale/status.h"
+#include "src/common/datetime.h"
 #include "sierra/column.h"
 #include "sierra/logical.h"
 #include "src/sql/ast.h"
@@ -157,6 +158,8 @@ class Session {
   }
 
  private:
+  // The statement's NOW() and the session time_zone (src/common/datetime.h).
+  TemporalContext StatementClock() const;
   Result<StatementResult> ExecuteStatement(const sql::ast::Statement& stmt,
                                            const std::vector<Warning>& shown_warnings);
   void EndTransaction();

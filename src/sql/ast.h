@@ -157,6 +157,7 @@ struct ColumnDefinition {
   bool primary_key = false;
   bool unique = false;  // the UNIQUE [KEY] column attribute
   ExprPtr default_value;
+  ExprPtr on_update;  // ON UPDATE CURRENT_TIMESTAMP[(fsp)]
 };
 
 struct CreateTableStmt {

@@ -9,6 +9,7 @@
 #include "src/common/errors.h"
 #include "src/common/like.h"
 #include "sierra/eval.h"
+#include "src/sql/bind_temporal.h"
 #include "src/sql/parser.h"
 
 namespace shale::sql {
@@ -942,6 +943,11 @@ Result<ExprPtr> Binder::BindFunction(const ast::Expr& e, const Scope& scope) {
     }
     return args;
   };
+  {
+    BindArgument bind = [&](const ast::Expr& a) { return BindExpr(a, scope); };
+    SHALE_ASSIGN_OR_RETURN(auto temporal, BindTemporalFunction(e, bind));
+    if (temporal) return *temporal;
+  }
   using sierra::ScalarFunction;
   static const std::map<std::string, std::pair<ScalarFunction, std::pair<size_t, size_t>>> kScalar = {
       {"COALESCE", {ScalarFunction::kCoalesce, {1, SIZE_MAX}}},
@@ -1245,6 +1251,11 @@ Result<ExprPtr> Binder::BindExprInner(const ast::Expr& e, const Scope& scope) {
       return e.negated ? Expr::Not(both) : both;
     }
     case ast::ExprKind::kBinary: {
+      {
+        BindArgument bind = [&](const ast::Expr& a) { return BindExpr(a, scope); };
+        SHALE_ASSIGN_OR_RETURN(auto date_add, BindIntervalArithmetic(e, bind));
+        if (date_add) return *date_add;
+      }
       SHALE_ASSIGN_OR_RETURN(ExprPtr l, BindExpr(*e.children[0], scope));
       SHALE_ASSIGN_OR_RETURN(ExprPtr r, BindExpr(*e.children[1], scope));
       using sierra::ArithOp;
@@ -1427,6 +1438,7 @@ Result<LogicalPtr> Binder::BindInsert(const ast::InsertStmt& s) {
     const catalog::ColumnDef& c = table->columns[col];
     // The executor allocates the hidden row id for a NULL.
     if (c.hidden) return Expr::Constant(Value::Null());
+    if (c.default_now) return CurrentTimestampFor(c.type);
     if (c.default_value) return Expr::Constant(*c.default_value);
     if (c.nullable) return Expr::Constant(Value::Null());
     return SqlError(ErrorCode::kNoDefaultForField, "Field '{}' doesn't have a default value", c.name);
@@ -1593,7 +1605,9 @@ Result<LogicalPtr> Binder::BindUpdate(const ast::UpdateStmt& s) {
     SHALE_ASSIGN_OR_RETURN(ExprPtr col, BindColumn(target, scope));
     if (a.value->kind == ast::ExprKind::kDefault) {
       const catalog::ColumnDef& c = table->columns[col->column];
-      if (c.default_value) {
+      if (c.default_now) {
+        exprs.push_back(CurrentTimestampFor(c.type));
+      } else if (c.default_value) {
         exprs.push_back(Expr::Constant(*c.default_value));
       } else if (c.nullable) {
         exprs.push_back(Expr::Constant(Value::Null()));
@@ -1606,6 +1620,13 @@ Result<LogicalPtr> Binder::BindUpdate(const ast::UpdateStmt& s) {
       exprs.push_back(std::move(value));
     }
     columns.push_back(col->column);
+  }
+  // ON UPDATE CURRENT_TIMESTAMP columns the statement does not set.
+  for (size_t i = 0; i < table->columns.size(); ++i) {
+    if (!table->columns[i].on_update_now) continue;
+    if (std::find(columns.begin(), columns.end(), static_cast<int>(i)) != columns.end()) continue;
+    columns.push_back(static_cast<int>(i));
+    exprs.push_back(CurrentTimestampFor(table->columns[i].type));
   }
   return LogicalOperator::Update(table, std::move(rows), std::move(columns), std::move(exprs));
 }
@@ -1632,6 +1653,7 @@ Result<catalog::ColumnDef> Binder::BindColumnDefinition(const ast::ColumnDefinit
   copy.is_unsigned = cd.is_unsigned;
   copy.not_null = cd.not_null;
   if (cd.default_value) copy.default_value = CloneAst(*cd.default_value);
+  if (cd.on_update) copy.on_update = CloneAst(*cd.on_update);
   one.columns.push_back(std::move(copy));
   SHALE_ASSIGN_OR_RETURN(BoundStatement bound, BindCreateTable(one));
   return std::get<CreateTableCmd>(bound).def.columns[0];
@@ -1776,6 +1798,8 @@ Result<BoundStatement> Binder::BindAlterTable(const ast::AlterTableStmt& s) {
 // with MySQL's limits (DECIMAL: precision 1..65, scale <= 30 and <= precision).
 Result<SqlType> BindColumnType(const ast::ColumnDefinition& cd) {
   const std::string& n = cd.type_name;
+  SHALE_ASSIGN_OR_RETURN(auto temporal, BindTemporalColumnType(cd));
+  if (temporal) return *temporal;
   static const std::map<std::string, TypeId> kIntegers = {
       {"TINYINT", TypeId::kTinyInt},     {"INT1", TypeId::kTinyInt},   {"SMALLINT", TypeId::kSmallInt},
       {"INT2", TypeId::kSmallInt},       {"MEDIUMINT", TypeId::kMediumInt}, {"INT3", TypeId::kMediumInt},
@@ -1919,7 +1943,20 @@ Result<BoundStatement> Binder::BindCreateTable(const ast::CreateTableStmt& s) {
       if (!pk.empty()) return SqlError(ErrorCode::kMultiplePriKey, "Multiple primary key defined");
       pk.push_back(cd.name);
     }
-    if (cd.default_value) {
+    int now_fsp = 0;
+    const bool datetime_column = c.type.id == TypeId::kDatetime || c.type.id == TypeId::kTimestamp;
+    if (cd.on_update) {
+      if (!datetime_column || !IsCurrentTimestamp(*cd.on_update, &now_fsp)) {
+        return SqlError(ErrorCode::kInvalidOnUpdate, "Invalid ON UPDATE clause for '{}' column", cd.name);
+      }
+      c.on_update_now = true;
+    }
+    if (cd.default_value && IsCurrentTimestamp(*cd.default_value, &now_fsp)) {
+      if (!datetime_column) {
+        return SqlError(ErrorCode::kInvalidDefault, "Invalid default value for '{}'", cd.name);
+      }
+      c.default_now = true;
+    } else if (cd.default_value) {
       auto v = EvaluateConstant(*cd.default_value);
       if (!v.ok()) return SqlError(ErrorCode::kInvalidDefault, "Invalid default value for '{}'", cd.name);
       if (v->is_null()) {
@@ -2094,6 +2131,8 @@ Result<LogicalPtr> Binder::BindShow(const ast::ShowStmt& s) {
         bool is_pk = std::find(pk_columns.begin(), pk_columns.end(), static_cast<int>(i)) != pk_columns.end();
         Value def = c.default_value && !c.default_value->is_null() ? Value::String(c.default_value->ToText())
                                                                    : Value::Null();
+        if (c.default_now) def = Value::String(CurrentTimestampSql(c.type));
+        std::string extra = c.on_update_now ? "on update " + CurrentTimestampSql(c.type) : "";
         // MySQL's Key, by priority: PRI; UNI for the column of a one-column
         // UNIQUE index; MUL for the first column of any other index.
         std::string key = is_pk ? "PRI" : "";
@@ -2103,7 +2142,7 @@ Result<LogicalPtr> Binder::BindShow(const ast::ShowStmt& s) {
         }
         rows.push_back({Value::String(c.name), Value::String(ColumnTypeSql(c)),
                         Value::String(c.nullable ? "YES" : "NO"), Value::String(key),
-                        def, Value::String("")});
+                        def, Value::String(extra)});
       }
       ColumnInfo def_col = TextColumn("Default");
       def_col.nullable = true;
@@ -2177,6 +2216,11 @@ Status CheckName(const std::string& name, ErrorCode bad) {
 Status CheckDatabaseName(const std::string& name) { return CheckName(name, ErrorCode::kWrongDbName); }
 Status CheckTableName(const std::string& name) { return CheckName(name, ErrorCode::kWrongTableName); }
 
+// MariaDB's text of CURRENT_TIMESTAMP with a column's fsp.
+std::string CurrentTimestampSql(const SqlType& t) {
+  return t.scale ? fmt::format("current_timestamp({})", t.scale) : "current_timestamp()";
+}
+
 std::string ColumnTypeSql(const catalog::ColumnDef& c) {
   return c.type.ToString();
 }
@@ -2226,12 +2270,16 @@ std::string ShowCreateTableSql(const catalog::TableDef& t) {
     if (c.hidden) continue;
     std::string line = fmt::format("  `{}` {}", c.name, ColumnTypeSql(c));
     if (!c.nullable) line += " NOT NULL";
-    if (c.default_value) {
+    if (c.nullable && c.type.id == TypeId::kTimestamp) line += " NULL";
+    if (c.default_now) {
+      line += " DEFAULT " + CurrentTimestampSql(c.type);
+    } else if (c.default_value) {
       line += c.default_value->is_null() ? " DEFAULT NULL"
                                          : fmt::format(" DEFAULT '{}'", c.default_value->ToText());
     } else if (c.nullable) {
       line += " DEFAULT NULL";
     }
+    if (c.on_update_now) line += " ON UPDATE " + CurrentTimestampSql(c.type);
     lines.push_back(std::move(line));
   }
   bool hidden_key = false;

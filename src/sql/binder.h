@@ -130,6 +130,9 @@ Status CheckDatabaseName(const std::string& name);
 Status CheckTableName(const std::string& name);
 
 // The SQL type written in CREATE TABLE for `c`, e.g. "varchar(20)".
+// "current_timestamp()" / "current_timestamp(3)": DEFAULT and ON UPDATE of a
+// DATETIME/TIMESTAMP column as MariaDB prints them.
+std::string CurrentTimestampSql(const SqlType& t);
 std::string ColumnTypeSql(const catalog::ColumnDef& c);
 // Resolves index definitions against `table`'s columns and appends them to
 // `*out` (which holds the indexes the table will keep): unnamed indexes are
