@@ -398,8 +398,12 @@ void ChooseBinaryColumnTypes(const std::vector<Row>& rows, std::vector<ColumnDef
                          def.type == ColumnType::kInt24 || def.type == ColumnType::kLong ||
                          def.type == ColumnType::kLongLong || def.type == ColumnType::kFloat ||
                          def.type == ColumnType::kDouble || def.type == ColumnType::kNewDecimal;
+    // String kinds keep their wire type (STRING, VAR_STRING, BLOB, JSON),
+    // charset and flags: every one is sent as a length-encoded string.
+    const bool string_kind = def.type == ColumnType::kVarString || def.type == ColumnType::kString ||
+                             def.type == ColumnType::kBlob || def.type == ColumnType::kJson;
     if ((numeric && has_string) || (def.type == ColumnType::kNull && has_value) ||
-        (!numeric && def.type != ColumnType::kNull && def.type != ColumnType::kVarString)) {
+        (!numeric && def.type != ColumnType::kNull && !string_kind)) {
       def.type = ColumnType::kVarString;
       def.flags &= static_cast<uint16_t>(~(column_flag::kNum | column_flag::kBinary));
       def.charset = kCharsetUtf8mb4GeneralCi;
