@@ -145,6 +145,7 @@ struct IndexDefinition {
   std::string name;                  // empty: named after its first column
   std::vector<std::string> columns;  // in key order
   bool unique = false;
+  std::vector<uint32_t> prefix_lengths = {};  // per column: col(n) prefix length, 0 if none
 };
 
 struct ColumnDefinition {
@@ -158,6 +159,10 @@ struct ColumnDefinition {
   bool unique = false;  // the UNIQUE [KEY] column attribute
   ExprPtr default_value;
   ExprPtr on_update;  // ON UPDATE CURRENT_TIMESTAMP[(fsp)]
+  std::string charset;    // CHARACTER SET / CHARSET name as written; empty: none
+  std::string collation;  // COLLATE name as written; empty: none
+  bool binary = false;    // the BINARY attribute of a text type (its charset's _bin collation)
+  std::vector<std::string> elements;  // ENUM('a', 'b', ...)
 };
 
 struct CreateTableStmt {
@@ -167,6 +172,8 @@ struct CreateTableStmt {
   std::vector<std::string> primary_key;  // from a PRIMARY KEY (...) clause
   std::vector<IndexDefinition> indexes;  // KEY / INDEX / UNIQUE clauses
   std::optional<uint32_t> slices;        // SLICES=n
+  std::string charset;    // [DEFAULT] CHARSET= / CHARACTER SET= table option; empty: none
+  std::string collation;  // [DEFAULT] COLLATE= table option; empty: none
   std::optional<TableName> like;         // CREATE TABLE t LIKE u
   std::shared_ptr<const SelectStmt> as_select;  // CREATE TABLE t [AS] SELECT ...
 };
@@ -201,7 +208,8 @@ struct SetStmt {
 };
 
 struct ShowStmt {
-  enum class Kind : uint8_t { kDatabases, kTables, kVariables, kWarnings, kCreateTable, kColumns, kIndex };
+  enum class Kind : uint8_t { kDatabases, kTables, kVariables, kWarnings, kCreateTable, kColumns, kIndex,
+                              kCharset, kCollation };
   Kind kind = Kind::kDatabases;
   std::string db;                  // SHOW TABLES FROM db
   TableName table;                 // SHOW CREATE TABLE t / SHOW COLUMNS FROM t
