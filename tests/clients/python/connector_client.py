@@ -165,13 +165,25 @@ def run(port, pure):
         check(got == big, "%s: large value round trip (%d bytes)" % (tag, len(got or "")))
         pc.close()
         # A VARCHAR column as wide as a row allows, filled and read back.
-        # TODO(strtypes): LONGBLOB values near max_allowed_packet once BLOB
-        # types exist on this branch.
         cur.execute("CREATE TABLE %s.wide (id INT PRIMARY KEY, v VARCHAR(16000))" % db)
         wide = "w" * 16000
         cur.execute("INSERT INTO %s.wide VALUES (1, %%s)" % db, (wide,))
         cur.execute("SELECT v FROM %s.wide" % db)
         check(text(cur.fetchone()[0]) == wide, "%s: wide VARCHAR value" % tag)
+        # LONGBLOBs just under max_allowed_packet: stored through a prepared
+        # statement (binary parameter) and read back through both protocols.
+        cur.execute("CREATE TABLE %s.blobs (id INT PRIMARY KEY, b LONGBLOB)" % db)
+        blob = bytes(range(256)) * ((limit - 4096) // 256)
+        pc = conn.cursor(prepared=True)
+        pc.execute("INSERT INTO %s.blobs VALUES (?, ?)" % db, (1, blob))
+        pc.execute("SELECT b, LENGTH(b) FROM %s.blobs WHERE id = ?" % db, (1,))
+        got = pc.fetchone()
+        check(bytes(got[0]) == blob and got[1] == len(blob),
+              "%s: LONGBLOB through the binary protocol (%d bytes)" % (tag, len(got[0] or b"")))
+        pc.close()
+        cur.execute("SELECT b FROM %s.blobs WHERE id = 1" % db)
+        got = cur.fetchone()[0]
+        check(bytes(got) == blob, "%s: LONGBLOB through the text protocol" % tag)
         # Over the limit: the server refuses the packet (1153) and closes.
         try:
             cur.execute("SELECT LENGTH(%s)", ("x" * (limit + 1024),))
