@@ -17,6 +17,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # clients used by the tests
   mariadb-client sysbench python3 python3-pymysql
+  # tests/e2e/test_information_schema.py: a real ORM (SQLAlchemy 1.4)
+  python3-sqlalchemy
   # bench/run: the plot of its results (docs/benchmarks/results.png)
   python3-matplotlib
 )

@@ -306,12 +306,16 @@ Result<StatementResult> Session::ExecuteStatement(const ast::Statement& stmt,
   ctx.global_variables = &globals;
   ctx.connection_id = connection_id_;
   ctx.user = user_.user + "@" + user_.address;
+  ctx.info_schema = InfoSchema();
   for (const Warning& w : shown_warnings) {
     ctx.warnings.push_back({Value::String(w.level), Value::Int(w.code), Value::String(w.message)});
   }
   SHALE_ASSIGN_OR_RETURN(sql::BoundStatement bound, sql::Bind(stmt, ctx));
   if (const auto* plan = std::get_if<sql::PlanCmd>(&bound)) {
     SHALE_RETURN_IF_ERROR(CheckPlanPrivileges(*plan->plan));
+  }
+  if (const auto* explain = std::get_if<sql::ExplainCmd>(&bound)) {
+    SHALE_RETURN_IF_ERROR(CheckPlanPrivileges(*explain->plan));
   }
   const auto* show = std::get_if<ast::ShowStmt>(&stmt);
 
@@ -417,7 +421,7 @@ Result<StatementResult> Session::ExecuteStatement(const ast::Statement& stmt,
           return Ok();
         } else if constexpr (std::is_same_v<T, sql::ExplainCmd>) {
           SHALE_ASSIGN_OR_RETURN(auto physical, planner::Plan(*cmd.plan));
-          return ExplainPlan(engine_, *physical);
+          return ExplainPlan(engine_, *physical, cmd.tree);
         } else if constexpr (std::is_same_v<T, sql::AlterTableCmd>) {
           EndTransaction();
           if (cmd.new_def) {

@@ -19,6 +19,7 @@
 #include "sierra/column.h"
 #include "sierra/logical.h"
 #include "src/sql/ast.h"
+#include "src/sql/information_schema.h"
 #include "src/common/value.h"
 
 namespace shale::exec {
@@ -159,6 +160,12 @@ class Session {
   void Count(const sql::ast::Statement& stmt);
   // Filters SHOW DATABASES / SHOW TABLES rows to what the user may see.
   void FilterShown(const sql::ast::ShowStmt& show, StatementResult* r) const;
+  // What information_schema shows this session: the objects it holds some
+  // privilege on, the threads SHOW PROCESSLIST would list, row counts.
+  sql::InfoSchemaSource InfoSchema() const;
+  // SHOW [FULL] PROCESSLIST rows (Id, User, Host, db, Command, Time, State,
+  // Info) of the threads the session may see, by id.
+  std::vector<Row> ProcesslistRows(bool full) const;
 
   Engine* engine_;
   uint32_t connection_id_;
