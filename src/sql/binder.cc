@@ -146,6 +146,14 @@ LogicalPtr PushDownWhere(LogicalPtr plan, const ExprPtr& where, const std::vecto
 }
 
 // `e` with every (non-outer) column reference c moved to map[c].
+// `e` with column references at or above `from` moved to start at `to`.
+ExprPtr RebaseColumns(const ExprPtr& e, int from, int to) {
+  auto copy = std::make_shared<Expr>(*e);
+  if (copy->kind == sierra::ExprKind::kColumnRef && copy->column >= from) copy->column = copy->column - from + to;
+  for (ExprPtr& c : copy->children) c = RebaseColumns(c, from, to);
+  return copy;
+}
+
 ExprPtr RemapColumns(const ExprPtr& e, const std::vector<int>& map) {
   auto copy = std::make_shared<Expr>(*e);
   if (copy->kind == sierra::ExprKind::kColumnRef && copy->column >= 0) copy->column = map[copy->column];
@@ -350,6 +358,9 @@ class Binder {
   std::vector<PendingApply> applies_;
   size_t apply_base_ = 0;
   bool collecting_applies_ = false;  // subqueries are allowed in the clause being bound
+  // Binding HAVING above an aggregate: uncorrelated subqueries are allowed
+  // there (their Applies go above the Aggregate).
+  bool in_having_ = false;
   // ON DUPLICATE KEY UPDATE: VALUES(c) reads column c of the inserted row,
   // which follows the existing row at this offset (-1: VALUES() not allowed).
   int values_offset_ = -1;
@@ -528,6 +539,13 @@ Result<LogicalPtr> Binder::BindFrom(const ast::SelectStmt& s, Scope* scope) {
     return scan;
   };
   SHALE_ASSIGN_OR_RETURN(LogicalPtr plan, add(*s.from));
+  // Conjuncts of inner joins' ON clauses that hold subqueries: for an inner
+  // join ON is a filter, so they filter the whole FROM result (above the
+  // Applies of their subqueries, numbered from a placeholder base until the
+  // width is known).
+  constexpr int kOnApplyBase = 1 << 23;
+  std::vector<PendingApply> on_applies;
+  std::vector<ExprPtr> on_with_subquery;
   for (const ast::JoinClause& j : s.joins) {
     SHALE_ASSIGN_OR_RETURN(LogicalPtr right, add(j.table));
     auto kind = j.kind == ast::JoinClause::Kind::kLeft ? sierra::JoinKind::kLeft : sierra::JoinKind::kInner;
@@ -537,8 +555,39 @@ Result<LogicalPtr> Binder::BindFrom(const ast::SelectStmt& s, Scope* scope) {
       Scope on_scope = *scope;
       on_scope.source = plan.get();
       on_scope.clause = "on clause";
-      SHALE_ASSIGN_OR_RETURN(plan->predicate, BindExpr(*j.on, on_scope));
+      if (kind == sierra::JoinKind::kInner) StartApplies(kOnApplyBase + on_applies.size());
+      auto bound = BindExpr(*j.on, on_scope);
+      collecting_applies_ = false;
+      if (!bound.ok()) return bound.status();
+      if (applies_.empty()) {
+        plan->predicate = *bound;
+        continue;
+      }
+      std::vector<ExprPtr> conjuncts, plain;
+      sierra::SplitConjuncts(*bound, &conjuncts);
+      for (const ExprPtr& c : conjuncts) {
+        int min = INT32_MAX, max = -1;
+        ColumnRange(*c, &min, &max);
+        (max >= kOnApplyBase ? on_with_subquery : plain).push_back(c);
+      }
+      if (!plain.empty()) plan->predicate = AndAll(plain);
+      for (PendingApply& a : applies_) on_applies.push_back(std::move(a));
+      applies_.clear();
     }
+  }
+  if (!on_applies.empty()) {
+    const int width = static_cast<int>(plan->columns.size());
+    std::vector<ExprPtr> rebased;
+    for (const ExprPtr& c : on_with_subquery) rebased.push_back(RebaseColumns(c, kOnApplyBase, width));
+    applies_ = std::move(on_applies);
+    plan = LogicalOperator::Filter(FinishApplies(std::move(plan)), AndAll(rebased));
+    // Back to the tables' columns.
+    std::vector<ExprPtr> cols;
+    std::vector<ColumnInfo> infos(plan->columns.begin(), plan->columns.begin() + width);
+    for (int i = 0; i < width; ++i) {
+      cols.push_back(Expr::ColumnRef(i, infos[i].name, infos[i].type, infos[i].nullable));
+    }
+    plan = LogicalOperator::Project(std::move(plan), std::move(cols), std::move(infos));
   }
   return plan;
 }
@@ -685,10 +734,26 @@ Result<LogicalPtr> Binder::BindSelect(const ast::SelectStmt& s) {
   }
 
   ExprPtr having;
+  // Above an aggregate, HAVING's subqueries become Applies over the
+  // aggregate's rows; their columns follow the aggregate's, whose number is
+  // known only once HAVING is bound (it may add aggregate calls), so they
+  // are numbered from a placeholder base and rebased below.
+  constexpr int kHavingApplyBase = 1 << 24;
+  std::vector<PendingApply> having_applies;
   if (s.having) {
     Scope having_scope = scope;
     having_scope.clause = "having clause";
+    if (aggregate) {
+      StartApplies(kHavingApplyBase);
+      in_having_ = true;
+    }
     auto bound = BindExpr(*s.having, having_scope);
+    if (aggregate) {
+      in_having_ = false;
+      collecting_applies_ = false;
+      having_applies = std::move(applies_);
+      applies_.clear();
+    }
     if (!bound.ok()) return bound.status();
     having = *bound;
   }
@@ -745,6 +810,11 @@ Result<LogicalPtr> Binder::BindSelect(const ast::SelectStmt& s) {
       agg_columns.push_back(std::move(c));
     }
     plan = LogicalOperator::Aggregate(std::move(plan), agg.group_by, agg.calls, std::move(agg_columns));
+  }
+  if (having && !having_applies.empty()) {
+    having = RebaseColumns(having, kHavingApplyBase, static_cast<int>(plan->columns.size()));
+    applies_ = std::move(having_applies);
+    plan = FinishApplies(std::move(plan));  // the columns above keep their positions
   }
   if (having) plan = LogicalOperator::Filter(std::move(plan), std::move(having));
   if (!aggregate) plan = FinishApplies(std::move(plan));
@@ -1257,7 +1327,7 @@ Result<ExprPtr> Binder::BindExprInner(const ast::Expr& e, const Scope& scope) {
 }
 
 Result<ExprPtr> Binder::BindSubquery(const ast::Expr& e, const Scope& scope) {
-  if (!collecting_applies_ || agg_) {
+  if (!collecting_applies_ || (agg_ && !in_having_)) {
     return SqlError(ErrorCode::kNotSupportedYet,
                     "This version of Shale doesn't yet support 'subqueries in this clause'");
   }
@@ -1282,6 +1352,11 @@ Result<ExprPtr> Binder::BindSubquery(const ast::Expr& e, const Scope& scope) {
   Binder sub(ctx_);
   sub.outer_ = &scope;
   SHALE_ASSIGN_OR_RETURN(a.plan, sub.BindSelect(*e.subquery));
+  if (in_having_ && sierra::HasOuterRefs(*a.plan)) {
+    // Its outer references would read the grouped rows, not the groups.
+    return SqlError(ErrorCode::kNotSupportedYet,
+                    "This version of Shale doesn't yet support 'correlated subqueries in HAVING'");
+  }
   if (a.kind != sierra::ApplyKind::kExists && a.plan->columns.size() != 1) {
     return SqlError(ErrorCode::kOperandColumns, "Operand should contain 1 column(s)");
   }

@@ -4,6 +4,7 @@
     diff_test.py --shaled build/src/shaled [--queries 300] [--seed 1]
                  [--mariadb-port P]      # a MariaDB already running (root, no password)
                  [--show N]              # print the first N generated queries and exit
+                 [--verbose]             # also print queries both servers reject
 
 Starts a shaled (tests/e2e/shaled_fixture.py) and, unless --mariadb-port is
 given, a private MariaDB from Debian (scripts/mariadb-private.sh, in
@@ -14,9 +15,11 @@ filters with NULLs (comparisons, IS [NOT] NULL, IN lists holding NULL,
 BETWEEN, <=>, NOT, AND/OR/XOR), arithmetic, inner/left/cross joins,
 GROUP BY with aggregates and HAVING, DISTINCT, scalar/IN/EXISTS/correlated
 subqueries, derived tables, UNION [ALL], and ORDER BY over a total order
-with LIMIT/OFFSET. Results are compared as multisets unless the query
-orders them totally; numbers compare exactly except DOUBLE results (1e-9
-relative). A query both servers reject is fine; one only one rejects is a
+with LIMIT/OFFSET; subqueries in HAVING and in inner joins' ON. Results
+are compared as multisets unless the query orders them totally; numbers
+compare exactly by value (2.5 = 2.5000), FLOAT/DOUBLE result columns
+rounded to 6 decimals. A query both servers reject with the same error
+number is fine; one only one rejects (or with another number) is a
 mismatch.
 
 What the generator avoids (Shale differences that are documented rather
@@ -128,11 +131,21 @@ class Gen:
         """(sql, kind) of a scalar expression over `cols` [(qualified name, kind)]."""
         name, kind = self.pick(cols)
         r = self.rng.random()
-        if kind in ("int", "dec") and r < 0.25:
+        if kind in ("int", "dec") and r < 0.2:
             op = self.pick(["+", "-", "*"])
             return "(%s %s %s)" % (name, op, self.const("int")), kind
-        if kind in ("int",) and r < 0.3:
-            return "COALESCE(%s, %s)" % (name, self.const("int")), kind
+        if kind == "int" and r < 0.25:
+            # Division by zero is NULL (with a warning) in both.
+            op = self.pick(["/", "DIV", "%"])
+            return "(%s %s %s)" % (name, op, self.const("int")), "dec" if op == "/" else "int"
+        if kind == "int" and r < 0.3:
+            fn = self.pick(["COALESCE", "IFNULL", "NULLIF"])
+            return "%s(%s, %s)" % (fn, name, self.const("int")), kind
+        if r < 0.35:
+            return "CASE WHEN %s THEN %s ELSE %s END" % (
+                self.predicate(cols, 2), name, self.const(kind)), kind
+        if r < 0.38:
+            return "IF(%s IS NULL, %s, %s)" % (name, self.const(kind), name), kind
         return name, kind
 
     def predicate(self, cols, depth=0):
@@ -159,7 +172,7 @@ class Gen:
         if r < 0.82:
             return "%s <=> %s" % (expr, self.pick([self.const(kind), "NULL"]))
         # Compare two columns of the same kind.
-        same = [c for c, k in cols if k == kind]
+        same = [c for c, k in cols if k == kind] or [self.const(kind)]
         return "%s %s %s" % (expr, self.pick(["=", "<", ">="]), self.pick(same))
 
     def columns_of(self, table, alias):
@@ -185,6 +198,8 @@ class Gen:
             on = "%s = %s" % (self.pick(ints1), self.pick(ints2))
             if self.rng.random() < 0.3:
                 on += " AND " + self.predicate(c2)
+            if kind == "JOIN" and self.rng.random() < 0.15:
+                on += " AND " + self.subquery_predicate(c1 + c2)
             sql = "%s AS l %s %s AS r ON %s" % (t1, kind, t2, on)
         return sql, c1 + c2, [self.pk_of(t1, "l"), self.pk_of(t2, "r")]
 
@@ -202,9 +217,13 @@ class Gen:
             corr = "%s = %s" % (self.pick(ints), self.pick(outer_ints))
             return "%sEXISTS (SELECT 1 FROM %s AS i WHERE %s%s)" % (
                 self.pick(["", "NOT "]), t, corr, " AND " + self.predicate(inner) if where else "")
-        agg = self.pick(["MAX", "MIN", "COUNT", "SUM"])
-        return "%s %s (SELECT %s(%s) FROM %s AS i%s)" % (
-            self.pick(outer_ints), self.pick(["=", "<", ">="]), agg, self.pick(ints), t, where)
+        if r < 0.85:
+            agg = self.pick(["MAX", "MIN", "COUNT", "SUM"])
+            return "%s %s (SELECT %s(%s) FROM %s AS i%s)" % (
+                self.pick(outer_ints), self.pick(["=", "<", ">="]), agg, self.pick(ints), t, where)
+        return "%s %s %s (SELECT %s FROM %s AS i%s)" % (
+            self.pick(outer_ints), self.pick(["=", "<", ">=", "<>"]), self.pick(["ANY", "ALL"]),
+            self.pick(ints), t, where)
 
     def select(self):
         kind = self.rng.random()
@@ -263,12 +282,24 @@ class Gen:
             aggs.append("COUNT(*)")
         where = " WHERE " + self.predicate(cols) if self.rng.random() < 0.6 else ""
         sql = "SELECT %s FROM %s%s" % (", ".join(groups + aggs), from_sql, where)
+        ordered = False
         if groups:
             sql += " GROUP BY " + ", ".join(groups)
-            if self.rng.random() < 0.4:
+            r = self.rng.random()
+            if r < 0.3:
                 sql += " HAVING %s %s %d" % (self.pick(["COUNT(*)", "MAX(%s)" % self.pick(
                     [c for c, k in cols if k == "int"])]), self.pick([">", "<=", "="]), self.rng.randint(0, 4))
-        return sql, False
+            elif r < 0.4:
+                t = self.pick(list(TABLES))
+                sql += " HAVING COUNT(*) %s (SELECT COUNT(*) FROM %s AS h WHERE %s)" % (
+                    self.pick([">", "<="]), t, self.predicate(self.columns_of(t, "h")))
+            if self.rng.random() < 0.3:
+                # The group columns are a total order of the groups.
+                sql += " ORDER BY " + ", ".join(g + self.pick(["", " DESC"]) for g in groups)
+                ordered = True
+                if self.rng.random() < 0.6:
+                    sql += " LIMIT %d" % self.rng.randint(0, 6)
+        return sql, ordered
 
     def union(self):
         t1, t2 = self.pick(list(TABLES)), self.pick(list(TABLES))
@@ -382,6 +413,7 @@ def main():
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--show", type=int, default=0)
+    ap.add_argument("--verbose", action="store_true", help="also print the queries both servers reject")
     args = ap.parse_args()
 
     gen = Gen(random.Random(args.seed))
@@ -410,20 +442,24 @@ def main():
 
         mismatches = 0
         both_failed = 0
+        nonempty = 0
         for n in range(args.queries):
             sql, ordered = gen.query()
             a, b = run(shale, sql), run(maria, sql)
-            if a[0] == "error" and b[0] == "error":
+            if a[0] == "error" and b[0] == "error" and a[1] == b[1]:
                 both_failed += 1
+                if args.verbose:
+                    print("both rejected (shale %d, mariadb %d): %s" % (a[1], b[1], sql))
                 continue
             if a[0] == b[0] == "ok" and same_rows(a[1], b[1], ordered, a[2] | b[2]):
+                nonempty += 1 if a[1] else 0
                 continue
             mismatches += 1
             print("MISMATCH #%d (query %d, seed %d):\n  %s\n  shale:   %s\n  mariadb: %s" % (
                 mismatches, n, args.seed, sql, a[1] if a[0] == "ok" else a[1:],
                 b[1] if b[0] == "ok" else b[1:]))
-        print("%d queries, %d mismatches, %d rejected by both (seed %d)" % (
-            args.queries, mismatches, both_failed, args.seed))
+        print("%d queries (%d with rows), %d mismatches, %d rejected by both (seed %d)" % (
+            args.queries, nonempty, mismatches, both_failed, args.seed))
         return 1 if mismatches else 0
     finally:
         if shaled:
