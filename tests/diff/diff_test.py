@@ -15,7 +15,10 @@ filters with NULLs (comparisons, IS [NOT] NULL, IN lists holding NULL,
 BETWEEN, <=>, NOT, AND/OR/XOR), arithmetic, inner/left/cross joins,
 GROUP BY with aggregates and HAVING, DISTINCT, scalar/IN/EXISTS/correlated
 subqueries, derived tables, UNION [ALL], and ORDER BY over a total order
-with LIMIT/OFFSET; subqueries in HAVING and in inner joins' ON. Results
+with LIMIT/OFFSET; subqueries in HAVING and in inner joins' ON; and, one
+statement in 25, a write on both — UPDATE, multi-table UPDATE/DELETE
+(joins and LEFT JOIN anti-joins) — after which every table is compared
+row by row. Results
 are compared as multisets unless the query orders them totally; numbers
 compare exactly by value (2.5 = 2.5000), FLOAT/DOUBLE result columns
 rounded to 6 decimals. A query both servers reject with the same error
@@ -313,6 +316,40 @@ class Gen:
         inner, _ = self.aggregate()
         return "SELECT * FROM (%s) AS dt" % inner, False
 
+    def assignment_value(self, cols, kind):
+        same = [c for c, k in cols if k == kind]
+        r = self.rng.random()
+        if same and kind in ("int", "dec") and r < 0.5:
+            return "(%s %s %s)" % (self.pick(same), self.pick(["+", "-"]), self.rng.randint(1, 3))
+        if same and r < 0.7:
+            return "COALESCE(%s, %s)" % (self.pick(same), self.const(kind))
+        return self.pick([self.const(kind), "NULL"])
+
+    def write(self):
+        """An UPDATE or DELETE, single- or multi-table. Assignments read only
+        the target table, so a row that joins several rows gets the same
+        value whichever match MySQL applies."""
+        t = self.pick(list(TABLES))
+        cols, pk = TABLES[t]
+        target = [(c, kind) for c, _, kind in cols if c != pk]
+        col, kind = self.pick(target)
+        r = self.rng.random()
+        if r < 0.35:
+            own = self.columns_of(t, t)
+            return "UPDATE %s SET %s = %s WHERE %s" % (
+                t, col, self.assignment_value([(c.split(".")[1], k) for c, k in own], kind), self.predicate(own))
+        other = self.pick([o for o in TABLES if o != t])
+        c1, c2 = self.columns_of(t, "l"), self.columns_of(other, "r")
+        on = "%s = %s" % (self.pick([c for c, k in c1 if k == "int"]), self.pick([c for c, k in c2 if k == "int"]))
+        join = self.pick(["JOIN", "JOIN", "LEFT JOIN"])
+        where = self.predicate(c1 + c2)
+        if r < 0.85:
+            return "UPDATE %s AS l %s %s AS r ON %s SET l.%s = %s WHERE %s" % (
+                t, join, other, on, col, self.assignment_value(c1, kind), where)
+        if r < 0.93:
+            return "DELETE l FROM %s AS l %s %s AS r ON %s WHERE %s" % (t, join, other, on, where)
+        return "DELETE FROM l USING %s AS l JOIN %s AS r ON %s WHERE %s" % (t, other, on, where)
+
     def query(self):
         if self.rng.random() < 0.05:
             return self.derived()
@@ -443,7 +480,27 @@ def main():
         mismatches = 0
         both_failed = 0
         nonempty = 0
+        writes = 0
         for n in range(args.queries):
+            if gen.rng.random() < 0.04:
+                # A write on both, then every table compared.
+                sql = gen.write()
+                a, b = run(shale, sql), run(maria, sql)
+                ok = (a[0] == b[0] == "ok") or (a[0] == b[0] == "error" and a[1] == b[1])
+                for t, (_, pk) in TABLES.items():
+                    dump = "SELECT * FROM %s ORDER BY %s" % (t, pk)
+                    da, db = run(shale, dump), run(maria, dump)
+                    ok = ok and da[0] == db[0] == "ok" and same_rows(da[1], db[1], True, da[2] | db[2])
+                writes += 1
+                if not ok:
+                    mismatches += 1
+                    print("MISMATCH #%d (write %d, seed %d):\n  %s\n  shale:   %s\n  mariadb: %s" % (
+                        mismatches, n, args.seed, sql, a[1:] if a[0] == "error" else "ok",
+                        b[1:] if b[0] == "error" else "ok"))
+                    # Continue from the same data on both.
+                    prepare(shale, args.seed)
+                    prepare(maria, args.seed)
+                continue
             sql, ordered = gen.query()
             a, b = run(shale, sql), run(maria, sql)
             if a[0] == "error" and b[0] == "error" and a[1] == b[1]:
@@ -458,8 +515,8 @@ def main():
             print("MISMATCH #%d (query %d, seed %d):\n  %s\n  shale:   %s\n  mariadb: %s" % (
                 mismatches, n, args.seed, sql, a[1] if a[0] == "ok" else a[1:],
                 b[1] if b[0] == "ok" else b[1:]))
-        print("%d queries (%d with rows), %d mismatches, %d rejected by both (seed %d)" % (
-            args.queries, nonempty, mismatches, both_failed, args.seed))
+        print("%d statements (%d writes, %d queries with rows), %d mismatches, %d rejected by both (seed %d)" % (
+            args.queries, writes, nonempty, mismatches, both_failed, args.seed))
         return 1 if mismatches else 0
     finally:
         if shaled:
