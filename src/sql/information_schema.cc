@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 
+#include "src/common/collation.h"
 #include "src/common/errors.h"
 
 namespace shale::sql {
@@ -266,7 +267,7 @@ std::string ColumnKey(const catalog::TableDef& t, int column) {
   return key;
 }
 
-void AddColumnRows(const catalog::TableDef& t, const InfoSchemaSource& src, std::vector<std::vector<Value>>* rows) {
+void AddColumnRows(const catalog::TableDef& t, std::vector<std::vector<Value>>* rows) {
   int64_t position = 0;
   for (size_t i = 0; i < t.columns.size(); ++i) {
     const catalog::ColumnDef& c = t.columns[i];
@@ -276,9 +277,12 @@ void AddColumnRows(const catalog::TableDef& t, const InfoSchemaSource& src, std:
     Value char_len, octet_len, precision, scale, charset, collation;
     if (type.is_string()) {
       char_len = Int(type.length);
-      octet_len = Int(static_cast<int64_t>(type.length) * 4);
-      charset = Str(src.charset);
-      collation = Str(src.collation);
+      octet_len = Int(type.MaxBytes());
+      if (!type.is_binary_string() && type.id != TypeId::kJson) {
+        const CollationInfo& coll = CollationById(type.Collation());
+        charset = Str(coll.charset);
+        collation = Str(coll.name);
+      }
     } else if (type.is_integer()) {
       precision = Int(type.DecimalPrecision());
       scale = Int(0);
@@ -353,7 +357,7 @@ Result<std::vector<std::vector<Value>>> Rows(const TableSpec& spec, const catalo
     }
   } else if (name == "COLUMNS") {
     for (const std::string& t : InformationSchemaTables()) AddVirtualColumnRows(*FindSpec(t), &rows);
-    for (const auto& t : VisibleTables(catalog, src)) AddColumnRows(*t, src, &rows);
+    for (const auto& t : VisibleTables(catalog, src)) AddColumnRows(*t, &rows);
   } else if (name == "STATISTICS") {
     for (const auto& t : VisibleTables(catalog, src)) {
       for (const catalog::RepresentationDef* index : ShownIndexes(*t)) {
