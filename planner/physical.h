@@ -12,6 +12,8 @@
 //               `index` in `range` (encoded index keys) from every listed
 //               slice of that index, merged into index-key order; each
 //               yields its row looked up in the primary representation
+//               (`ranges`, `ordered`, `reverse`, `limit_hint`: see the
+//               fields; ORDER BY ... LIMIT served in index order)
 //   kFilter     predicate
 //   kProject    exprs
 //   kSort       sort_keys
@@ -88,6 +90,20 @@ struct PhysicalOperator {
   std::string key;                                  // kPointGet: encoded primary key
   std::vector<catalog::SliceDef> slices;            // kPointGet (one), kSliceScan, kIndexScan
   storage::KeyRange range;                          // kSliceScan, kIndexScan
+  // kSliceScan, kIndexScan: when not empty, these disjoint ranges, in
+  // ascending key order, are read one after another instead of `range`
+  // (an IN list or an OR of equalities on a key column).
+  std::vector<storage::KeyRange> ranges;
+  // kSliceScan: merge the slices' rows into primary-key order (kIndexScan
+  // always merges into index-key order).
+  bool ordered = false;
+  // kSliceScan, kIndexScan: rows in descending key order. Storage has no
+  // reverse iterator yet, so the range is read forward keeping only its
+  // last `limit_hint` keys (kIndexScan: only those rows are looked up).
+  bool reverse = false;
+  // kSliceScan, kIndexScan: the consumer needs at most this many rows (a
+  // LIMIT above a sort the access path's order made unnecessary).
+  uint64_t limit_hint = std::numeric_limits<uint64_t>::max();
   int index = -1;                                   // kIndexScan: position in table->indexes
   sierra::ExprPtr predicate;                        // kFilter, kNestedLoopJoin
   std::vector<sierra::ExprPtr> group_by;            // kHashAggregate
@@ -109,6 +125,8 @@ struct PhysicalOperator {
   const sierra::LogicalOperator* subquery = nullptr;
 
   std::string Describe() const;
+  // kSliceScan, kIndexScan: " points=N ordered reverse limit=N" as they apply.
+  std::string ScanOptions() const;
   std::string ToString() const;  // the tree, indented (EXPLAIN)
 };
 

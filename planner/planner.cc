@@ -1,6 +1,7 @@
 #include "planner/planner.h"
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 
 #include <fmt/format.h>
@@ -76,6 +77,9 @@ struct KeyBounds {
   std::optional<std::string> start;    // inclusive, encoded (includes the eq prefix)
   std::optional<std::string> end;      // exclusive, encoded (includes the eq prefix)
   bool range = false;                  // the column after the eq prefix is bounded
+  // The column after the eq prefix is one of these values (IN list or OR of
+  // equalities): the eq prefix and each value, encoded, sorted, distinct.
+  std::vector<std::string> points;
 };
 
 // A column-vs-constant comparison, normalized to `column op constant`.
@@ -102,10 +106,63 @@ std::vector<ColumnCompare> ColumnCompares(const ExprPtr& predicate) {
   return out;
 }
 
+// For one column, the constants a conjunct says it is one of:
+// `col IN (c1, ...)` or `col = c1 OR col = c2 ...`.
+struct ColumnSet {
+  int column;
+  std::vector<Value> values;
+};
+
+// Adds the constants of `e` if it is an OR tree of `col = const` over one
+// column; false if it is anything else.
+bool OrOfEqualities(const ExprPtr& e, int* column, std::vector<Value>* values) {
+  if (e->kind == ExprKind::kOr) {
+    return OrOfEqualities(e->children[0], column, values) && OrOfEqualities(e->children[1], column, values);
+  }
+  if (e->kind != ExprKind::kCompare || e->compare_op != CompareOp::kEq) return false;
+  const ExprPtr* col = nullptr;
+  const ExprPtr* constant = nullptr;
+  if (e->children[0]->kind == ExprKind::kColumnRef && e->children[1]->kind == ExprKind::kConstant) {
+    col = &e->children[0];
+    constant = &e->children[1];
+  } else if (e->children[1]->kind == ExprKind::kColumnRef && e->children[0]->kind == ExprKind::kConstant) {
+    col = &e->children[1];
+    constant = &e->children[0];
+  } else {
+    return false;
+  }
+  if ((*col)->column < 0 || (*column >= 0 && (*col)->column != *column)) return false;
+  *column = (*col)->column;
+  values->push_back((*constant)->constant);
+  return true;
+}
+
+std::vector<ColumnSet> ColumnSets(const ExprPtr& predicate) {
+  std::vector<ColumnSet> out;
+  std::vector<ExprPtr> conjuncts;
+  if (predicate) sierra::SplitConjuncts(predicate, &conjuncts);
+  for (const ExprPtr& c : conjuncts) {
+    if (c->kind == ExprKind::kInList && !c->negated && c->children[0]->kind == ExprKind::kColumnRef &&
+        c->children[0]->column >= 0) {
+      ColumnSet set{c->children[0]->column, {}};
+      bool constants = true;
+      for (size_t i = 1; i < c->children.size(); ++i) {
+        if (c->children[i]->kind != ExprKind::kConstant) constants = false;
+        else set.values.push_back(c->children[i]->constant);
+      }
+      if (constants) out.push_back(std::move(set));
+    } else if (c->kind == ExprKind::kOr) {
+      ColumnSet set{-1, {}};
+      if (OrOfEqualities(c, &set.column, &set.values)) out.push_back(std::move(set));
+    }
+  }
+  return out;
+}
+
 // No encoded key component starts with 0xFF, so p + "\xff" sorts after every
 // key that starts with p.
 KeyBounds BoundsFor(const catalog::TableDef& table, const std::vector<int>& key_cols,
-                    const std::vector<ColumnCompare>& compares) {
+                    const std::vector<ColumnCompare>& compares, const std::vector<ColumnSet>& sets = {}) {
   KeyBounds b;
   std::string prefix;
   for (int col : key_cols) {
@@ -137,11 +194,57 @@ KeyBounds BoundsFor(const catalog::TableDef& table, const std::vector<int>& key_
       }
     }
   }
+  if (b.eq.size() < key_cols.size() && !b.range) {
+    int col = key_cols[b.eq.size()];
+    for (const ColumnSet& set : sets) {
+      if (set.column != col) continue;
+      // NULL never equals: such values add no point. A value that cannot
+      // be a key bound makes the set unusable (the filter decides).
+      std::vector<std::string> points;
+      bool usable = true;
+      for (const Value& v : set.values) {
+        if (v.is_null()) continue;
+        auto k = KeyConstant(v, table.columns[col].type);
+        if (!k) {
+          usable = false;
+          break;
+        }
+        std::string enc = prefix;
+        AppendKey(*k, &enc);
+        points.push_back(std::move(enc));
+      }
+      if (!usable) continue;
+      std::sort(points.begin(), points.end());
+      points.erase(std::unique(points.begin(), points.end()), points.end());
+      b.points = std::move(points);
+      break;
+    }
+  }
   if (!prefix.empty()) {
     if (!b.start) b.start = prefix;
     if (!b.end) b.end = prefix + '\xff';
   }
   return b;
+}
+
+// How well a representation's key is constrained: each equality-fixed
+// column counts 2, a set of points on the next column 2, a range on it 1.
+size_t Score(const KeyBounds& b) { return b.eq.size() * 2 + (!b.points.empty() ? 2 : (b.range ? 1 : 0)); }
+
+// The point ranges of b.points: every key starting with each point.
+std::vector<storage::KeyRange> PointRanges(const KeyBounds& b) {
+  std::vector<storage::KeyRange> out;
+  for (const std::string& p : b.points) {
+    storage::KeyRange r;
+    r.has_start = true;
+    r.start = p;
+    r.start_inclusive = true;
+    r.has_end = true;
+    r.end = p + '\xff';
+    r.end_inclusive = false;
+    out.push_back(std::move(r));
+  }
+  return out;
 }
 
 void SetRange(const KeyBounds& b, storage::KeyRange* range) {
@@ -166,7 +269,8 @@ void SetRange(const KeyBounds& b, storage::KeyRange* range) {
 PhysicalPtr AccessPath(const std::shared_ptr<const catalog::TableDef>& table,
                        const std::vector<sierra::ColumnInfo>& columns, const ExprPtr& predicate) {
   std::vector<ColumnCompare> compares = ColumnCompares(predicate);
-  KeyBounds primary = BoundsFor(*table, table->primary.key_columns, compares);
+  std::vector<ColumnSet> sets = ColumnSets(predicate);
+  KeyBounds primary = BoundsFor(*table, table->primary.key_columns, compares, sets);
 
   auto op = std::make_unique<PhysicalOperator>();
   op->table = table;
@@ -177,12 +281,11 @@ PhysicalPtr AccessPath(const std::shared_ptr<const catalog::TableDef>& table,
     op->slices = {table->primary.SliceForHash(catalog::DistributionHash(table->primary, primary.eq))};
     return op;
   }
-  auto score = [](const KeyBounds& b) { return b.eq.size() * 2 + (b.range ? 1 : 0); };
   int best = -1;
   KeyBounds best_bounds = primary;
   for (size_t i = 0; i < table->indexes.size(); ++i) {
-    KeyBounds b = BoundsFor(*table, table->indexes[i].key_columns, compares);
-    if (score(b) > score(best_bounds)) {
+    KeyBounds b = BoundsFor(*table, table->indexes[i].key_columns, compares, sets);
+    if (Score(b) > Score(best_bounds)) {
       best = static_cast<int>(i);
       best_bounds = std::move(b);
     }
@@ -197,8 +300,101 @@ PhysicalPtr AccessPath(const std::shared_ptr<const catalog::TableDef>& table,
     op->slices = rep.slices;
   }
   SetRange(best_bounds, &op->range);
+  op->ranges = PointRanges(best_bounds);
   return op;
 }
+
+// Whether rows in encoded-key order of a column of type `t` are in the
+// order ORDER BY gives them (NULLs first, as both do). Unsigned BIGINT
+// values above 2^63 are encoded as negative numbers, so not it.
+bool KeyOrderIsSortOrder(const SqlType& t) {
+  if (t.id == TypeId::kBigInt && t.is_unsigned) return false;
+  return t.is_integer() || t.is_decimal() || t.is_floating() || t.id == TypeId::kVarchar;
+}
+
+// Whether every row of the key range `b` describes satisfies `predicate`,
+// except perhaps rows with NULL key values (which sort first, so a
+// descending read meets them last): each conjunct compares a key column the
+// bounds fix or bound with a constant that is a key bound.
+bool RangeImpliesPredicate(const catalog::TableDef& table, const catalog::RepresentationDef& rep,
+                           const KeyBounds& b, const ExprPtr& predicate) {
+  if (!predicate) return true;
+  std::vector<ExprPtr> conjuncts;
+  sierra::SplitConjuncts(predicate, &conjuncts);
+  const size_t bounded = std::min(rep.key_columns.size(), b.eq.size() + (b.range ? 1 : 0));
+  for (const ExprPtr& c : conjuncts) {
+    std::vector<ColumnCompare> one = ColumnCompares(c);
+    if (one.size() != 1 || one[0].op == CompareOp::kNe || one[0].op == CompareOp::kNullSafeEq) return false;
+    auto end = rep.key_columns.begin() + static_cast<std::ptrdiff_t>(bounded);
+    if (std::find(rep.key_columns.begin(), end, one[0].column) == end) return false;
+    if (!KeyConstant(one[0].constant, table.columns[one[0].column].type)) return false;
+  }
+  return true;
+}
+
+// An access path over `table` that returns the rows `predicate` may keep in
+// the order of `keys` (column references into the table's rows), so the
+// sort can go: a representation whose key, after the columns fixed by
+// equalities, starts with the sort columns, all ascending or all
+// descending. Null if there is none (or a point get makes order moot).
+PhysicalPtr OrderedAccessPath(const std::shared_ptr<const catalog::TableDef>& table,
+                              const std::vector<sierra::ColumnInfo>& columns, const ExprPtr& predicate,
+                              const std::vector<sierra::SortKey>& keys, uint64_t limit_hint) {
+  if (keys.empty()) return nullptr;
+  for (const sierra::SortKey& k : keys) {
+    if (k.expr->kind != ExprKind::kColumnRef || k.expr->column < 0 || k.desc != keys[0].desc) return nullptr;
+    if (!KeyOrderIsSortOrder(table->columns[k.expr->column].type)) return nullptr;
+  }
+  std::vector<ColumnCompare> compares = ColumnCompares(predicate);
+  int best = -2;
+  KeyBounds best_bounds;
+  auto consider = [&](int which, const catalog::RepresentationDef& rep) {
+    KeyBounds b = BoundsFor(*table, rep.key_columns, compares);
+    // Sort keys on equality-fixed columns are constant; the others must be
+    // the next key columns in order.
+    size_t next = b.eq.size();
+    for (const sierra::SortKey& k : keys) {
+      int col = k.expr->column;
+      auto fixed_end = rep.key_columns.begin() + static_cast<std::ptrdiff_t>(b.eq.size());
+      if (std::find(rep.key_columns.begin(), fixed_end, col) != fixed_end) continue;
+      if (next >= rep.key_columns.size() || rep.key_columns[next] != col) return;
+      ++next;
+    }
+    if (best == -2 || Score(b) > Score(best_bounds)) {
+      best = which;
+      best_bounds = std::move(b);
+    }
+  };
+  consider(-1, table->primary);
+  for (size_t i = 0; i < table->indexes.size(); ++i) consider(static_cast<int>(i), table->indexes[i]);
+  if (best == -2) return nullptr;
+  if (best == -1 && best_bounds.eq.size() == table->primary.key_columns.size()) return nullptr;  // point get
+  const catalog::RepresentationDef& rep = best < 0 ? table->primary : table->indexes[best];
+  auto op = std::make_unique<PhysicalOperator>();
+  op->table = table;
+  op->columns = columns;
+  op->kind = best < 0 ? PhysicalKind::kSliceScan : PhysicalKind::kIndexScan;
+  op->index = best;
+  op->ordered = true;
+  op->reverse = keys[0].desc;
+  op->limit_hint = limit_hint;
+  if (op->reverse && !RangeImpliesPredicate(*table, rep, best_bounds, predicate)) {
+    // Rows the filter drops could be among the last ones kept: keep all.
+    op->limit_hint = std::numeric_limits<uint64_t>::max();
+  }
+  if (!best_bounds.eq.empty() && rep.distribution_columns == 1) {
+    op->slices = {rep.SliceForHash(catalog::DistributionHash(rep, {best_bounds.eq[0]}))};
+  } else {
+    op->slices = rep.slices;
+  }
+  SetRange(best_bounds, &op->range);
+  return op;
+}
+
+// LIMIT over ORDER BY over a table (through a filter, and a projection
+// above the sort): the rows in an index's order, read until the limit is
+// reached, with no sort. Null when the shape or the keys do not allow it.
+Result<PhysicalPtr> PlanOrderedLimit(const LogicalOperator& limit);
 
 void ColumnRange(const sierra::Expr& e, int* min, int* max) {
   if (e.kind == ExprKind::kColumnRef) {
@@ -331,10 +527,14 @@ Result<PhysicalPtr> Plan(const LogicalOperator& logical) {
       }
       return op;
     }
+    case LogicalKind::kLimit: {
+      SHALE_ASSIGN_OR_RETURN(PhysicalPtr ordered, PlanOrderedLimit(logical));
+      if (ordered) return ordered;
+      [[fallthrough]];
+    }
     case LogicalKind::kProject:
     case LogicalKind::kSort:
     case LogicalKind::kDistinct:
-    case LogicalKind::kLimit:
     case LogicalKind::kInsert:
     case LogicalKind::kUpdate:
     case LogicalKind::kDelete: {
@@ -359,6 +559,53 @@ Result<PhysicalPtr> Plan(const LogicalOperator& logical) {
   return Status::Internal("planner: unknown logical operator");
 }
 
+namespace {
+
+Result<PhysicalPtr> PlanOrderedLimit(const LogicalOperator& limit) {
+  if (limit.limit == std::numeric_limits<uint64_t>::max()) return PhysicalPtr();
+  const LogicalOperator* node = limit.children[0].get();
+  const LogicalOperator* project = nullptr;
+  if (node->kind == LogicalKind::kProject) {
+    project = node;
+    node = node->children[0].get();
+  }
+  if (node->kind != LogicalKind::kSort) return PhysicalPtr();
+  const LogicalOperator& sort = *node;
+  const LogicalOperator* below = sort.children[0].get();
+  const LogicalOperator* filter = nullptr;
+  if (below->kind == LogicalKind::kFilter) {
+    filter = below;
+    below = below->children[0].get();
+  }
+  if (below->kind != LogicalKind::kScan) return PhysicalPtr();
+  const uint64_t need = limit.limit > std::numeric_limits<uint64_t>::max() - limit.offset
+                            ? std::numeric_limits<uint64_t>::max()
+                            : limit.limit + limit.offset;
+  PhysicalPtr access = OrderedAccessPath(below->table, below->columns, filter ? filter->predicate : nullptr,
+                                         sort.sort_keys, need);
+  if (!access) return PhysicalPtr();
+  PhysicalPtr input = std::move(access);
+  if (filter) {
+    auto f = Make(PhysicalKind::kFilter, *filter);
+    f->predicate = filter->predicate;
+    f->children.push_back(std::move(input));
+    input = std::move(f);
+  }
+  if (project) {
+    auto p = Make(PhysicalKind::kProject, *project);
+    p->exprs = project->exprs;
+    p->children.push_back(std::move(input));
+    input = std::move(p);
+  }
+  auto op = Make(PhysicalKind::kLimit, limit);
+  op->limit = limit.limit;
+  op->offset = limit.offset;
+  op->children.push_back(std::move(input));
+  return op;
+}
+
+}  // namespace
+
 std::string PhysicalOperator::Describe() const {
   auto slice_list = [&] {
     std::string s;
@@ -370,12 +617,13 @@ std::string PhysicalOperator::Describe() const {
     case PhysicalKind::kPointGet:
       return fmt::format("PointGet {}.{} slice={}", table->db, table->name, slice_list());
     case PhysicalKind::kSliceScan:
-      return fmt::format("SliceScan {}.{} slices=[{}]{}{}", table->db, table->name, slice_list(),
-                         range.has_start ? " bounded-start" : "", range.has_end ? " bounded-end" : "");
+      return fmt::format("SliceScan {}.{} slices=[{}]{}{}{}", table->db, table->name, slice_list(),
+                         range.has_start ? " bounded-start" : "", range.has_end ? " bounded-end" : "",
+                         ScanOptions());
     case PhysicalKind::kIndexScan:
-      return fmt::format("IndexScan {}.{}({}) slices=[{}]{}{}", table->db, table->name,
+      return fmt::format("IndexScan {}.{}({}) slices=[{}]{}{}{}", table->db, table->name,
                          table->indexes[index].name, slice_list(), range.has_start ? " bounded-start" : "",
-                         range.has_end ? " bounded-end" : "");
+                         range.has_end ? " bounded-end" : "", ScanOptions());
     case PhysicalKind::kApply: return sierra::DescribeApply(apply_kind, correlated, compare_op, exprs);
     case PhysicalKind::kUnionAll: return fmt::format("UnionAll terms={}", children.size());
     case PhysicalKind::kFilter: return fmt::format("Filter {}", predicate->ToString());
@@ -412,6 +660,15 @@ std::string PhysicalOperator::Describe() const {
     }
   }
   return "?";
+}
+
+std::string PhysicalOperator::ScanOptions() const {
+  std::string out;
+  if (!ranges.empty()) out += fmt::format(" points={}", ranges.size());
+  if (ordered && kind == PhysicalKind::kSliceScan) out += " ordered";
+  if (reverse) out += " reverse";
+  if (limit_hint != std::numeric_limits<uint64_t>::max()) out += fmt::format(" limit={}", limit_hint);
+  return out;
 }
 
 std::string PhysicalOperator::ToString() const {

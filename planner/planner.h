@@ -8,6 +8,10 @@
 //     key range on every slice (rows are hash-distributed, so every slice
 //     may hold keys of the range);
 //   - otherwise a SliceScan of all keys.
+//   - an IN list / OR of equalities on the next key column -> one point
+//     range per value;
+//   - LIMIT over ORDER BY over one table whose key order gives the sort ->
+//     a scan in key order (slices merged) with no Sort (PlanOrderedLimit).
 // The filter is always kept above the access path, so the access path only
 // has to return a superset of the qualifying rows.
 // Cost-based search (Cascades memo, statistics) arrives with the planner issue.

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <memory>
 #include <set>
@@ -562,6 +563,65 @@ TEST_F(PlannerTest, AggregateAndJoin) {
             "keys=[#1:b = right #0:k, (#0:a + 1) = right #1:v]");
 }
 
+TEST_F(PlannerTest, OrderByLimitReadsInKeyOrder) {
+  // Equality on the index's first column, ORDER BY the second DESC.
+  plan_ = PlanSql("SELECT id FROM ix WHERE a = 5 ORDER BY b DESC LIMIT 10");
+  EXPECT_FALSE(FindKind(plan_.get(), PhysicalKind::kSort)) << plan_->ToString();
+  const PhysicalOperator* scan = FindKind(plan_.get(), PhysicalKind::kIndexScan);
+  ASSERT_TRUE(scan) << plan_->ToString();
+  EXPECT_EQ(scan->index, 0);
+  EXPECT_TRUE(scan->reverse);
+  EXPECT_EQ(scan->limit_hint, 10u);
+  EXPECT_EQ(scan->slices.size(), 1u);
+  // A range on the primary key, ascending, with an offset: merged slices.
+  plan_ = PlanSql("SELECT * FROM t WHERE id >= 7 ORDER BY id LIMIT 5 OFFSET 2");
+  EXPECT_FALSE(FindKind(plan_.get(), PhysicalKind::kSort)) << plan_->ToString();
+  scan = FindKind(plan_.get(), PhysicalKind::kSliceScan);
+  ASSERT_TRUE(scan);
+  EXPECT_TRUE(scan->ordered);
+  EXPECT_FALSE(scan->reverse);
+  EXPECT_EQ(scan->limit_hint, 7u);
+  EXPECT_NE(scan->Describe().find(" ordered limit=7"), std::string::npos) << scan->Describe();
+  // A residual predicate: DESC must keep the whole range.
+  plan_ = PlanSql("SELECT id FROM ix WHERE a = 5 AND s = 'x' ORDER BY b DESC LIMIT 3");
+  scan = FindKind(plan_.get(), PhysicalKind::kIndexScan);
+  ASSERT_TRUE(scan) << plan_->ToString();
+  EXPECT_EQ(scan->limit_hint, std::numeric_limits<uint64_t>::max());
+  // Still sorted: no LIMIT, an expression, mixed directions, a column that
+  // does not follow the fixed prefix, a join, unsigned BIGINT keys.
+  for (const char* sql : {"SELECT id FROM t ORDER BY id", "SELECT id FROM t ORDER BY id + 1 LIMIT 3",
+                          "SELECT id FROM ix WHERE a = 1 ORDER BY b, id DESC LIMIT 3",
+                          "SELECT id FROM ix ORDER BY b LIMIT 3",
+                          "SELECT t.id FROM t JOIN ix ON ix.id = t.id ORDER BY t.id LIMIT 2"}) {
+    plan_ = PlanSql(sql);
+    EXPECT_TRUE(FindKind(plan_.get(), PhysicalKind::kSort)) << sql << "\n" << plan_->ToString();
+  }
+}
+
+TEST_F(PlannerTest, InListsBecomePointRanges) {
+  plan_ = PlanSql("SELECT * FROM t WHERE id IN (9, 3, NULL, 3)");
+  const PhysicalOperator* scan = FindKind(plan_.get(), PhysicalKind::kSliceScan);
+  ASSERT_TRUE(scan) << plan_->ToString();
+  ASSERT_EQ(scan->ranges.size(), 2u);  // NULL never matches; duplicates once; in key order
+  EXPECT_EQ(scan->ranges[0].start, K({Value::Int(3)}));
+  EXPECT_EQ(scan->ranges[1].start, K({Value::Int(9)}));
+  EXPECT_EQ(scan->ranges[1].end, K({Value::Int(9)}) + '\xff');
+  // An OR of equalities on the index column after an equality prefix.
+  plan_ = PlanSql("SELECT * FROM ix WHERE a = 1 AND (b = 2 OR b = 4)");
+  scan = FindKind(plan_.get(), PhysicalKind::kIndexScan);
+  ASSERT_TRUE(scan) << plan_->ToString();
+  ASSERT_EQ(scan->ranges.size(), 2u);
+  EXPECT_EQ(scan->ranges[0].start, K({Value::Int(1), Value::Int(2)}));
+  // Not usable: NOT IN, a non-constant item, an OR over two columns.
+  for (const char* sql : {"SELECT * FROM t WHERE id NOT IN (1, 2)", "SELECT * FROM t WHERE id IN (1, n)",
+                          "SELECT * FROM t WHERE id = 1 OR n = 2"}) {
+    plan_ = PlanSql(sql);
+    const PhysicalOperator* s2 = FindKind(plan_.get(), PhysicalKind::kSliceScan);
+    ASSERT_TRUE(s2) << sql;
+    EXPECT_TRUE(s2->ranges.empty()) << sql;
+  }
+}
+
 TEST_F(PlannerTest, UpdateAndDeleteUseTheAccessPath) {
   auto t = Table("t");
   auto update = PlanSql("UPDATE t SET n = n + 1, name = 'x' WHERE id = 5");
@@ -582,11 +642,15 @@ TEST_F(PlannerTest, UpdateAndDeleteUseTheAccessPath) {
   ASSERT_TRUE(del);
   ASSERT_EQ(del->kind, PhysicalKind::kDelete);
   EXPECT_EQ(del->children[0]->kind, PhysicalKind::kLimit);
-  EXPECT_EQ(del->children[0]->children[0]->kind, PhysicalKind::kSort);
+  // ORDER BY the primary key: read in key order (backwards), no sort.
+  EXPECT_EQ(del->children[0]->children[0]->kind, PhysicalKind::kFilter);
   access = Access(del.get(), &parent);
   ASSERT_TRUE(access);
   EXPECT_EQ(access->kind, PhysicalKind::kSliceScan);
   EXPECT_TRUE(access->range.has_start);
+  EXPECT_TRUE(access->ordered);
+  EXPECT_TRUE(access->reverse);
+  EXPECT_EQ(access->limit_hint, 2u);  // `id >= 3` is the key range itself
   EXPECT_EQ(access->slices.size(), t->primary.slices.size());
 
   auto all = PlanSql("DELETE FROM t");

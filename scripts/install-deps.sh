@@ -20,6 +20,8 @@ PACKAGES=(
   mariadb-client sysbench python3 python3-pymysql python3-venv golang-go
   # the fuzzers (tests/fuzz, libFuzzer): clang and its runtime
   clang libclang-rt-14-dev
+  # tests/e2e/test_information_schema.py: a real ORM (SQLAlchemy 1.4)
+  python3-sqlalchemy
   # bench/run: the plot of its results (docs/benchmarks/results.png)
   python3-matplotlib
 )

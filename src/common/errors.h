@@ -37,6 +37,7 @@ enum class ErrorCode : uint16_t {
   kNetPacketTooLarge = 1153,    // ER_NET_PACKET_TOO_LARGE
   kNetReadError = 1158,         // ER_NET_READ_ERROR
   kNotSupportedYet = 1235,      // ER_NOT_SUPPORTED_YET
+  kNonUpdatableTable = 1288,    // ER_NON_UPDATABLE_TABLE
   kUnknownError = 1105,         // ER_UNKNOWN_ERROR
   kWrongValueCount = 1136,      // ER_WRONG_VALUE_COUNT_ON_ROW
   kTooLongIdent = 1059,         // ER_TOO_LONG_IDENT

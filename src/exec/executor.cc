@@ -1,6 +1,7 @@
 #include "src/exec/executor.h"
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -103,66 +104,157 @@ class PointGetSource : public RowSource {
   bool done_ = false;
 };
 
-class SliceScanSource : public RowSource {
+// The stored entries an access path reads: for each of its key ranges in
+// order (`ranges`, else `range`), the entries of every listed slice —
+// merged into key order when `merge`, else one slice after another.
+class EntryStream {
  public:
-  SliceScanSource(Engine* engine, const PhysicalOperator& op) : engine_(engine), op_(op) {}
-  Result<bool> Next(Row* row) override {
+  EntryStream(Engine* engine, const PhysicalOperator& op, bool merge)
+      : engine_(engine), op_(op), merge_(merge) {}
+
+  // The iterator positioned at the next entry, or null at the end. The
+  // caller reads key() and value(), then calls Advance().
+  Result<storage::SliceIterator*> Current() {
+    const size_t range_count = op_.ranges.empty() ? 1 : op_.ranges.size();
     while (true) {
-      if (!iter_) {
-        if (next_slice_ >= op_.slices.size()) return false;
-        SHALE_ASSIGN_OR_RETURN(storage::Slice * slice,
-                               LocalSlice(engine_, *op_.table, op_.slices[next_slice_]));
-        iter_ = slice->NewIterator(op_.range);
-        ++next_slice_;
+      if (next_range_ >= range_count) return nullptr;
+      const storage::KeyRange& range = op_.ranges.empty() ? op_.range : op_.ranges[next_range_];
+      if (!open_) {
+        // Merging needs every slice's iterator; otherwise one at a time.
+        for (size_t i = 0; i < (merge_ ? op_.slices.size() : std::min<size_t>(1, op_.slices.size())); ++i) {
+          SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, LocalSlice(engine_, *op_.table, op_.slices[i]));
+          iters_.push_back(slice->NewIterator(range));
+        }
+        open_ = true;
+        pos_ = 0;
       }
-      if (iter_->Valid()) {
-        SHALE_RETURN_IF_ERROR(CheckInterrupted());
-        Status decoded = DecodeRow(iter_->value(), row);
-        if (!decoded.ok()) return RowCorrupt(*op_.table, op_.slices[next_slice_ - 1], decoded);
-        iter_->Next();
-        return true;
+      if (merge_) {
+        current_ = nullptr;
+        for (size_t i = 0; i < iters_.size(); ++i) {
+          storage::SliceIterator* it = iters_[i].get();
+          if (!it->Valid()) {
+            SHALE_RETURN_IF_ERROR(it->status());
+            continue;
+          }
+          if (!current_ || it->key() < current_->key()) {
+            current_ = it;
+            current_slice_ = i;
+          }
+        }
+        if (current_) return current_;
+      } else {
+        // iters_ holds the iterator of slice pos_.
+        while (!iters_.empty()) {
+          if (iters_[0]->Valid()) {
+            current_ = iters_[0].get();
+            current_slice_ = pos_;
+            return current_;
+          }
+          SHALE_RETURN_IF_ERROR(iters_[0]->status());
+          iters_.clear();
+          if (++pos_ < op_.slices.size()) {
+            SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, LocalSlice(engine_, *op_.table, op_.slices[pos_]));
+            iters_.push_back(slice->NewIterator(range));
+          }
+        }
       }
-      SHALE_RETURN_IF_ERROR(iter_->status());
-      iter_.reset();
+      iters_.clear();
+      open_ = false;
+      ++next_range_;
     }
   }
+  void Advance() { current_->Next(); }
+  // The slice the current entry comes from.
+  const catalog::SliceDef& current_slice() const { return op_.slices[current_slice_]; }
 
  private:
   Engine* engine_;
   const PhysicalOperator& op_;
-  size_t next_slice_ = 0;
-  std::unique_ptr<storage::SliceIterator> iter_;
+  const bool merge_;
+  bool open_ = false;
+  size_t next_range_ = 0;
+  size_t pos_ = 0;
+  std::vector<std::unique_ptr<storage::SliceIterator>> iters_;
+  storage::SliceIterator* current_ = nullptr;
+  size_t current_slice_ = 0;
 };
 
-// Reads a secondary index's entries in `range` from every listed slice,
-// merged into index-key order, and returns the primary-representation row
-// each entry points to.
+// Reads the entries of `stream` to the end, keeping the values of the last
+// `keep` of them (oldest first): a descending read without a reverse
+// iterator.
+Result<std::deque<std::string>> LastValues(EntryStream* stream, uint64_t keep) {
+  std::deque<std::string> out;
+  while (true) {
+    SHALE_ASSIGN_OR_RETURN(storage::SliceIterator * it, stream->Current());
+    if (it == nullptr) return out;
+    SHALE_RETURN_IF_ERROR(CheckInterrupted());
+    if (keep > 0) {
+      if (out.size() >= keep) out.pop_front();
+      out.emplace_back(it->value());
+    }
+    stream->Advance();
+  }
+}
+
+class SliceScanSource : public RowSource {
+ public:
+  SliceScanSource(Engine* engine, const PhysicalOperator& op)
+      : op_(op), stream_(engine, op, op.ordered || op.reverse) {}
+  Result<bool> Next(Row* row) override {
+    if (op_.reverse) {
+      if (!tail_) {
+        SHALE_ASSIGN_OR_RETURN(auto tail, LastValues(&stream_, op_.limit_hint));
+        tail_ = std::move(tail);
+      }
+      if (tail_->empty()) return false;
+      Status decoded = DecodeRow(tail_->back(), row);
+      tail_->pop_back();
+      if (!decoded.ok()) return RowCorrupt(*op_.table, op_.slices[0], decoded);
+      return true;
+    }
+    SHALE_ASSIGN_OR_RETURN(storage::SliceIterator * it, stream_.Current());
+    if (it == nullptr) return false;
+    SHALE_RETURN_IF_ERROR(CheckInterrupted());
+    Status decoded = DecodeRow(it->value(), row);
+    if (!decoded.ok()) return RowCorrupt(*op_.table, stream_.current_slice(), decoded);
+    stream_.Advance();
+    return true;
+  }
+
+ private:
+  const PhysicalOperator& op_;
+  EntryStream stream_;
+  std::optional<std::deque<std::string>> tail_;  // reverse: the rows left, last first
+};
+
+// Reads a secondary index's entries in its range(s) from every listed
+// slice, merged into index-key order, and returns the primary-representation
+// row each entry points to.
 class IndexScanSource : public RowSource {
  public:
-  IndexScanSource(Engine* engine, const PhysicalOperator& op) : engine_(engine), op_(op) {}
+  IndexScanSource(Engine* engine, const PhysicalOperator& op)
+      : engine_(engine), op_(op), stream_(engine, op, /*merge=*/true) {}
   Result<bool> Next(Row* row) override {
     const catalog::TableDef& table = *op_.table;
-    if (!opened_) {
-      opened_ = true;
-      for (const catalog::SliceDef& def : op_.slices) {
-        SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, LocalSlice(engine_, table, def));
-        iters_.push_back(slice->NewIterator(op_.range));
-      }
-    }
     while (true) {
-      storage::SliceIterator* best = nullptr;
-      for (auto& it : iters_) {
-        if (!it->Valid()) {
-          SHALE_RETURN_IF_ERROR(it->status());
-          continue;
-        }
-        if (!best || it->key() < best->key()) best = it.get();
-      }
-      if (!best) return false;
       Row pk;
-      Status decoded = DecodeRow(best->value(), &pk);
-      best->Next();
-      if (!decoded.ok()) return RowCorrupt(table, op_.slices[0], decoded);
+      Status decoded;
+      if (op_.reverse) {
+        if (!tail_) {
+          SHALE_ASSIGN_OR_RETURN(auto tail, LastValues(&stream_, op_.limit_hint));
+          tail_ = std::move(tail);
+        }
+        if (tail_->empty()) return false;
+        decoded = DecodeRow(tail_->back(), &pk);
+        tail_->pop_back();
+        if (!decoded.ok()) return RowCorrupt(table, op_.slices[0], decoded);
+      } else {
+        SHALE_ASSIGN_OR_RETURN(storage::SliceIterator * it, stream_.Current());
+        if (it == nullptr) return false;
+        decoded = DecodeRow(it->value(), &pk);
+        if (!decoded.ok()) return RowCorrupt(table, stream_.current_slice(), decoded);
+        stream_.Advance();
+      }
       const catalog::SliceDef& def =
           table.primary.SliceForHash(catalog::DistributionHash(table.primary, pk));
       SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, LocalSlice(engine_, table, def));
@@ -179,8 +271,8 @@ class IndexScanSource : public RowSource {
  private:
   Engine* engine_;
   const PhysicalOperator& op_;
-  bool opened_ = false;
-  std::vector<std::unique_ptr<storage::SliceIterator>> iters_;
+  EntryStream stream_;
+  std::optional<std::deque<std::string>> tail_;  // reverse: the entries left, last first
 };
 
 class FilterSource : public RowSource {
@@ -992,6 +1084,22 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
 // keys are checked as if each row were written before the next is read, so
 // `SET id = id + 1` fails on a duplicate exactly where MySQL's row-by-row
 // execution does; but nothing is written unless every row passes.
+// Multi-table UPDATE and DELETE: the child's rows are the target table's
+// columns followed by other values (the assignments' values). A target row
+// met several times (it joined several rows) is changed once, by its first
+// match, as in MySQL; a row with NULL key values (the missing side of a
+// LEFT JOIN) is no row at all.
+std::vector<Row> FirstMatchPerRow(const catalog::TableDef& table, std::vector<Row> rows) {
+  std::unordered_set<std::string> seen;
+  std::vector<Row> out;
+  for (Row& r : rows) {
+    std::vector<Value> pk = catalog::PrimaryKeyValues(table, r);
+    if (std::any_of(pk.begin(), pk.end(), [](const Value& v) { return v.is_null(); })) continue;
+    if (seen.insert(catalog::EncodeKey(pk)).second) out.push_back(std::move(r));
+  }
+  return out;
+}
+
 Result<StatementResult> ExecuteModify(Engine* engine, const PhysicalOperator& op) {
   const catalog::TableDef& table = *op.table;
   const bool is_update = op.kind == PhysicalKind::kUpdate;
@@ -1007,6 +1115,9 @@ Result<StatementResult> ExecuteModify(Engine* engine, const PhysicalOperator& op
     targets.push_back(std::move(row));
     row = Row();
   }
+  const size_t width = table.columns.size();
+  const bool multi_table = !targets.empty() && targets[0].size() > width;
+  if (multi_table) targets = FirstMatchPerRow(table, std::move(targets));
 
   TableWriter writer(engine, table);
   uint64_t matched = 0;
@@ -1014,6 +1125,7 @@ Result<StatementResult> ExecuteModify(Engine* engine, const PhysicalOperator& op
   for (Row& old_row : targets) {
     ++matched;
     if (!is_update) {
+      if (multi_table) old_row.resize(width);
       writer.Delete(old_row);
       ++changed;
       continue;
@@ -1035,6 +1147,10 @@ Result<StatementResult> ExecuteModify(Engine* engine, const PhysicalOperator& op
         return Status::Sql(coerced.status().mysql_code(), msg);
       }
       new_row[col] = std::move(coerced).value();
+    }
+    if (multi_table) {
+      new_row.resize(width);
+      old_row.resize(width);
     }
     if (new_row == old_row) continue;  // matched, not changed
     ++changed;
@@ -1206,9 +1322,28 @@ void ExplainRows(Engine* engine, const PhysicalOperator& op, int depth, std::vec
 
 }  // namespace
 
-Result<StatementResult> ExplainPlan(Engine* engine, const PhysicalOperator& plan) {
+Result<StatementResult> ExplainPlan(Engine* engine, const PhysicalOperator& plan, bool tree) {
   StatementResult result;
   result.is_result_set = true;
+  if (tree) {
+    std::vector<Row> rows;
+    ExplainRows(engine, plan, 0, &rows);
+    std::string text;
+    for (const Row& r : rows) {
+      const std::string& line = r[0].as_string();
+      size_t depth = line.find_first_not_of(' ') / 2;
+      text += fmt::format("{}-> {}  (rows={})\n", std::string(depth * 4, ' '), line.substr(depth * 2),
+                          r[1].is_null() ? std::string("?") : r[1].ToText());
+    }
+    if (!text.empty()) text.pop_back();
+    sierra::ColumnInfo col;
+    col.name = "EXPLAIN";
+    col.type = SqlType::Varchar(65535);
+    col.nullable = false;
+    result.columns = {col};
+    result.rows.push_back({Value::String(std::move(text))});
+    return result;
+  }
   sierra::ColumnInfo op_col;
   op_col.name = "operator";
   op_col.type = SqlType::Varchar(1024);

@@ -39,7 +39,9 @@ Result<StatementResult> ExecutePlan(Engine* engine, const planner::PhysicalOpera
 // upper bound on the rows it produces from the slices' row counts (point
 // get 1; scans the rows of the slices they read; filters and joins their
 // inputs' bounds; NULL where no bound is known, e.g. a correlated subquery).
-Result<StatementResult> ExplainPlan(Engine* engine, const planner::PhysicalOperator& plan);
+// `tree` (EXPLAIN FORMAT=TREE): one row, one column `EXPLAIN`, the plan as
+// indented "-> operator  (rows=N)" lines.
+Result<StatementResult> ExplainPlan(Engine* engine, const planner::PhysicalOperator& plan, bool tree = false);
 
 // Fills the empty slices of secondary index `index` of `table` (which need
 // not be in `table.indexes` yet) with an entry per row of the primary

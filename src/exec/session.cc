@@ -327,6 +327,9 @@ Result<StatementResult> Session::ExecuteStatement(const ast::Statement& stmt,
   if (const auto* plan = std::get_if<sql::PlanCmd>(&bound)) {
     SHALE_RETURN_IF_ERROR(CheckPlanPrivileges(*plan->plan));
   }
+  if (const auto* explain = std::get_if<sql::ExplainCmd>(&bound)) {
+    SHALE_RETURN_IF_ERROR(CheckPlanPrivileges(*explain->plan));
+  }
   if (const auto* set = std::get_if<sql::SetCmd>(&bound); set != nullptr && set->user_values) {
     SHALE_RETURN_IF_ERROR(CheckPlanPrivileges(*set->user_values));
   }
@@ -353,6 +356,7 @@ sql::BindContext Session::MakeBindContext(const std::map<std::string, Value>* gl
   ctx.row_count = row_count_;
   ctx.found_rows = found_rows_;
   ctx.last_insert_id = last_insert_id_;
+  ctx.info_schema = InfoSchema();
   return ctx;
 }
 
@@ -486,7 +490,7 @@ Result<StatementResult> Session::ExecuteBound(const ast::Statement& stmt, sql::B
           return Ok();
         } else if constexpr (std::is_same_v<T, sql::ExplainCmd>) {
           SHALE_ASSIGN_OR_RETURN(auto physical, planner::Plan(*cmd.plan));
-          return ExplainPlan(engine_, *physical);
+          return ExplainPlan(engine_, *physical, cmd.tree);
         } else if constexpr (std::is_same_v<T, sql::AlterTableCmd>) {
           EndTransaction();
           if (cmd.new_def) {

@@ -20,6 +20,7 @@
 #include "sierra/column.h"
 #include "sierra/logical.h"
 #include "src/sql/ast.h"
+#include "src/sql/information_schema.h"
 #include "src/sql/binder.h"
 #include "src/common/value.h"
 
@@ -178,6 +179,12 @@ class Session {
   void Count(const sql::ast::Statement& stmt);
   // Filters SHOW DATABASES / SHOW TABLES rows to what the user may see.
   void FilterShown(const sql::ast::ShowStmt& show, StatementResult* r) const;
+  // What information_schema shows this session: the objects it holds some
+  // privilege on, the threads SHOW PROCESSLIST would list, row counts.
+  sql::InfoSchemaSource InfoSchema() const;
+  // SHOW [FULL] PROCESSLIST rows (Id, User, Host, db, Command, Time, State,
+  // Info) of the threads the session may see, by id.
+  std::vector<Row> ProcesslistRows(bool full) const;
   // Runs a bound statement (ExecuteStatement after binding).
   Result<StatementResult> ExecuteBound(const sql::ast::Statement& stmt, sql::BoundStatement* bound);
   // The BindContext of a statement of this session.

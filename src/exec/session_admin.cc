@@ -140,7 +140,7 @@ bool Session::Holds(uint32_t privileges, const std::string& db, const std::strin
 }
 
 Status Session::CheckDatabaseAccess(const std::string& db) const {
-  if (user_.superuser) return Status::OK();
+  if (user_.superuser || sql::IsInformationSchema(db)) return Status::OK();
   auto account = engine_->accounts()->Find(user_.user, user_.host);
   if (account && account->HasAnyIn(db)) return Status::OK();
   return SqlError(ErrorCode::kDbAccessDenied, "Access denied for user '{}'@'{}' to database '{}'",
@@ -158,12 +158,62 @@ void Session::FilterShown(const ast::ShowStmt& show, StatementResult* r) const {
   for (Row& row : r->rows) {
     if (row.empty() || !row[0].is_string() || !account) continue;
     const std::string& name = row[0].as_string();
-    bool visible = show.kind == Kind::kDatabases
-                       ? account->HasAnyIn(name)
-                       : (account->PrivilegesOn(db, name) & catalog::kTablePrivileges) != 0;
+    bool visible = (show.kind == Kind::kDatabases && sql::IsInformationSchema(name)) ||
+                   sql::IsInformationSchema(db);
+    visible = visible || (show.kind == Kind::kDatabases
+                              ? account->HasAnyIn(name)
+                              : (account->PrivilegesOn(db, name) & catalog::kTablePrivileges) != 0);
     if (visible) kept.push_back(std::move(row));
   }
   r->rows = std::move(kept);
+}
+
+std::vector<Row> Session::ProcesslistRows(bool full) const {
+  std::vector<Row> rows;
+  if (host_ == nullptr) return rows;
+  const bool all = Holds(catalog::kPrivProcess, "", "");
+  for (ThreadInfo& t : host_->Threads()) {
+    if (!all && t.user != user_.user) continue;
+    std::string info = full ? t.info : t.info.substr(0, 100);
+    rows.push_back({Value::Int(t.id), Value::String(t.user), Value::String(t.host),
+                    t.db.empty() ? Value::Null() : Value::String(t.db), Value::String(t.command),
+                    Value::Int(t.time), Value::String(t.state),
+                    t.info.empty() ? Value::Null() : Value::String(info)});
+  }
+  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a[0].as_int() < b[0].as_int(); });
+  return rows;
+}
+
+sql::InfoSchemaSource Session::InfoSchema() const {
+  sql::InfoSchemaSource src;
+  if (!user_.superuser) {
+    // The account as of this statement; objects with no privilege at all
+    // are left out, as MySQL does.
+    auto account = engine_->accounts()->Find(user_.user, user_.host);
+    src.visible = [account](const std::string& db, const std::string& table) {
+      if (!account) return false;
+      if (table.empty()) return account->HasAnyIn(db);
+      return (account->PrivilegesOn(db, table) & catalog::kTablePrivileges) != 0;
+    };
+  }
+  src.processlist = [this] { return ProcesslistRows(true); };
+  Engine* engine = engine_;
+  src.table_rows = [engine](const catalog::TableDef& t) -> std::optional<uint64_t> {
+    uint64_t rows = 0;
+    for (const catalog::SliceDef& def : t.primary.slices) {
+      auto slice = engine->slices()->GetSlice(def.id);
+      if (!slice.ok()) return std::nullopt;
+      rows += (*slice)->GetStats().rows;
+    }
+    return rows;
+  };
+  auto var = [&](const char* name, std::string* out) {
+    auto it = variables_.find(name);
+    if (it != variables_.end() && it->second.is_string()) *out = it->second.as_string();
+  };
+  var("character_set_server", &src.charset);
+  var("collation_server", &src.collation);
+  return src;
 }
 
 Status Session::CheckPrivileges(const ast::Statement& stmt) const {
@@ -177,6 +227,12 @@ Status Session::CheckPrivileges(const ast::Statement& stmt) const {
   auto need = [&](uint32_t bits, const ast::TableName& name) -> Status {
     const std::string& db = name.db.empty() ? current_db_ : name.db;
     if (db.empty() || name.table.empty()) return Status::OK();  // derived tables: see the plan
+    if (sql::IsInformationSchema(db)) {
+      // Everyone reads it (its rows are filtered); nobody writes it.
+      if (bits == catalog::kPrivSelect) return Status::OK();
+      return SqlError(ErrorCode::kDbAccessDenied, "Access denied for user '{}'@'{}' to database '{}'",
+                      user_.user, user_.address, sql::kInformationSchema);
+    }
     for (const auto& [bit, label] : catalog::PrivilegeNames()) {
       if ((bits & bit) && !Holds(bit, db, name.table)) return table_denied(bit, name.table);
     }
@@ -200,6 +256,7 @@ Status Session::CheckPrivileges(const ast::Statement& stmt) const {
         if constexpr (std::is_same_v<T, ast::SelectStmt>) {
           return need_select(s);
         } else if constexpr (std::is_same_v<T, ast::ExplainStmt>) {
+          // EXPLAIN UPDATE/DELETE: the written table is checked on the plan.
           return s.select ? need_select(*s.select) : Status::OK();
         } else if constexpr (std::is_same_v<T, ast::InsertStmt>) {
           // REPLACE may delete rows; ON DUPLICATE KEY UPDATE updates them.
@@ -208,8 +265,12 @@ Status Session::CheckPrivileges(const ast::Statement& stmt) const {
           if (!s.on_duplicate.empty()) bits |= catalog::kPrivUpdate;
           return need(bits, s.table);
         } else if constexpr (std::is_same_v<T, ast::UpdateStmt>) {
+          // Multi-table: which table is written is known once bound
+          // (CheckPlanPrivileges); every table read needs SELECT there.
+          if (!s.joins.empty()) return Status::OK();
           return need(catalog::kPrivUpdate | (s.where ? catalog::kPrivSelect : 0u), s.table.name);
         } else if constexpr (std::is_same_v<T, ast::DeleteStmt>) {
+          if (s.multi) return Status::OK();
           if (s.truncate) return need(catalog::kPrivDrop, s.table.name);  // as MySQL
           return need(catalog::kPrivDelete | (s.where ? catalog::kPrivSelect : 0u), s.table.name);
         } else if constexpr (std::is_same_v<T, ast::CreateTableStmt>) {
@@ -258,12 +319,12 @@ Status Session::CheckPrivileges(const ast::Statement& stmt) const {
           return Status::OK();
         } else if constexpr (std::is_same_v<T, ast::ShowStmt>) {
           using Kind = ast::ShowStmt::Kind;
-          if (s.kind == Kind::kTables) {
+          if (s.kind == Kind::kTables || s.kind == Kind::kTableStatus || s.kind == Kind::kCreateDatabase) {
             const std::string& db = s.db.empty() ? current_db_ : s.db;
             if (!db.empty()) return CheckDatabaseAccess(db);
           } else if (s.kind == Kind::kColumns || s.kind == Kind::kCreateTable) {
             const std::string& db = s.table.db.empty() ? current_db_ : s.table.db;
-            if (db.empty()) return Status::OK();
+            if (db.empty() || sql::IsInformationSchema(db)) return Status::OK();
             auto account = engine_->accounts()->Find(user_.user, user_.host);
             if (!account || (account->PrivilegesOn(db, s.table.table) & catalog::kTablePrivileges) == 0) {
               return SqlError(ErrorCode::kTableAccessDenied,
@@ -288,6 +349,14 @@ Status Session::CheckPlanPrivileges(const sierra::LogicalOperator& plan) const {
   if ((plan.kind == sierra::LogicalKind::kUpdate || plan.kind == sierra::LogicalKind::kDelete) &&
       plan.table) {
     target = plan.table->id;
+  }
+  if (target != 0) {
+    // The written table (multi-table UPDATE/DELETE are checked only here).
+    const uint32_t bit = plan.kind == sierra::LogicalKind::kUpdate ? catalog::kPrivUpdate : catalog::kPrivDelete;
+    if (!Holds(bit, plan.table->db, plan.table->name)) {
+      return SqlError(ErrorCode::kTableAccessDenied, "{} command denied to user '{}'@'{}' for table '{}'",
+                      CommandName(bit), user_.user, user_.address, plan.table->name);
+    }
   }
   std::vector<const sierra::LogicalOperator*> stack = {&plan};
   while (!stack.empty()) {
@@ -588,18 +657,7 @@ Result<StatementResult> Session::ExecuteAdmin(const ast::AdminStmt& s) {
 
     case Kind::kShowProcesslist: {
       if (host_ == nullptr) return Status::Internal("SHOW PROCESSLIST: no server");
-      const bool all = Holds(catalog::kPrivProcess, "", "");
-      std::vector<Row> rows;
-      for (ThreadInfo& t : host_->Threads()) {
-        if (!all && t.user != user_.user) continue;
-        std::string info = s.full ? t.info : t.info.substr(0, 100);
-        rows.push_back({Value::Int(t.id), Value::String(t.user), Value::String(t.host),
-                        t.db.empty() ? Value::Null() : Value::String(t.db), Value::String(t.command),
-                        Value::Int(t.time), Value::String(t.state),
-                        t.info.empty() ? Value::Null() : Value::String(info)});
-      }
-      std::sort(rows.begin(), rows.end(),
-                [](const Row& a, const Row& b) { return a[0].as_int() < b[0].as_int(); });
+      std::vector<Row> rows = ProcesslistRows(s.full);
       return ResultSet({Column("Id", SqlType::BigInt()), Column("User", SqlType::Varchar(32)),
                         Column("Host", SqlType::Varchar(261)), Column("db", SqlType::Varchar(64), true),
                         Column("Command", SqlType::Varchar(16)), Column("Time", SqlType::Int()),

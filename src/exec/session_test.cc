@@ -504,7 +504,7 @@ TEST_F(SessionTest, ShowStatements) {
   StatementResult dbs = Run("SHOW DATABASES");
   ASSERT_EQ(dbs.columns.size(), 1u);
   EXPECT_EQ(dbs.columns[0].name, "Database");
-  EXPECT_EQ(Text(dbs), (Table{{"d"}, {"e"}}));
+  EXPECT_EQ(Text(dbs), (Table{{"information_schema"}, {"d"}, {"e"}}));
   EXPECT_EQ(Query("SHOW DATABASES LIKE 'e%'"), (Table{{"e"}}));
 
   StatementResult tables = Run("SHOW TABLES");

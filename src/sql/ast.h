@@ -123,17 +123,26 @@ struct InsertStmt {
   std::vector<Assignment> on_duplicate;        // ON DUPLICATE KEY UPDATE
 };
 
+// Multi-table UPDATE t1 JOIN t2 ON ... SET ...: `table` and `joins` are the
+// table references (no ORDER BY or LIMIT then).
 struct UpdateStmt {
   TableRef table;
+  std::vector<JoinClause> joins;
   std::vector<Assignment> assignments;
   ExprPtr where;
   std::vector<OrderItem> order_by;
   std::optional<uint64_t> limit;
 };
 
-// DELETE FROM t [WHERE] [ORDER BY] [LIMIT n]
+// DELETE FROM t [WHERE] [ORDER BY] [LIMIT n]; multi-table
+// DELETE t1[, ...] FROM refs [WHERE] and DELETE FROM t1[, ...] USING refs
+// [WHERE]: `targets` names the tables rows are deleted from (by alias or
+// name), `table` and `joins` are the table references.
 struct DeleteStmt {
   TableRef table;
+  bool multi = false;
+  std::vector<TableName> targets;
+  std::vector<JoinClause> joins;
   bool truncate = false;  // TRUNCATE [TABLE] t: every row
   ExprPtr where;
   std::vector<OrderItem> order_by;
@@ -209,13 +218,14 @@ struct SetStmt {
 
 struct ShowStmt {
   enum class Kind : uint8_t { kDatabases, kTables, kVariables, kWarnings, kCreateTable, kColumns, kIndex,
-                              kCharset, kCollation };
+                              kCharset, kCollation, kTableStatus, kCreateDatabase, kEngines };
   Kind kind = Kind::kDatabases;
-  std::string db;                  // SHOW TABLES FROM db
+  std::string db;                  // SHOW TABLES/TABLE STATUS FROM db, SHOW CREATE DATABASE db
   TableName table;                 // SHOW CREATE TABLE t / SHOW COLUMNS FROM t
   std::optional<std::string> like; // LIKE 'pattern'
   bool full = false;
   bool global = false;             // SHOW GLOBAL VARIABLES
+  bool if_not_exists = false;      // SHOW CREATE DATABASE IF NOT EXISTS db
 };
 
 struct TransactionStmt {
@@ -248,9 +258,14 @@ struct RenameTableStmt {
   std::vector<std::pair<TableName, TableName>> renames;
 };
 
-// EXPLAIN SELECT ...: the physical plan, one operator per row.
+// EXPLAIN [FORMAT=TRADITIONAL|TREE] {SELECT ... | UPDATE ... | DELETE ...}:
+// the physical plan, one operator per row (TREE: one text value). Exactly
+// one of select, update, del is set.
 struct ExplainStmt {
   std::shared_ptr<const SelectStmt> select;
+  std::shared_ptr<const UpdateStmt> update;
+  std::shared_ptr<const DeleteStmt> del;
+  bool tree = false;  // FORMAT=TREE
 };
 
 // 'user'@'host' in account statements. CURRENT_USER[()] and USER() are

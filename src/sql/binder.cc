@@ -39,6 +39,7 @@ struct ScopeTable {
   std::string db;
   size_t first = 0;
   size_t count = 0;
+  std::shared_ptr<const catalog::TableDef> def = nullptr;  // a base table's definition (else null)
 };
 
 // The names visible to an expression: the columns of the FROM tables, in
@@ -151,6 +152,14 @@ LogicalPtr PushDownWhere(LogicalPtr plan, const ExprPtr& where, const std::vecto
 }
 
 // `e` with every (non-outer) column reference c moved to map[c].
+// `e` with column references at or above `from` moved to start at `to`.
+ExprPtr RebaseColumns(const ExprPtr& e, int from, int to) {
+  auto copy = std::make_shared<Expr>(*e);
+  if (copy->kind == sierra::ExprKind::kColumnRef && copy->column >= from) copy->column = copy->column - from + to;
+  for (ExprPtr& c : copy->children) c = RebaseColumns(c, from, to);
+  return copy;
+}
+
 ExprPtr RemapColumns(const ExprPtr& e, const std::vector<int>& map) {
   auto copy = std::make_shared<Expr>(*e);
   if (copy->kind == sierra::ExprKind::kColumnRef && copy->column >= 0) copy->column = map[copy->column];
@@ -315,6 +324,12 @@ class Binder {
   Result<LogicalPtr> BindInsert(const ast::InsertStmt& s);
   Result<LogicalPtr> BindUpdate(const ast::UpdateStmt& s);
   Result<LogicalPtr> BindDelete(const ast::DeleteStmt& s);
+  // Multi-table UPDATE/DELETE: the joined rows of `first` and `joins` that
+  // `where` keeps, filling scope->tables (as a SELECT's FROM and WHERE).
+  Result<LogicalPtr> BindJoinedRows(const ast::TableRef& first, const std::vector<ast::JoinClause>& joins,
+                                    const ast::Expr* where, Scope* scope);
+  Result<LogicalPtr> BindMultiUpdate(const ast::UpdateStmt& s);
+  Result<LogicalPtr> BindMultiDelete(const ast::DeleteStmt& s);
   // Scan [-> Filter] [-> Sort] [-> Limit] over one table: the rows an UPDATE
   // or DELETE changes, as full table rows.
   Result<LogicalPtr> BindTargetRows(const ast::TableRef& ref, const ast::Expr* where,
@@ -349,6 +364,9 @@ class Binder {
   std::vector<PendingApply> applies_;
   size_t apply_base_ = 0;
   bool collecting_applies_ = false;  // subqueries are allowed in the clause being bound
+  // Binding HAVING above an aggregate: uncorrelated subqueries are allowed
+  // there (their Applies go above the Aggregate).
+  bool in_having_ = false;
   // ON DUPLICATE KEY UPDATE: VALUES(c) reads column c of the inserted row,
   // which follows the existing row at this offset (-1: VALUES() not allowed).
   int values_offset_ = -1;
@@ -413,6 +431,7 @@ Result<BoundStatement> Binder::BindStatement(const ast::Statement& stmt) {
         } else if constexpr (std::is_same_v<T, ast::DropDatabaseStmt>) {
           return BoundStatement(DropDatabaseCmd{s.name, s.if_exists});
         } else if constexpr (std::is_same_v<T, ast::UseStmt>) {
+          if (IsInformationSchema(s.db)) return BoundStatement(UseCmd{std::string(kInformationSchema)});
           if (!ctx_.catalog->DatabaseExists(s.db)) {
             return SqlError(ErrorCode::kBadDb, "Unknown database '{}'", s.db);
           }
@@ -423,8 +442,15 @@ Result<BoundStatement> Binder::BindStatement(const ast::Statement& stmt) {
           SHALE_ASSIGN_OR_RETURN(auto plan, BindShow(s));
           return BoundStatement(PlanCmd{std::move(plan)});
         } else if constexpr (std::is_same_v<T, ast::ExplainStmt>) {
-          SHALE_ASSIGN_OR_RETURN(auto plan, BindSelect(*s.select));
-          return BoundStatement(ExplainCmd{std::move(plan)});
+          LogicalPtr plan;
+          if (s.update) {
+            SHALE_ASSIGN_OR_RETURN(plan, BindUpdate(*s.update));
+          } else if (s.del) {
+            SHALE_ASSIGN_OR_RETURN(plan, BindDelete(*s.del));
+          } else {
+            SHALE_ASSIGN_OR_RETURN(plan, BindSelect(*s.select));
+          }
+          return BoundStatement(ExplainCmd{std::move(plan), s.tree});
         } else if constexpr (std::is_same_v<T, ast::AlterTableStmt>) {
           return BindAlterTable(s);
         } else if constexpr (std::is_same_v<T, ast::RenameTableStmt>) {
@@ -456,6 +482,13 @@ Result<std::string> Binder::ResolveDb(const std::string& db) const {
 Result<std::shared_ptr<const catalog::TableDef>> Binder::ResolveTable(
     const ast::TableName& name) const {
   SHALE_ASSIGN_OR_RETURN(std::string db, ResolveDb(name.db));
+  if (IsInformationSchema(db)) {
+    // Only read (BindFrom); writing or altering it is refused, as in MySQL.
+    const size_t at = ctx_.user.rfind('@');
+    return SqlError(ErrorCode::kDbAccessDenied, "Access denied for user '{}'@'{}' to database '{}'",
+                    ctx_.user.substr(0, at), at == std::string::npos ? "" : ctx_.user.substr(at + 1),
+                    kInformationSchema);
+  }
   return ctx_.catalog->GetTable(db, name.table);
 }
 
@@ -500,17 +533,38 @@ Result<LogicalPtr> Binder::BindFrom(const ast::SelectStmt& s, Scope* scope) {
       width += plan->columns.size();
       return plan;
     }
+    if (IsInformationSchema(ref.name.db.empty() ? ctx_.current_db : ref.name.db)) {
+      // A virtual table: its rows, generated now, as a Values input.
+      SHALE_ASSIGN_OR_RETURN(VirtualTable vt,
+                             InformationSchemaTable(ref.name.table, *ctx_.catalog, ctx_.info_schema));
+      std::string alias = ref.alias.empty() ? ref.name.table : ref.alias;
+      for (const ScopeTable& t : scope->tables) {
+        if (t.alias == alias) return SqlError(ErrorCode::kNonUniqTable, "Not unique table/alias: '{}'", alias);
+      }
+      for (ColumnInfo& c : vt.columns) c.table = alias;
+      LogicalPtr values = ValuesPlan(std::move(vt.columns), vt.rows);
+      scope->tables.push_back({alias, std::string(kInformationSchema), width, values->columns.size()});
+      width += values->columns.size();
+      return values;
+    }
     SHALE_ASSIGN_OR_RETURN(auto table, ResolveTable(ref.name));
     std::string alias = ref.alias.empty() ? table->name : ref.alias;
     for (const ScopeTable& t : scope->tables) {
       if (t.alias == alias) return SqlError(ErrorCode::kNonUniqTable, "Not unique table/alias: '{}'", alias);
     }
     LogicalPtr scan = LogicalOperator::Scan(table, ref.alias);
-    scope->tables.push_back({alias, table->db, width, scan->columns.size()});
+    scope->tables.push_back({alias, table->db, width, scan->columns.size(), table});
     width += scan->columns.size();
     return scan;
   };
   SHALE_ASSIGN_OR_RETURN(LogicalPtr plan, add(*s.from));
+  // Conjuncts of inner joins' ON clauses that hold subqueries: for an inner
+  // join ON is a filter, so they filter the whole FROM result (above the
+  // Applies of their subqueries, numbered from a placeholder base until the
+  // width is known).
+  constexpr int kOnApplyBase = 1 << 23;
+  std::vector<PendingApply> on_applies;
+  std::vector<ExprPtr> on_with_subquery;
   for (const ast::JoinClause& j : s.joins) {
     SHALE_ASSIGN_OR_RETURN(LogicalPtr right, add(j.table));
     auto kind = j.kind == ast::JoinClause::Kind::kLeft ? sierra::JoinKind::kLeft : sierra::JoinKind::kInner;
@@ -520,8 +574,39 @@ Result<LogicalPtr> Binder::BindFrom(const ast::SelectStmt& s, Scope* scope) {
       Scope on_scope = *scope;
       on_scope.source = plan.get();
       on_scope.clause = "on clause";
-      SHALE_ASSIGN_OR_RETURN(plan->predicate, BindExpr(*j.on, on_scope));
+      if (kind == sierra::JoinKind::kInner) StartApplies(kOnApplyBase + on_applies.size());
+      auto bound = BindExpr(*j.on, on_scope);
+      collecting_applies_ = false;
+      if (!bound.ok()) return bound.status();
+      if (applies_.empty()) {
+        plan->predicate = *bound;
+        continue;
+      }
+      std::vector<ExprPtr> conjuncts, plain;
+      sierra::SplitConjuncts(*bound, &conjuncts);
+      for (const ExprPtr& c : conjuncts) {
+        int min = INT32_MAX, max = -1;
+        ColumnRange(*c, &min, &max);
+        (max >= kOnApplyBase ? on_with_subquery : plain).push_back(c);
+      }
+      if (!plain.empty()) plan->predicate = AndAll(plain);
+      for (PendingApply& a : applies_) on_applies.push_back(std::move(a));
+      applies_.clear();
     }
+  }
+  if (!on_applies.empty()) {
+    const int width = static_cast<int>(plan->columns.size());
+    std::vector<ExprPtr> rebased;
+    for (const ExprPtr& c : on_with_subquery) rebased.push_back(RebaseColumns(c, kOnApplyBase, width));
+    applies_ = std::move(on_applies);
+    plan = LogicalOperator::Filter(FinishApplies(std::move(plan)), AndAll(rebased));
+    // Back to the tables' columns.
+    std::vector<ExprPtr> cols;
+    std::vector<ColumnInfo> infos(plan->columns.begin(), plan->columns.begin() + width);
+    for (int i = 0; i < width; ++i) {
+      cols.push_back(Expr::ColumnRef(i, infos[i].name, infos[i].type, infos[i].nullable));
+    }
+    plan = LogicalOperator::Project(std::move(plan), std::move(cols), std::move(infos));
   }
   return plan;
 }
@@ -668,10 +753,26 @@ Result<LogicalPtr> Binder::BindSelect(const ast::SelectStmt& s) {
   }
 
   ExprPtr having;
+  // Above an aggregate, HAVING's subqueries become Applies over the
+  // aggregate's rows; their columns follow the aggregate's, whose number is
+  // known only once HAVING is bound (it may add aggregate calls), so they
+  // are numbered from a placeholder base and rebased below.
+  constexpr int kHavingApplyBase = 1 << 24;
+  std::vector<PendingApply> having_applies;
   if (s.having) {
     Scope having_scope = scope;
     having_scope.clause = "having clause";
+    if (aggregate) {
+      StartApplies(kHavingApplyBase);
+      in_having_ = true;
+    }
     auto bound = BindExpr(*s.having, having_scope);
+    if (aggregate) {
+      in_having_ = false;
+      collecting_applies_ = false;
+      having_applies = std::move(applies_);
+      applies_.clear();
+    }
     if (!bound.ok()) return bound.status();
     having = *bound;
   }
@@ -728,6 +829,11 @@ Result<LogicalPtr> Binder::BindSelect(const ast::SelectStmt& s) {
       agg_columns.push_back(std::move(c));
     }
     plan = LogicalOperator::Aggregate(std::move(plan), agg.group_by, agg.calls, std::move(agg_columns));
+  }
+  if (having && !having_applies.empty()) {
+    having = RebaseColumns(having, kHavingApplyBase, static_cast<int>(plan->columns.size()));
+    applies_ = std::move(having_applies);
+    plan = FinishApplies(std::move(plan));  // the columns above keep their positions
   }
   if (having) plan = LogicalOperator::Filter(std::move(plan), std::move(having));
   if (!aggregate) plan = FinishApplies(std::move(plan));
@@ -1318,7 +1424,7 @@ Result<ExprPtr> Binder::BindExprInner(const ast::Expr& e, const Scope& scope) {
 }
 
 Result<ExprPtr> Binder::BindSubquery(const ast::Expr& e, const Scope& scope) {
-  if (!collecting_applies_ || agg_) {
+  if (!collecting_applies_ || (agg_ && !in_having_)) {
     return SqlError(ErrorCode::kNotSupportedYet,
                     "This version of Shale doesn't yet support 'subqueries in this clause'");
   }
@@ -1343,6 +1449,11 @@ Result<ExprPtr> Binder::BindSubquery(const ast::Expr& e, const Scope& scope) {
   Binder sub(ctx_);
   sub.outer_ = &scope;
   SHALE_ASSIGN_OR_RETURN(a.plan, sub.BindSelect(*e.subquery));
+  if (in_having_ && sierra::HasOuterRefs(*a.plan)) {
+    // Its outer references would read the grouped rows, not the groups.
+    return SqlError(ErrorCode::kNotSupportedYet,
+                    "This version of Shale doesn't yet support 'correlated subqueries in HAVING'");
+  }
   if (a.kind != sierra::ApplyKind::kExists && a.plan->columns.size() != 1) {
     return SqlError(ErrorCode::kOperandColumns, "Operand should contain 1 column(s)");
   }
@@ -1625,7 +1736,148 @@ Result<LogicalPtr> Binder::BindTargetRows(const ast::TableRef& ref, const ast::E
   return plan;
 }
 
+Result<LogicalPtr> Binder::BindJoinedRows(const ast::TableRef& first, const std::vector<ast::JoinClause>& joins,
+                                          const ast::Expr* where, Scope* scope) {
+  ast::SelectStmt from;
+  from.from = first;
+  for (const ast::JoinClause& j : joins) {
+    ast::JoinClause copy;
+    copy.kind = j.kind;
+    copy.table = j.table;
+    if (j.on) copy.on = CloneAst(*j.on);
+    from.joins.push_back(std::move(copy));
+  }
+  SHALE_ASSIGN_OR_RETURN(LogicalPtr plan, BindFrom(from, scope));
+  scope->source = plan.get();
+  if (where == nullptr) return plan;
+  Scope where_scope = *scope;
+  where_scope.clause = "where clause";
+  const size_t width = plan->columns.size();
+  StartApplies(width);
+  auto bound = BindExpr(*where, where_scope);
+  collecting_applies_ = false;
+  if (!bound.ok()) return bound.status();
+  std::vector<ExprPtr> conjuncts, plain, with_subquery;
+  sierra::SplitConjuncts(*bound, &conjuncts);
+  for (const ExprPtr& c : conjuncts) {
+    int min = INT32_MAX, max = -1;
+    ColumnRange(*c, &min, &max);
+    (max >= static_cast<int>(width) ? with_subquery : plain).push_back(c);
+  }
+  plan = JoinInConnectedOrder(std::move(plan), std::move(plain), scope->tables);
+  const bool had_applies = !applies_.empty();
+  plan = FinishApplies(std::move(plan));
+  if (!with_subquery.empty()) plan = LogicalOperator::Filter(std::move(plan), AndAll(with_subquery));
+  if (had_applies) {
+    // Back to the joined columns.
+    std::vector<ExprPtr> cols;
+    std::vector<ColumnInfo> infos(plan->columns.begin(), plan->columns.begin() + static_cast<std::ptrdiff_t>(width));
+    for (size_t i = 0; i < width; ++i) {
+      cols.push_back(Expr::ColumnRef(static_cast<int>(i), infos[i].name, infos[i].type, infos[i].nullable));
+    }
+    plan = LogicalOperator::Project(std::move(plan), std::move(cols), std::move(infos));
+  }
+  scope->source = plan.get();
+  return plan;
+}
+
+// The target rows of a multi-table statement: the target table's columns
+// of each joined row, then `extra` (at least one value, which tells the
+// executor to change each target row once however many rows it joined).
+LogicalPtr TargetColumns(LogicalPtr rows, const ScopeTable& target, std::vector<ExprPtr> extra) {
+  std::vector<ExprPtr> exprs;
+  std::vector<ColumnInfo> infos;
+  for (size_t i = 0; i < target.count; ++i) {
+    const ColumnInfo& c = rows->columns[target.first + i];
+    exprs.push_back(Expr::ColumnRef(static_cast<int>(target.first + i), c.name, c.type, c.nullable));
+    infos.push_back(c);
+  }
+  if (extra.empty()) extra.push_back(Expr::Constant(Value::Int(1)));
+  for (ExprPtr& e : extra) {
+    infos.push_back(ExprColumn("", e));
+    exprs.push_back(std::move(e));
+  }
+  return LogicalOperator::Project(std::move(rows), std::move(exprs), std::move(infos));
+}
+
+Result<LogicalPtr> Binder::BindMultiUpdate(const ast::UpdateStmt& s) {
+  Scope scope;
+  SHALE_ASSIGN_OR_RETURN(LogicalPtr rows, BindJoinedRows(s.table, s.joins, s.where.get(), &scope));
+  const ScopeTable* target = nullptr;
+  std::vector<int> columns;
+  std::vector<ExprPtr> values;
+  for (const ast::Assignment& a : s.assignments) {
+    ast::Expr name;
+    name.kind = ast::ExprKind::kColumn;
+    name.names = a.names;
+    SHALE_ASSIGN_OR_RETURN(ExprPtr col, BindColumn(name, scope));
+    const ScopeTable* owner = nullptr;
+    for (const ScopeTable& t : scope.tables) {
+      if (static_cast<size_t>(col->column) >= t.first && static_cast<size_t>(col->column) < t.first + t.count) owner = &t;
+    }
+    if (owner == nullptr || !owner->def) {
+      return SqlError(ErrorCode::kNonUpdatableTable, "The target table {} of the UPDATE is not updatable",
+                      owner ? owner->alias : a.names.back());
+    }
+    if (target != nullptr && target != owner) {
+      return SqlError(ErrorCode::kNotSupportedYet,
+                      "This version of Shale doesn't yet support 'UPDATE of several tables in one statement'");
+    }
+    target = owner;
+    const int column = col->column - static_cast<int>(owner->first);
+    if (a.value->kind == ast::ExprKind::kDefault) {
+      const catalog::ColumnDef& c = owner->def->columns[column];
+      if (c.default_value) {
+        values.push_back(Expr::Constant(*c.default_value));
+      } else if (c.nullable) {
+        values.push_back(Expr::Constant(Value::Null()));
+      } else {
+        return SqlError(ErrorCode::kNoDefaultForField, "Field '{}' doesn't have a default value", c.name);
+      }
+    } else {
+      SHALE_ASSIGN_OR_RETURN(ExprPtr value, BindExpr(*a.value, scope));
+      values.push_back(std::move(value));
+    }
+    columns.push_back(column);
+  }
+  const size_t width = target->count;
+  std::vector<ExprPtr> exprs;
+  for (size_t i = 0; i < values.size(); ++i) {
+    exprs.push_back(Expr::ColumnRef(static_cast<int>(width + i), "", values[i]->type, values[i]->nullable));
+  }
+  std::shared_ptr<const catalog::TableDef> table = target->def;
+  LogicalPtr child = TargetColumns(std::move(rows), *target, std::move(values));
+  return LogicalOperator::Update(table, std::move(child), std::move(columns), std::move(exprs));
+}
+
+Result<LogicalPtr> Binder::BindMultiDelete(const ast::DeleteStmt& s) {
+  Scope scope;
+  SHALE_ASSIGN_OR_RETURN(LogicalPtr rows, BindJoinedRows(s.table, s.joins, s.where.get(), &scope));
+  const ScopeTable* target = nullptr;
+  for (const ast::TableName& name : s.targets) {
+    const ScopeTable* found = nullptr;
+    for (const ScopeTable& t : scope.tables) {
+      if (t.alias == name.table && (name.db.empty() || name.db == t.db)) found = &t;
+    }
+    if (found == nullptr) {
+      return SqlError(ErrorCode::kUnknownTable, "Unknown table '{}' in MULTI DELETE", name.table);
+    }
+    if (!found->def) {
+      return SqlError(ErrorCode::kNonUpdatableTable, "The target table {} of the DELETE is not updatable",
+                      name.table);
+    }
+    if (target != nullptr && target != found) {
+      return SqlError(ErrorCode::kNotSupportedYet,
+                      "This version of Shale doesn't yet support 'DELETE from several tables in one statement'");
+    }
+    target = found;
+  }
+  std::shared_ptr<const catalog::TableDef> table = target->def;
+  return LogicalOperator::Delete(table, TargetColumns(std::move(rows), *target, {}));
+}
+
 Result<LogicalPtr> Binder::BindUpdate(const ast::UpdateStmt& s) {
+  if (!s.joins.empty()) return BindMultiUpdate(s);
   Scope scope;
   SHALE_ASSIGN_OR_RETURN(LogicalPtr rows,
                          BindTargetRows(s.table, s.where.get(), s.order_by, s.limit, &scope));
@@ -1666,6 +1918,7 @@ Result<LogicalPtr> Binder::BindUpdate(const ast::UpdateStmt& s) {
 }
 
 Result<LogicalPtr> Binder::BindDelete(const ast::DeleteStmt& s) {
+  if (s.multi) return BindMultiDelete(s);
   Scope scope;
   SHALE_ASSIGN_OR_RETURN(LogicalPtr rows,
                          BindTargetRows(s.table, s.where.get(), s.order_by, s.limit, &scope));
@@ -2271,6 +2524,7 @@ Result<LogicalPtr> Binder::BindShow(const ast::ShowStmt& s) {
   auto like_ok = [&](const std::string& name) { return !s.like || MatchLike(name, *s.like); };
   switch (s.kind) {
     case Kind::kDatabases: {
+      if (like_ok(std::string(kInformationSchema))) rows.push_back({Value::String(std::string(kInformationSchema))});
       for (const std::string& db : ctx_.catalog->ListDatabases()) {
         if (like_ok(db)) rows.push_back({Value::String(db)});
       }
@@ -2279,11 +2533,18 @@ Result<LogicalPtr> Binder::BindShow(const ast::ShowStmt& s) {
     }
     case Kind::kTables: {
       SHALE_ASSIGN_OR_RETURN(std::string db, ResolveDb(s.db));
-      SHALE_ASSIGN_OR_RETURN(auto tables, ctx_.catalog->ListTables(db));
+      const bool virtual_db = IsInformationSchema(db);
+      std::vector<std::string> tables;
+      if (virtual_db) {
+        db = std::string(kInformationSchema);
+        tables = InformationSchemaTables();
+      } else {
+        SHALE_ASSIGN_OR_RETURN(tables, ctx_.catalog->ListTables(db));
+      }
       for (const std::string& t : tables) {
         if (!like_ok(t)) continue;
         if (s.full) {
-          rows.push_back({Value::String(t), Value::String("BASE TABLE")});
+          rows.push_back({Value::String(t), Value::String(virtual_db ? "SYSTEM VIEW" : "BASE TABLE")});
         } else {
           rows.push_back({Value::String(t)});
         }
@@ -2309,6 +2570,21 @@ Result<LogicalPtr> Binder::BindShow(const ast::ShowStmt& s) {
       return ValuesPlan({TextColumn("Level", 7), code, TextColumn("Message", 512)}, ctx_.warnings);
     }
     case Kind::kColumns: {
+      if (IsInformationSchema(s.table.db.empty() ? ctx_.current_db : s.table.db)) {
+        SHALE_ASSIGN_OR_RETURN(VirtualTable vt,
+                               InformationSchemaTable(s.table.table, *ctx_.catalog, ctx_.info_schema));
+        for (const ColumnInfo& c : vt.columns) {
+          if (!like_ok(c.name)) continue;
+          rows.push_back({Value::String(c.name), Value::String(c.type.ToString()),
+                          Value::String(c.nullable ? "YES" : "NO"), Value::String(""), Value::Null(),
+                          Value::String("")});
+        }
+        ColumnInfo def_col = TextColumn("Default");
+        def_col.nullable = true;
+        return ValuesPlan({TextColumn("Field"), TextColumn("Type"), TextColumn("Null", 3), TextColumn("Key", 3),
+                           def_col, TextColumn("Extra")},
+                          rows);
+      }
       SHALE_ASSIGN_OR_RETURN(auto table, ResolveTable(s.table));
       // Without a declared primary key, MySQL shows the first UNIQUE index
       // over NOT NULL columns as the primary key.
@@ -2432,6 +2708,40 @@ Result<LogicalPtr> Binder::BindShow(const ast::ShowStmt& s) {
                          TextColumn("Index_comment", 1024), TextColumn("Visible", 3), null_text("Expression")},
                         rows);
     }
+    case Kind::kTableStatus: {
+      SHALE_ASSIGN_OR_RETURN(std::string db, ResolveDb(s.db));
+      if (!IsInformationSchema(db) && !ctx_.catalog->DatabaseExists(db)) {
+        return SqlError(ErrorCode::kBadDb, "Unknown database '{}'", db);
+      }
+      VirtualTable status = TableStatus(db, *ctx_.catalog, ctx_.info_schema);
+      for (auto& row : status.rows) {
+        if (like_ok(row[0].as_string())) rows.push_back(std::move(row));
+      }
+      return ValuesPlan(std::move(status.columns), rows);
+    }
+    case Kind::kCreateDatabase: {
+      if (!IsInformationSchema(s.db) && !ctx_.catalog->DatabaseExists(s.db)) {
+        return SqlError(ErrorCode::kBadDb, "Unknown database '{}'", s.db);
+      }
+      std::string name = IsInformationSchema(s.db) ? std::string(kInformationSchema) : s.db;
+      rows.push_back({Value::String(name), Value::String(ShowCreateDatabaseSql(name, s.if_not_exists, ctx_.info_schema))});
+      return ValuesPlan({TextColumn("Database"), TextColumn("Create Database", 1024)}, rows);
+    }
+    case Kind::kEngines: {
+      SHALE_ASSIGN_OR_RETURN(VirtualTable engines,
+                             InformationSchemaTable("ENGINES", *ctx_.catalog, ctx_.info_schema));
+      std::vector<ColumnInfo> cols;
+      for (const char* name : {"Engine", "Support", "Comment", "Transactions", "XA", "Savepoints"}) {
+        ColumnInfo c = engines.columns[cols.size()];
+        c.name = name;
+        c.org_name.clear();
+        c.table.clear();
+        c.org_table.clear();
+        c.db.clear();
+        cols.push_back(std::move(c));
+      }
+      return ValuesPlan(std::move(cols), engines.rows);
+    }
     case Kind::kCreateTable: {
       SHALE_ASSIGN_OR_RETURN(auto table, ResolveTable(s.table));
       rows.push_back({Value::String(table->name), Value::String(ShowCreateTableSql(*table))});
@@ -2524,6 +2834,13 @@ Status ResolveIndexes(const catalog::TableDef& table, const std::vector<ast::Ind
     out->push_back(std::move(rep));
   }
   return Status::OK();
+}
+
+std::string ShowCreateDatabaseSql(const std::string& db, bool if_not_exists, const InfoSchemaSource& source) {
+  bool is = IsInformationSchema(db);
+  return fmt::format("CREATE DATABASE {}`{}` /*!40100 DEFAULT CHARACTER SET {} COLLATE {} */",
+                     if_not_exists ? "/*!32312 IF NOT EXISTS*/ " : "", db, is ? "utf8mb3" : source.charset,
+                     is ? "utf8mb3_general_ci" : source.collation);
 }
 
 std::string ShowCreateTableSql(const catalog::TableDef& t) {

@@ -22,6 +22,7 @@
 #include "sierra/logical.h"
 #include "src/catalog/catalog.h"
 #include "src/sql/ast.h"
+#include "src/sql/information_schema.h"
 #include "src/sql/system_tables.h"
 
 namespace shale::sql {
@@ -40,6 +41,9 @@ struct BindContext {
   std::vector<std::vector<Value>> warnings;                   // for SHOW WARNINGS: level, code, message
   uint32_t connection_id = 0;
   std::string user;  // 'user@host'
+  // information_schema's view of the session (privileges, threads, row
+  // counts); also filters SHOW TABLE STATUS.
+  InfoSchemaSource info_schema;
   // User variables (@name, lower-cased names); null: none are set.
   const std::map<std::string, Value>* user_variables = nullptr;
   // What ROW_COUNT(), FOUND_ROWS() and LAST_INSERT_ID() return: the
@@ -112,6 +116,7 @@ struct RenameTableCmd {
 // EXPLAIN: plan `plan` and describe it instead of running it.
 struct ExplainCmd {
   sierra::LogicalPtr plan;
+  bool tree = false;  // FORMAT=TREE: one text value
 };
 // A Sierra plan: a query (kInsert at the root for INSERT).
 struct PlanCmd {
@@ -142,5 +147,7 @@ Status ResolveIndexes(const catalog::TableDef& table, const std::vector<ast::Ind
                       std::vector<catalog::RepresentationDef>* out);
 // CREATE TABLE text for SHOW CREATE TABLE.
 std::string ShowCreateTableSql(const catalog::TableDef& t);
+// CREATE DATABASE text for SHOW CREATE DATABASE.
+std::string ShowCreateDatabaseSql(const std::string& db, bool if_not_exists, const InfoSchemaSource& source);
 
 }  // namespace shale::sql

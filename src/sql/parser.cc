@@ -223,10 +223,33 @@ Result<ast::Statement> Parser::ParseStatement() {
     return ast::Statement(ast::TransactionStmt{ast::TransactionStmt::Kind::kRollback});
   }
   if (AcceptKeyword("EXPLAIN") || AcceptKeyword("DESCRIBE") || AcceptKeyword("DESC")) {
+    bool tree = false;
+    if (AtKeyword("FORMAT") && AtOperator("=", 1)) {
+      pos_ += 2;
+      if (AcceptKeyword("TREE")) {
+        tree = true;
+      } else if (!AcceptKeyword("TRADITIONAL")) {
+        return NotSupported("EXPLAIN of this format");
+      }
+    }
+    if (AtKeyword("UPDATE")) {
+      SHALE_ASSIGN_OR_RETURN(auto u, ParseUpdate());
+      ast::ExplainStmt e;
+      e.update = std::make_shared<ast::UpdateStmt>(std::move(u));
+      e.tree = tree;
+      return ast::Statement(std::move(e));
+    }
+    if (AtKeyword("DELETE")) {
+      SHALE_ASSIGN_OR_RETURN(auto d, ParseDelete());
+      ast::ExplainStmt e;
+      e.del = std::make_shared<ast::DeleteStmt>(std::move(d));
+      e.tree = tree;
+      return ast::Statement(std::move(e));
+    }
     if (!AtKeyword("SELECT") && !AtOperator("(")) {
       if (Peek().kind == TokenKind::kIdent || Peek().kind == TokenKind::kQuotedIdent) {
         if (AtKeyword("FORMAT") || AtKeyword("ANALYZE") || AtKeyword("EXTENDED") || AtKeyword("PARTITIONS") ||
-            AtKeyword("UPDATE") || AtKeyword("DELETE") || AtKeyword("INSERT") || AtKeyword("REPLACE")) {
+            AtKeyword("INSERT") || AtKeyword("REPLACE")) {
           return NotSupported("EXPLAIN of this form");
         }
         // DESCRIBE t / EXPLAIN t: the table's columns.
@@ -238,7 +261,10 @@ Result<ast::Statement> Parser::ParseStatement() {
       return ErrorHere();
     }
     SHALE_ASSIGN_OR_RETURN(auto q, ParseQuery());
-    return ast::Statement(ast::ExplainStmt{std::make_shared<ast::SelectStmt>(std::move(q))});
+    ast::ExplainStmt e;
+    e.select = std::make_shared<ast::SelectStmt>(std::move(q));
+    e.tree = tree;
+    return ast::Statement(std::move(e));
   }
   if (AtKeyword("ALTER") && AtKeyword("TABLE", 1)) {
     SHALE_ASSIGN_OR_RETURN(auto s, ParseAlterTable());
@@ -326,35 +352,7 @@ Result<ast::SelectStmt> Parser::ParseSelect() {
     } else {
       SHALE_ASSIGN_OR_RETURN(ast::TableRef ref, ParseTableRef());
       s.from = std::move(ref);
-      while (true) {
-        ast::JoinClause join;
-        bool needs_on = false;
-        if (AcceptOperator(",")) {
-        } else if (AcceptKeyword("CROSS") || AtKeyword("JOIN")) {
-          SHALE_RETURN_IF_ERROR(ExpectKeyword("JOIN"));
-        } else if (AcceptKeyword("INNER")) {
-          SHALE_RETURN_IF_ERROR(ExpectKeyword("JOIN"));
-        } else if (AcceptKeyword("LEFT")) {
-          AcceptKeyword("OUTER");
-          SHALE_RETURN_IF_ERROR(ExpectKeyword("JOIN"));
-          join.kind = ast::JoinClause::Kind::kLeft;
-          needs_on = true;
-        } else if (AtKeyword("RIGHT") || AtKeyword("NATURAL") || AtKeyword("STRAIGHT_JOIN") ||
-                   AtKeyword("FULL")) {
-          return NotSupported(fmt::format("{} JOIN", Upper(Peek().text)));
-        } else {
-          break;
-        }
-        SHALE_ASSIGN_OR_RETURN(join.table, ParseTableRef());
-        if (AcceptKeyword("ON")) {
-          SHALE_ASSIGN_OR_RETURN(join.on, ParseExpr());
-        } else if (AtKeyword("USING")) {
-          return NotSupported("JOIN ... USING");
-        } else if (needs_on) {
-          return ErrorHere();
-        }
-        s.joins.push_back(std::move(join));
-      }
+      SHALE_RETURN_IF_ERROR(ParseJoins(&s.joins));
     }
   }
   if (AcceptKeyword("WHERE")) {
@@ -458,6 +456,54 @@ Result<ast::SelectStmt> Parser::ParseQuery() {
   return u;
 }
 
+Status Parser::ParseJoins(std::vector<ast::JoinClause>* out) {
+  while (true) {
+    ast::JoinClause join;
+    bool needs_on = false;
+    if (AcceptOperator(",")) {
+    } else if (AcceptKeyword("CROSS") || AtKeyword("JOIN")) {
+      SHALE_RETURN_IF_ERROR(ExpectKeyword("JOIN"));
+    } else if (AcceptKeyword("INNER")) {
+      SHALE_RETURN_IF_ERROR(ExpectKeyword("JOIN"));
+    } else if (AcceptKeyword("LEFT")) {
+      AcceptKeyword("OUTER");
+      SHALE_RETURN_IF_ERROR(ExpectKeyword("JOIN"));
+      join.kind = ast::JoinClause::Kind::kLeft;
+      needs_on = true;
+    } else if (AtKeyword("RIGHT") || AtKeyword("NATURAL") || AtKeyword("STRAIGHT_JOIN") ||
+               AtKeyword("FULL")) {
+      return NotSupported(fmt::format("{} JOIN", Upper(Peek().text)));
+    } else {
+      break;
+    }
+    SHALE_ASSIGN_OR_RETURN(join.table, ParseTableRef());
+    if (AcceptKeyword("ON")) {
+      SHALE_ASSIGN_OR_RETURN(join.on, ParseExpr());
+    } else if (AtKeyword("USING")) {
+      return NotSupported("JOIN ... USING");
+    } else if (needs_on) {
+      return ErrorHere();
+    }
+    out->push_back(std::move(join));
+  }
+  return Status::OK();
+}
+
+Status Parser::ParseDeleteTargets(std::vector<ast::TableName>* out) {
+  while (true) {
+    ast::TableName name;
+    SHALE_ASSIGN_OR_RETURN(name.table, ParseIdentifier());
+    if (AtOperator(".") && !AtOperator("*", 1)) {
+      ++pos_;
+      name.db = std::move(name.table);
+      SHALE_ASSIGN_OR_RETURN(name.table, ParseIdentifier());
+    }
+    if (AtOperator(".") && AtOperator("*", 1)) pos_ += 2;  // t.*
+    out->push_back(std::move(name));
+    if (!AcceptOperator(",")) return Status::OK();
+  }
+}
+
 Result<ast::TableRef> Parser::ParseTableRef() {
   ast::TableRef ref;
   if (AtOperator("(") && (AtKeyword("SELECT", 1) || AtOperator("(", 1))) {
@@ -515,13 +561,14 @@ Result<ast::UpdateStmt> Parser::ParseUpdate() {
   if (!AtKeyword("SET")) {
     SHALE_ASSIGN_OR_RETURN(s.table.alias, ParseOptionalAlias());
   }
-  if (AtOperator(",") || AtKeyword("JOIN") || AtKeyword("INNER") || AtKeyword("LEFT") ||
-      AtKeyword("CROSS")) {
-    return NotSupported("multi-table UPDATE");
-  }
+  SHALE_RETURN_IF_ERROR(ParseJoins(&s.joins));
   SHALE_RETURN_IF_ERROR(ExpectKeyword("SET"));
   SHALE_RETURN_IF_ERROR(ParseAssignments(&s.assignments));
   SHALE_RETURN_IF_ERROR(ParseWhereOrderLimit(&s.where, &s.order_by, &s.limit));
+  if (!s.joins.empty() && (!s.order_by.empty() || s.limit)) {
+    return SqlError(ErrorCode::kWrongUsage, "Incorrect usage of UPDATE and {}",
+                    s.order_by.empty() ? "LIMIT" : "ORDER BY");
+  }
   return s;
 }
 
@@ -569,16 +616,38 @@ Result<ast::DeleteStmt> Parser::ParseDelete() {
   if (AtKeyword("LOW_PRIORITY") || AtKeyword("QUICK") || AtKeyword("IGNORE")) {
     return NotSupported(fmt::format("DELETE {}", Upper(Peek().text)));
   }
-  if (!AtKeyword("FROM")) return NotSupported("multi-table DELETE");
-  SHALE_RETURN_IF_ERROR(ExpectKeyword("FROM"));
   ast::DeleteStmt s;
-  SHALE_ASSIGN_OR_RETURN(s.table.name, ParseTableName());
-  if (!AtKeyword("WHERE") && !AtKeyword("ORDER") && !AtKeyword("LIMIT") && !AtKeyword("USING")) {
+  if (!AtKeyword("FROM")) {
+    // DELETE t1[, t2] FROM refs [WHERE ...]
+    s.multi = true;
+    SHALE_RETURN_IF_ERROR(ParseDeleteTargets(&s.targets));
+    SHALE_RETURN_IF_ERROR(ExpectKeyword("FROM"));
+    SHALE_ASSIGN_OR_RETURN(s.table, ParseTableRef());
+    SHALE_RETURN_IF_ERROR(ParseJoins(&s.joins));
+    if (AcceptKeyword("WHERE")) {
+      SHALE_ASSIGN_OR_RETURN(s.where, ParseExpr());
+    }
+    return s;
+  }
+  SHALE_RETURN_IF_ERROR(ExpectKeyword("FROM"));
+  SHALE_RETURN_IF_ERROR(ParseDeleteTargets(&s.targets));
+  if (AcceptKeyword("USING")) {
+    // DELETE FROM t1[, t2] USING refs [WHERE ...]
+    s.multi = true;
+    SHALE_ASSIGN_OR_RETURN(s.table, ParseTableRef());
+    SHALE_RETURN_IF_ERROR(ParseJoins(&s.joins));
+    if (AcceptKeyword("WHERE")) {
+      SHALE_ASSIGN_OR_RETURN(s.where, ParseExpr());
+    }
+    return s;
+  }
+  if (s.targets.size() != 1) return ErrorHere();
+  s.table.name = std::move(s.targets[0]);
+  s.targets.clear();
+  if (!AtKeyword("WHERE") && !AtKeyword("ORDER") && !AtKeyword("LIMIT")) {
     SHALE_ASSIGN_OR_RETURN(s.table.alias, ParseOptionalAlias());
   }
-  if (AtOperator(",") || AtKeyword("USING") || AtKeyword("JOIN")) {
-    return NotSupported("multi-table DELETE");
-  }
+  if (AtKeyword("JOIN")) return ErrorHere();
   SHALE_RETURN_IF_ERROR(ParseWhereOrderLimit(&s.where, &s.order_by, &s.limit));
   return s;
 }
@@ -1170,6 +1239,26 @@ Result<ast::ShowStmt> Parser::ParseShow() {
     pos_ += 2;
     s.kind = ast::ShowStmt::Kind::kCreateTable;
     SHALE_ASSIGN_OR_RETURN(s.table, ParseTableName());
+  } else if (AtKeyword("CREATE") && (AtKeyword("DATABASE", 1) || AtKeyword("SCHEMA", 1))) {
+    pos_ += 2;
+    s.kind = ast::ShowStmt::Kind::kCreateDatabase;
+    if (AcceptKeyword("IF")) {
+      SHALE_RETURN_IF_ERROR(ExpectKeyword("NOT"));
+      SHALE_RETURN_IF_ERROR(ExpectKeyword("EXISTS"));
+      s.if_not_exists = true;
+    }
+    SHALE_ASSIGN_OR_RETURN(s.db, ParseIdentifier());
+  } else if (AtKeyword("TABLE") && AtKeyword("STATUS", 1)) {
+    pos_ += 2;
+    s.kind = ast::ShowStmt::Kind::kTableStatus;
+    if (AcceptKeyword("FROM") || AcceptKeyword("IN")) {
+      SHALE_ASSIGN_OR_RETURN(s.db, ParseIdentifier());
+    }
+  } else if (AcceptKeyword("ENGINES")) {
+    s.kind = ast::ShowStmt::Kind::kEngines;
+  } else if (AtKeyword("STORAGE") && AtKeyword("ENGINES", 1)) {
+    pos_ += 2;
+    s.kind = ast::ShowStmt::Kind::kEngines;
   } else if (AcceptKeyword("CHARSET") || (AtKeyword("CHARACTER") && AtKeyword("SET", 1))) {
     if (AcceptKeyword("CHARACTER")) ++pos_;
     s.kind = ast::ShowStmt::Kind::kCharset;

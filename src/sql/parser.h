@@ -41,6 +41,11 @@ class Parser {
   Status ParseLimit(std::optional<uint64_t>* limit, uint64_t* offset);
   // A table reference of FROM / JOIN: a table name or a derived table, with its alias.
   Result<ast::TableRef> ParseTableRef();
+  // The joins after the first table of a FROM clause (or of a multi-table
+  // UPDATE/DELETE), up to the first token that is not a join.
+  Status ParseJoins(std::vector<ast::JoinClause>* out);
+  // DELETE's multi-table target list: t1[.*], db.t2[.*], ...
+  Status ParseDeleteTargets(std::vector<ast::TableName>* out);
   Result<ast::InsertStmt> ParseInsert();
   // [ON DUPLICATE KEY UPDATE col = expr, ...]
   Status ParseOnDuplicate(ast::InsertStmt* s);

@@ -543,6 +543,14 @@ TEST(ParserTest, TableDdl) {
   EXPECT_EQ(rename.renames[1].second.db, "d");
   auto explain = ParseAs<ast::ExplainStmt>("EXPLAIN SELECT 1 UNION SELECT 2");
   EXPECT_EQ(explain.select->union_terms.size(), 2u);
+  EXPECT_FALSE(explain.tree);
+  auto tree = ParseAs<ast::ExplainStmt>("EXPLAIN FORMAT=TREE SELECT 1");
+  EXPECT_TRUE(tree.tree);
+  EXPECT_NE(tree.select, nullptr);
+  auto update = ParseAs<ast::ExplainStmt>("EXPLAIN FORMAT = TRADITIONAL UPDATE t SET a = 1 WHERE b = 2");
+  EXPECT_NE(update.update, nullptr);
+  EXPECT_NE(ParseAs<ast::ExplainStmt>("DESCRIBE DELETE FROM t WHERE a = 1").del, nullptr);
+  EXPECT_EQ(ParseError("EXPLAIN FORMAT=JSON SELECT 1").mysql_code(), 1235);
   EXPECT_EQ(ParseAs<ast::ShowStmt>("SHOW INDEX FROM t").kind, ast::ShowStmt::Kind::kIndex);
 }
 
@@ -662,7 +670,17 @@ TEST(ParserTest, Show) {
   EXPECT_EQ(describe.table.db, "db");
   EXPECT_EQ(ParseAs<ast::ShowStmt>("DESC t").table.table, "t");
 
-  EXPECT_EQ(ParseError("SHOW ENGINES").mysql_code(), 1235);
+  EXPECT_EQ(ParseAs<ast::ShowStmt>("SHOW ENGINES").kind, Kind::kEngines);
+  EXPECT_EQ(ParseAs<ast::ShowStmt>("SHOW STORAGE ENGINES").kind, Kind::kEngines);
+  auto status = ParseAs<ast::ShowStmt>("SHOW TABLE STATUS FROM db LIKE 't%'");
+  EXPECT_EQ(status.kind, Kind::kTableStatus);
+  EXPECT_EQ(status.db, "db");
+  EXPECT_EQ(status.like, "t%");
+  auto create_db = ParseAs<ast::ShowStmt>("SHOW CREATE SCHEMA IF NOT EXISTS d1");
+  EXPECT_EQ(create_db.kind, Kind::kCreateDatabase);
+  EXPECT_EQ(create_db.db, "d1");
+  EXPECT_TRUE(create_db.if_not_exists);
+  EXPECT_EQ(ParseError("SHOW PLUGINS").mysql_code(), 1235);
   EXPECT_EQ(ParseError("SHOW TABLES WHERE 1").mysql_code(), 1235);
   EXPECT_EQ(ParseError("SHOW TABLES LIKE x").mysql_code(), 1064);
 }
@@ -863,10 +881,39 @@ TEST(ParserTest, Delete) {
   EXPECT_EQ(ParseError("DELETE FROM t WHERE").mysql_code(), 1064);
 }
 
+TEST(ParserTest, MultiTableUpdateAndDelete) {
+  auto u = ParseAs<ast::UpdateStmt>("UPDATE a JOIN b ON a.id = b.id SET a.x = b.y WHERE b.z > 1");
+  EXPECT_EQ(u.table.name.table, "a");
+  ASSERT_EQ(u.joins.size(), 1u);
+  EXPECT_EQ(u.joins[0].table.name.table, "b");
+  ASSERT_NE(u.where, nullptr);
+  auto comma = ParseAs<ast::UpdateStmt>("UPDATE a AS p, b q SET p.x = 1");
+  EXPECT_EQ(comma.table.alias, "p");
+  ASSERT_EQ(comma.joins.size(), 1u);
+  EXPECT_EQ(comma.joins[0].table.alias, "q");
+  EXPECT_EQ(ParseError("UPDATE a JOIN b ON 1 SET a.x = 1 LIMIT 1").mysql_code(), 1221);
+  EXPECT_EQ(ParseError("UPDATE a, b SET a.x = 1 ORDER BY a.x").mysql_code(), 1221);
+
+  auto d = ParseAs<ast::DeleteStmt>("DELETE a.* FROM a LEFT JOIN b ON a.id = b.id WHERE b.id IS NULL");
+  EXPECT_TRUE(d.multi);
+  ASSERT_EQ(d.targets.size(), 1u);
+  EXPECT_EQ(d.targets[0].table, "a");
+  EXPECT_EQ(d.table.name.table, "a");
+  ASSERT_EQ(d.joins.size(), 1u);
+  auto using_form = ParseAs<ast::DeleteStmt>("DELETE FROM x1, db.x2 USING x1 JOIN db.x2 ON x1.k = x2.k");
+  EXPECT_TRUE(using_form.multi);
+  ASSERT_EQ(using_form.targets.size(), 2u);
+  EXPECT_EQ(using_form.targets[1].db, "db");
+  auto single = ParseAs<ast::DeleteStmt>("DELETE FROM t AS q WHERE q.a = 1 LIMIT 2");
+  EXPECT_FALSE(single.multi);
+  EXPECT_EQ(single.table.alias, "q");
+  EXPECT_EQ(single.limit, 2u);
+  EXPECT_EQ(ParseError("DELETE FROM a, b WHERE 1").mysql_code(), 1064);
+}
+
 TEST(ParserTest, RecognisedButUnsupportedStatements) {
   for (const char* sql : {
-           "UPDATE IGNORE t SET a = 1", "UPDATE a, b SET a.x = 1", "DELETE t FROM t",
-           "DELETE FROM a USING a, b", "DELETE IGNORE FROM t", "ALTER TABLE t ADD PRIMARY KEY (a)",
+           "UPDATE IGNORE t SET a = 1", "DELETE IGNORE FROM t", "ALTER TABLE t ADD PRIMARY KEY (a)",
            "EXPLAIN FORMAT=JSON SELECT 1", "WITH x AS (SELECT 1) SELECT * FROM x",
            "SELECT * FROM a RIGHT JOIN b ON 1", "SELECT * FROM a NATURAL JOIN b",
            "SELECT * FROM a JOIN b USING (x)", "SELECT * FROM (a, b)",
@@ -1415,8 +1462,9 @@ TEST_F(BinderTest, ShowStatements) {
   auto dbs = PlanOf("SHOW DATABASES");
   ASSERT_TRUE(dbs);
   EXPECT_EQ(dbs->columns[0].name, "Database");
-  ASSERT_EQ(dbs->rows.size(), 1u);
-  EXPECT_EQ(dbs->rows[0][0]->ToString(), "'db'");
+  ASSERT_EQ(dbs->rows.size(), 2u);
+  EXPECT_EQ(dbs->rows[0][0]->ToString(), "'information_schema'");
+  EXPECT_EQ(dbs->rows[1][0]->ToString(), "'db'");
 
   auto cols = PlanOf("SHOW COLUMNS FROM t LIKE 'n%'");
   ASSERT_TRUE(cols);

@@ -156,7 +156,7 @@ class AccountsTest(NodeTestCase):
         self.assertSqlError(cur, "CREATE DATABASE bobs", 1044)
         self.assertSqlError(cur, "DROP DATABASE p", 1044)
         self.assertSqlError(cur, "SET GLOBAL wait_timeout = 5", 1227)
-        self.assertEqual(self.rows(bob, "SHOW DATABASES"), ())
+        self.assertEqual(self.rows(bob, "SHOW DATABASES"), (("information_schema",),))
 
         self.run_root("GRANT SELECT ON p.t TO bob")
         # Grants apply at once to connected sessions.
@@ -174,7 +174,7 @@ class AccountsTest(NodeTestCase):
         self.assertSqlError(cur, "DROP TABLE p.t", 1142)
         cur.execute("USE p")
         self.assertEqual(self.rows(bob, "SHOW TABLES"), (("t",),))  # only what bob may see
-        self.assertEqual(self.rows(bob, "SHOW DATABASES"), (("p",),))
+        self.assertEqual(self.rows(bob, "SHOW DATABASES"), (("information_schema",), ("p",)))
         self.login("bob", "b", db="p").close()
 
         self.run_root("GRANT INSERT, UPDATE ON p.* TO bob")
