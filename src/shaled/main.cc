@@ -97,6 +97,7 @@ int main(int argc, char** argv) {
   so.port = opts.port;
   so.root_password = opts.root_password;
   so.max_connections = opts.max_connections;
+  so.max_allowed_packet = opts.max_allowed_packet;
   so.tls = opts.ssl;
   so.require_secure_transport = opts.require_secure_transport;
   if (opts.ssl) {

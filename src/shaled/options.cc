@@ -22,6 +22,8 @@ constexpr const char* kUsage = R"(Usage: shaled [options]
   --root-password=PW     password of user root (default empty)
   --slices=N             slices per new table (default 4)
   --max-connections=N    client connections (default 151)
+  --max-allowed-packet=N largest client packet or statement, bytes (default 67108864,
+                         1024 .. 1073741824)
   --threads=N            I/O threads (default: hardware threads)
   --log-level=LEVEL      debug, info, warn or error (default info)
   --ssl=ON|OFF           offer TLS to MySQL clients (default ON)
@@ -125,6 +127,9 @@ Status Apply(const std::string& raw_name, const std::string& value, NodeOptions*
   if (name == "heartbeat-interval-ms") return ParseNumber<uint32_t>(name, value, 5, 60000, &o->heartbeat_interval_ms);
   if (name == "node-timeout-ms") return ParseNumber<uint32_t>(name, value, 100, 3600000, &o->node_timeout_ms);
   if (name == "slices") return ParseNumber<uint32_t>(name, value, 1, 4096, &o->default_slices);
+  if (name == "max-allowed-packet") {
+    return ParseNumber<uint32_t>(name, value, 1024, 1u << 30, &o->max_allowed_packet);
+  }
   if (name == "max-connections") return ParseNumber<uint32_t>(name, value, 1, 100000, &o->max_connections);
   if (name == "threads") return ParseNumber<uint32_t>(name, value, 0, 1024, &o->threads);
   if (name == "log-level") {

@@ -25,6 +25,7 @@ struct NodeOptions {
   std::string root_password;               // root-password. Default: empty
   uint32_t default_slices = 4;             // slices: per new table. Default: 4
   uint32_t max_connections = 151;          // max-connections. Default: 151
+  uint32_t max_allowed_packet = 64u << 20; // max-allowed-packet (bytes). Default: 64 MiB
   uint32_t threads = 0;                    // threads: I/O threads. Default: hardware threads
   std::string log_level = "info";          // log-level: debug|info|warn|error. Default: info
   // ssl: offer TLS to MySQL clients (ON/OFF). Default: ON

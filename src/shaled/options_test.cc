@@ -44,6 +44,15 @@ TEST(OptionsTest, Defaults) {
   EXPECT_EQ(p.options.log_level, "info");
 }
 
+TEST(OptionsTest, MaxAllowedPacketInMysqlRange) {
+  EXPECT_EQ(Parse({}).options.max_allowed_packet, 64u << 20);
+  Parsed p = Parse({"--max-allowed-packet=4194304"});
+  ASSERT_TRUE(p.status.ok()) << p.status.ToString();
+  EXPECT_EQ(p.options.max_allowed_packet, 4u << 20);
+  EXPECT_FALSE(Parse({"--max-allowed-packet=1023"}).status.ok());
+  EXPECT_FALSE(Parse({"--max-allowed-packet=1073741825"}).status.ok());
+}
+
 TEST(OptionsTest, FlagsWithEqualsOrSeparateValue) {
   Parsed p = Parse({"--port=1", "--datadir", "x", "--bind-address=0.0.0.0", "--node-name", "n7",
                     "--root-password=", "--slices=16", "--max_connections=10", "--threads", "3",
