@@ -158,6 +158,12 @@ Status ClusterNode::Start() {
   } else {
     log::Info("cluster: node {} restarts in term {} with {} member(s) in its config", identity_.id, raft_->term(),
               raft_->config().voters.size());
+    if (!options_.join.empty() && raft_->config().voters.size() == 1 && raft_->config().Contains(identity_.id)) {
+      // Two clusters never merge: that would need one of them to drop its log.
+      log::Warn("cluster: node {} leads its own one-node cluster; --join ignored (start it with an empty data "
+                "directory to join another cluster)",
+                identity_.id);
+    }
   }
   raft_->Tick(NowMs());  // a lone voter becomes leader now
   UpdateStatus();
@@ -407,7 +413,16 @@ void ClusterNode::TickLoop() {
 void ClusterNode::DetectFailures() {
   if (raft_->role() != raft::Role::kLeader) return;
   const uint64_t now = NowMs();
-  for (const raft::Member& m : raft_->config().voters) {
+  const raft::Config& config = raft_->config();
+  // Remove only while the members that do answer are a majority of the
+  // current config: a cluster never shrinks itself below a majority of what
+  // it was (two of three down leaves the survivor refusing, not alone).
+  size_t live = 0;
+  for (const raft::Member& m : config.voters) {
+    if (m.id == identity_.id || raft_->LastContact(m.id) + options_.election_timeout_ms > now) ++live;
+  }
+  if (live < config.voters.size() / 2 + 1) return;
+  for (const raft::Member& m : config.voters) {
     if (m.id == identity_.id) continue;
     const uint64_t last = raft_->LastContact(m.id);
     if (last + options_.node_timeout_ms > now) continue;
@@ -439,7 +454,7 @@ void ClusterNode::UpdateStatus() {
 
 bool ClusterNode::NeedsJoin() {
   if (!raft_->config().Contains(identity_.id)) return true;
-  if (raft_->config().voters.size() <= 1 && seeds_.empty()) return false;  // a lone cluster of its own
+  if (raft_->config().voters.size() <= 1) return false;  // a lone cluster of its own
   return !HasQuorum() && NowMs() > last_quorum_ms_ + 2 * options_.election_timeout_ms;
 }
 
