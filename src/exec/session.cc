@@ -254,6 +254,19 @@ Status Session::SetCurrentDatabase(std::string_view db) {
   return Status::OK();
 }
 
+namespace {
+// Replaces every TIMESTAMP value (UTC inside) by the DATETIME of its local
+// time in the thread's zone, which is how the client sees it.
+void LocalizeTimestamps(std::vector<Row>* rows) {
+  for (Row& row : *rows) {
+    for (Value& v : row) {
+      if (!v.is_temporal() || v.as_temporal().type != TypeId::kTimestamp) continue;
+      v = Value::Temporal(TypeId::kDatetime, PackDateTime(TemporalFields(v)), v.as_temporal().fsp);
+    }
+  }
+}
+}  // namespace
+
 std::vector<Result<StatementResult>> Session::Execute(std::string_view sql) {
   std::vector<Result<StatementResult>> results;
   interrupted_.store(false, std::memory_order_relaxed);
@@ -276,7 +289,10 @@ std::vector<Result<StatementResult>> Session::Execute(std::string_view sql) {
     Result<StatementResult> result = [&] {
       ScopedWarningSink sink(&raised);
       ScopedTemporalContext clock(StatementClock());
-      return ExecuteStatement(stmt, is_show_warnings ? previous : std::vector<Warning>{});
+      Result<StatementResult> r = ExecuteStatement(stmt, is_show_warnings ? previous : std::vector<Warning>{});
+      // TIMESTAMPs leave the session as local times of its time_zone.
+      if (r.ok()) LocalizeTimestamps(&r->rows);
+      return r;
     }();
     if (is_show_warnings) warnings_ = std::move(previous);
     for (SqlWarning& w : raised) warnings_.push_back({std::move(w.level), w.code, std::move(w.message)});

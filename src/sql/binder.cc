@@ -1029,6 +1029,14 @@ Result<ExprPtr> Binder::BindFunction(const ast::Expr& e, const Scope& scope) {
       cd.scale = scale;
       SHALE_ASSIGN_OR_RETURN(t, BindColumnType(cd));
       if (t.is_floating()) t = SqlType::Double();
+    } else if (type == "DATE" || type == "DATETIME" || type == "TIME") {
+      ast::ColumnDefinition cd;
+      cd.name = "cast";
+      cd.type_name = type;
+      cd.length = length;
+      cd.scale = scale;
+      SHALE_ASSIGN_OR_RETURN(auto temporal, BindTemporalColumnType(cd));
+      t = *temporal;
     } else if (type == "CHAR" || type == "NCHAR" || type == "BINARY") {
       t = SqlType::Varchar(length.value_or(args[0]->type.is_string() ? args[0]->type.length : 64));
     } else {
@@ -1900,7 +1908,7 @@ Result<BoundStatement> Binder::BindCreateTable(const ast::CreateTableStmt& s) {
       c.on_update_now = true;
     }
     if (cd.default_value && IsCurrentTimestamp(*cd.default_value, &now_fsp)) {
-      if (!datetime_column) {
+      if (!c.type.is_temporal()) {
         return SqlError(ErrorCode::kInvalidDefault, "Invalid default value for '{}'", cd.name);
       }
       c.default_now = true;
