@@ -69,7 +69,7 @@ class TemporalTypesTest(NodeTestCase):
     def test_text_values(self):
         c = self.client()
         c.query("SET time_zone = '+00:00'")
-        _, _, rows = c.query("SELECT d, dt, dt3, ts, tm, tm2, y FROM t ORDER BY id")
+        _, _, rows = c.query("SELECT d, dt, dt3, ts, tm, tm2, y FROM t WHERE id < 10 ORDER BY id")
         self.assertEqual(rows, [
             ["2024-01-31", "2024-02-03 04:05:06", "2024-02-03 04:05:06.789",
              "2024-02-03 04:05:06.000007", "-26:03:04", "10:20:30.45", "2024"],
@@ -80,7 +80,7 @@ class TemporalTypesTest(NodeTestCase):
     def test_binary_protocol_encodes_dates_and_times(self):
         c = self.client()
         c.query("SET time_zone = '+00:00'")
-        stmt, _, _ = c.prepare("SELECT d, dt, dt3, ts, tm, tm2, y FROM t ORDER BY id")
+        stmt, _, _ = c.prepare("SELECT d, dt, dt3, ts, tm, tm2, y FROM t WHERE id < 10 ORDER BY id")
         _, cols, rows = c.execute(stmt, [])
         self.assertEqual([col["type"] for col in cols],
                          [T_DATE, T_DATETIME, T_DATETIME, T_TIMESTAMP, T_TIME, T_TIME, T_YEAR])
