@@ -90,8 +90,17 @@ void DropRepresentationSlices(Engine* engine, const catalog::TableDef& t,
 // The value a new column takes in existing rows: its DEFAULT, else NULL,
 // else (NOT NULL without DEFAULT) MySQL's implicit default, 0 or ''.
 Value ImplicitDefault(const catalog::ColumnDef& c) {
+  if (c.default_now) {
+    // DEFAULT CURRENT_TIMESTAMP: the statement's time.
+    const TemporalContext ctx = CurrentTemporalContext();
+    auto now = CoerceToColumn(MakeTemporal(TypeId::kDatetime, UtcToLocal(ctx.now_micros, ctx), 6), c.type, c.name);
+    if (now.ok()) return *now;
+  }
   if (c.default_value) return *c.default_value;
   if (c.nullable) return Value::Null();
+  // Zero dates and times ('0000-00-00', '00:00:00'), YEAR 0.
+  if (c.type.is_temporal()) return Value::Temporal(c.type.id, 0, c.type.scale);
+  if (c.type.id == TypeId::kYear) return Value::Int(0);
   return c.type.is_integer() ? Value::Int(0) : Value::String("");
 }
 

@@ -811,7 +811,11 @@ Result<ExprPtr> Binder::BindAggregateCall(const ast::Expr& e) {
     case sierra::AggregateKind::kAvg: {
       // Exact arguments give DECIMAL (SUM: 22 more digits; AVG: 4 more
       // digits and scale), others DOUBLE, as in MySQL.
-      const SqlType& t = call.arg->type;
+      SqlType t = call.arg->type;
+      if (t.is_temporal() || t.id == TypeId::kYear) {
+        // A date or time sums as its number (20240131, 103000.5): exact.
+        t = t.scale ? SqlType::Decimal(14u + t.scale, t.scale) : SqlType::BigInt();
+      }
       if (t.is_integer() || t.is_decimal() || t.id == TypeId::kNull) {
         uint32_t p = t.id == TypeId::kNull ? 1 : t.DecimalPrecision();
         uint32_t s = t.is_decimal() ? t.scale : 0;
