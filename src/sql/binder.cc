@@ -1581,13 +1581,6 @@ Result<LogicalPtr> Binder::BindUpdate(const ast::UpdateStmt& s) {
     }
     columns.push_back(col->column);
   }
-  // ON UPDATE CURRENT_TIMESTAMP columns the statement does not set.
-  for (size_t i = 0; i < table->columns.size(); ++i) {
-    if (!table->columns[i].on_update_now) continue;
-    if (std::find(columns.begin(), columns.end(), static_cast<int>(i)) != columns.end()) continue;
-    columns.push_back(static_cast<int>(i));
-    exprs.push_back(CurrentTimestampFor(table->columns[i].type));
-  }
   return LogicalOperator::Update(table, std::move(rows), std::move(columns), std::move(exprs));
 }
 
