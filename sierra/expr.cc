@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "sierra/temporal.h"
+#include "src/common/collation.h"
 
 namespace shale::sierra {
 namespace {
@@ -66,11 +67,37 @@ ExprPtr Expr::ColumnRef(int index, std::string name, SqlType type, bool nullable
   return e;
 }
 
+namespace {
+// MySQL's coercibility of a string operand: 0 explicit (COLLATE), 2 a
+// column or something derived from a non-default collation, 4 otherwise.
+int Coercibility(const Expr& e) {
+  if (e.kind == ExprKind::kFunction && e.function == ScalarFunction::kCast && e.type.collation != 0) return 0;
+  if (e.kind == ExprKind::kColumnRef || e.type.collation != 0) return 2;
+  return 4;
+}
+}  // namespace
+
+uint16_t ComparisonCollation(const std::vector<ExprPtr>& args) {
+  const Expr* best = nullptr;
+  for (const ExprPtr& a : args) {
+    if (!a || !a->type.is_string()) continue;
+    if (a->type.Collation() == kCollationBinary) return kCollationBinary;
+    if (!best || Coercibility(*a) < Coercibility(*best)) {
+      best = a.get();
+    } else if (Coercibility(*a) == Coercibility(*best) && a->type.Collation() != best->type.Collation() &&
+               !IsCaseInsensitive(a->type.Collation())) {
+      best = a.get();  // equal coercibility: the _bin collation wins (MySQL; else 1267)
+    }
+  }
+  return best ? best->type.Collation() : kDefaultCollation;
+}
+
 ExprPtr Expr::Compare(CompareOp op, ExprPtr l, ExprPtr r) {
   bool nullable = op != CompareOp::kNullSafeEq && (l->nullable || r->nullable);
   auto e = Make(ExprKind::kCompare, SqlType::BigInt(), nullable);
   e->compare_op = op;
   e->children = {std::move(l), std::move(r)};
+  e->collation = ComparisonCollation(e->children);
   return e;
 }
 
@@ -164,6 +191,7 @@ ExprPtr Expr::InList(ExprPtr c, std::vector<ExprPtr> list, bool negated) {
   e->children.push_back(std::move(c));
   for (auto& x : list) e->children.push_back(std::move(x));
   e->nullable = AnyNullable(e->children);
+  e->collation = ComparisonCollation(e->children);
   return e;
 }
 
@@ -202,7 +230,7 @@ SqlType CommonType(const std::vector<SqlType>& types) {
       text_length = std::max(text_length, t.length);
       continue;
     }
-    text_length = std::max(text_length, t.id == TypeId::kVarchar ? t.length : 20u);
+    text_length = std::max(text_length, t.is_string() ? std::min<uint32_t>(t.length, 65535) : 20u);
     if (t.is_string()) {
       any_string = true;
     } else if (t.is_floating()) {
@@ -252,7 +280,7 @@ ExprPtr Expr::Function(ScalarFunction f, std::vector<ExprPtr> args) {
   SqlType type = SqlType::BigInt();
   bool nullable = AnyNullable(args);
   uint64_t text = 0;
-  for (const ExprPtr& a : args) text += a->type.id == TypeId::kVarchar ? a->type.length : 20;
+  for (const ExprPtr& a : args) text += a->type.is_string() ? std::min<uint32_t>(a->type.length, 65535) : 20;
   switch (f) {
     case ScalarFunction::kCoalesce: {
       std::vector<SqlType> types;
@@ -346,7 +374,7 @@ ExprPtr Expr::Function(ScalarFunction f, std::vector<ExprPtr> args) {
     case ScalarFunction::kRtrim:
     case ScalarFunction::kReverse: {
       const SqlType& t = args[0]->type;
-      type = SqlType::Varchar(t.is_string() ? t.length : 20);
+      type = SqlType::Varchar(t.is_string() ? std::min<uint32_t>(t.length, 65535) : 20);
       break;
     }
     case ScalarFunction::kHex:
@@ -371,8 +399,16 @@ ExprPtr Expr::Function(ScalarFunction f, std::vector<ExprPtr> args) {
     default:
       break;  // the date and time functions: Expr::TypedFunction
   }
+  // A string result derived from its first argument keeps that argument's
+  // collation (UPPER(c) of a utf8mb4_bin column compares as utf8mb4_bin).
+  if (type.is_string() && !args.empty() && args[0]->type.is_string()) {
+    type.collation = args[0]->type.Collation() == kDefaultCollation ? 0 : args[0]->type.Collation();
+  }
+  if (f == ScalarFunction::kUnhex) type.collation = kCollationBinary;  // UNHEX gives bytes
+  if (f == ScalarFunction::kHex) type.collation = 0;
   auto e = Make(ExprKind::kFunction, type, nullable);
   e->function = f;
+  e->collation = ComparisonCollation(args);
   e->children = std::move(args);
   return e;
 }
@@ -395,6 +431,7 @@ ExprPtr Expr::Like(ExprPtr text, ExprPtr pattern, bool negated) {
   auto e = Make(ExprKind::kLike, SqlType::BigInt(), text->nullable || pattern->nullable);
   e->negated = negated;
   e->children = {std::move(text), std::move(pattern)};
+  e->collation = ComparisonCollation(e->children);
   return e;
 }
 

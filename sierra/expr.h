@@ -143,6 +143,9 @@ struct Expr {
   bool negated = false;   // kIsNull, kInList, kLike
   bool has_else = false;  // kCase
   ScalarFunction function = ScalarFunction::kCoalesce;  // kFunction
+  // kCompare, kInList, kLike and GREATEST/LEAST/STRCMP: the collation two
+  // strings compare under (ComparisonCollation of the operands).
+  uint16_t collation = 0;
   std::vector<ExprPtr> children;
 
   static ExprPtr Constant(Value v);
@@ -211,6 +214,13 @@ SqlType ArithResultType(ArithOp op, const SqlType& l, const SqlType& r);
 // any is a string, else DOUBLE if any is floating, else DECIMAL if any is
 // DECIMAL, else the widest integer.
 SqlType CommonType(const std::vector<SqlType>& types);
+
+// The collation strings among `args` compare under, by MySQL's coercibility:
+// an explicit COLLATE wins, then a column's, then an expression's; between
+// equals a _bin collation wins; a binary string operand makes the
+// comparison binary. The default collation when no
+// operand is a string.
+uint16_t ComparisonCollation(const std::vector<ExprPtr>& args);
 
 // Splits a predicate into its top-level AND conjuncts.
 void SplitConjuncts(const ExprPtr& e, std::vector<ExprPtr>* out);

@@ -108,6 +108,16 @@ enum class ErrorCode : uint16_t {
   kCantCreateUserWithGrant = 1410,  // ER_CANT_CREATE_USER_WITH_GRANT
   kWrongStringLength = 1470,    // ER_WRONG_STRING_LENGTH
   kPluginIsNotLoaded = 1524,    // ER_PLUGIN_IS_NOT_LOADED
+  // String types and collations (src/common/collation.h, src/common/value.cc).
+  kWrongSubKey = 1089,          // ER_WRONG_SUB_KEY
+  kBlobCantHaveDefault = 1101,  // ER_BLOB_CANT_HAVE_DEFAULT
+  kUnknownCharacterSet = 1115,  // ER_UNKNOWN_CHARACTER_SET
+  kBlobKeyWithoutLength = 1170, // ER_BLOB_KEY_WITHOUT_LENGTH
+  kCollationCharsetMismatch = 1253,  // ER_COLLATION_CHARSET_MISMATCH
+  kCantAggregate2Collations = 1267,  // ER_CANT_AGGREGATE_2COLLATIONS
+  kUnknownCollation = 1273,     // ER_UNKNOWN_COLLATION
+  kDuplicatedValueInType = 1291,  // ER_DUPLICATED_VALUE_IN_TYPE
+  kInvalidJsonText = 3140,      // ER_INVALID_JSON_TEXT
 };
 
 // SQLSTATE of a MySQL error number ("HY000" when the table has none).

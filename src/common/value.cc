@@ -4,12 +4,15 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <limits>
 
 #include <fmt/format.h>
 
 #include "src/common/datetime.h"
+#include "src/common/collation.h"
 #include "src/common/errors.h"
+#include "src/common/json.h"
 #include "src/common/warnings.h"
 
 namespace shale {
@@ -76,8 +79,54 @@ std::string SqlType::ToString() const {
     case TypeId::kTimestamp: return scale ? fmt::format("timestamp({})", scale) : "timestamp";
     case TypeId::kTime: return scale ? fmt::format("time({})", scale) : "time";
     case TypeId::kYear: return "year(4)";
+    case TypeId::kChar: return fmt::format("char({})", length);
+    case TypeId::kBinary: return fmt::format("binary({})", length);
+    case TypeId::kVarbinary: return fmt::format("varbinary({})", length);
+    case TypeId::kText:
+    case TypeId::kBlob: {
+      const char* kind = id == TypeId::kText ? "text" : "blob";
+      if (length <= kTinyLobBytes) return fmt::format("tiny{}", kind);
+      if (length <= kLobBytes) return kind;
+      if (length <= kMediumLobBytes) return fmt::format("medium{}", kind);
+      return fmt::format("long{}", kind);
+    }
+    case TypeId::kEnum: {
+      std::string out = "enum(";
+      for (size_t i = 0; i < elements.size(); ++i) {
+        if (i > 0) out += ',';
+        out += '\'';
+        for (char c : elements[i]) {
+          if (c == '\'') out += '\'';
+          out += c;
+        }
+        out += '\'';
+      }
+      return out + ")";
+    }
+    case TypeId::kJson: return "json";
   }
   return "unknown";
+}
+
+uint16_t SqlType::Collation() const {
+  if (is_binary_string() || id == TypeId::kJson || !is_string()) return kCollationBinary;
+  return collation == 0 ? kDefaultCollation : collation;
+}
+
+uint32_t SqlType::MaxBytes() const {
+  switch (id) {
+    case TypeId::kVarchar:
+    case TypeId::kChar:
+      return static_cast<uint32_t>(
+          std::min<uint64_t>(uint64_t{length} * CharsetOfCollation(Collation()).maxlen, 0xFFFFFFFFu));
+    case TypeId::kEnum: {
+      size_t longest = 0;
+      for (const std::string& e : elements) longest = std::max(longest, e.size());
+      return static_cast<uint32_t>(longest * 4);
+    }
+    default:
+      return length;
+  }
 }
 
 namespace {
@@ -296,10 +345,47 @@ int CompareValues(const Value& a, const Value& b) {
   return x < y ? -1 : (x > y ? 1 : 0);
 }
 
+int CompareValuesCollated(const Value& a, const Value& b, uint16_t collation) {
+  if (a.is_string() && b.is_string()) return CompareStrings(a.as_string(), b.as_string(), collation);
+  return CompareValues(a, b);
+}
+
+uint32_t EnumIndex(const SqlType& t, std::string_view text) {
+  const uint16_t coll = t.collation == 0 ? kDefaultCollation : t.collation;
+  for (size_t i = 0; i < t.elements.size(); ++i) {
+    if (CompareStrings(t.elements[i], text, coll) == 0) return static_cast<uint32_t>(i + 1);
+  }
+  return 0;
+}
+
+int CompareOfType(const Value& a, const Value& b, const SqlType& t) {
+  if (t.id == TypeId::kEnum && a.is_string() && b.is_string()) {
+    uint32_t x = EnumIndex(t, a.as_string()), y = EnumIndex(t, b.as_string());
+    return x < y ? -1 : (x > y ? 1 : 0);
+  }
+  return CompareValuesCollated(a, b, t.Collation());
+}
+
+Value KeyForm(const Value& v, const SqlType& t) {
+  if (!v.is_string() || !t.is_string()) return v;
+  if (t.id == TypeId::kEnum) return Value::Int(EnumIndex(t, v.as_string()));
+  const uint16_t coll = t.Collation();
+  if (coll == kCollationBinary) return v;
+  return Value::String(SortKey(v.as_string(), coll));
+}
+
 namespace {
 
 Status OutOfRangeFor(std::string_view column) {
   return SqlError(ErrorCode::kDataOutOfRange, "Out of range value for column '{}' at row 1", column);
+}
+
+Status TooLong(std::string_view column) {
+  return SqlError(ErrorCode::kDataTooLong, "Data too long for column '{}' at row 1", column);
+}
+
+Status EnumTruncated(std::string_view column) {
+  return SqlError(ErrorCode::kWarnDataTruncated, "Data truncated for column '{}' at row 1", column);
 }
 
 void NoteTruncated(std::string_view column) {
@@ -434,13 +520,57 @@ Result<Value> CoerceToColumn(const Value& v, const SqlType& t, std::string_view 
       if (Decimal::Compare(*scaled, *dec) != 0) NoteTruncated(column);
       return Value::Dec(*scaled);
     }
-    case TypeId::kVarchar: {
+    case TypeId::kVarchar:
+    case TypeId::kChar: {
       std::string s = v.ToText();
+      // CHAR drops trailing spaces (MySQL pads on disk and strips on read).
+      if (t.id == TypeId::kChar) {
+        while (!s.empty() && s.back() == ' ') s.pop_back();
+      }
       // Count characters (UTF-8 code points), not bytes.
       size_t chars = 0;
       for (unsigned char c : s) chars += (c & 0xC0) != 0x80;
       if (chars > t.length) {
-        return SqlError(ErrorCode::kDataTooLong, "Data too long for column '{}' at row 1", column);
+        // Only spaces past the length: cut them with a note (MySQL).
+        size_t keep = 0, seen = 0;
+        while (keep < s.size() && seen < t.length) {
+          ++keep;
+          while (keep < s.size() && (static_cast<unsigned char>(s[keep]) & 0xC0) == 0x80) ++keep;
+          ++seen;
+        }
+        if (s.find_first_not_of(' ', keep) != std::string::npos) return TooLong(column);
+        s.resize(keep);
+        NoteTruncated(column);
+      }
+      return Value::String(std::move(s));
+    }
+    case TypeId::kText:
+    case TypeId::kBlob:
+    case TypeId::kVarbinary:
+    case TypeId::kBinary: {
+      std::string s = v.ToText();
+      if (s.size() > t.length) return TooLong(column);
+      if (t.id == TypeId::kBinary) s.resize(t.length, '\0');
+      return Value::String(std::move(s));
+    }
+    case TypeId::kEnum: {
+      if (v.is_string()) {
+        uint32_t index = EnumIndex(t, v.as_string());
+        if (index == 0) return EnumTruncated(column);
+        return Value::String(t.elements[index - 1]);
+      }
+      // A number picks the element by its index (1-based).
+      int64_t n = ToInt64Lenient(v);
+      if (n < 1 || static_cast<uint64_t>(n) > t.elements.size()) return EnumTruncated(column);
+      return Value::String(t.elements[n - 1]);
+    }
+    case TypeId::kJson: {
+      std::string s = v.ToText();
+      JsonError error;
+      if (!ValidateJson(s, &error)) {
+        return SqlError(ErrorCode::kInvalidJsonText,
+                        "Invalid JSON text: \"{}\" at position {} in value for column '{}'.",
+                        error.message, error.position, column);
       }
       return Value::String(std::move(s));
     }

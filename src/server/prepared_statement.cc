@@ -404,8 +404,12 @@ void ChooseBinaryColumnTypes(const std::vector<Row>& rows, std::vector<ColumnDef
     const bool temporal = def.type == ColumnType::kDate || def.type == ColumnType::kDateTime ||
                           def.type == ColumnType::kTimestamp || def.type == ColumnType::kTime;
     if (temporal && !has_non_temporal) continue;  // sent in the binary date/time forms
+    // String kinds keep their wire type (STRING, VAR_STRING, BLOB, JSON),
+    // charset and flags: every one is sent as a length-encoded string.
+    const bool string_kind = def.type == ColumnType::kVarString || def.type == ColumnType::kString ||
+                             def.type == ColumnType::kBlob || def.type == ColumnType::kJson;
     if ((numeric && has_string) || (def.type == ColumnType::kNull && has_value) ||
-        (!numeric && def.type != ColumnType::kNull && def.type != ColumnType::kVarString)) {
+        (!numeric && def.type != ColumnType::kNull && !string_kind)) {
       def.type = ColumnType::kVarString;
       def.flags &= static_cast<uint16_t>(~(column_flag::kNum | column_flag::kBinary));
       def.charset = kCharsetUtf8mb4GeneralCi;

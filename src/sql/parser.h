@@ -99,6 +99,8 @@ class Parser {
 
   // Names.
   Result<std::string> ParseIdentifier();
+  // A character set or collation name: a word, `quoted` or 'string'.
+  Result<std::string> ParseCharsetName();
   Result<ast::TableName> ParseTableName();
   Result<uint64_t> ParseUnsigned();
 
