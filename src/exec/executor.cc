@@ -11,6 +11,7 @@
 #include "planner/planner.h"
 #include "sierra/eval.h"
 #include "src/common/collation.h"
+#include "src/common/datetime.h"
 #include "src/common/errors.h"
 #include "src/common/log.h"
 
@@ -963,6 +964,20 @@ class TableWriter {
 
 // A write runs against the definition it was planned with: if an index was
 // added or dropped since, it would miss or write stale index entries.
+// ON UPDATE CURRENT_TIMESTAMP: a changed row's columns with the attribute
+// that the statement does not assign take the statement's time.
+void ApplyOnUpdateNow(const catalog::TableDef& table, const std::vector<int>& assigned, Row* row) {
+  for (size_t col = 0; col < table.columns.size(); ++col) {
+    const catalog::ColumnDef& def = table.columns[col];
+    if (!def.on_update_now) continue;
+    if (std::find(assigned.begin(), assigned.end(), static_cast<int>(col)) != assigned.end()) continue;
+    const TemporalContext ctx = CurrentTemporalContext();
+    auto now = CoerceToColumn(MakeTemporal(TypeId::kDatetime, UtcToLocal(ctx.now_micros, ctx), 6), def.type,
+                              def.name);
+    if (now.ok()) (*row)[col] = std::move(now).value();
+  }
+}
+
 Status CheckTableUnchanged(Engine* engine, const PhysicalOperator& op) {
   auto current = engine->catalog()->GetTable(op.table->db, op.table->name);
   if (!current.ok() || *current != op.table) {
@@ -1056,6 +1071,7 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
           SHALE_ASSIGN_OR_RETURN(updated[op.update_columns[i]], CoerceToColumn(v, def.type, def.name));
         }
         if (updated == *existing) break;  // MySQL counts 0 for an unchanged row
+        ApplyOnUpdateNow(table, op.update_columns, &updated);
         writer.Delete(*existing);
         std::vector<Value> new_pk = catalog::PrimaryKeyValues(table, updated);
         if (new_pk != catalog::PrimaryKeyValues(table, *existing)) {
@@ -1153,6 +1169,7 @@ Result<StatementResult> ExecuteModify(Engine* engine, const PhysicalOperator& op
       old_row.resize(width);
     }
     if (new_row == old_row) continue;  // matched, not changed
+    ApplyOnUpdateNow(table, op.update_columns, &new_row);
     ++changed;
     std::vector<Value> old_pk = catalog::PrimaryKeyValues(table, old_row);
     std::vector<Value> new_pk = catalog::PrimaryKeyValues(table, new_row);

@@ -91,8 +91,17 @@ void DropRepresentationSlices(Engine* engine, const catalog::TableDef& t,
 // The value a new column takes in existing rows: its DEFAULT, else NULL,
 // else (NOT NULL without DEFAULT) MySQL's implicit default, 0 or ''.
 Value ImplicitDefault(const catalog::ColumnDef& c) {
+  if (c.default_now) {
+    // DEFAULT CURRENT_TIMESTAMP: the statement's time.
+    const TemporalContext ctx = CurrentTemporalContext();
+    auto now = CoerceToColumn(MakeTemporal(TypeId::kDatetime, UtcToLocal(ctx.now_micros, ctx), 6), c.type, c.name);
+    if (now.ok()) return *now;
+  }
   if (c.default_value) return *c.default_value;
   if (c.nullable) return Value::Null();
+  // Zero dates and times ('0000-00-00', '00:00:00'), YEAR 0.
+  if (c.type.is_temporal()) return Value::Temporal(c.type.id, 0, c.type.scale);
+  if (c.type.id == TypeId::kYear) return Value::Int(0);
   return c.type.is_integer() ? Value::Int(0) : Value::String("");
 }
 
@@ -255,6 +264,19 @@ Status Session::SetCurrentDatabase(std::string_view db) {
   return Status::OK();
 }
 
+namespace {
+// Replaces every TIMESTAMP value (UTC inside) by the DATETIME of its local
+// time in the thread's zone, which is how the client sees it.
+void LocalizeTimestamps(std::vector<Row>* rows) {
+  for (Row& row : *rows) {
+    for (Value& v : row) {
+      if (!v.is_temporal() || v.as_temporal().type != TypeId::kTimestamp) continue;
+      v = Value::Temporal(TypeId::kDatetime, PackDateTime(TemporalFields(v)), v.as_temporal().fsp);
+    }
+  }
+}
+}  // namespace
+
 std::vector<Result<StatementResult>> Session::Execute(std::string_view sql) {
   std::vector<Result<StatementResult>> results;
   interrupted_.store(false, std::memory_order_relaxed);
@@ -277,7 +299,10 @@ std::vector<Result<StatementResult>> Session::Execute(std::string_view sql) {
     Result<StatementResult> result = [&] {
       ScopedWarningSink sink(&raised);
       ScopedTemporalContext clock(StatementClock());
-      return ExecuteStatement(stmt, is_show_warnings ? previous : std::vector<Warning>{});
+      Result<StatementResult> r = ExecuteStatement(stmt, is_show_warnings ? previous : std::vector<Warning>{});
+      // TIMESTAMPs leave the session as local times of its time_zone.
+      if (r.ok()) LocalizeTimestamps(&r->rows);
+      return r;
     }();
     if (is_show_warnings) warnings_ = std::move(previous);
     for (SqlWarning& w : raised) warnings_.push_back({std::move(w.level), w.code, std::move(w.message)});

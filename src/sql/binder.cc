@@ -935,7 +935,11 @@ Result<ExprPtr> Binder::BindAggregateCall(const ast::Expr& e) {
     case sierra::AggregateKind::kAvg: {
       // Exact arguments give DECIMAL (SUM: 22 more digits; AVG: 4 more
       // digits and scale), others DOUBLE, as in MySQL.
-      const SqlType& t = call.arg->type;
+      SqlType t = call.arg->type;
+      if (t.is_temporal() || t.id == TypeId::kYear) {
+        // A date or time sums as its number (20240131, 103000.5): exact.
+        t = t.scale ? SqlType::Decimal(14u + t.scale, t.scale) : SqlType::BigInt();
+      }
       if (t.is_integer() || t.is_decimal() || t.id == TypeId::kNull) {
         uint32_t p = t.id == TypeId::kNull ? 1 : t.DecimalPrecision();
         uint32_t s = t.is_decimal() ? t.scale : 0;
@@ -1179,6 +1183,14 @@ Result<ExprPtr> Binder::BindFunction(const ast::Expr& e, const Scope& scope) {
       cd.scale = scale;
       SHALE_ASSIGN_OR_RETURN(t, BindColumnType(cd));
       if (t.is_floating()) t = SqlType::Double();
+    } else if (type == "DATE" || type == "DATETIME" || type == "TIME") {
+      ast::ColumnDefinition cd;
+      cd.name = "cast";
+      cd.type_name = type;
+      cd.length = length;
+      cd.scale = scale;
+      SHALE_ASSIGN_OR_RETURN(auto temporal, BindTemporalColumnType(cd));
+      t = *temporal;
     } else if (type == "BINARY") {
       // A binary string: compared bytewise.
       t = SqlType::Varbinary(length.value_or(args[0]->type.is_string() ? args[0]->type.MaxBytes() : 64));
@@ -1907,13 +1919,6 @@ Result<LogicalPtr> Binder::BindUpdate(const ast::UpdateStmt& s) {
     }
     columns.push_back(col->column);
   }
-  // ON UPDATE CURRENT_TIMESTAMP columns the statement does not set.
-  for (size_t i = 0; i < table->columns.size(); ++i) {
-    if (!table->columns[i].on_update_now) continue;
-    if (std::find(columns.begin(), columns.end(), static_cast<int>(i)) != columns.end()) continue;
-    columns.push_back(static_cast<int>(i));
-    exprs.push_back(CurrentTimestampFor(table->columns[i].type));
-  }
   return LogicalOperator::Update(table, std::move(rows), std::move(columns), std::move(exprs));
 }
 
@@ -2393,7 +2398,7 @@ Result<BoundStatement> Binder::BindCreateTable(const ast::CreateTableStmt& s) {
       c.on_update_now = true;
     }
     if (cd.default_value && IsCurrentTimestamp(*cd.default_value, &now_fsp)) {
-      if (!datetime_column) {
+      if (!c.type.is_temporal()) {
         return SqlError(ErrorCode::kInvalidDefault, "Invalid default value for '{}'", cd.name);
       }
       c.default_now = true;

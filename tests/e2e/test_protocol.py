@@ -218,7 +218,9 @@ class RawClient(PacketFraming):
     @staticmethod
     def decode_binary_row(p, cols):
         """One binary-protocol row: integers (signed or UNSIGNED), FLOAT,
-        DOUBLE, and DECIMAL/strings as text."""
+        DOUBLE, DECIMAL/strings as text, YEAR as an integer, DATE/DATETIME/
+        TIMESTAMP as ("date<length>", (y, m, d, h, mi, s, us)) and TIME as
+        ("time<length>", (negative, days, h, mi, s, us))."""
         r = Reader(p)
         assert r.int(1) == 0
         bitmap = r.take((len(cols) + 7 + 2) // 8)
@@ -241,6 +243,30 @@ class RawClient(PacketFraming):
                 out.append(struct.unpack("<f", r.take(4))[0])
             elif t in (T_VAR_STRING, T_NEWDECIMAL):
                 out.append(r.lenenc_str().decode())
+            elif t == T_YEAR:
+                out.append(struct.unpack("<H", r.take(2))[0])
+            elif t in (T_DATE, T_DATETIME, T_TIMESTAMP):
+                # Length 0, 4, 7 or 11: year, month, day, h, m, s, microseconds.
+                n = r.int(1)
+                assert n in (0, 4, 7, 11), "bad date length %d" % n
+                v = [0] * 7
+                if n >= 4:
+                    v[0:3] = struct.unpack("<HBB", r.take(4))
+                if n >= 7:
+                    v[3:6] = struct.unpack("<BBB", r.take(3))
+                if n == 11:
+                    v[6] = struct.unpack("<I", r.take(4))[0]
+                out.append(("date%d" % n, tuple(v)))
+            elif t == T_TIME:
+                # Length 0, 8 or 12: negative, days, h, m, s, microseconds.
+                n = r.int(1)
+                assert n in (0, 8, 12), "bad time length %d" % n
+                v = [0] * 6
+                if n >= 8:
+                    v[0:5] = struct.unpack("<BIBBB", r.take(8))
+                if n == 12:
+                    v[5] = struct.unpack("<I", r.take(4))[0]
+                out.append(("time%d" % n, tuple(v)))
             else:
                 raise AssertionError("unexpected column type %d" % t)
         assert r.pos == len(p), "bytes left over in a binary row"

@@ -47,6 +47,8 @@ import time
 from decimal import Decimal
 
 import pymysql
+import pymysql.constants.FIELD_TYPE
+import pymysql.converters
 
 SORT_MODES = ("nosort", "rowsort", "valuesort")
 CONNECTION_LOST = (2006, 2013, 2055)
@@ -172,6 +174,16 @@ _INT_PREFIX = re.compile(r"\s*[-+]?\d+")
 _NUM_PREFIX = re.compile(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 
 
+# Dates and times are compared as the text the server sends ('2024-01-31
+# 10:00:00.500', '-26:00:00'), not as Python objects, so fractions and
+# signs print as MySQL prints them.
+_TEXT_TEMPORALS = dict(pymysql.converters.conversions)
+for _t in (pymysql.constants.FIELD_TYPE.DATE, pymysql.constants.FIELD_TYPE.DATETIME,
+           pymysql.constants.FIELD_TYPE.TIMESTAMP, pymysql.constants.FIELD_TYPE.TIME,
+           pymysql.constants.FIELD_TYPE.NEWDATE):
+    _TEXT_TEMPORALS[_t] = str
+
+
 def format_value(value, kind):
     """Renders one result value by the sqllogictest convention for type kind."""
     if value is None:
@@ -253,7 +265,7 @@ class Runner:
     def __init__(self, host, port, user, password, engine="mysql", timeout=30,
                  complete=False, out=sys.stdout, quiet=False):
         self.params = dict(host=host, port=port, user=user, password=password,
-                           autocommit=True, charset="utf8mb4",
+                           autocommit=True, charset="utf8mb4", conv=_TEXT_TEMPORALS,
                            read_timeout=timeout, write_timeout=timeout, connect_timeout=10)
         self.engine = engine
         self.complete = complete
