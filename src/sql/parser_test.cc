@@ -1452,5 +1452,31 @@ TEST(LexerTest, HexAndBitLiteralsAreNotSupportedYet) {
   EXPECT_EQ((*ident)[1].kind, TokenKind::kIdent);
 }
 
+TEST(ParserTest, StringTypeAttributesAndTableCollation) {
+  auto s = ParseAs<ast::CreateTableStmt>(
+      "CREATE TABLE t (e ENUM('a', 'it''s') NOT NULL, c CHAR(3) CHARACTER SET latin1 COLLATE latin1_bin, "
+      "v VARCHAR(5) BINARY, t TEXT, KEY (t(10), c)) DEFAULT CHARSET=utf8mb4 COLLATE utf8mb4_bin");
+  ASSERT_EQ(s.columns.size(), 4u);
+  EXPECT_EQ(s.columns[0].type_name, "ENUM");
+  EXPECT_EQ(s.columns[0].elements, (std::vector<std::string>{"a", "it's"}));
+  EXPECT_EQ(s.columns[1].charset, "latin1");
+  EXPECT_EQ(s.columns[1].collation, "latin1_bin");
+  EXPECT_TRUE(s.columns[2].binary);
+  EXPECT_EQ(s.charset, "utf8mb4");
+  EXPECT_EQ(s.collation, "utf8mb4_bin");
+  ASSERT_EQ(s.indexes.size(), 1u);
+  EXPECT_EQ(s.indexes[0].prefix_lengths, (std::vector<uint32_t>{10, 0}));
+}
+
+TEST(ParserTest, CollateBindsTighterThanComparison) {
+  auto s = ParseAs<ast::SelectStmt>("SELECT a COLLATE utf8mb4_bin = 'x'");
+  const ast::Expr& e = *s.items[0].expr;
+  ASSERT_EQ(e.kind, ast::ExprKind::kBinary);
+  ASSERT_EQ(e.children[0]->kind, ast::ExprKind::kFunction);
+  EXPECT_EQ(e.children[0]->name, "COLLATE");
+  EXPECT_EQ(e.children[0]->children[1]->value.as_string(), "utf8mb4_bin");
+  EXPECT_FALSE(Parser("SELECT 'a' COLLATE").Next().ok());
+}
+
 }  // namespace
 }  // namespace shale::sql
