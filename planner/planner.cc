@@ -45,6 +45,13 @@ std::optional<Value> KeyConstant(const Value& v, const SqlType& t) {
     if (v.is_int() && static_cast<int64_t>(d) != v.as_int()) return std::nullopt;
     return Value::Double(d);
   }
+  if (t.is_temporal() && (v.is_string() || v.is_temporal())) {
+    // The value as the column stores it, only when that is exact (no
+    // fraction or time part dropped).
+    auto coerced = CoerceToColumn(v, t, "");
+    if (!coerced.ok() || CompareValues(*coerced, v) != 0) return std::nullopt;
+    return *coerced;
+  }
   // Strings: the key form under the column's collation (keys hold weight
   // strings). ENUM keys are ordered by index while ENUM comparisons with a
   // string compare text, so they give no bounds.
@@ -215,6 +222,10 @@ int HashClass(const SqlType& t) {
   if (t.id == TypeId::kDouble) return 3;
   if (t.id == TypeId::kFloat) return 4;
   if (t.is_decimal()) return 100 + t.scale;  // equal encodings need equal scales
+  if (t.id == TypeId::kYear) return 1;  // held as integers
+  if (t.id == TypeId::kDate || t.id == TypeId::kDatetime) return 5;  // one packed form
+  if (t.id == TypeId::kTimestamp) return 6;
+  if (t.id == TypeId::kTime) return 7;
   return 0;
 }
 

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "sierra/temporal.h"
+#include "src/common/datetime.h"
 #include "src/common/collation.h"
 #include "src/common/errors.h"
 #include "src/common/hex.h"
@@ -137,6 +139,7 @@ Result<Value> EvaluateArith(const Expr& e, const Value& l, const Value& r) {
 
 Result<Value> ConvertToType(const Value& v, const SqlType& t) {
   if (v.is_null()) return v;
+  if (t.is_temporal()) return CastToTemporal(v, t);
   if (t.is_decimal()) {
     auto d = ToDecimalLenient(v);
     std::optional<Decimal> scaled = d ? d->Rescale(t.scale) : std::nullopt;
@@ -231,6 +234,7 @@ Result<Value> EvaluateFunction(const Expr& e, const Row& row) {
     if (v.is_null()) return Value::Null();  // every other function is NULL on a NULL
     args.push_back(std::move(v));
   }
+  if (IsTemporalFunction(e.function)) return EvaluateTemporalFunction(e, args);
   switch (e.function) {
     case ScalarFunction::kCoalesce:
       return Value::Null();
@@ -469,6 +473,8 @@ Result<Value> EvaluateFunction(const Expr& e, const Row& row) {
       }
       return Value::String(std::move(s));
     }
+    default:
+      break;
   }
   return Status::Internal("bad function");
 }

@@ -1,9 +1,11 @@
 #include "sierra/expr.h"
 
 #include <algorithm>
+#include <optional>
 
 #include <fmt/format.h>
 
+#include "sierra/temporal.h"
 #include "src/common/collation.h"
 
 namespace shale::sierra {
@@ -52,6 +54,7 @@ ExprPtr Expr::Constant(Value v) {
     t = SqlType::Decimal(precision, static_cast<uint8_t>(scale));
   }
   if (v.is_string()) t = SqlType::Varchar(static_cast<uint32_t>(v.as_string().size()));
+  if (v.is_temporal()) t = SqlType::Temporal(v.as_temporal().type, v.as_temporal().fsp);
   auto e = Make(ExprKind::kConstant, t, v.is_null());
   e->constant = std::move(v);
   return e;
@@ -110,7 +113,15 @@ ExprPtr Expr::Not(ExprPtr c) {
   return e;
 }
 
-SqlType ArithResultType(ArithOp op, const SqlType& l, const SqlType& r) {
+SqlType ArithResultType(ArithOp op, const SqlType& in_l, const SqlType& in_r) {
+  // A date or time in arithmetic is its number (20240131, 103000.5):
+  // an integer, or a DECIMAL with its fraction digits.
+  auto numeric = [](const SqlType& t) {
+    if (!t.is_temporal() && t.id != TypeId::kYear) return t;
+    if (t.scale == 0) return SqlType::BigInt();
+    return SqlType::Decimal(14u + t.scale, t.scale);
+  };
+  const SqlType l = numeric(in_l), r = numeric(in_r);
   auto inexact = [](const SqlType& t) { return t.is_floating() || t.is_string(); };
   if (op == ArithOp::kIntDiv) return SqlType::BigInt();
   if (inexact(l) || inexact(r)) return SqlType::Double();
@@ -189,8 +200,36 @@ SqlType CommonType(const std::vector<SqlType>& types) {
   uint32_t text_length = 0;
   bool any_string = false, any_double = false, any_decimal = false, any_integer = false;
   int int_digits = 0, scale = 0;
+  // Temporal values: one temporal type (DATE and DATETIME mix to DATETIME)
+  // keeps it, with the largest fsp; mixed with anything else they are text.
+  std::optional<SqlType> temporal;
+  bool other = false;
   for (const SqlType& t : types) {
     if (t.id == TypeId::kNull) continue;
+    if (!t.is_temporal()) {
+      other = true;
+      continue;
+    }
+    if (!temporal) {
+      temporal = t;
+    } else if (temporal->id != t.id) {
+      bool dates = (temporal->id == TypeId::kDate || temporal->id == TypeId::kDatetime ||
+                    temporal->id == TypeId::kTimestamp) &&
+                   t.id != TypeId::kTime;
+      if (!dates) other = true;
+      temporal = SqlType::Temporal(TypeId::kDatetime, std::max(temporal->scale, t.scale));
+    } else {
+      temporal = SqlType::Temporal(t.id, std::max(temporal->scale, t.scale));
+    }
+  }
+  if (temporal && !other) return *temporal;
+  for (const SqlType& t : types) {
+    if (t.id == TypeId::kNull) continue;
+    if (t.is_temporal()) {
+      any_string = true;
+      text_length = std::max(text_length, t.length);
+      continue;
+    }
     text_length = std::max(text_length, t.is_string() ? std::min<uint32_t>(t.length, 65535) : 20u);
     if (t.is_string()) {
       any_string = true;
@@ -357,6 +396,8 @@ ExprPtr Expr::Function(ScalarFunction f, std::vector<ExprPtr> args) {
     case ScalarFunction::kUpper:
       type = SqlType::Varchar(static_cast<uint32_t>(std::min<uint64_t>(text, 65535)));
       break;
+    default:
+      break;  // the date and time functions: Expr::TypedFunction
   }
   // A string result derived from its first argument keeps that argument's
   // collation (UPPER(c) of a utf8mb4_bin column compares as utf8mb4_bin).
@@ -368,6 +409,13 @@ ExprPtr Expr::Function(ScalarFunction f, std::vector<ExprPtr> args) {
   auto e = Make(ExprKind::kFunction, type, nullable);
   e->function = f;
   e->collation = ComparisonCollation(args);
+  e->children = std::move(args);
+  return e;
+}
+
+ExprPtr Expr::TypedFunction(ScalarFunction f, std::vector<ExprPtr> args, SqlType type, bool nullable) {
+  auto e = Make(ExprKind::kFunction, type, nullable);
+  e->function = f;
   e->children = std::move(args);
   return e;
 }
@@ -431,6 +479,7 @@ std::string Expr::ToString() const {
       std::string args;
       for (size_t i = 0; i < children.size(); ++i) args += (i ? ", " : "") + children[i]->ToString();
       if (function == ScalarFunction::kCast) return fmt::format("cast({} as {})", args, type.ToString());
+      if (IsTemporalFunction(function)) return fmt::format("{}({})", TemporalFunctionName(function), args);
       return fmt::format("{}({})", kNames[static_cast<int>(function)], args);
     }
     case ExprKind::kLike:

@@ -75,6 +75,8 @@ std::string SerializeTable(const TableDef& t) {
     for (const std::string& e : c.type.elements) pc->add_type_elements(e);
     pc->set_nullable(c.nullable);
     pc->set_hidden(c.hidden);
+    pc->set_default_now(c.default_now);
+    pc->set_on_update_now(c.on_update_now);
     if (c.default_value) {
       pc->set_has_default(true);
       std::string row;
@@ -105,6 +107,8 @@ Result<std::shared_ptr<const TableDef>> ParseTable(std::string_view bytes) {
     c.type.elements.assign(pc.type_elements().begin(), pc.type_elements().end());
     c.nullable = pc.nullable();
     c.hidden = pc.hidden();
+    c.default_now = pc.default_now();
+    c.on_update_now = pc.on_update_now();
     if (pc.has_default()) {
       Row row;
       SHALE_RETURN_IF_ERROR(DecodeRow(pc.default_row(), &row));

@@ -36,6 +36,11 @@ struct ColumnDef {
   SqlType type;
   bool nullable = true;
   std::optional<Value> default_value;  // absent: no DEFAULT clause
+  // DEFAULT CURRENT_TIMESTAMP[(fsp)] / ON UPDATE CURRENT_TIMESTAMP[(fsp)] of a
+  // DATETIME or TIMESTAMP column (fsp: the column's). default_now leaves
+  // default_value empty.
+  bool default_now = false;
+  bool on_update_now = false;
   // The hidden row id that keys a table created without a PRIMARY KEY
   // (kHiddenRowIdColumn, BIGINT NOT NULL, the last column). Never shown.
   bool hidden = false;

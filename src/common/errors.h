@@ -75,6 +75,12 @@ enum class ErrorCode : uint16_t {
   kInvalidGroupFuncUse = 1111,  // ER_INVALID_GROUP_FUNC_USE
   kTooBigScale = 1425,          // ER_TOO_BIG_SCALE
   kTooBigPrecision = 1426,      // ER_TOO_BIG_PRECISION
+  // Date and time (src/common/datetime.h, sierra/temporal.h).
+  kInvalidOnUpdate = 1294,      // ER_INVALID_ON_UPDATE
+  kUnknownTimeZone = 1298,      // ER_UNKNOWN_TIME_ZONE
+  kWrongValueForType = 1411,    // ER_WRONG_VALUE_FOR_TYPE (STR_TO_DATE)
+  kDatetimeFunctionOverflow = 1441,  // ER_DATETIME_FUNCTION_OVERFLOW
+  kWrongValue = 1525,           // ER_WRONG_VALUE (DATE '...' literals)
   kMBiggerThanD = 1427,         // ER_M_BIGGER_THAN_D
   kDupKeyName = 1061,           // ER_DUP_KEYNAME
   kCantRemoveAllFields = 1090,  // ER_CANT_REMOVE_ALL_FIELDS

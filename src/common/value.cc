@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "src/common/datetime.h"
 #include "src/common/collation.h"
 #include "src/common/errors.h"
 #include "src/common/json.h"
@@ -27,6 +28,20 @@ SqlType SqlType::Integer(TypeId id, bool is_unsigned) {
   }
   SqlType t{id, width};
   t.is_unsigned = is_unsigned;
+  return t;
+}
+
+SqlType SqlType::Temporal(TypeId id, int fsp) {
+  uint32_t length = 0;
+  switch (id) {
+    case TypeId::kDate: length = 10; break;
+    case TypeId::kTime: length = 10; break;
+    case TypeId::kYear: length = 4; break;
+    default: length = 19; break;
+  }
+  if (fsp > 0 && id != TypeId::kDate && id != TypeId::kYear) length += static_cast<uint32_t>(fsp) + 1;
+  SqlType t{id, length};
+  t.scale = static_cast<uint8_t>(id == TypeId::kDate || id == TypeId::kYear ? 0 : fsp);
   return t;
 }
 
@@ -59,6 +74,11 @@ std::string SqlType::ToString() const {
       return scale == kNotFixedDecimals ? fmt::format("float{}", u)
                                         : fmt::format("float({},{}){}", length, scale, u);
     case TypeId::kDecimal: return fmt::format("decimal({},{}){}", length, scale, u);
+    case TypeId::kDate: return "date";
+    case TypeId::kDatetime: return scale ? fmt::format("datetime({})", scale) : "datetime";
+    case TypeId::kTimestamp: return scale ? fmt::format("timestamp({})", scale) : "timestamp";
+    case TypeId::kTime: return scale ? fmt::format("time({})", scale) : "time";
+    case TypeId::kYear: return "year(4)";
     case TypeId::kChar: return fmt::format("char({})", length);
     case TypeId::kBinary: return fmt::format("binary({})", length);
     case TypeId::kVarbinary: return fmt::format("varbinary({})", length);
@@ -166,12 +186,13 @@ std::string Value::ToText() const {
   if (is_float()) return FormatFloat(std::get<5>(v_));
   if (is_double()) return FormatDouble(as_double());
   if (is_decimal()) return as_decimal().ToString();
+  if (is_temporal()) return TemporalText(*this);
   return "NULL";
 }
 
 std::string Value::ToSqlLiteral() const {
   if (is_null()) return "NULL";
-  if (is_string()) return "'" + as_string() + "'";
+  if (is_string() || is_temporal()) return "'" + ToText() + "'";
   return ToText();
 }
 
@@ -209,6 +230,12 @@ int64_t ToInt64Lenient(const Value& v) {
   if (v.is_int()) return v.as_int();
   if (v.is_null()) return 0;
   if (v.is_decimal()) return v.as_decimal().ToInt64Rounded();
+  if (v.is_temporal()) {
+    int32_t micro = 0;
+    int64_t n = TemporalNumber(v, &micro);
+    if (micro >= 500000) n += n < 0 ? -1 : 1;
+    return n;
+  }
   if (v.is_double()) {
     double r = std::round(v.as_double());
     if (r >= 9223372036854775808.0) return std::numeric_limits<int64_t>::max();
@@ -262,6 +289,7 @@ double ToDoubleLenient(const Value& v) {
   if (v.is_int()) return static_cast<double>(v.as_int());
   if (v.is_double()) return v.as_double();
   if (v.is_decimal()) return v.as_decimal().ToDouble();
+  if (v.is_temporal()) return TemporalDouble(v);
   double d = 0;
   if (v.is_string()) NumericPrefix(v.as_string(), &d);
   return d;
@@ -279,10 +307,26 @@ std::optional<Decimal> ToDecimalLenient(const Value& v) {
     if (exact) return exact;
     return Decimal::FromDouble(d, Decimal::kMaxScale / 2);
   }
+  if (v.is_temporal()) {
+    int32_t micro = 0;
+    int64_t n = TemporalNumber(v, &micro);
+    int fsp = v.as_temporal().fsp;
+    if (fsp == 0) return Decimal::FromInt(n);
+    __int128 units = static_cast<__int128>(n) * 1000000 + (n < 0 ? -micro : micro);
+    Decimal d(units, 6);
+    auto scaled = d.Rescale(fsp);
+    return scaled ? *scaled : d;
+  }
   return Decimal();
 }
 
 int CompareValues(const Value& a, const Value& b) {
+  if (a.is_temporal() || b.is_temporal()) {
+    int c = 0;
+    if (CompareTemporal(a, b, &c)) return c;
+    if (a.is_temporal() && b.is_string()) return CompareValues(Value::String(a.ToText()), b);
+    if (b.is_temporal() && a.is_string()) return CompareValues(a, Value::String(b.ToText()));
+  }
   if (a.is_int() && b.is_int()) {
     return a.as_int() < b.as_int() ? -1 : (a.as_int() > b.as_int() ? 1 : 0);
   }
@@ -428,6 +472,7 @@ Result<Value> CoerceToColumn(const Value& v, const SqlType& t, std::string_view 
     if (n < lo || n > hi) return OutOfRangeFor(column);
     return Value::Int(n);
   }
+  if (t.is_temporal() || t.id == TypeId::kYear) return CoerceToTemporalColumn(v, t, column);
   switch (t.id) {
     case TypeId::kDouble:
     case TypeId::kFloat: {
@@ -548,8 +593,9 @@ void AppendKey(const Value& v, std::string* out) {
     return;
   }
   out->push_back(kKeyValue);
-  if (v.is_int()) {
-    uint64_t u = static_cast<uint64_t>(v.as_int()) ^ (uint64_t{1} << 63);
+  if (v.is_int() || v.is_temporal()) {
+    int64_t n = v.is_int() ? v.as_int() : v.as_temporal().packed;
+    uint64_t u = static_cast<uint64_t>(n) ^ (uint64_t{1} << 63);
     for (int shift = 56; shift >= 0; shift -= 8) out->push_back(static_cast<char>(u >> shift));
     return;
   }
@@ -585,12 +631,13 @@ Status DecodeKey(std::string_view* in, const SqlType& t, Value* out) {
     return Status::OK();
   }
   if (tag != kKeyValue) return Status::Corruption("key: bad tag");
-  if (t.is_integer()) {
+  if (t.is_integer() || t.is_temporal() || t.id == TypeId::kYear) {
     if (in->size() < 8) return Status::Corruption("key: truncated integer");
     uint64_t u = 0;
     for (int i = 0; i < 8; ++i) u = (u << 8) | static_cast<uint8_t>((*in)[i]);
     in->remove_prefix(8);
-    *out = Value::Int(static_cast<int64_t>(u ^ (uint64_t{1} << 63)));
+    int64_t n = static_cast<int64_t>(u ^ (uint64_t{1} << 63));
+    *out = t.is_temporal() ? Value::Temporal(t.id, n, t.scale) : Value::Int(n);
     return Status::OK();
   }
   if (t.is_floating()) {
@@ -666,7 +713,9 @@ bool GetVarint64(std::string_view* in, uint64_t* v) {
 
 namespace {
 // DO NOT CHANGE
-enum class RowTag : uint8_t { kNull = 0, kInt = 1, kString = 2, kDouble = 3, kDecimal = 4, kFloat = 5 };
+enum class RowTag : uint8_t {
+  kNull = 0, kInt = 1, kString = 2, kDouble = 3, kDecimal = 4, kFloat = 5, kTemporal = 6,
+};
 
 void PutFixedLE(std::string* out, unsigned __int128 v, int bytes) {
   for (int i = 0; i < bytes; ++i) out->push_back(static_cast<char>(v >> (8 * i)));
@@ -706,6 +755,12 @@ void EncodeRow(const Row& row, std::string* out) {
       out->push_back(static_cast<char>(RowTag::kDecimal));
       out->push_back(static_cast<char>(v.as_decimal().scale()));
       PutFixedLE(out, static_cast<unsigned __int128>(v.as_decimal().units()), 16);
+    } else if (v.is_temporal()) {
+      const TemporalValue& tv = v.as_temporal();
+      out->push_back(static_cast<char>(RowTag::kTemporal));
+      out->push_back(static_cast<char>(tv.type));
+      out->push_back(static_cast<char>(tv.fsp));
+      PutVarint64(out, (static_cast<uint64_t>(tv.packed) << 1) ^ static_cast<uint64_t>(tv.packed >> 63));
     } else {
       out->push_back(static_cast<char>(RowTag::kString));
       PutVarint64(out, v.as_string().size());
@@ -769,6 +824,18 @@ Status DecodeRow(std::string_view in, Row* out) {
           return Status::Corruption("row: bad decimal");
         }
         out->push_back(Value::Dec(Decimal(static_cast<__int128>(u), scale)));
+        break;
+      }
+      case RowTag::kTemporal: {
+        if (in.size() < 2) return Status::Corruption("row: bad temporal");
+        auto type = static_cast<TypeId>(static_cast<uint8_t>(in[0]));
+        int fsp = static_cast<uint8_t>(in[1]);
+        in.remove_prefix(2);
+        uint64_t z = 0;
+        if (fsp > 6 || !SqlType{type}.is_temporal() || !GetVarint64(&in, &z)) {
+          return Status::Corruption("row: bad temporal");
+        }
+        out->push_back(Value::Temporal(type, static_cast<int64_t>((z >> 1) ^ (~(z & 1) + 1)), fsp));
         break;
       }
       default:

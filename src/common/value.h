@@ -34,6 +34,12 @@ enum class TypeId : uint8_t {
   kDouble = 7,   // DOUBLE: IEEE 754 binary64
   kFloat = 8,    // FLOAT: IEEE 754 binary32 (values held as float)
   kDecimal = 9,  // DECIMAL(length = precision, scale): exact, src/common/decimal.h
+  // Temporal types (src/common/datetime.h); scale = fsp (0..6).
+  kDate = 20,       // DATE
+  kDatetime = 21,   // DATETIME(fsp)
+  kTimestamp = 22,  // TIMESTAMP(fsp): stored in UTC, shown in the session time zone
+  kTime = 23,       // TIME(fsp): ±838:59:59
+  kYear = 24,       // YEAR: 1901..2155 or 0, held as an integer
   // String and binary kinds (length: see SqlType::length). Values are
   // Value::String; `collation` says how they compare.
   kChar = 10,       // CHAR(n): n characters, trailing spaces stripped when stored
@@ -92,6 +98,12 @@ struct SqlType {
   bool is_floating() const { return id == TypeId::kDouble || id == TypeId::kFloat; }
   bool is_decimal() const { return id == TypeId::kDecimal; }
   bool is_numeric() const { return is_integer() || is_floating() || is_decimal(); }
+  // DATE, DATETIME, TIMESTAMP, TIME (not YEAR, which is an integer).
+  bool is_temporal() const {
+    return id == TypeId::kDate || id == TypeId::kDatetime || id == TypeId::kTimestamp ||
+           id == TypeId::kTime;
+  }
+  static SqlType Temporal(TypeId id, int fsp);  // with MySQL's display length
   // Every string and binary kind (the values are Value::String).
   bool is_string() const {
     return id == TypeId::kVarchar || (id >= TypeId::kChar && id <= TypeId::kJson);
@@ -115,7 +127,17 @@ struct SqlType {
   std::string ToString() const;  // "int", "bigint unsigned", "varchar(20)", "decimal(10,2)", "enum('a','b')"
 };
 
-// A SQL value: NULL, an integer, a string, a DOUBLE, a FLOAT or a DECIMAL.
+// The payload of a temporal value: `packed` as src/common/datetime.h
+// describes for `type`, shown with `fsp` fraction digits.
+struct TemporalValue {
+  int64_t packed = 0;
+  TypeId type = TypeId::kDatetime;
+  uint8_t fsp = 0;
+  bool operator==(const TemporalValue&) const = default;
+};
+
+// A SQL value: NULL, an integer, a string, a DOUBLE, a FLOAT, a DECIMAL or a
+// temporal value.
 class Value {
  public:
   Value() = default;  // NULL
@@ -125,6 +147,11 @@ class Value {
   static Value Double(double d) { Value x; x.v_ = d == 0 ? 0.0 : d; return x; }  // no -0
   static Value Float(float f) { Value x; x.v_ = f == 0 ? 0.0f : f; return x; }
   static Value Dec(Decimal d) { Value x; x.v_ = d; return x; }
+  static Value Temporal(TypeId type, int64_t packed, int fsp) {
+    Value x;
+    x.v_ = TemporalValue{packed, type, static_cast<uint8_t>(fsp)};
+    return x;
+  }
 
   bool is_null() const { return v_.index() == 0; }
   bool is_int() const { return v_.index() == 1; }
@@ -134,10 +161,12 @@ class Value {
   bool is_float() const { return v_.index() == 5; }
   bool is_decimal() const { return v_.index() == 4; }
   bool is_number() const { return is_int() || is_double() || is_decimal(); }
+  bool is_temporal() const { return v_.index() == 6; }
   int64_t as_int() const { return std::get<1>(v_); }
   const std::string& as_string() const { return std::get<2>(v_); }
   double as_double() const { return v_.index() == 5 ? std::get<5>(v_) : std::get<3>(v_); }
   const Decimal& as_decimal() const { return std::get<4>(v_); }
+  const TemporalValue& as_temporal() const { return std::get<6>(v_); }
 
   // The text the MySQL text protocol sends (undefined for NULL).
   std::string ToText() const;
@@ -147,7 +176,7 @@ class Value {
   bool operator==(const Value& o) const { return v_ == o.v_; }
 
  private:
-  std::variant<std::monostate, int64_t, std::string, double, Decimal, float> v_;
+  std::variant<std::monostate, int64_t, std::string, double, Decimal, float, TemporalValue> v_;
 };
 
 using Row = std::vector<Value>;
@@ -214,7 +243,8 @@ Result<Value> CoerceToColumn(const Value& v, const SqlType& t, std::string_view 
 // then the 8 big-endian bytes of the double with the sign bit flipped for
 // positives and every bit flipped for negatives. DECIMAL: 0x02 then the
 // 16-byte big-endian units (at the column's scale: REQUIRES the value
-// rescaled to the column's scale) with the sign bit flipped.
+// rescaled to the column's scale) with the sign bit flipped. Temporal: 0x02
+// then the packed int64 (src/common/datetime.h) like an integer.
 void AppendKey(const Value& v, std::string* out);
 // Decodes one key component of type `t` from `*in`, advancing it.
 Status DecodeKey(std::string_view* in, const SqlType& t, Value* out);
@@ -223,7 +253,8 @@ Status DecodeKey(std::string_view* in, const SqlType& t, Value* out);
 // A row is a varint column count then, per column, a tag (0 NULL, 1 integer as
 // zigzag varint, 2 string as varint length + bytes, 3 DOUBLE as 8 little-endian
 // bytes, 4 DECIMAL as a scale byte + 16 little-endian bytes of units, 5 FLOAT
-// as 4 little-endian bytes).
+// as 4 little-endian bytes, 6 temporal as a TypeId byte, an fsp byte and the
+// packed value as a zigzag varint).
 void EncodeRow(const Row& row, std::string* out);
 Status DecodeRow(std::string_view in, Row* out);
 

@@ -237,6 +237,28 @@ ColumnDefinition DescribeColumn(const SqlType& type, bool nullable, bool primary
       if (c.charset == kCharsetBinary) c.flags |= column_flag::kBinary;
       break;
     }
+    case TypeId::kDate:
+    case TypeId::kDatetime:
+    case TypeId::kTimestamp:
+    case TypeId::kTime:
+      // As MariaDB: binary charset, BINARY_FLAG (TIMESTAMP also UNSIGNED),
+      // decimals = fsp, length = the display width.
+      c.type = type.id == TypeId::kDate        ? ColumnType::kDate
+               : type.id == TypeId::kDatetime  ? ColumnType::kDateTime
+               : type.id == TypeId::kTimestamp ? ColumnType::kTimestamp
+                                               : ColumnType::kTime;
+      c.column_length = type.length;
+      c.charset = kCharsetBinary;
+      c.flags = column_flag::kBinary;
+      if (type.id == TypeId::kTimestamp) c.flags |= column_flag::kUnsigned;
+      c.decimals = type.scale;
+      break;
+    case TypeId::kYear:
+      c.type = ColumnType::kYear;
+      c.column_length = 4;
+      c.charset = kCharsetBinary;
+      c.flags = column_flag::kUnsigned | column_flag::kZerofill;
+      break;
     case TypeId::kNull:
       c.type = ColumnType::kNull;
       c.column_length = 0;

@@ -36,6 +36,7 @@ enum class ExprKind : uint8_t {
   kSubquery,   // subquery; op: "" a scalar subquery, "EXISTS", "IN" (children[0]
                // [NOT] IN (subquery), negated), or a comparison with name "ANY"
                // or "ALL" (children[0] op ANY|ALL (subquery))
+  kUserVar,    // @name: name (lower-cased: user variables ignore case)
 };
 
 struct Expr {
@@ -86,6 +87,7 @@ struct OrderItem {
 
 struct SelectStmt {
   bool distinct = false;
+  bool calc_found_rows = false;  // SELECT SQL_CALC_FOUND_ROWS ... (for FOUND_ROWS())
   std::vector<SelectItem> items;
   std::optional<TableRef> from;   // the first table of FROM
   std::vector<JoinClause> joins;  // the tables after it, in order
@@ -156,6 +158,7 @@ struct ColumnDefinition {
   bool primary_key = false;
   bool unique = false;  // the UNIQUE [KEY] column attribute
   ExprPtr default_value;
+  ExprPtr on_update;  // ON UPDATE CURRENT_TIMESTAMP[(fsp)]
   std::string charset;    // CHARACTER SET / CHARSET name as written; empty: none
   std::string collation;  // COLLATE name as written; empty: none
   bool binary = false;    // the BINARY attribute of a text type (its charset's _bin collation)
@@ -195,8 +198,8 @@ struct UseStmt {
 };
 
 struct SetAssignment {
-  std::string scope;  // "", "session", "global"
-  std::string name;   // lower-cased system variable name
+  std::string scope;  // "", "session", "global"; "user" for SET @name
+  std::string name;   // lower-cased system (or user) variable name
   ExprPtr value;
 };
 

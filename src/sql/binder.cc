@@ -10,6 +10,7 @@
 #include "src/common/errors.h"
 #include "src/common/like.h"
 #include "sierra/eval.h"
+#include "src/sql/bind_temporal.h"
 #include "src/sql/parser.h"
 
 namespace shale::sql {
@@ -463,6 +464,19 @@ Result<std::shared_ptr<const catalog::TableDef>> Binder::ResolveTable(
 Result<LogicalPtr> Binder::BindFrom(const ast::SelectStmt& s, Scope* scope) {
   size_t width = 0;
   auto add = [&](const ast::TableRef& ref) -> Result<LogicalPtr> {
+    if (!ref.derived && ctx_.system_table && IsSystemDb(ref.name.db.empty() ? ctx_.current_db : ref.name.db)) {
+      // A system table: its rows, generated now, as a Values input.
+      SHALE_ASSIGN_OR_RETURN(GeneratedTable t, ctx_.system_table(ref.name.table));
+      std::string alias = ref.alias.empty() ? ref.name.table : ref.alias;
+      for (const ScopeTable& st : scope->tables) {
+        if (st.alias == alias) return SqlError(ErrorCode::kNonUniqTable, "Not unique table/alias: '{}'", alias);
+      }
+      for (ColumnInfo& c : t.columns) c.table = alias;
+      LogicalPtr values = ValuesPlan(std::move(t.columns), t.rows);
+      scope->tables.push_back({alias, std::string(kSystemDb), width, values->columns.size()});
+      width += values->columns.size();
+      return values;
+    }
     if (ref.derived) {
       // A derived table: its own query, which sees no outer names.
       Binder sub(ctx_);
@@ -934,6 +948,11 @@ Result<ExprPtr> Binder::BindFunction(const ast::Expr& e, const Scope& scope) {
     }
     return args;
   };
+  {
+    BindArgument bind = [&](const ast::Expr& a) { return BindExpr(a, scope); };
+    SHALE_ASSIGN_OR_RETURN(auto temporal, BindTemporalFunction(e, bind));
+    if (temporal) return *temporal;
+  }
   using sierra::ScalarFunction;
   static const std::map<std::string, std::pair<ScalarFunction, std::pair<size_t, size_t>>> kScalar = {
       {"COALESCE", {ScalarFunction::kCoalesce, {1, SIZE_MAX}}},
@@ -1114,9 +1133,37 @@ Result<ExprPtr> Binder::BindFunction(const ast::Expr& e, const Scope& scope) {
     return Expr::ColumnRef(col->column + values_offset_, col->name, col->type, col->nullable);
   }
   if (n == "LAST_INSERT_ID") {
-    // No AUTO_INCREMENT yet, so no statement has generated an id.
+    // LAST_INSERT_ID(): the session's value (no AUTO_INCREMENT yet, so only
+    // LAST_INSERT_ID(expr) sets it). LAST_INSERT_ID(expr) returns expr as
+    // BIGINT UNSIGNED and remembers it; expr must be a constant here (no
+    // per-row side effects in plans yet).
+    SHALE_RETURN_IF_ERROR(arg_count(0, 1));
+    uint64_t id = ctx_.last_insert_id;
+    if (e.children.size() == 1) {
+      Scope none;
+      auto bound = BindExpr(*e.children[0], none);
+      if (!bound.ok() && bound.status().mysql_code() == static_cast<uint16_t>(ErrorCode::kBadField)) {
+        return SqlError(ErrorCode::kNotSupportedYet,
+                        "This version of Shale doesn't yet support 'LAST_INSERT_ID(expr) of a non-constant expr'");
+      }
+      SHALE_RETURN_IF_ERROR(bound.status());
+      SHALE_ASSIGN_OR_RETURN(Value v, sierra::Evaluate(**bound, {}));
+      id = v.is_null() ? 0 : static_cast<uint64_t>(ToInt64Lenient(v));
+      if (ctx_.set_last_insert_id != nullptr) *ctx_.set_last_insert_id = id;
+    }
+    auto c = std::make_shared<Expr>(*Expr::Constant(Value::Int(static_cast<int64_t>(id))));
+    c->type = SqlType{TypeId::kBigInt, 20, 0, /*is_unsigned=*/true};
+    return ExprPtr(c);
+  }
+  if (n == "ROW_COUNT") {
     SHALE_RETURN_IF_ERROR(no_args());
-    return Expr::Constant(Value::Int(0));
+    return Expr::Constant(Value::Int(ctx_.row_count));
+  }
+  if (n == "FOUND_ROWS") {
+    SHALE_RETURN_IF_ERROR(no_args());
+    auto c = std::make_shared<Expr>(*Expr::Constant(Value::Int(static_cast<int64_t>(ctx_.found_rows))));
+    c->type = SqlType{TypeId::kBigInt, 20, 0, /*is_unsigned=*/true};
+    return ExprPtr(c);
   }
   (void)scope;
   std::string db = ctx_.current_db.empty() ? "" : ctx_.current_db + ".";
@@ -1150,6 +1197,17 @@ Result<ExprPtr> Binder::BindExprInner(const ast::Expr& e, const Scope& scope) {
       }
       auto c = std::make_shared<Expr>(*Expr::Constant(it->second));
       if (it->second.is_null()) c->type = SqlType::Varchar(0);
+      return ExprPtr(c);
+    }
+    case ast::ExprKind::kUserVar: {
+      // An unset variable is NULL (of a string type, as in MySQL).
+      Value v;
+      if (ctx_.user_variables != nullptr) {
+        auto it = ctx_.user_variables->find(e.name);
+        if (it != ctx_.user_variables->end()) v = it->second;
+      }
+      auto c = std::make_shared<Expr>(*Expr::Constant(v));
+      if (v.is_null()) c->type = SqlType::Varchar(0);
       return ExprPtr(c);
     }
     case ast::ExprKind::kFunction:
@@ -1227,6 +1285,11 @@ Result<ExprPtr> Binder::BindExprInner(const ast::Expr& e, const Scope& scope) {
       return e.negated ? Expr::Not(both) : both;
     }
     case ast::ExprKind::kBinary: {
+      {
+        BindArgument bind = [&](const ast::Expr& a) { return BindExpr(a, scope); };
+        SHALE_ASSIGN_OR_RETURN(auto date_add, BindIntervalArithmetic(e, bind));
+        if (date_add) return *date_add;
+      }
       SHALE_ASSIGN_OR_RETURN(ExprPtr l, BindExpr(*e.children[0], scope));
       SHALE_ASSIGN_OR_RETURN(ExprPtr r, BindExpr(*e.children[1], scope));
       using sierra::ArithOp;
@@ -1409,6 +1472,7 @@ Result<LogicalPtr> Binder::BindInsert(const ast::InsertStmt& s) {
     const catalog::ColumnDef& c = table->columns[col];
     // The executor allocates the hidden row id for a NULL.
     if (c.hidden) return Expr::Constant(Value::Null());
+    if (c.default_now) return CurrentTimestampFor(c.type);
     if (c.default_value) return Expr::Constant(*c.default_value);
     if (c.nullable) return Expr::Constant(Value::Null());
     return SqlError(ErrorCode::kNoDefaultForField, "Field '{}' doesn't have a default value", c.name);
@@ -1575,7 +1639,9 @@ Result<LogicalPtr> Binder::BindUpdate(const ast::UpdateStmt& s) {
     SHALE_ASSIGN_OR_RETURN(ExprPtr col, BindColumn(target, scope));
     if (a.value->kind == ast::ExprKind::kDefault) {
       const catalog::ColumnDef& c = table->columns[col->column];
-      if (c.default_value) {
+      if (c.default_now) {
+        exprs.push_back(CurrentTimestampFor(c.type));
+      } else if (c.default_value) {
         exprs.push_back(Expr::Constant(*c.default_value));
       } else if (c.nullable) {
         exprs.push_back(Expr::Constant(Value::Null()));
@@ -1588,6 +1654,13 @@ Result<LogicalPtr> Binder::BindUpdate(const ast::UpdateStmt& s) {
       exprs.push_back(std::move(value));
     }
     columns.push_back(col->column);
+  }
+  // ON UPDATE CURRENT_TIMESTAMP columns the statement does not set.
+  for (size_t i = 0; i < table->columns.size(); ++i) {
+    if (!table->columns[i].on_update_now) continue;
+    if (std::find(columns.begin(), columns.end(), static_cast<int>(i)) != columns.end()) continue;
+    columns.push_back(static_cast<int>(i));
+    exprs.push_back(CurrentTimestampFor(table->columns[i].type));
   }
   return LogicalOperator::Update(table, std::move(rows), std::move(columns), std::move(exprs));
 }
@@ -1618,6 +1691,7 @@ Result<catalog::ColumnDef> Binder::BindColumnDefinition(const ast::ColumnDefinit
   copy.binary = cd.binary;
   copy.elements = cd.elements;
   if (cd.default_value) copy.default_value = CloneAst(*cd.default_value);
+  if (cd.on_update) copy.on_update = CloneAst(*cd.on_update);
   one.columns.push_back(std::move(copy));
   SHALE_ASSIGN_OR_RETURN(BoundStatement bound, BindCreateTable(one));
   return std::get<CreateTableCmd>(bound).def.columns[0];
@@ -1762,6 +1836,8 @@ Result<BoundStatement> Binder::BindAlterTable(const ast::AlterTableStmt& s) {
 // with MySQL's limits (DECIMAL: precision 1..65, scale <= 30 and <= precision).
 Result<SqlType> BindColumnType(const ast::ColumnDefinition& cd) {
   const std::string& n = cd.type_name;
+  SHALE_ASSIGN_OR_RETURN(auto temporal, BindTemporalColumnType(cd));
+  if (temporal) return *temporal;
   static const std::map<std::string, TypeId> kIntegers = {
       {"TINYINT", TypeId::kTinyInt},     {"INT1", TypeId::kTinyInt},   {"SMALLINT", TypeId::kSmallInt},
       {"INT2", TypeId::kSmallInt},       {"MEDIUMINT", TypeId::kMediumInt}, {"INT3", TypeId::kMediumInt},
@@ -2055,7 +2131,20 @@ Result<BoundStatement> Binder::BindCreateTable(const ast::CreateTableStmt& s) {
       if (!pk.empty()) return SqlError(ErrorCode::kMultiplePriKey, "Multiple primary key defined");
       pk.push_back(cd.name);
     }
-    if (cd.default_value) {
+    int now_fsp = 0;
+    const bool datetime_column = c.type.id == TypeId::kDatetime || c.type.id == TypeId::kTimestamp;
+    if (cd.on_update) {
+      if (!datetime_column || !IsCurrentTimestamp(*cd.on_update, &now_fsp)) {
+        return SqlError(ErrorCode::kInvalidOnUpdate, "Invalid ON UPDATE clause for '{}' column", cd.name);
+      }
+      c.on_update_now = true;
+    }
+    if (cd.default_value && IsCurrentTimestamp(*cd.default_value, &now_fsp)) {
+      if (!datetime_column) {
+        return SqlError(ErrorCode::kInvalidDefault, "Invalid default value for '{}'", cd.name);
+      }
+      c.default_now = true;
+    } else if (cd.default_value) {
       auto v = EvaluateConstant(*cd.default_value);
       if (!v.ok()) return SqlError(ErrorCode::kInvalidDefault, "Invalid default value for '{}'", cd.name);
       // MySQL 5.7/8.0: no literal default for BLOB, TEXT and JSON (MariaDB
@@ -2126,7 +2215,21 @@ Result<BoundStatement> Binder::BindCreateTable(const ast::CreateTableStmt& s) {
 
 Result<BoundStatement> Binder::BindSet(const ast::SetStmt& s) {
   SetCmd cmd;
+  // SET @name = expr: the values are computed by a one-row query, so
+  // subqueries work as in SELECT.
+  ast::SelectStmt user_values;
   for (const ast::SetAssignment& a : s.assignments) {
+    if (a.scope != "user") continue;
+    ast::SelectItem item;
+    item.expr = CloneAst(*a.value);
+    user_values.items.push_back(std::move(item));
+    cmd.user_variables.push_back(a.name);
+  }
+  if (!cmd.user_variables.empty()) {
+    SHALE_ASSIGN_OR_RETURN(cmd.user_values, BindSelect(user_values));
+  }
+  for (const ast::SetAssignment& a : s.assignments) {
+    if (a.scope == "user") continue;
     auto it = ctx_.variables->find(a.name);
     if (it == ctx_.variables->end()) {
       return SqlError(ErrorCode::kUnknownSystemVariable, "Unknown system variable '{}'", a.name);
@@ -2226,6 +2329,8 @@ Result<LogicalPtr> Binder::BindShow(const ast::ShowStmt& s) {
         bool is_pk = std::find(pk_columns.begin(), pk_columns.end(), static_cast<int>(i)) != pk_columns.end();
         Value def = c.default_value && !c.default_value->is_null() ? Value::String(c.default_value->ToText())
                                                                    : Value::Null();
+        if (c.default_now) def = Value::String(CurrentTimestampSql(c.type));
+        std::string extra = c.on_update_now ? "on update " + CurrentTimestampSql(c.type) : "";
         // MySQL's Key, by priority: PRI; UNI for the column of a one-column
         // UNIQUE index; MUL for the first column of any other index.
         std::string key = is_pk ? "PRI" : "";
@@ -2246,7 +2351,7 @@ Result<LogicalPtr> Binder::BindShow(const ast::ShowStmt& s) {
         }
         rows.push_back({Value::String(c.name), Value::String(ColumnTypeSql(c)),
                         Value::String(c.nullable ? "YES" : "NO"), Value::String(key),
-                        def, Value::String("")});
+                        def, Value::String(extra)});
       }
       ColumnInfo def_col = TextColumn("Default");
       def_col.nullable = true;
@@ -2359,6 +2464,11 @@ Status CheckName(const std::string& name, ErrorCode bad) {
 Status CheckDatabaseName(const std::string& name) { return CheckName(name, ErrorCode::kWrongDbName); }
 Status CheckTableName(const std::string& name) { return CheckName(name, ErrorCode::kWrongTableName); }
 
+// MariaDB's text of CURRENT_TIMESTAMP with a column's fsp.
+std::string CurrentTimestampSql(const SqlType& t) {
+  return t.scale ? fmt::format("current_timestamp({})", t.scale) : "current_timestamp()";
+}
+
 std::string ColumnTypeSql(const catalog::ColumnDef& c) {
   return c.type.ToString();
 }
@@ -2427,12 +2537,16 @@ std::string ShowCreateTableSql(const catalog::TableDef& t) {
       line += fmt::format(" CHARACTER SET {} COLLATE {}", co.charset, co.name);
     }
     if (!c.nullable) line += " NOT NULL";
-    if (c.default_value) {
+    if (c.nullable && c.type.id == TypeId::kTimestamp) line += " NULL";
+    if (c.default_now) {
+      line += " DEFAULT " + CurrentTimestampSql(c.type);
+    } else if (c.default_value) {
       line += c.default_value->is_null() ? " DEFAULT NULL"
                                          : fmt::format(" DEFAULT '{}'", c.default_value->ToText());
     } else if (c.nullable) {
       line += " DEFAULT NULL";
     }
+    if (c.on_update_now) line += " ON UPDATE " + CurrentTimestampSql(c.type);
     lines.push_back(std::move(line));
   }
   bool hidden_key = false;

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <strings.h>
 
+#include "src/common/datetime.h"
 #include "src/common/errors.h"
 
 namespace shale::sql {
@@ -275,10 +276,19 @@ Result<ast::Statement> Parser::ParseStatement() {
 Result<ast::SelectStmt> Parser::ParseSelect() {
   SHALE_RETURN_IF_ERROR(ExpectKeyword("SELECT"));
   ast::SelectStmt s;
-  if (AcceptKeyword("DISTINCT")) {
-    s.distinct = true;
-  } else {
-    AcceptKeyword("ALL");
+  // DISTINCT/ALL and the modifiers MySQL allows before the select list,
+  // in any order.
+  bool all = false;
+  while (true) {
+    if (!s.distinct && !all && AcceptKeyword("DISTINCT")) {
+      s.distinct = true;
+    } else if (!s.distinct && !all && AcceptKeyword("ALL")) {
+      all = true;
+    } else if (AcceptKeyword("SQL_CALC_FOUND_ROWS")) {
+      s.calc_found_rows = true;
+    } else if (!AcceptKeyword("SQL_NO_CACHE")) {
+      break;
+    }
   }
   while (true) {
     ast::SelectItem item;
@@ -827,6 +837,10 @@ Result<ast::ColumnDefinition> Parser::ParseColumnDefinition() {
       c.primary_key = true;  // a bare KEY in a column definition means PRIMARY KEY
     } else if (AcceptKeyword("DEFAULT")) {
       SHALE_ASSIGN_OR_RETURN(c.default_value, ParseUnary());
+    } else if (AtKeyword("ON") && AtKeyword("UPDATE", 1)) {
+      // ON UPDATE CURRENT_TIMESTAMP[(fsp)]
+      pos_ += 2;
+      SHALE_ASSIGN_OR_RETURN(c.on_update, ParseUnary());
     } else if (AcceptKeyword("COMMENT")) {
       if (Peek().kind != TokenKind::kString) return ErrorHere();
       ++pos_;
@@ -1082,7 +1096,14 @@ Result<ast::SetStmt> Parser::ParseSet() {
       }
       a.name = name;
     } else if (Peek().kind == TokenKind::kUserVar) {
-      return NotSupported("user variables");
+      a.scope = "user";
+      a.name = Lower(Peek().text);
+      ++pos_;
+      if (!AcceptOperator("=") && !AcceptOperator(":=")) return ErrorHere();
+      SHALE_ASSIGN_OR_RETURN(a.value, ParseExpr());
+      s.assignments.push_back(std::move(a));
+      if (!AcceptOperator(",")) break;
+      continue;
     } else {
       if (AcceptKeyword("SESSION") || AcceptKeyword("LOCAL")) {
         a.scope = "session";
@@ -1474,8 +1495,13 @@ Result<ast::ExprPtr> Parser::ParsePrimary() {
       e->name = std::move(name);
       return Finish(std::move(e), begin);
     }
-    case TokenKind::kUserVar:
-      return NotSupported("user variables");
+    case TokenKind::kUserVar: {
+      if (AtOperator(":=", 1)) return NotSupported("assigning user variables with := in expressions");
+      ++pos_;
+      auto e = MakeExpr(ast::ExprKind::kUserVar);
+      e->name = Lower(t.text);
+      return Finish(std::move(e), begin);
+    }
     case TokenKind::kOperator:
       if (t.text == "(") {
         ++pos_;
@@ -1536,8 +1562,40 @@ Result<ast::ExprPtr> Parser::ParsePrimary() {
           SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
           return Finish(std::move(e), begin);
         }
-        if (AtKeyword("EXISTS") || AtKeyword("INTERVAL")) {
-          return NotSupported(Upper(t.text));
+        if (AtKeyword("EXISTS")) return NotSupported(Upper(t.text));
+        if (AtKeyword("INTERVAL")) {
+          // INTERVAL expr unit: an operand of + and -, or of DATE_ADD and
+          // friends; the binder turns it into a date addition.
+          ++pos_;
+          auto e = MakeExpr(ast::ExprKind::kFunction);
+          e->name = "INTERVAL";
+          SHALE_ASSIGN_OR_RETURN(auto count, ParseExpr());
+          e->children.push_back(std::move(count));
+          SHALE_ASSIGN_OR_RETURN(std::string unit, ParseIntervalUnit());
+          e->names = {unit};
+          return Finish(std::move(e), begin);
+        }
+        if ((AtKeyword("DATE") || AtKeyword("TIME") || AtKeyword("TIMESTAMP")) &&
+            Peek(1).kind == TokenKind::kString) {
+          // DATE '2024-01-31', TIME '10:00', TIMESTAMP '2024-01-31 10:00:00'.
+          auto e = MakeExpr(ast::ExprKind::kFunction);
+          e->name = "TEMPORAL_LITERAL";
+          e->names = {Upper(t.text)};
+          auto lit = MakeExpr(ast::ExprKind::kLiteral);
+          lit->value = Value::String(Peek(1).text);
+          e->children.push_back(std::move(lit));
+          pos_ += 2;
+          return Finish(std::move(e), begin);
+        }
+        if (!AtOperator("(", 1) &&
+            (AtKeyword("CURRENT_TIMESTAMP") || AtKeyword("CURRENT_DATE") || AtKeyword("CURRENT_TIME") ||
+             AtKeyword("LOCALTIME") || AtKeyword("LOCALTIMESTAMP") || AtKeyword("UTC_DATE") ||
+             AtKeyword("UTC_TIME") || AtKeyword("UTC_TIMESTAMP"))) {
+          // The niladic date/time functions, written without parentheses.
+          auto e = MakeExpr(ast::ExprKind::kFunction);
+          e->name = Upper(t.text);
+          ++pos_;
+          return Finish(std::move(e), begin);
         }
         // Function call: name immediately followed by '('.
         if (AtOperator("(", 1) && Peek(1).begin == t.end) {
@@ -1595,6 +1653,27 @@ Result<ast::ExprPtr> Parser::ParsePrimary() {
                 SHALE_ASSIGN_OR_RETURN(auto arg, ParseExpr());
                 e->children.push_back(std::move(arg));
               }
+            }
+            SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
+            return Finish(std::move(e), begin);
+          }
+          if (e->name == "EXTRACT") {
+            // EXTRACT(unit FROM x): the unit goes into names.
+            SHALE_ASSIGN_OR_RETURN(std::string unit, ParseIntervalUnit());
+            SHALE_RETURN_IF_ERROR(ExpectKeyword("FROM"));
+            SHALE_ASSIGN_OR_RETURN(auto arg, ParseExpr());
+            e->names = {unit};
+            e->children.push_back(std::move(arg));
+            SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
+            return Finish(std::move(e), begin);
+          }
+          if (e->name == "TIMESTAMPDIFF" || e->name == "TIMESTAMPADD") {
+            // TIMESTAMPDIFF(unit, a, b) / TIMESTAMPADD(unit, n, x).
+            SHALE_ASSIGN_OR_RETURN(std::string unit, ParseIntervalUnit());
+            e->names = {unit};
+            while (AcceptOperator(",")) {
+              SHALE_ASSIGN_OR_RETURN(auto arg, ParseExpr());
+              e->children.push_back(std::move(arg));
             }
             SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
             return Finish(std::move(e), begin);
@@ -1682,6 +1761,14 @@ Result<ast::ExprPtr> Parser::ParsePrimary() {
       return ErrorHere();
   }
   return ErrorHere();
+}
+
+Result<std::string> Parser::ParseIntervalUnit() {
+  if (Peek().kind != TokenKind::kIdent) return ErrorHere();
+  std::string unit = Upper(Peek().text);
+  if (!IntervalUnitFromName(unit)) return ErrorHere();
+  ++pos_;
+  return unit;
 }
 
 }  // namespace shale::sql

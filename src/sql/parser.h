@@ -85,6 +85,7 @@ class Parser {
   Result<ast::ExprPtr> ParseAdditive();
   Result<ast::ExprPtr> ParseMultiplicative();
   Result<ast::ExprPtr> ParseUnary();
+  Result<std::string> ParseIntervalUnit();  // DAY, HOUR_MINUTE, ...: upper-cased
   Result<ast::ExprPtr> ParsePrimary();
   // operand (op operand)*, folded to the left. take_operator consumes the
   // next operator token and returns its AST name, or "" if none follows.
