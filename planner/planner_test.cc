@@ -24,6 +24,9 @@ namespace {
 
 
 std::string K(std::vector<Value> values) { return catalog::EncodeKey(values); }
+// The key form of string `s` in a VARCHAR key column of the default
+// collation: keys hold weight strings (src/common/value.h KeyForm).
+Value CiKey(std::string s) { return KeyForm(Value::String(std::move(s)), SqlType::Varchar(10)); }
 
 // A catalog with database "db" and tables, each in 4 equal slices:
 //   t   (id INT PRIMARY KEY, name VARCHAR(10), n INT)
@@ -407,7 +410,7 @@ TEST_F(PlannerTest, CompositeKeyFullEqualityIsPointGet) {
                                                      "((#1:b = 'x') AND (#0:a = 1))");
   ASSERT_TRUE(access);
   ASSERT_EQ(access->kind, PhysicalKind::kPointGet);
-  EXPECT_EQ(access->key, K({Value::Int(1), Value::String("x")}));  // in key column order
+  EXPECT_EQ(access->key, K({Value::Int(1), CiKey("x")}));  // in key column order
   // Rows are distributed on the first key column only.
   EXPECT_EQ(access->slices[0].id,
             c->primary.SliceForHash(catalog::DistributionHash(c->primary, {Value::Int(1)})).id);
@@ -475,9 +478,10 @@ TEST_F(PlannerTest, OtherKeyTypes) {
   const PhysicalOperator* str = AccessUnderFilter("SELECT * FROM s WHERE k = 'abc'", "(#0:k = 'abc')");
   ASSERT_TRUE(str);
   ASSERT_EQ(str->kind, PhysicalKind::kPointGet);
-  EXPECT_EQ(str->key, K({Value::String("abc")}));
+  EXPECT_EQ(str->key, K({CiKey("abc")}));
+  EXPECT_EQ(str->key, K({CiKey("ABC  ")}));  // equal under utf8mb4_general_ci: the same key
   EXPECT_EQ(str->slices[0].id,
-            s->primary.SliceForHash(catalog::DistributionHash(s->primary, {Value::String("abc")})).id);
+            s->primary.SliceForHash(catalog::DistributionHash(s->primary, {CiKey("abc")})).id);
 
   const PhysicalOperator* big =
       AccessUnderFilter("SELECT * FROM big WHERE id = 3000000000", "(#0:id = 3000000000)");

@@ -13,6 +13,7 @@
 
 #include "src/common/testing/temp_dir.h"
 
+#include "src/common/collation.h"
 #include "src/common/hash.h"
 #include "storage/meta_store.h"
 
@@ -505,7 +506,14 @@ TEST(PrimaryKeyValuesTest, InKeyColumnOrder) {
                {"c", SqlType::Varchar(5), false, std::nullopt}};
   t.primary.key_columns = {2, 0};
   Row row = {Value::Int(1), Value::Int(2), Value::String("x")};
-  EXPECT_EQ(PrimaryKeyValues(t, row), (std::vector<Value>{Value::String("x"), Value::Int(1)}));
+  // Key forms: a string under the default collation is its weight string
+  // ("x" weighs as "X", two bytes a character); the stored values as they are.
+  EXPECT_EQ(PrimaryKeyValues(t, row), (std::vector<Value>{Value::String(std::string("\0X", 2)), Value::Int(1)}));
+  EXPECT_EQ(RepresentationKeyValues(t.primary, row), (std::vector<Value>{Value::String("x"), Value::Int(1)}));
+  Row upper = {Value::Int(1), Value::Int(2), Value::String("X  ")};
+  EXPECT_EQ(EncodeKey(PrimaryKeyValues(t, upper)), EncodeKey(PrimaryKeyValues(t, row)));
+  t.columns[2].type.collation = kCollationUtf8mb4Bin;
+  EXPECT_NE(EncodeKey(PrimaryKeyValues(t, upper)), EncodeKey(PrimaryKeyValues(t, row)));
 }
 
 }  // namespace

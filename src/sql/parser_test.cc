@@ -1376,7 +1376,15 @@ TEST_F(BinderTest, CreateTableErrors) {
            {"CREATE TABLE x (a DECIMAL(40,31) PRIMARY KEY)", 1425},
            {"CREATE TABLE x (a DECIMAL(5,6) PRIMARY KEY)", 1427},
            {"CREATE TABLE x (a TINYINT PRIMARY KEY DEFAULT 128)", 1067},
-           {"CREATE TABLE x (a TEXT PRIMARY KEY)", 1235},
+           {"CREATE TABLE x (a TEXT PRIMARY KEY)", 1170},
+           {"CREATE TABLE x (a INT PRIMARY KEY, b BLOB, KEY (b))", 1170},
+           {"CREATE TABLE x (a INT PRIMARY KEY, b TEXT DEFAULT 'x')", 1101},
+           {"CREATE TABLE x (a INT PRIMARY KEY, b CHAR(256))", 1074},
+           {"CREATE TABLE x (a INT PRIMARY KEY, b ENUM('x', 'X'))", 1291},
+           {"CREATE TABLE x (a INT PRIMARY KEY, b VARCHAR(3) COLLATE nope)", 1273},
+           {"CREATE TABLE x (a INT PRIMARY KEY, b VARCHAR(3) CHARSET nope)", 1115},
+           {"CREATE TABLE x (a INT PRIMARY KEY, b VARCHAR(3) CHARSET latin1 COLLATE utf8mb4_bin)", 1253},
+           {"CREATE TABLE x (a INT PRIMARY KEY, b SET('x'))", 1235},
            {"CREATE TABLE x (a VARCHAR PRIMARY KEY)", 1064},
            {"CREATE TABLE x (a VARCHAR(16384) PRIMARY KEY)", 1074},
            {"CREATE TABLE x (a INT PRIMARY KEY, b INT DEFAULT 'abc')", 1067},
@@ -1520,6 +1528,32 @@ TEST(LexerTest, HexAndBitLiteralsAreNotSupportedYet) {
   auto ident = Tokenize("SELECT 0xyz, 1abc");
   ASSERT_TRUE(ident.ok());
   EXPECT_EQ((*ident)[1].kind, TokenKind::kIdent);
+}
+
+TEST(ParserTest, StringTypeAttributesAndTableCollation) {
+  auto s = ParseAs<ast::CreateTableStmt>(
+      "CREATE TABLE t (e ENUM('a', 'it''s') NOT NULL, c CHAR(3) CHARACTER SET latin1 COLLATE latin1_bin, "
+      "v VARCHAR(5) BINARY, t TEXT, KEY (t(10), c)) DEFAULT CHARSET=utf8mb4 COLLATE utf8mb4_bin");
+  ASSERT_EQ(s.columns.size(), 4u);
+  EXPECT_EQ(s.columns[0].type_name, "ENUM");
+  EXPECT_EQ(s.columns[0].elements, (std::vector<std::string>{"a", "it's"}));
+  EXPECT_EQ(s.columns[1].charset, "latin1");
+  EXPECT_EQ(s.columns[1].collation, "latin1_bin");
+  EXPECT_TRUE(s.columns[2].binary);
+  EXPECT_EQ(s.charset, "utf8mb4");
+  EXPECT_EQ(s.collation, "utf8mb4_bin");
+  ASSERT_EQ(s.indexes.size(), 1u);
+  EXPECT_EQ(s.indexes[0].prefix_lengths, (std::vector<uint32_t>{10, 0}));
+}
+
+TEST(ParserTest, CollateBindsTighterThanComparison) {
+  auto s = ParseAs<ast::SelectStmt>("SELECT a COLLATE utf8mb4_bin = 'x'");
+  const ast::Expr& e = *s.items[0].expr;
+  ASSERT_EQ(e.kind, ast::ExprKind::kBinary);
+  ASSERT_EQ(e.children[0]->kind, ast::ExprKind::kFunction);
+  EXPECT_EQ(e.children[0]->name, "COLLATE");
+  EXPECT_EQ(e.children[0]->children[1]->value.as_string(), "utf8mb4_bin");
+  EXPECT_FALSE(Parser("SELECT 'a' COLLATE").Next().ok());
 }
 
 }  // namespace
