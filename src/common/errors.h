@@ -102,6 +102,11 @@ enum class ErrorCode : uint16_t {
   kCantCreateUserWithGrant = 1410,  // ER_CANT_CREATE_USER_WITH_GRANT
   kWrongStringLength = 1470,    // ER_WRONG_STRING_LENGTH
   kPluginIsNotLoaded = 1524,    // ER_PLUGIN_IS_NOT_LOADED
+  // Transactions (src/txn, src/exec/session.cc).
+  kLockWaitTimeout = 1205,      // ER_LOCK_WAIT_TIMEOUT
+  kLockDeadlock = 1213,         // ER_LOCK_DEADLOCK
+  kCantChangeTxCharacteristics = 1568,  // ER_CANT_CHANGE_TX_CHARACTERISTICS
+  kCantExecuteInReadOnlyTransaction = 1792,  // ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION
 };
 
 // SQLSTATE of a MySQL error number ("HY000" when the table has none).

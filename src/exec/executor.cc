@@ -30,6 +30,57 @@ Status CheckInterrupted() {
 using planner::PhysicalKind;
 using planner::PhysicalOperator;
 
+// The transaction context of the statement running on this thread.
+thread_local StatementContext* t_statement = nullptr;
+
+txn::Transaction* CurrentTxn() { return t_statement ? t_statement->txn : nullptr; }
+
+// Reads a row of a slice: through the statement's transaction (its snapshot,
+// or the newest committed version when `latest`, overlaid by its own
+// writes), or without one the newest committed version.
+Status ReadRow(storage::Slice* slice, std::string_view key, bool latest, std::string* value) {
+  if (txn::Transaction* t = CurrentTxn()) return t->Get(slice, key, latest, value);
+  return storage::MvccSlice(slice).Get(storage::ReadOptions{}, key, value);
+}
+
+std::unique_ptr<storage::SliceIterator> ReadRange(storage::Slice* slice, const storage::KeyRange& range,
+                                                  bool latest) {
+  if (txn::Transaction* t = CurrentTxn()) return t->NewIterator(slice, range, latest);
+  return storage::MvccSlice(slice).NewIterator(storage::ReadOptions{}, range);
+}
+
+// The lock mode reads of `table` take in this statement, if any.
+std::optional<txn::LockMode> LockingReadOf(const catalog::TableDef& table) {
+  if (!CurrentTxn() || !t_statement->locking_read) return std::nullopt;
+  if (t_statement->lock_table_id != 0 && t_statement->lock_table_id != table.id) return std::nullopt;
+  return t_statement->locking_read;
+}
+
+// Row lock names: 'R' table id, encoded primary key; 'U' index slice id,
+// encoded unique key values.
+std::string LockName(char kind, uint64_t id, std::string_view key) {
+  std::string name(1, kind);
+  for (int i = 7; i >= 0; --i) name.push_back(static_cast<char>((id >> (8 * i)) & 0xff));
+  name.append(key);
+  return name;
+}
+
+Status AcquireLock(const std::string& name, txn::LockMode mode) {
+  txn::Transaction* t = CurrentTxn();
+  if (!t) return Status::OK();
+  if (t->HoldsLock(name, mode)) return Status::OK();
+  return t->Lock(name, mode, t_statement->lock_wait_timeout, t_statement->interrupt);
+}
+
+// Locks the row with primary key `pk_key` of `table` in `mode`, then reads
+// its newest committed version (the lock keeps it from changing): NotFound
+// if it is gone.
+Status LockAndReadRow(const catalog::TableDef& table, storage::Slice* slice, std::string_view pk_key,
+                      txn::LockMode mode, std::string* value) {
+  SHALE_RETURN_IF_ERROR(AcquireLock(LockName('R', table.id, pk_key), mode));
+  return ReadRow(slice, pk_key, /*latest=*/true, value);
+}
+
 class RowSource {
  public:
   virtual ~RowSource() = default;
@@ -88,7 +139,9 @@ class PointGetSource : public RowSource {
     done_ = true;
     SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, LocalSlice(engine_, *op_.table, op_.slices[0]));
     std::string value;
-    Status st = slice->Get(op_.key, &value);
+    auto lock = LockingReadOf(*op_.table);
+    Status st = lock ? LockAndReadRow(*op_.table, slice, op_.key, *lock, &value)
+                     : ReadRow(slice, op_.key, /*latest=*/false, &value);
     if (st.IsNotFound()) return false;
     SHALE_RETURN_IF_ERROR(st);
     Status decoded = DecodeRow(value, row);
@@ -111,12 +164,27 @@ class SliceScanSource : public RowSource {
         if (next_slice_ >= op_.slices.size()) return false;
         SHALE_ASSIGN_OR_RETURN(storage::Slice * slice,
                                LocalSlice(engine_, *op_.table, op_.slices[next_slice_]));
-        iter_ = slice->NewIterator(op_.range);
+        lock_ = LockingReadOf(*op_.table);
+        slice_ = slice;
+        iter_ = ReadRange(slice, op_.range, /*latest=*/lock_.has_value());
         ++next_slice_;
       }
       if (iter_->Valid()) {
         SHALE_RETURN_IF_ERROR(CheckInterrupted());
-        Status decoded = DecodeRow(iter_->value(), row);
+        std::string_view value = iter_->value();
+        std::string locked;
+        if (lock_) {
+          // Lock, then re-read: the row may have changed or gone meanwhile.
+          std::string key(iter_->key());
+          Status st = LockAndReadRow(*op_.table, slice_, key, *lock_, &locked);
+          if (st.IsNotFound()) {
+            iter_->Next();
+            continue;
+          }
+          SHALE_RETURN_IF_ERROR(st);
+          value = locked;
+        }
+        Status decoded = DecodeRow(value, row);
         if (!decoded.ok()) return RowCorrupt(*op_.table, op_.slices[next_slice_ - 1], decoded);
         iter_->Next();
         return true;
@@ -131,6 +199,8 @@ class SliceScanSource : public RowSource {
   const PhysicalOperator& op_;
   size_t next_slice_ = 0;
   std::unique_ptr<storage::SliceIterator> iter_;
+  std::optional<txn::LockMode> lock_;
+  storage::Slice* slice_ = nullptr;
 };
 
 // Reads a secondary index's entries in `range` from every listed slice,
@@ -145,7 +215,8 @@ class IndexScanSource : public RowSource {
       opened_ = true;
       for (const catalog::SliceDef& def : op_.slices) {
         SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, LocalSlice(engine_, table, def));
-        iters_.push_back(slice->NewIterator(op_.range));
+        lock_ = LockingReadOf(table);
+        iters_.push_back(ReadRange(slice, op_.range, /*latest=*/lock_.has_value()));
       }
     }
     while (true) {
@@ -166,7 +237,9 @@ class IndexScanSource : public RowSource {
           table.primary.SliceForHash(catalog::DistributionHash(table.primary, pk));
       SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, LocalSlice(engine_, table, def));
       std::string value;
-      Status st = slice->Get(catalog::EncodeKey(pk), &value);
+      const std::string pk_key = catalog::EncodeKey(pk);
+      Status st = lock_ ? LockAndReadRow(table, slice, pk_key, *lock_, &value)
+                        : ReadRow(slice, pk_key, /*latest=*/false, &value);
       if (st.IsNotFound()) continue;  // deleted since the index was read
       SHALE_RETURN_IF_ERROR(st);
       decoded = DecodeRow(value, row);
@@ -180,6 +253,7 @@ class IndexScanSource : public RowSource {
   const PhysicalOperator& op_;
   bool opened_ = false;
   std::vector<std::unique_ptr<storage::SliceIterator>> iters_;
+  std::optional<txn::LockMode> lock_;
 };
 
 class FilterSource : public RowSource {
@@ -690,7 +764,7 @@ class TableWriter {
     if (it != changes_[0].end()) return it->second.value.has_value();
     SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, SliceAt(0, slice_index));
     std::string existing;
-    Status st = slice->Get(key, &existing);
+    Status st = ReadRow(slice, key, /*latest=*/true, &existing);
     if (st.ok()) return true;
     if (st.IsNotFound()) return false;
     return st;
@@ -708,7 +782,7 @@ class TableWriter {
     } else {
       size_t index = SliceIndexOf(table_.primary, pk);
       SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, SliceAt(0, index));
-      Status st = slice->Get(key, &value);
+      Status st = ReadRow(slice, key, /*latest=*/true, &value);
       if (st.IsNotFound()) return std::optional<Row>();
       SHALE_RETURN_IF_ERROR(st);
     }
@@ -746,7 +820,7 @@ class TableWriter {
         range.has_end = true;
         range.end = end;
         range.end_inclusive = false;
-        auto it = slice->NewIterator(range);
+        auto it = ReadRange(slice, range, /*latest=*/true);
         for (; it->Valid(); it->Next()) {
           auto c = pending.find(std::string(it->key()));
           if (c == pending.end() || c->second.value) {
@@ -786,7 +860,46 @@ class TableWriter {
   void Put(const Row& row) { Change(row, true); }
   void Delete(const Row& row) { Change(row, false); }
 
+  // Exclusive locks on `row`'s primary key and on its values in every
+  // UNIQUE index (none NULL), held to the end of the transaction: taken
+  // before a row is checked and written, so concurrent writers of one key
+  // (or one unique value) go one after the other.
+  Status LockRowKeys(const Row& row) {
+    if (!CurrentTxn()) return Status::OK();
+    SHALE_RETURN_IF_ERROR(AcquireLock(LockName('R', table_.id, catalog::EncodeKey(catalog::PrimaryKeyValues(table_, row))),
+                                   txn::LockMode::kExclusive));
+    for (size_t r = 1; r < changes_.size(); ++r) {
+      const catalog::RepresentationDef& rep = Rep(r);
+      if (!rep.unique || rep.slices.empty()) continue;
+      std::vector<Value> values = catalog::RepresentationKeyValues(rep, row);
+      if (HasNull(values)) continue;
+      SHALE_RETURN_IF_ERROR(AcquireLock(LockName('U', rep.slices[0].id, catalog::EncodeKey(values)),
+                                     txn::LockMode::kExclusive));
+    }
+    return Status::OK();
+  }
+
   Status Commit() {
+    if (txn::Transaction* t = CurrentTxn()) {
+      // Into the transaction's write set; it reaches the slices at COMMIT.
+      bool any = false;
+      for (size_t r = 0; r < changes_.size(); ++r) {
+        for (auto& [key, change] : changes_[r]) {
+          SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, SliceAt(r, change.slice_index));
+          if (change.value) {
+            t->Put(slice->id(), key, std::move(*change.value));
+          } else {
+            t->Delete(slice->id(), key);
+          }
+          any = true;
+        }
+      }
+      if (any && t_statement->written_tables) {
+        auto current = engine_->catalog()->GetTable(table_.db, table_.name);
+        if (current.ok() && (*current)->id == table_.id) t_statement->written_tables->emplace(table_.id, *current);
+      }
+      return Status::OK();
+    }
     // Every representation's batches (primary key and indexes) go to the
     // store as one atomic write: one WAL record for the whole statement.
     std::vector<std::vector<storage::WriteBatch>> batches(changes_.size());
@@ -809,8 +922,7 @@ class TableWriter {
       }
     }
     if (writes.empty()) return Status::OK();
-    SHALE_RETURN_IF_ERROR(engine_->slices()->Write(writes));
-    return Status::OK();
+    return engine_->txn()->CommitBatches(writes);
   }
 
  private:
@@ -885,9 +997,12 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
   }
   for (size_t i = 0; i < rows.size(); ++i) SHALE_RETURN_IF_ERROR(CoerceRow(table, i + 1, &rows[i]));
 
-  // 2. Check keys and write, holding the table's write lock so no concurrent
-  //    writer can slip a duplicate between the check and the write.
-  std::lock_guard lock(engine->TableWriteMutex(table.id));
+  // 2. Check keys and write. In a transaction each row's keys are locked
+  //    first (TableWriter::LockRowKeys), so no concurrent writer can slip a
+  //    duplicate between the check and the commit; without one (DDL
+  //    helpers) the table's write lock serializes writers.
+  std::unique_lock<std::mutex> lock;
+  if (!CurrentTxn()) lock = std::unique_lock<std::mutex>(engine->TableWriteMutex(table.id));
   SHALE_RETURN_IF_ERROR(CheckTableUnchanged(engine, op));
   TableWriter writer(engine, table);
   using sierra::InsertConflict;
@@ -906,9 +1021,28 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
                                                          table.indexes[*rep - 1].name, table.db, table.name));
     return existing;
   };
+  // The conflicting row, locked and re-read after the lock (it may have
+  // changed meanwhile).
+  auto lock_conflict = [&](const Row& r, size_t* rep) -> Result<std::optional<Row>> {
+    SHALE_ASSIGN_OR_RETURN(std::optional<Row> existing, find_conflict(r, rep));
+    for (int attempt = 0; existing && CurrentTxn() && attempt < 100; ++attempt) {
+      SHALE_RETURN_IF_ERROR(writer.LockRowKeys(*existing));
+      SHALE_ASSIGN_OR_RETURN(std::optional<Row> again, find_conflict(r, rep));
+      bool same = again && catalog::PrimaryKeyValues(table, *again) == catalog::PrimaryKeyValues(table, *existing);
+      existing = std::move(again);
+      if (same || !existing) break;
+    }
+    return existing;
+  };
   for (const Row& r : rows) {
     size_t rep = 0;
-    SHALE_ASSIGN_OR_RETURN(std::optional<Row> existing, find_conflict(r, &rep));
+    SHALE_RETURN_IF_ERROR(writer.LockRowKeys(r));
+    std::optional<Row> existing;
+    if (op.insert_conflict == InsertConflict::kError || op.insert_conflict == InsertConflict::kIgnore) {
+      SHALE_ASSIGN_OR_RETURN(existing, find_conflict(r, &rep));
+    } else {
+      SHALE_ASSIGN_OR_RETURN(existing, lock_conflict(r, &rep));
+    }
     if (!existing) {
       writer.Put(r);
       ++affected;
@@ -928,7 +1062,7 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
         while (existing) {
           writer.Delete(*existing);
           ++affected;
-          SHALE_ASSIGN_OR_RETURN(existing, find_conflict(r, &rep));
+          SHALE_ASSIGN_OR_RETURN(existing, lock_conflict(r, &rep));
         }
         writer.Put(r);
         ++affected;
@@ -946,6 +1080,7 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
           SHALE_ASSIGN_OR_RETURN(updated[op.update_columns[i]], CoerceToColumn(v, def.type, def.name));
         }
         if (updated == *existing) break;  // MySQL counts 0 for an unchanged row
+        SHALE_RETURN_IF_ERROR(writer.LockRowKeys(updated));
         writer.Delete(*existing);
         std::vector<Value> new_pk = catalog::PrimaryKeyValues(table, updated);
         if (new_pk != catalog::PrimaryKeyValues(table, *existing)) {
@@ -977,17 +1112,40 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
 Result<StatementResult> ExecuteModify(Engine* engine, const PhysicalOperator& op) {
   const catalog::TableDef& table = *op.table;
   const bool is_update = op.kind == PhysicalKind::kUpdate;
-  std::lock_guard lock(engine->TableWriteMutex(table.id));
+  std::unique_lock<std::mutex> lock;
+  if (!CurrentTxn()) lock = std::unique_lock<std::mutex>(engine->TableWriteMutex(table.id));
   SHALE_RETURN_IF_ERROR(CheckTableUnchanged(engine, op));
 
-  SHALE_ASSIGN_OR_RETURN(auto source, Build(engine, *op.children[0]));
+  // The target rows are read as a locking read (InnoDB): each is locked
+  // exclusively and read at its newest committed version, so concurrent
+  // `SET n = n + 1` lose no increment.
   std::vector<Row> targets;
-  Row row;
-  while (true) {
-    SHALE_ASSIGN_OR_RETURN(bool more, source->Next(&row));
-    if (!more) break;
-    targets.push_back(std::move(row));
-    row = Row();
+  {
+    std::optional<txn::LockMode> saved_mode;
+    uint64_t saved_table = 0;
+    if (CurrentTxn()) {
+      saved_mode = t_statement->locking_read;
+      saved_table = t_statement->lock_table_id;
+      t_statement->locking_read = txn::LockMode::kExclusive;
+      t_statement->lock_table_id = table.id;
+    }
+    auto drain = [&]() -> Status {
+      SHALE_ASSIGN_OR_RETURN(auto source, Build(engine, *op.children[0]));
+      Row row;
+      while (true) {
+        SHALE_ASSIGN_OR_RETURN(bool more, source->Next(&row));
+        if (!more) break;
+        targets.push_back(std::move(row));
+        row = Row();
+      }
+      return Status::OK();
+    };
+    Status drained = drain();
+    if (CurrentTxn()) {
+      t_statement->locking_read = saved_mode;
+      t_statement->lock_table_id = saved_table;
+    }
+    SHALE_RETURN_IF_ERROR(drained);
   }
 
   TableWriter writer(engine, table);
@@ -996,6 +1154,7 @@ Result<StatementResult> ExecuteModify(Engine* engine, const PhysicalOperator& op
   for (Row& old_row : targets) {
     ++matched;
     if (!is_update) {
+      SHALE_RETURN_IF_ERROR(writer.LockRowKeys(old_row));
       writer.Delete(old_row);
       ++changed;
       continue;
@@ -1023,6 +1182,8 @@ Result<StatementResult> ExecuteModify(Engine* engine, const PhysicalOperator& op
     std::vector<Value> old_pk = catalog::PrimaryKeyValues(table, old_row);
     std::vector<Value> new_pk = catalog::PrimaryKeyValues(table, new_row);
     // The old row's entries go first, so the new row may reuse its keys.
+    SHALE_RETURN_IF_ERROR(writer.LockRowKeys(old_row));
+    SHALE_RETURN_IF_ERROR(writer.LockRowKeys(new_row));
     writer.Delete(old_row);
     if (new_pk != old_pk) {
       SHALE_ASSIGN_OR_RETURN(bool taken, writer.RowExists(catalog::EncodeKey(new_pk),
@@ -1043,6 +1204,10 @@ Result<StatementResult> ExecuteModify(Engine* engine, const PhysicalOperator& op
 }
 
 }  // namespace
+
+StatementScope::StatementScope(StatementContext* context) : previous_(t_statement) { t_statement = context; }
+
+StatementScope::~StatementScope() { t_statement = previous_; }
 
 InterruptScope::InterruptScope(const std::atomic<bool>* flag) : previous_(t_interrupt) {
   t_interrupt = flag;
@@ -1097,7 +1262,7 @@ Status BuildIndex(Engine* engine, const catalog::TableDef& table,
   for (const catalog::SliceDef& def : table.primary.slices) {
     if (rows) break;
     SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, LocalSlice(engine, table, def));
-    auto it = slice->NewIterator(storage::KeyRange::All());
+    auto it = storage::MvccSlice(slice).NewIterator(storage::ReadOptions{}, storage::KeyRange::All());
     for (; it->Valid(); it->Next()) {
       Row row;
       Status decoded = DecodeRow(it->value(), &row);
@@ -1116,7 +1281,7 @@ Status BuildIndex(Engine* engine, const catalog::TableDef& table,
     writes.emplace_back(slice->id(), &batches[i]);
   }
   if (writes.empty()) return Status::OK();
-  return engine->slices()->Write(writes);
+  return engine->txn()->CommitBatches(writes);
 }
 
 }  // namespace shale::exec

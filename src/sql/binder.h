@@ -64,9 +64,15 @@ struct DropTableCmd {
 struct SetCmd {
   std::vector<std::pair<std::string, Value>> assignments;  // session variables
   std::vector<std::pair<std::string, Value>> global_assignments;  // SET GLOBAL
+  // SET TRANSACTION ... without GLOBAL/SESSION: the next transaction only
+  // (transaction_isolation, transaction_read_only).
+  std::vector<std::pair<std::string, Value>> next_transaction;
 };
 struct TransactionCmd {
   ast::TransactionStmt::Kind kind;
+  bool read_only = false;
+  bool read_write = false;
+  bool consistent_snapshot = false;
 };
 // Index changes of one table (CREATE/DROP INDEX, ALTER TABLE ADD/DROP
 // INDEX): drops first, then adds, all in one catalog change. The added
