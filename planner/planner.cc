@@ -45,7 +45,17 @@ std::optional<Value> KeyConstant(const Value& v, const SqlType& t) {
     if (v.is_int() && static_cast<int64_t>(d) != v.as_int()) return std::nullopt;
     return Value::Double(d);
   }
-  if (t.id == TypeId::kVarchar && v.is_string()) return v;
+  if (t.is_temporal() && (v.is_string() || v.is_temporal())) {
+    // The value as the column stores it, only when that is exact (no
+    // fraction or time part dropped).
+    auto coerced = CoerceToColumn(v, t, "");
+    if (!coerced.ok() || CompareValues(*coerced, v) != 0) return std::nullopt;
+    return *coerced;
+  }
+  // Strings: the key form under the column's collation (keys hold weight
+  // strings). ENUM keys are ordered by index while ENUM comparisons with a
+  // string compare text, so they give no bounds.
+  if (t.is_string() && t.id != TypeId::kEnum && v.is_string()) return KeyForm(v, t);
   return std::nullopt;
 }
 
@@ -208,10 +218,14 @@ ExprPtr ShiftColumns(const ExprPtr& e, int delta) {
 // Type classes whose equal values have equal encodings (so they hash alike).
 int HashClass(const SqlType& t) {
   if (t.is_integer()) return 1;
-  if (t.id == TypeId::kVarchar) return 2;
+  if (t.is_string()) return 2;  // the executor hashes weight strings under the pair's collation
   if (t.id == TypeId::kDouble) return 3;
   if (t.id == TypeId::kFloat) return 4;
   if (t.is_decimal()) return 100 + t.scale;  // equal encodings need equal scales
+  if (t.id == TypeId::kYear) return 1;  // held as integers
+  if (t.id == TypeId::kDate || t.id == TypeId::kDatetime) return 5;  // one packed form
+  if (t.id == TypeId::kTimestamp) return 6;
+  if (t.id == TypeId::kTime) return 7;
   return 0;
 }
 

@@ -15,8 +15,11 @@ PACKAGES=(
   llvm-15-dev
   zlib1g-dev libfmt-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  # clients used by the tests
-  mariadb-client sysbench python3 python3-pymysql
+  # clients used by the tests; Go for tests/clients/go, python3-venv for the
+  # virtualenv below
+  mariadb-client sysbench python3 python3-pymysql python3-venv golang-go
+  # the fuzzers (tests/fuzz, libFuzzer): clang and its runtime
+  clang libclang-rt-14-dev
   # bench/run: the plot of its results (docs/benchmarks/results.png)
   python3-matplotlib
 )
@@ -28,13 +31,34 @@ for p in "${PACKAGES[@]}"; do
   fi
 done
 
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+if [ ${#missing[@]} -ne 0 ]; then
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  echo "install-deps: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-echo "install-deps: installing ${missing[*]}" >&2
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# Python clients Debian 12 does not package, from PyPI into a repo-local
+# virtualenv (.venv, gitignored) that also sees Debian's packages (PyMySQL):
+# tests/e2e/test_connector_python.py runs its client with .venv/bin/python.
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$ROOT/.venv"
+PIP_PACKAGES=(mysql-connector-python==9.1.0)
+venv_ok() {
+  [ -x "$VENV/bin/python" ] && "$VENV/bin/python" - "${PIP_PACKAGES[@]}" <<'PY' 2>/dev/null
+import sys
+from importlib.metadata import version
+for spec in sys.argv[1:]:
+    name, want = spec.split("==")
+    if version(name) != want:
+        sys.exit(1)
+PY
+}
+if ! venv_ok; then
+  echo "install-deps: installing ${PIP_PACKAGES[*]} into $VENV" >&2
+  [ -x "$VENV/bin/python" ] || /usr/bin/python3 -m venv --system-site-packages "$VENV"
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check "${PIP_PACKAGES[@]}"
+  venv_ok
+fi

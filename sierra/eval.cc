@@ -8,6 +8,9 @@
 
 #include <fmt/format.h>
 
+#include "sierra/temporal.h"
+#include "src/common/datetime.h"
+#include "src/common/collation.h"
 #include "src/common/errors.h"
 #include "src/common/hex.h"
 #include "src/common/like.h"
@@ -136,6 +139,7 @@ Result<Value> EvaluateArith(const Expr& e, const Value& l, const Value& r) {
 
 Result<Value> ConvertToType(const Value& v, const SqlType& t) {
   if (v.is_null()) return v;
+  if (t.is_temporal()) return CastToTemporal(v, t);
   if (t.is_decimal()) {
     auto d = ToDecimalLenient(v);
     std::optional<Decimal> scaled = d ? d->Rescale(t.scale) : std::nullopt;
@@ -230,6 +234,7 @@ Result<Value> EvaluateFunction(const Expr& e, const Row& row) {
     if (v.is_null()) return Value::Null();  // every other function is NULL on a NULL
     args.push_back(std::move(v));
   }
+  if (IsTemporalFunction(e.function)) return EvaluateTemporalFunction(e, args);
   switch (e.function) {
     case ScalarFunction::kCoalesce:
       return Value::Null();
@@ -336,7 +341,7 @@ Result<Value> EvaluateFunction(const Expr& e, const Row& row) {
       const bool greatest = e.function == ScalarFunction::kGreatest;
       size_t best = 0;
       for (size_t i = 1; i < args.size(); ++i) {
-        int c = CompareValues(args[i], args[best]);
+        int c = CompareValuesCollated(args[i], args[best], e.collation);
         if (greatest ? c > 0 : c < 0) best = i;
       }
       return InType(e, args[best]);
@@ -450,8 +455,7 @@ Result<Value> EvaluateFunction(const Expr& e, const Row& row) {
       return Value::String(std::move(out));
     }
     case ScalarFunction::kStrcmp: {
-      int c = args[0].ToText().compare(args[1].ToText());
-      return Value::Int(c < 0 ? -1 : (c > 0 ? 1 : 0));
+      return Value::Int(CompareStrings(args[0].ToText(), args[1].ToText(), e.collation));
     }
     case ScalarFunction::kLength:
       return Value::Int(static_cast<int64_t>(args[0].ToText().size()));
@@ -469,6 +473,8 @@ Result<Value> EvaluateFunction(const Expr& e, const Row& row) {
       }
       return Value::String(std::move(s));
     }
+    default:
+      break;
   }
   return Status::Internal("bad function");
 }
@@ -496,10 +502,10 @@ Result<Value> Evaluate(const Expr& e, const Row& row) {
       SHALE_ASSIGN_OR_RETURN(Value r, Evaluate(*e.children[1], row));
       if (e.compare_op == CompareOp::kNullSafeEq) {
         if (l.is_null() || r.is_null()) return Bool(l.is_null() && r.is_null());
-        return Bool(CompareValues(l, r) == 0);
+        return Bool(CompareValuesCollated(l, r, e.collation) == 0);
       }
       if (l.is_null() || r.is_null()) return Value::Null();
-      int c = CompareValues(l, r);
+      int c = CompareValuesCollated(l, r, e.collation);
       switch (e.compare_op) {
         case CompareOp::kEq: return Bool(c == 0);
         case CompareOp::kNe: return Bool(c != 0);
@@ -565,7 +571,7 @@ Result<Value> Evaluate(const Expr& e, const Row& row) {
         SHALE_ASSIGN_OR_RETURN(Value item, Evaluate(*e.children[i], row));
         if (item.is_null()) {
           saw_null = true;
-        } else if (CompareValues(v, item) == 0) {
+        } else if (CompareValuesCollated(v, item, e.collation) == 0) {
           return Bool(!e.negated);
         }
       }
@@ -593,7 +599,11 @@ Result<Value> Evaluate(const Expr& e, const Row& row) {
       SHALE_ASSIGN_OR_RETURN(Value text, Evaluate(*e.children[0], row));
       SHALE_ASSIGN_OR_RETURN(Value pattern, Evaluate(*e.children[1], row));
       if (text.is_null() || pattern.is_null()) return Value::Null();
-      return Bool(MatchLike(text.ToText(), pattern.ToText()) != e.negated);
+      if (IsCaseInsensitive(e.collation)) {
+        return Bool(MatchLike(FoldForMatch(text.ToText(), e.collation),
+                              FoldForMatch(pattern.ToText(), e.collation)) != e.negated);
+      }
+      return Bool(MatchLike(text.ToText(), pattern.ToText(), /*case_sensitive=*/true) != e.negated);
     }
   }
   return Status::Internal("bad expression kind");
@@ -613,7 +623,7 @@ Status Accumulator::Add(const Row& row) {
   if (v.is_null()) return Status::OK();
   if (c.distinct) {
     std::string key;
-    EncodeRow({v}, &key);
+    EncodeRow({KeyForm(v, c.arg->type)}, &key);  // equal under the collation: one value
     if (!seen_.insert(std::move(key)).second) return Status::OK();
   }
   ++count_;
@@ -683,7 +693,7 @@ Status Accumulator::Add(const Row& row) {
         has_value_ = true;
         break;
       }
-      int cmp = CompareValues(v, value_);
+      int cmp = CompareValuesCollated(v, value_, c.arg->type.Collation());  // ENUM too: as text
       if (c.kind == AggregateKind::kMin ? cmp < 0 : cmp > 0) value_ = std::move(v);
       break;
     }

@@ -1,8 +1,12 @@
 #include "sierra/expr.h"
 
 #include <algorithm>
+#include <optional>
 
 #include <fmt/format.h>
+
+#include "sierra/temporal.h"
+#include "src/common/collation.h"
 
 namespace shale::sierra {
 namespace {
@@ -50,6 +54,7 @@ ExprPtr Expr::Constant(Value v) {
     t = SqlType::Decimal(precision, static_cast<uint8_t>(scale));
   }
   if (v.is_string()) t = SqlType::Varchar(static_cast<uint32_t>(v.as_string().size()));
+  if (v.is_temporal()) t = SqlType::Temporal(v.as_temporal().type, v.as_temporal().fsp);
   auto e = Make(ExprKind::kConstant, t, v.is_null());
   e->constant = std::move(v);
   return e;
@@ -62,11 +67,37 @@ ExprPtr Expr::ColumnRef(int index, std::string name, SqlType type, bool nullable
   return e;
 }
 
+namespace {
+// MySQL's coercibility of a string operand: 0 explicit (COLLATE), 2 a
+// column or something derived from a non-default collation, 4 otherwise.
+int Coercibility(const Expr& e) {
+  if (e.kind == ExprKind::kFunction && e.function == ScalarFunction::kCast && e.type.collation != 0) return 0;
+  if (e.kind == ExprKind::kColumnRef || e.type.collation != 0) return 2;
+  return 4;
+}
+}  // namespace
+
+uint16_t ComparisonCollation(const std::vector<ExprPtr>& args) {
+  const Expr* best = nullptr;
+  for (const ExprPtr& a : args) {
+    if (!a || !a->type.is_string()) continue;
+    if (a->type.Collation() == kCollationBinary) return kCollationBinary;
+    if (!best || Coercibility(*a) < Coercibility(*best)) {
+      best = a.get();
+    } else if (Coercibility(*a) == Coercibility(*best) && a->type.Collation() != best->type.Collation() &&
+               !IsCaseInsensitive(a->type.Collation())) {
+      best = a.get();  // equal coercibility: the _bin collation wins (MySQL; else 1267)
+    }
+  }
+  return best ? best->type.Collation() : kDefaultCollation;
+}
+
 ExprPtr Expr::Compare(CompareOp op, ExprPtr l, ExprPtr r) {
   bool nullable = op != CompareOp::kNullSafeEq && (l->nullable || r->nullable);
   auto e = Make(ExprKind::kCompare, SqlType::BigInt(), nullable);
   e->compare_op = op;
   e->children = {std::move(l), std::move(r)};
+  e->collation = ComparisonCollation(e->children);
   return e;
 }
 
@@ -82,7 +113,15 @@ ExprPtr Expr::Not(ExprPtr c) {
   return e;
 }
 
-SqlType ArithResultType(ArithOp op, const SqlType& l, const SqlType& r) {
+SqlType ArithResultType(ArithOp op, const SqlType& in_l, const SqlType& in_r) {
+  // A date or time in arithmetic is its number (20240131, 103000.5):
+  // an integer, or a DECIMAL with its fraction digits.
+  auto numeric = [](const SqlType& t) {
+    if (!t.is_temporal() && t.id != TypeId::kYear) return t;
+    if (t.scale == 0) return SqlType::BigInt();
+    return SqlType::Decimal(14u + t.scale, t.scale);
+  };
+  const SqlType l = numeric(in_l), r = numeric(in_r);
   auto inexact = [](const SqlType& t) { return t.is_floating() || t.is_string(); };
   if (op == ArithOp::kIntDiv) return SqlType::BigInt();
   if (inexact(l) || inexact(r)) return SqlType::Double();
@@ -152,6 +191,7 @@ ExprPtr Expr::InList(ExprPtr c, std::vector<ExprPtr> list, bool negated) {
   e->children.push_back(std::move(c));
   for (auto& x : list) e->children.push_back(std::move(x));
   e->nullable = AnyNullable(e->children);
+  e->collation = ComparisonCollation(e->children);
   return e;
 }
 
@@ -160,9 +200,37 @@ SqlType CommonType(const std::vector<SqlType>& types) {
   uint32_t text_length = 0;
   bool any_string = false, any_double = false, any_decimal = false, any_integer = false;
   int int_digits = 0, scale = 0;
+  // Temporal values: one temporal type (DATE and DATETIME mix to DATETIME)
+  // keeps it, with the largest fsp; mixed with anything else they are text.
+  std::optional<SqlType> temporal;
+  bool other = false;
   for (const SqlType& t : types) {
     if (t.id == TypeId::kNull) continue;
-    text_length = std::max(text_length, t.id == TypeId::kVarchar ? t.length : 20u);
+    if (!t.is_temporal()) {
+      other = true;
+      continue;
+    }
+    if (!temporal) {
+      temporal = t;
+    } else if (temporal->id != t.id) {
+      bool dates = (temporal->id == TypeId::kDate || temporal->id == TypeId::kDatetime ||
+                    temporal->id == TypeId::kTimestamp) &&
+                   t.id != TypeId::kTime;
+      if (!dates) other = true;
+      temporal = SqlType::Temporal(TypeId::kDatetime, std::max(temporal->scale, t.scale));
+    } else {
+      temporal = SqlType::Temporal(t.id, std::max(temporal->scale, t.scale));
+    }
+  }
+  if (temporal && !other) return *temporal;
+  for (const SqlType& t : types) {
+    if (t.id == TypeId::kNull) continue;
+    if (t.is_temporal()) {
+      any_string = true;
+      text_length = std::max(text_length, t.length);
+      continue;
+    }
+    text_length = std::max(text_length, t.is_string() ? std::min<uint32_t>(t.length, 65535) : 20u);
     if (t.is_string()) {
       any_string = true;
     } else if (t.is_floating()) {
@@ -212,7 +280,7 @@ ExprPtr Expr::Function(ScalarFunction f, std::vector<ExprPtr> args) {
   SqlType type = SqlType::BigInt();
   bool nullable = AnyNullable(args);
   uint64_t text = 0;
-  for (const ExprPtr& a : args) text += a->type.id == TypeId::kVarchar ? a->type.length : 20;
+  for (const ExprPtr& a : args) text += a->type.is_string() ? std::min<uint32_t>(a->type.length, 65535) : 20;
   switch (f) {
     case ScalarFunction::kCoalesce: {
       std::vector<SqlType> types;
@@ -306,7 +374,7 @@ ExprPtr Expr::Function(ScalarFunction f, std::vector<ExprPtr> args) {
     case ScalarFunction::kRtrim:
     case ScalarFunction::kReverse: {
       const SqlType& t = args[0]->type;
-      type = SqlType::Varchar(t.is_string() ? t.length : 20);
+      type = SqlType::Varchar(t.is_string() ? std::min<uint32_t>(t.length, 65535) : 20);
       break;
     }
     case ScalarFunction::kHex:
@@ -328,7 +396,24 @@ ExprPtr Expr::Function(ScalarFunction f, std::vector<ExprPtr> args) {
     case ScalarFunction::kUpper:
       type = SqlType::Varchar(static_cast<uint32_t>(std::min<uint64_t>(text, 65535)));
       break;
+    default:
+      break;  // the date and time functions: Expr::TypedFunction
   }
+  // A string result derived from its first argument keeps that argument's
+  // collation (UPPER(c) of a utf8mb4_bin column compares as utf8mb4_bin).
+  if (type.is_string() && !args.empty() && args[0]->type.is_string()) {
+    type.collation = args[0]->type.Collation() == kDefaultCollation ? 0 : args[0]->type.Collation();
+  }
+  if (f == ScalarFunction::kUnhex) type.collation = kCollationBinary;  // UNHEX gives bytes
+  if (f == ScalarFunction::kHex) type.collation = 0;
+  auto e = Make(ExprKind::kFunction, type, nullable);
+  e->function = f;
+  e->collation = ComparisonCollation(args);
+  e->children = std::move(args);
+  return e;
+}
+
+ExprPtr Expr::TypedFunction(ScalarFunction f, std::vector<ExprPtr> args, SqlType type, bool nullable) {
   auto e = Make(ExprKind::kFunction, type, nullable);
   e->function = f;
   e->children = std::move(args);
@@ -346,6 +431,7 @@ ExprPtr Expr::Like(ExprPtr text, ExprPtr pattern, bool negated) {
   auto e = Make(ExprKind::kLike, SqlType::BigInt(), text->nullable || pattern->nullable);
   e->negated = negated;
   e->children = {std::move(text), std::move(pattern)};
+  e->collation = ComparisonCollation(e->children);
   return e;
 }
 
@@ -393,6 +479,7 @@ std::string Expr::ToString() const {
       std::string args;
       for (size_t i = 0; i < children.size(); ++i) args += (i ? ", " : "") + children[i]->ToString();
       if (function == ScalarFunction::kCast) return fmt::format("cast({} as {})", args, type.ToString());
+      if (IsTemporalFunction(function)) return fmt::format("{}({})", TemporalFunctionName(function), args);
       return fmt::format("{}({})", kNames[static_cast<int>(function)], args);
     }
     case ExprKind::kLike:

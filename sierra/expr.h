@@ -79,7 +79,49 @@ enum class ScalarFunction : uint8_t {
   kUnhex = 39,      // UNHEX(s): NULL if not hex
   kSpace = 40,      // SPACE(n)
   kStrcmp = 41,     // STRCMP(a, b): -1, 0, 1
+  // Date and time functions (sierra/temporal.h), from 100 on. The binder
+  // sets their result types; a unit argument is an integer constant
+  // (shale::IntervalUnit), an fsp argument an integer constant.
+  kNow = 100,          // NOW([fsp]) / CURRENT_TIMESTAMP / LOCALTIME: the statement's time
+  kSysdate = 101,      // SYSDATE([fsp]): the time of the call
+  kCurDate = 102,      // CURDATE() / CURRENT_DATE
+  kCurTime = 103,      // CURTIME([fsp]) / CURRENT_TIME
+  kUtcDate = 104,      // UTC_DATE()
+  kUtcTime = 105,      // UTC_TIME([fsp])
+  kUtcTimestamp = 106, // UTC_TIMESTAMP([fsp])
+  kToDate = 107,       // DATE(x)
+  kToTime = 108,       // TIME(x)
+  kExtract = 109,      // EXTRACT(unit FROM x) (unit, x); YEAR(x), MONTH(x), HOUR(x), ...
+  kDayOfWeek = 110,    // DAYOFWEEK(x): 1 = Sunday
+  kDayOfYear = 111,    // DAYOFYEAR(x)
+  kWeekday = 112,      // WEEKDAY(x): 0 = Monday
+  kWeek = 113,         // WEEK(x, mode) / WEEKOFYEAR(x) (mode 3)
+  kYearWeek = 114,     // YEARWEEK(x, mode)
+  kDayName = 115,      // DAYNAME(x)
+  kMonthName = 116,    // MONTHNAME(x)
+  kDateAdd = 117,      // (x, n, unit, subtract): DATE_ADD/DATE_SUB/ADDDATE/SUBDATE/+ INTERVAL
+  kDateDiff = 118,     // DATEDIFF(a, b): days
+  kTimeDiff = 119,     // TIMEDIFF(a, b): TIME
+  kTimestampDiff = 120,  // TIMESTAMPDIFF(unit, a, b): (unit, a, b)
+  kDateFormat = 121,   // DATE_FORMAT(x, format)
+  kTimeFormat = 122,   // TIME_FORMAT(x, format)
+  kStrToDate = 123,    // STR_TO_DATE(s, format)
+  kUnixTimestamp = 124,  // UNIX_TIMESTAMP([x])
+  kFromUnixtime = 125,   // FROM_UNIXTIME(n[, format])
+  kLastDay = 126,      // LAST_DAY(x)
+  kMakeDate = 127,     // MAKEDATE(year, dayofyear)
+  kMakeTime = 128,     // MAKETIME(h, m, s)
+  kToDays = 129,       // TO_DAYS(x)
+  kFromDays = 130,     // FROM_DAYS(n)
+  kSecToTime = 131,    // SEC_TO_TIME(n)
+  kTimeToSec = 132,    // TIME_TO_SEC(x)
+  kConvertTz = 133,    // CONVERT_TZ(x, from, to): offsets and 'SYSTEM'
+  kAddTime = 134,      // (a, b, subtract): ADDTIME / SUBTIME
+  kToSeconds = 135,    // TO_SECONDS(x)
 };
+
+// True for the date and time functions (kNow and after).
+inline bool IsTemporalFunction(ScalarFunction f) { return static_cast<int>(f) >= 100; }
 
 enum class CompareOp : uint8_t { kEq = 0, kNe = 1, kLt = 2, kLe = 3, kGt = 4, kGe = 5, kNullSafeEq = 6 };
 // kDiv is '/': DECIMAL (dividend scale + 4) for exact operands, DOUBLE when
@@ -101,6 +143,9 @@ struct Expr {
   bool negated = false;   // kIsNull, kInList, kLike
   bool has_else = false;  // kCase
   ScalarFunction function = ScalarFunction::kCoalesce;  // kFunction
+  // kCompare, kInList, kLike and GREATEST/LEAST/STRCMP: the collation two
+  // strings compare under (ComparisonCollation of the operands).
+  uint16_t collation = 0;
   std::vector<ExprPtr> children;
 
   static ExprPtr Constant(Value v);
@@ -116,6 +161,9 @@ struct Expr {
   // results (an integer type if all are integers, else VARCHAR).
   static ExprPtr Case(std::vector<ExprPtr> children, bool has_else);
   static ExprPtr Function(ScalarFunction f, std::vector<ExprPtr> args);
+  // A function whose result type the caller knows (the date and time
+  // functions: the binder applies MySQL's rules).
+  static ExprPtr TypedFunction(ScalarFunction f, std::vector<ExprPtr> args, SqlType type, bool nullable);
   // CAST(arg AS type).
   static ExprPtr Cast(ExprPtr arg, SqlType type);
   static ExprPtr Like(ExprPtr text, ExprPtr pattern, bool negated);
@@ -166,6 +214,13 @@ SqlType ArithResultType(ArithOp op, const SqlType& l, const SqlType& r);
 // any is a string, else DOUBLE if any is floating, else DECIMAL if any is
 // DECIMAL, else the widest integer.
 SqlType CommonType(const std::vector<SqlType>& types);
+
+// The collation strings among `args` compare under, by MySQL's coercibility:
+// an explicit COLLATE wins, then a column's, then an expression's; between
+// equals a _bin collation wins; a binary string operand makes the
+// comparison binary. The default collation when no
+// operand is a string.
+uint16_t ComparisonCollation(const std::vector<ExprPtr>& args);
 
 // Splits a predicate into its top-level AND conjuncts.
 void SplitConjuncts(const ExprPtr& e, std::vector<ExprPtr>* out);

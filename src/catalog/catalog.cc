@@ -71,8 +71,12 @@ std::string SerializeTable(const TableDef& t) {
     pc->set_type_length(c.type.length);
     pc->set_type_scale(c.type.scale);
     pc->set_type_unsigned(c.type.is_unsigned);
+    pc->set_type_collation(c.type.collation);
+    for (const std::string& e : c.type.elements) pc->add_type_elements(e);
     pc->set_nullable(c.nullable);
     pc->set_hidden(c.hidden);
+    pc->set_default_now(c.default_now);
+    pc->set_on_update_now(c.on_update_now);
     if (c.default_value) {
       pc->set_has_default(true);
       std::string row;
@@ -99,8 +103,12 @@ Result<std::shared_ptr<const TableDef>> ParseTable(std::string_view bytes) {
     c.name = pc.name();
     c.type = SqlType{static_cast<TypeId>(pc.type_id()), pc.type_length(),
                      static_cast<uint8_t>(pc.type_scale()), pc.type_unsigned()};
+    c.type.collation = static_cast<uint16_t>(pc.type_collation());
+    c.type.elements.assign(pc.type_elements().begin(), pc.type_elements().end());
     c.nullable = pc.nullable();
     c.hidden = pc.hidden();
+    c.default_now = pc.default_now();
+    c.on_update_now = pc.on_update_now();
     if (pc.has_default()) {
       Row row;
       SHALE_RETURN_IF_ERROR(DecodeRow(pc.default_row(), &row));
@@ -135,9 +143,14 @@ uint64_t DistributionHash(const RepresentationDef& rep, const std::vector<Value>
 }
 
 std::vector<Value> PrimaryKeyValues(const TableDef& table, const Row& row) {
+  return RepresentationKeyValues(table, table.primary, row);
+}
+
+std::vector<Value> RepresentationKeyValues(const TableDef& table, const RepresentationDef& rep,
+                                           const Row& row) {
   std::vector<Value> out;
-  out.reserve(table.primary.key_columns.size());
-  for (int k : table.primary.key_columns) out.push_back(row[k]);
+  out.reserve(rep.key_columns.size());
+  for (int k : rep.key_columns) out.push_back(KeyForm(row[k], table.columns[k].type));
   return out;
 }
 

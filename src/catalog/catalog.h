@@ -36,6 +36,11 @@ struct ColumnDef {
   SqlType type;
   bool nullable = true;
   std::optional<Value> default_value;  // absent: no DEFAULT clause
+  // DEFAULT CURRENT_TIMESTAMP[(fsp)] / ON UPDATE CURRENT_TIMESTAMP[(fsp)] of a
+  // DATETIME or TIMESTAMP column (fsp: the column's). default_now leaves
+  // default_value empty.
+  bool default_now = false;
+  bool on_update_now = false;
   // The hidden row id that keys a table created without a PRIMARY KEY
   // (kHiddenRowIdColumn, BIGINT NOT NULL, the last column). Never shown.
   bool hidden = false;
@@ -95,9 +100,17 @@ std::string EncodeKey(const std::vector<Value>& key_values);
 // The distribution hash of a row whose representation key starts with
 // `key_values` (at least `distribution_columns` of them).
 uint64_t DistributionHash(const RepresentationDef& rep, const std::vector<Value>& key_values);
-// The primary-key values of a full table row.
+// The primary-key values of a full table row, in key form (KeyForm in
+// src/common/value.h: a string column's value as its collation weight
+// string, an ENUM's as its index), so that keys equal under the columns'
+// collations encode alike. These are what keys, distribution hashes and
+// the primary-key rows of index entries hold.
 std::vector<Value> PrimaryKeyValues(const TableDef& table, const Row& row);
-// The values of `rep`'s key columns in a full table row.
+// The values of `rep`'s key columns in a full table row, in key form.
+std::vector<Value> RepresentationKeyValues(const TableDef& table, const RepresentationDef& rep,
+                                           const Row& row);
+// The values of `rep`'s key columns in a full table row, as stored (for
+// messages such as "Duplicate entry").
 std::vector<Value> RepresentationKeyValues(const RepresentationDef& rep, const Row& row);
 // The stored key of secondary-index entry for a row: its index key values
 // then its primary-key values, encoded.

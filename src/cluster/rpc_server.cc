@@ -15,23 +15,25 @@ constexpr std::chrono::milliseconds kShutdownGrace{500};
 
 class NodeServiceImpl final : public NodeService::Service {
  public:
-  explicit NodeServiceImpl(const NodeIdentity* identity) : identity_(identity) {}
+  NodeServiceImpl(const NodeIdentity* identity, const std::function<uint64_t()>* epoch)
+      : identity_(identity), epoch_(epoch) {}
 
   grpc::Status Ping(grpc::ServerContext* /*context*/, const PingRequest* /*request*/,
                     PingResponse* response) override {
     response->set_node_id(identity_->id);
     response->set_node_name(identity_->name);
-    response->set_epoch(0);  // no metadata epochs until Raft membership lands
+    response->set_epoch(*epoch_ ? (*epoch_)() : 0);
     response->set_version(kServerVersion);
     return grpc::Status::OK;
   }
 
  private:
   const NodeIdentity* identity_;  // owned by the RpcServer, outlives us
+  const std::function<uint64_t()>* epoch_;  // likewise
 };
 
 RpcServer::RpcServer(NodeIdentity identity)
-    : identity_(std::move(identity)), service_(std::make_unique<NodeServiceImpl>(&identity_)) {}
+    : identity_(std::move(identity)), service_(std::make_unique<NodeServiceImpl>(&identity_, &epoch_)) {}
 
 RpcServer::~RpcServer() { Shutdown(); }
 
@@ -43,6 +45,7 @@ Status RpcServer::Start(const std::string& address) {
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &selected_port);
   builder.RegisterService(service_.get());
+  for (grpc::Service* service : extra_services_) builder.RegisterService(service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || selected_port == 0) {
     if (server != nullptr) server->Shutdown();

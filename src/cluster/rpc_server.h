@@ -1,6 +1,7 @@
 // RpcServer: this node's gRPC endpoint for its peers. It serves NodeService
-// (node.proto) now; Raft, fragment dispatch, row streams and replication
-// services will be registered on the same server later.
+// (node.proto) and whatever services are added before Start (RaftService
+// from ClusterNode); fragment dispatch, row streams and replication services
+// will be registered on the same server later.
 //
 // PingNode is the matching client call, used by tools, tests and (later) the
 // failure detector.
@@ -11,9 +12,11 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "shale/status.h"
 #include "src/cluster/node.pb.h"
@@ -21,6 +24,7 @@
 
 namespace grpc {
 class Server;
+class Service;
 }
 
 namespace shale::cluster {
@@ -34,6 +38,12 @@ class RpcServer {
   RpcServer(const RpcServer&) = delete;
   RpcServer& operator=(const RpcServer&) = delete;
 
+  // Serves `service` too (e.g. ClusterNode's RaftService) once started.
+  // REQUIRES: not started; service outlives the server.
+  void AddService(grpc::Service* service) { extra_services_.push_back(service); }
+  // Where Ping's epoch comes from (ClusterNode::epoch). Default: 0.
+  // REQUIRES: not started; callable from any thread.
+  void SetEpochSource(std::function<uint64_t()> epoch) { epoch_ = std::move(epoch); }
   // Listens on `address` ("host:port"; port 0 picks a free port, see port())
   // and starts serving. Errors: Unavailable if the address cannot be bound.
   // REQUIRES: not started.
@@ -47,6 +57,8 @@ class RpcServer {
  private:
   const NodeIdentity identity_;
   std::unique_ptr<NodeServiceImpl> service_;
+  std::vector<grpc::Service*> extra_services_;
+  std::function<uint64_t()> epoch_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
 };

@@ -75,6 +75,12 @@ enum class ErrorCode : uint16_t {
   kInvalidGroupFuncUse = 1111,  // ER_INVALID_GROUP_FUNC_USE
   kTooBigScale = 1425,          // ER_TOO_BIG_SCALE
   kTooBigPrecision = 1426,      // ER_TOO_BIG_PRECISION
+  // Date and time (src/common/datetime.h, sierra/temporal.h).
+  kInvalidOnUpdate = 1294,      // ER_INVALID_ON_UPDATE
+  kUnknownTimeZone = 1298,      // ER_UNKNOWN_TIME_ZONE
+  kWrongValueForType = 1411,    // ER_WRONG_VALUE_FOR_TYPE (STR_TO_DATE)
+  kDatetimeFunctionOverflow = 1441,  // ER_DATETIME_FUNCTION_OVERFLOW
+  kWrongValue = 1525,           // ER_WRONG_VALUE (DATE '...' literals)
   kMBiggerThanD = 1427,         // ER_M_BIGGER_THAN_D
   kDupKeyName = 1061,           // ER_DUP_KEYNAME
   kCantRemoveAllFields = 1090,  // ER_CANT_REMOVE_ALL_FIELDS
@@ -102,6 +108,16 @@ enum class ErrorCode : uint16_t {
   kCantCreateUserWithGrant = 1410,  // ER_CANT_CREATE_USER_WITH_GRANT
   kWrongStringLength = 1470,    // ER_WRONG_STRING_LENGTH
   kPluginIsNotLoaded = 1524,    // ER_PLUGIN_IS_NOT_LOADED
+  // String types and collations (src/common/collation.h, src/common/value.cc).
+  kWrongSubKey = 1089,          // ER_WRONG_SUB_KEY
+  kBlobCantHaveDefault = 1101,  // ER_BLOB_CANT_HAVE_DEFAULT
+  kUnknownCharacterSet = 1115,  // ER_UNKNOWN_CHARACTER_SET
+  kBlobKeyWithoutLength = 1170, // ER_BLOB_KEY_WITHOUT_LENGTH
+  kCollationCharsetMismatch = 1253,  // ER_COLLATION_CHARSET_MISMATCH
+  kCantAggregate2Collations = 1267,  // ER_CANT_AGGREGATE_2COLLATIONS
+  kUnknownCollation = 1273,     // ER_UNKNOWN_COLLATION
+  kDuplicatedValueInType = 1291,  // ER_DUPLICATED_VALUE_IN_TYPE
+  kInvalidJsonText = 3140,      // ER_INVALID_JSON_TEXT
   // Transactions (src/txn, src/exec/session.cc).
   kLockWaitTimeout = 1205,      // ER_LOCK_WAIT_TIMEOUT
   kLockDeadlock = 1213,         // ER_LOCK_DEADLOCK

@@ -5,13 +5,14 @@
 namespace shale {
 namespace {
 
-bool CharEq(char a, char b) {
+bool CharEq(char a, char b, bool case_sensitive) {
+  if (case_sensitive) return a == b;
   return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
 }
 
 }  // namespace
 
-bool MatchLike(std::string_view text, std::string_view pattern) {
+bool MatchLike(std::string_view text, std::string_view pattern, bool case_sensitive) {
   // Iterative matcher with backtracking to the last '%'.
   size_t t = 0, p = 0;
   size_t star_p = std::string_view::npos, star_t = 0;
@@ -37,7 +38,7 @@ bool MatchLike(std::string_view text, std::string_view pattern) {
         while (t < text.size() && (static_cast<unsigned char>(text[t]) & 0xC0) == 0x80) ++t;
         continue;
       }
-      if (CharEq(pc, text[t])) {
+      if (CharEq(pc, text[t], case_sensitive)) {
         p += width;
         ++t;
         continue;

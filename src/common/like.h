@@ -1,11 +1,13 @@
 // SQL LIKE pattern matching: '%' any run, '_' any one character, '\' escapes.
-// Case-insensitive for ASCII, as with MySQL's default collations.
+// Case-insensitive for ASCII, as with MySQL's default collations, unless
+// `case_sensitive` (the _bin and binary collations; callers fold text and
+// pattern for the accent-insensitive collations, src/common/collation.h).
 #pragma once
 
 #include <string_view>
 
 namespace shale {
 
-bool MatchLike(std::string_view text, std::string_view pattern);
+bool MatchLike(std::string_view text, std::string_view pattern, bool case_sensitive = false);
 
 }  // namespace shale

@@ -4,11 +4,15 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <limits>
 
 #include <fmt/format.h>
 
+#include "src/common/datetime.h"
+#include "src/common/collation.h"
 #include "src/common/errors.h"
+#include "src/common/json.h"
 #include "src/common/warnings.h"
 
 namespace shale {
@@ -24,6 +28,20 @@ SqlType SqlType::Integer(TypeId id, bool is_unsigned) {
   }
   SqlType t{id, width};
   t.is_unsigned = is_unsigned;
+  return t;
+}
+
+SqlType SqlType::Temporal(TypeId id, int fsp) {
+  uint32_t length = 0;
+  switch (id) {
+    case TypeId::kDate: length = 10; break;
+    case TypeId::kTime: length = 10; break;
+    case TypeId::kYear: length = 4; break;
+    default: length = 19; break;
+  }
+  if (fsp > 0 && id != TypeId::kDate && id != TypeId::kYear) length += static_cast<uint32_t>(fsp) + 1;
+  SqlType t{id, length};
+  t.scale = static_cast<uint8_t>(id == TypeId::kDate || id == TypeId::kYear ? 0 : fsp);
   return t;
 }
 
@@ -56,8 +74,59 @@ std::string SqlType::ToString() const {
       return scale == kNotFixedDecimals ? fmt::format("float{}", u)
                                         : fmt::format("float({},{}){}", length, scale, u);
     case TypeId::kDecimal: return fmt::format("decimal({},{}){}", length, scale, u);
+    case TypeId::kDate: return "date";
+    case TypeId::kDatetime: return scale ? fmt::format("datetime({})", scale) : "datetime";
+    case TypeId::kTimestamp: return scale ? fmt::format("timestamp({})", scale) : "timestamp";
+    case TypeId::kTime: return scale ? fmt::format("time({})", scale) : "time";
+    case TypeId::kYear: return "year(4)";
+    case TypeId::kChar: return fmt::format("char({})", length);
+    case TypeId::kBinary: return fmt::format("binary({})", length);
+    case TypeId::kVarbinary: return fmt::format("varbinary({})", length);
+    case TypeId::kText:
+    case TypeId::kBlob: {
+      const char* kind = id == TypeId::kText ? "text" : "blob";
+      if (length <= kTinyLobBytes) return fmt::format("tiny{}", kind);
+      if (length <= kLobBytes) return kind;
+      if (length <= kMediumLobBytes) return fmt::format("medium{}", kind);
+      return fmt::format("long{}", kind);
+    }
+    case TypeId::kEnum: {
+      std::string out = "enum(";
+      for (size_t i = 0; i < elements.size(); ++i) {
+        if (i > 0) out += ',';
+        out += '\'';
+        for (char c : elements[i]) {
+          if (c == '\'') out += '\'';
+          out += c;
+        }
+        out += '\'';
+      }
+      return out + ")";
+    }
+    case TypeId::kJson: return "json";
   }
   return "unknown";
+}
+
+uint16_t SqlType::Collation() const {
+  if (is_binary_string() || id == TypeId::kJson || !is_string()) return kCollationBinary;
+  return collation == 0 ? kDefaultCollation : collation;
+}
+
+uint32_t SqlType::MaxBytes() const {
+  switch (id) {
+    case TypeId::kVarchar:
+    case TypeId::kChar:
+      return static_cast<uint32_t>(
+          std::min<uint64_t>(uint64_t{length} * CharsetOfCollation(Collation()).maxlen, 0xFFFFFFFFu));
+    case TypeId::kEnum: {
+      size_t longest = 0;
+      for (const std::string& e : elements) longest = std::max(longest, e.size());
+      return static_cast<uint32_t>(longest * 4);
+    }
+    default:
+      return length;
+  }
 }
 
 namespace {
@@ -117,12 +186,13 @@ std::string Value::ToText() const {
   if (is_float()) return FormatFloat(std::get<5>(v_));
   if (is_double()) return FormatDouble(as_double());
   if (is_decimal()) return as_decimal().ToString();
+  if (is_temporal()) return TemporalText(*this);
   return "NULL";
 }
 
 std::string Value::ToSqlLiteral() const {
   if (is_null()) return "NULL";
-  if (is_string()) return "'" + as_string() + "'";
+  if (is_string() || is_temporal()) return "'" + ToText() + "'";
   return ToText();
 }
 
@@ -160,6 +230,12 @@ int64_t ToInt64Lenient(const Value& v) {
   if (v.is_int()) return v.as_int();
   if (v.is_null()) return 0;
   if (v.is_decimal()) return v.as_decimal().ToInt64Rounded();
+  if (v.is_temporal()) {
+    int32_t micro = 0;
+    int64_t n = TemporalNumber(v, &micro);
+    if (micro >= 500000) n += n < 0 ? -1 : 1;
+    return n;
+  }
   if (v.is_double()) {
     double r = std::round(v.as_double());
     if (r >= 9223372036854775808.0) return std::numeric_limits<int64_t>::max();
@@ -213,6 +289,7 @@ double ToDoubleLenient(const Value& v) {
   if (v.is_int()) return static_cast<double>(v.as_int());
   if (v.is_double()) return v.as_double();
   if (v.is_decimal()) return v.as_decimal().ToDouble();
+  if (v.is_temporal()) return TemporalDouble(v);
   double d = 0;
   if (v.is_string()) NumericPrefix(v.as_string(), &d);
   return d;
@@ -230,10 +307,26 @@ std::optional<Decimal> ToDecimalLenient(const Value& v) {
     if (exact) return exact;
     return Decimal::FromDouble(d, Decimal::kMaxScale / 2);
   }
+  if (v.is_temporal()) {
+    int32_t micro = 0;
+    int64_t n = TemporalNumber(v, &micro);
+    int fsp = v.as_temporal().fsp;
+    if (fsp == 0) return Decimal::FromInt(n);
+    __int128 units = static_cast<__int128>(n) * 1000000 + (n < 0 ? -micro : micro);
+    Decimal d(units, 6);
+    auto scaled = d.Rescale(fsp);
+    return scaled ? *scaled : d;
+  }
   return Decimal();
 }
 
 int CompareValues(const Value& a, const Value& b) {
+  if (a.is_temporal() || b.is_temporal()) {
+    int c = 0;
+    if (CompareTemporal(a, b, &c)) return c;
+    if (a.is_temporal() && b.is_string()) return CompareValues(Value::String(a.ToText()), b);
+    if (b.is_temporal() && a.is_string()) return CompareValues(a, Value::String(b.ToText()));
+  }
   if (a.is_int() && b.is_int()) {
     return a.as_int() < b.as_int() ? -1 : (a.as_int() > b.as_int() ? 1 : 0);
   }
@@ -252,10 +345,47 @@ int CompareValues(const Value& a, const Value& b) {
   return x < y ? -1 : (x > y ? 1 : 0);
 }
 
+int CompareValuesCollated(const Value& a, const Value& b, uint16_t collation) {
+  if (a.is_string() && b.is_string()) return CompareStrings(a.as_string(), b.as_string(), collation);
+  return CompareValues(a, b);
+}
+
+uint32_t EnumIndex(const SqlType& t, std::string_view text) {
+  const uint16_t coll = t.collation == 0 ? kDefaultCollation : t.collation;
+  for (size_t i = 0; i < t.elements.size(); ++i) {
+    if (CompareStrings(t.elements[i], text, coll) == 0) return static_cast<uint32_t>(i + 1);
+  }
+  return 0;
+}
+
+int CompareOfType(const Value& a, const Value& b, const SqlType& t) {
+  if (t.id == TypeId::kEnum && a.is_string() && b.is_string()) {
+    uint32_t x = EnumIndex(t, a.as_string()), y = EnumIndex(t, b.as_string());
+    return x < y ? -1 : (x > y ? 1 : 0);
+  }
+  return CompareValuesCollated(a, b, t.Collation());
+}
+
+Value KeyForm(const Value& v, const SqlType& t) {
+  if (!v.is_string() || !t.is_string()) return v;
+  if (t.id == TypeId::kEnum) return Value::Int(EnumIndex(t, v.as_string()));
+  const uint16_t coll = t.Collation();
+  if (coll == kCollationBinary) return v;
+  return Value::String(SortKey(v.as_string(), coll));
+}
+
 namespace {
 
 Status OutOfRangeFor(std::string_view column) {
   return SqlError(ErrorCode::kDataOutOfRange, "Out of range value for column '{}' at row 1", column);
+}
+
+Status TooLong(std::string_view column) {
+  return SqlError(ErrorCode::kDataTooLong, "Data too long for column '{}' at row 1", column);
+}
+
+Status EnumTruncated(std::string_view column) {
+  return SqlError(ErrorCode::kWarnDataTruncated, "Data truncated for column '{}' at row 1", column);
 }
 
 void NoteTruncated(std::string_view column) {
@@ -342,6 +472,7 @@ Result<Value> CoerceToColumn(const Value& v, const SqlType& t, std::string_view 
     if (n < lo || n > hi) return OutOfRangeFor(column);
     return Value::Int(n);
   }
+  if (t.is_temporal() || t.id == TypeId::kYear) return CoerceToTemporalColumn(v, t, column);
   switch (t.id) {
     case TypeId::kDouble:
     case TypeId::kFloat: {
@@ -389,13 +520,57 @@ Result<Value> CoerceToColumn(const Value& v, const SqlType& t, std::string_view 
       if (Decimal::Compare(*scaled, *dec) != 0) NoteTruncated(column);
       return Value::Dec(*scaled);
     }
-    case TypeId::kVarchar: {
+    case TypeId::kVarchar:
+    case TypeId::kChar: {
       std::string s = v.ToText();
+      // CHAR drops trailing spaces (MySQL pads on disk and strips on read).
+      if (t.id == TypeId::kChar) {
+        while (!s.empty() && s.back() == ' ') s.pop_back();
+      }
       // Count characters (UTF-8 code points), not bytes.
       size_t chars = 0;
       for (unsigned char c : s) chars += (c & 0xC0) != 0x80;
       if (chars > t.length) {
-        return SqlError(ErrorCode::kDataTooLong, "Data too long for column '{}' at row 1", column);
+        // Only spaces past the length: cut them with a note (MySQL).
+        size_t keep = 0, seen = 0;
+        while (keep < s.size() && seen < t.length) {
+          ++keep;
+          while (keep < s.size() && (static_cast<unsigned char>(s[keep]) & 0xC0) == 0x80) ++keep;
+          ++seen;
+        }
+        if (s.find_first_not_of(' ', keep) != std::string::npos) return TooLong(column);
+        s.resize(keep);
+        NoteTruncated(column);
+      }
+      return Value::String(std::move(s));
+    }
+    case TypeId::kText:
+    case TypeId::kBlob:
+    case TypeId::kVarbinary:
+    case TypeId::kBinary: {
+      std::string s = v.ToText();
+      if (s.size() > t.length) return TooLong(column);
+      if (t.id == TypeId::kBinary) s.resize(t.length, '\0');
+      return Value::String(std::move(s));
+    }
+    case TypeId::kEnum: {
+      if (v.is_string()) {
+        uint32_t index = EnumIndex(t, v.as_string());
+        if (index == 0) return EnumTruncated(column);
+        return Value::String(t.elements[index - 1]);
+      }
+      // A number picks the element by its index (1-based).
+      int64_t n = ToInt64Lenient(v);
+      if (n < 1 || static_cast<uint64_t>(n) > t.elements.size()) return EnumTruncated(column);
+      return Value::String(t.elements[n - 1]);
+    }
+    case TypeId::kJson: {
+      std::string s = v.ToText();
+      JsonError error;
+      if (!ValidateJson(s, &error)) {
+        return SqlError(ErrorCode::kInvalidJsonText,
+                        "Invalid JSON text: \"{}\" at position {} in value for column '{}'.",
+                        error.message, error.position, column);
       }
       return Value::String(std::move(s));
     }
@@ -418,8 +593,9 @@ void AppendKey(const Value& v, std::string* out) {
     return;
   }
   out->push_back(kKeyValue);
-  if (v.is_int()) {
-    uint64_t u = static_cast<uint64_t>(v.as_int()) ^ (uint64_t{1} << 63);
+  if (v.is_int() || v.is_temporal()) {
+    int64_t n = v.is_int() ? v.as_int() : v.as_temporal().packed;
+    uint64_t u = static_cast<uint64_t>(n) ^ (uint64_t{1} << 63);
     for (int shift = 56; shift >= 0; shift -= 8) out->push_back(static_cast<char>(u >> shift));
     return;
   }
@@ -455,12 +631,13 @@ Status DecodeKey(std::string_view* in, const SqlType& t, Value* out) {
     return Status::OK();
   }
   if (tag != kKeyValue) return Status::Corruption("key: bad tag");
-  if (t.is_integer()) {
+  if (t.is_integer() || t.is_temporal() || t.id == TypeId::kYear) {
     if (in->size() < 8) return Status::Corruption("key: truncated integer");
     uint64_t u = 0;
     for (int i = 0; i < 8; ++i) u = (u << 8) | static_cast<uint8_t>((*in)[i]);
     in->remove_prefix(8);
-    *out = Value::Int(static_cast<int64_t>(u ^ (uint64_t{1} << 63)));
+    int64_t n = static_cast<int64_t>(u ^ (uint64_t{1} << 63));
+    *out = t.is_temporal() ? Value::Temporal(t.id, n, t.scale) : Value::Int(n);
     return Status::OK();
   }
   if (t.is_floating()) {
@@ -536,7 +713,9 @@ bool GetVarint64(std::string_view* in, uint64_t* v) {
 
 namespace {
 // DO NOT CHANGE
-enum class RowTag : uint8_t { kNull = 0, kInt = 1, kString = 2, kDouble = 3, kDecimal = 4, kFloat = 5 };
+enum class RowTag : uint8_t {
+  kNull = 0, kInt = 1, kString = 2, kDouble = 3, kDecimal = 4, kFloat = 5, kTemporal = 6,
+};
 
 void PutFixedLE(std::string* out, unsigned __int128 v, int bytes) {
   for (int i = 0; i < bytes; ++i) out->push_back(static_cast<char>(v >> (8 * i)));
@@ -576,6 +755,12 @@ void EncodeRow(const Row& row, std::string* out) {
       out->push_back(static_cast<char>(RowTag::kDecimal));
       out->push_back(static_cast<char>(v.as_decimal().scale()));
       PutFixedLE(out, static_cast<unsigned __int128>(v.as_decimal().units()), 16);
+    } else if (v.is_temporal()) {
+      const TemporalValue& tv = v.as_temporal();
+      out->push_back(static_cast<char>(RowTag::kTemporal));
+      out->push_back(static_cast<char>(tv.type));
+      out->push_back(static_cast<char>(tv.fsp));
+      PutVarint64(out, (static_cast<uint64_t>(tv.packed) << 1) ^ static_cast<uint64_t>(tv.packed >> 63));
     } else {
       out->push_back(static_cast<char>(RowTag::kString));
       PutVarint64(out, v.as_string().size());
@@ -639,6 +824,18 @@ Status DecodeRow(std::string_view in, Row* out) {
           return Status::Corruption("row: bad decimal");
         }
         out->push_back(Value::Dec(Decimal(static_cast<__int128>(u), scale)));
+        break;
+      }
+      case RowTag::kTemporal: {
+        if (in.size() < 2) return Status::Corruption("row: bad temporal");
+        auto type = static_cast<TypeId>(static_cast<uint8_t>(in[0]));
+        int fsp = static_cast<uint8_t>(in[1]);
+        in.remove_prefix(2);
+        uint64_t z = 0;
+        if (fsp > 6 || !SqlType{type}.is_temporal() || !GetVarint64(&in, &z)) {
+          return Status::Corruption("row: bad temporal");
+        }
+        out->push_back(Value::Temporal(type, static_cast<int64_t>((z >> 1) ^ (~(z & 1) + 1)), fsp));
         break;
       }
       default:

@@ -34,7 +34,28 @@ enum class TypeId : uint8_t {
   kDouble = 7,   // DOUBLE: IEEE 754 binary64
   kFloat = 8,    // FLOAT: IEEE 754 binary32 (values held as float)
   kDecimal = 9,  // DECIMAL(length = precision, scale): exact, src/common/decimal.h
+  // Temporal types (src/common/datetime.h); scale = fsp (0..6).
+  kDate = 20,       // DATE
+  kDatetime = 21,   // DATETIME(fsp)
+  kTimestamp = 22,  // TIMESTAMP(fsp): stored in UTC, shown in the session time zone
+  kTime = 23,       // TIME(fsp): ±838:59:59
+  kYear = 24,       // YEAR: 1901..2155 or 0, held as an integer
+  // String and binary kinds (length: see SqlType::length). Values are
+  // Value::String; `collation` says how they compare.
+  kChar = 10,       // CHAR(n): n characters, trailing spaces stripped when stored
+  kText = 11,       // TINYTEXT/TEXT/MEDIUMTEXT/LONGTEXT: length = max bytes (255, 65535, 16777215, 4294967295)
+  kBinary = 12,     // BINARY(n): n bytes, zero-padded when stored
+  kVarbinary = 13,  // VARBINARY(n): up to n bytes
+  kBlob = 14,       // TINYBLOB/BLOB/MEDIUMBLOB/LONGBLOB: length = max bytes, as TEXT
+  kEnum = 15,       // ENUM('a', ...): `elements`; held as the element's text, ordered by its index
+  kJson = 16,       // JSON: valid JSON text (checked when stored), compared as binary text
 };
+
+// The max byte lengths that name the TEXT and BLOB kinds.
+inline constexpr uint32_t kTinyLobBytes = 255;
+inline constexpr uint32_t kLobBytes = 65535;
+inline constexpr uint32_t kMediumLobBytes = 16777215;
+inline constexpr uint32_t kLongLobBytes = 4294967295u;
 
 // The scale MySQL reports for a floating-point value without a fixed number
 // of decimals (NOT_FIXED_DEC).
@@ -49,6 +70,11 @@ struct SqlType {
   // declared FLOAT(M,D)/DOUBLE(M,D).
   uint8_t scale = 0;
   bool is_unsigned = false;  // integers (and DECIMAL/DOUBLE ... UNSIGNED)
+  // String kinds: the MySQL collation id (src/common/collation.h); 0 means
+  // the default (utf8mb4_general_ci). Binary kinds are always binary (63).
+  uint16_t collation = 0;
+  // ENUM: the permitted values in order (index 1, 2, ...).
+  std::vector<std::string> elements = {};
 
   static SqlType Int() { return {TypeId::kInt, 11}; }
   static SqlType BigInt() { return {TypeId::kBigInt, 20}; }
@@ -59,6 +85,12 @@ struct SqlType {
     return {TypeId::kDecimal, precision, scale};
   }
   static SqlType Integer(TypeId id, bool is_unsigned);  // the column type, its display width
+  static SqlType Char(uint32_t n) { return {TypeId::kChar, n}; }
+  static SqlType Text(uint32_t max_bytes) { return {TypeId::kText, max_bytes}; }
+  static SqlType Binary(uint32_t n) { return {TypeId::kBinary, n}; }
+  static SqlType Varbinary(uint32_t n) { return {TypeId::kVarbinary, n}; }
+  static SqlType Blob(uint32_t max_bytes) { return {TypeId::kBlob, max_bytes}; }
+  static SqlType Json() { return {TypeId::kJson, kLongLobBytes}; }
   bool is_integer() const {
     return id == TypeId::kInt || id == TypeId::kBigInt || id == TypeId::kTinyInt ||
            id == TypeId::kSmallInt || id == TypeId::kMediumInt;
@@ -66,15 +98,46 @@ struct SqlType {
   bool is_floating() const { return id == TypeId::kDouble || id == TypeId::kFloat; }
   bool is_decimal() const { return id == TypeId::kDecimal; }
   bool is_numeric() const { return is_integer() || is_floating() || is_decimal(); }
-  bool is_string() const { return id == TypeId::kVarchar; }
+  // DATE, DATETIME, TIMESTAMP, TIME (not YEAR, which is an integer).
+  bool is_temporal() const {
+    return id == TypeId::kDate || id == TypeId::kDatetime || id == TypeId::kTimestamp ||
+           id == TypeId::kTime;
+  }
+  static SqlType Temporal(TypeId id, int fsp);  // with MySQL's display length
+  // Every string and binary kind (the values are Value::String).
+  bool is_string() const {
+    return id == TypeId::kVarchar || (id >= TypeId::kChar && id <= TypeId::kJson);
+  }
+  // BINARY, VARBINARY, BLOB kinds: bytes, binary collation.
+  bool is_binary_string() const {
+    return id == TypeId::kBinary || id == TypeId::kVarbinary || id == TypeId::kBlob;
+  }
+  // TEXT, BLOB and JSON kinds: no literal DEFAULT, keys need a prefix length.
+  bool is_lob() const { return id == TypeId::kText || id == TypeId::kBlob || id == TypeId::kJson; }
+  // The collation strings of this type compare with (binary for binary kinds
+  // and JSON; the default when unset).
+  uint16_t Collation() const;
+  // The most bytes a value can take on the wire: characters x 4 for
+  // utf8mb4 kinds, bytes for binary kinds and TEXT/BLOB.
+  uint32_t MaxBytes() const;
   // Digits of an integer type as a DECIMAL precision (INT: 10, BIGINT: 19
   // or 20 unsigned); of a DECIMAL its precision.
   uint32_t DecimalPrecision() const;
   bool operator==(const SqlType&) const = default;
-  std::string ToString() const;  // "int", "bigint unsigned", "varchar(20)", "decimal(10,2)"
+  std::string ToString() const;  // "int", "bigint unsigned", "varchar(20)", "decimal(10,2)", "enum('a','b')"
 };
 
-// A SQL value: NULL, an integer, a string, a DOUBLE, a FLOAT or a DECIMAL.
+// The payload of a temporal value: `packed` as src/common/datetime.h
+// describes for `type`, shown with `fsp` fraction digits.
+struct TemporalValue {
+  int64_t packed = 0;
+  TypeId type = TypeId::kDatetime;
+  uint8_t fsp = 0;
+  bool operator==(const TemporalValue&) const = default;
+};
+
+// A SQL value: NULL, an integer, a string, a DOUBLE, a FLOAT, a DECIMAL or a
+// temporal value.
 class Value {
  public:
   Value() = default;  // NULL
@@ -84,6 +147,11 @@ class Value {
   static Value Double(double d) { Value x; x.v_ = d == 0 ? 0.0 : d; return x; }  // no -0
   static Value Float(float f) { Value x; x.v_ = f == 0 ? 0.0f : f; return x; }
   static Value Dec(Decimal d) { Value x; x.v_ = d; return x; }
+  static Value Temporal(TypeId type, int64_t packed, int fsp) {
+    Value x;
+    x.v_ = TemporalValue{packed, type, static_cast<uint8_t>(fsp)};
+    return x;
+  }
 
   bool is_null() const { return v_.index() == 0; }
   bool is_int() const { return v_.index() == 1; }
@@ -93,10 +161,12 @@ class Value {
   bool is_float() const { return v_.index() == 5; }
   bool is_decimal() const { return v_.index() == 4; }
   bool is_number() const { return is_int() || is_double() || is_decimal(); }
+  bool is_temporal() const { return v_.index() == 6; }
   int64_t as_int() const { return std::get<1>(v_); }
   const std::string& as_string() const { return std::get<2>(v_); }
   double as_double() const { return v_.index() == 5 ? std::get<5>(v_) : std::get<3>(v_); }
   const Decimal& as_decimal() const { return std::get<4>(v_); }
+  const TemporalValue& as_temporal() const { return std::get<6>(v_); }
 
   // The text the MySQL text protocol sends (undefined for NULL).
   std::string ToText() const;
@@ -106,7 +176,7 @@ class Value {
   bool operator==(const Value& o) const { return v_ == o.v_; }
 
  private:
-  std::variant<std::monostate, int64_t, std::string, double, Decimal, float> v_;
+  std::variant<std::monostate, int64_t, std::string, double, Decimal, float, TemporalValue> v_;
 };
 
 using Row = std::vector<Value>;
@@ -115,6 +185,23 @@ using Row = std::vector<Value>;
 // strings bytewise, an integer with a string as doubles (the string read by
 // its numeric prefix). Returns <0, 0, >0.
 int CompareValues(const Value& a, const Value& b);
+// As CompareValues, but two strings compare under `collation`
+// (src/common/collation.h).
+int CompareValuesCollated(const Value& a, const Value& b, uint16_t collation);
+// As CompareValuesCollated for two values of type `t`: ENUM values compare by
+// their element index, strings by t's collation.
+int CompareOfType(const Value& a, const Value& b, const SqlType& t);
+
+// The form of value `v` of type `t` that keys, hashes and groups use: equal
+// (under t's collation) values have equal key forms, and the key forms of
+// strings sort (bytewise) in collation order: a string's weight string
+// (SortKey); an ENUM's element index as an integer; other values as they
+// are. Index keys (src/catalog) store key forms, rows the values.
+Value KeyForm(const Value& v, const SqlType& t);
+
+// The 1-based index of `text` among ENUM type t's elements (compared under
+// t's collation, trailing spaces ignored), or 0.
+uint32_t EnumIndex(const SqlType& t, std::string_view text);
 
 // The numeric prefix of a string as MySQL reads it in a numeric context:
 // leading whitespace, sign, digits, fraction, exponent. Returns the bytes
@@ -138,7 +225,11 @@ std::string FormatDouble(double d);
 std::string FormatFloat(float f);
 
 // Converts `v` to be stored in a column of type `t`: range-checks integers,
-// parses numeric strings, rounds DECIMAL to its scale, checks VARCHAR length.
+// parses numeric strings, rounds DECIMAL to its scale, checks string lengths
+// (1406; characters for VARCHAR/CHAR, bytes for the binary kinds and
+// TEXT/BLOB), pads BINARY with zero bytes, strips CHAR's trailing spaces,
+// maps ENUM values to their element (1265 if none) and checks JSON text
+// (3140).
 // Errors name `column`. A rounding MySQL reports as a Note (1265 "Data
 // truncated", e.g. 1.555 into DECIMAL(5,2)) goes to the thread's
 // WarningSink (src/common/warnings.h).
@@ -152,7 +243,8 @@ Result<Value> CoerceToColumn(const Value& v, const SqlType& t, std::string_view 
 // then the 8 big-endian bytes of the double with the sign bit flipped for
 // positives and every bit flipped for negatives. DECIMAL: 0x02 then the
 // 16-byte big-endian units (at the column's scale: REQUIRES the value
-// rescaled to the column's scale) with the sign bit flipped.
+// rescaled to the column's scale) with the sign bit flipped. Temporal: 0x02
+// then the packed int64 (src/common/datetime.h) like an integer.
 void AppendKey(const Value& v, std::string* out);
 // Decodes one key component of type `t` from `*in`, advancing it.
 Status DecodeKey(std::string_view* in, const SqlType& t, Value* out);
@@ -161,7 +253,8 @@ Status DecodeKey(std::string_view* in, const SqlType& t, Value* out);
 // A row is a varint column count then, per column, a tag (0 NULL, 1 integer as
 // zigzag varint, 2 string as varint length + bytes, 3 DOUBLE as 8 little-endian
 // bytes, 4 DECIMAL as a scale byte + 16 little-endian bytes of units, 5 FLOAT
-// as 4 little-endian bytes).
+// as 4 little-endian bytes, 6 temporal as a TypeId byte, an fsp byte and the
+// packed value as a zigzag varint).
 void EncodeRow(const Row& row, std::string* out);
 Status DecodeRow(std::string_view in, Row* out);
 

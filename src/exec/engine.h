@@ -5,10 +5,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "shale/status.h"
 #include "src/catalog/accounts.h"
@@ -31,6 +33,18 @@ struct EngineOptions {
   std::string node_name = "node1";
   // The slice store: buffer pool, WAL mode, checkpoints (storage/slice.h).
   storage::SliceStoreOptions storage;
+};
+
+// What the cluster layer (src/cluster) tells the executor. shaled sets them
+// before it serves clients; empty members mean a node outside any cluster
+// (unit tests, tools), which always serves.
+struct ClusterHooks {
+  // OK while this node may serve statements; else the error to return
+  // (ER_UNKNOWN_COM_ERROR 1047, "Cluster has no quorum ...").
+  std::function<Status()> check_quorum;
+  // The rows of system.nodes, in the order of SystemNodesColumns()
+  // (src/exec/system_tables.h).
+  std::function<std::vector<std::vector<Value>>()> nodes;
 };
 
 class Engine {
@@ -59,6 +73,9 @@ class Engine {
   // checks under it that the definitions it wrote with are still current)
   // and with writes made outside transactions.
   std::mutex& TableWriteMutex(uint64_t table_id);
+  // REQUIRES: called before statements run (not thread-safe against them).
+  void SetClusterHooks(ClusterHooks hooks) { cluster_hooks_ = std::move(hooks); }
+  const ClusterHooks& cluster_hooks() const { return cluster_hooks_; }
 
  private:
   explicit Engine(EngineOptions options);
@@ -73,6 +90,7 @@ class Engine {
   std::map<std::string, Value> globals_;  // GUARDED_BY(globals_mu_)
   std::mutex table_mutexes_mu_;
   std::map<uint64_t, std::unique_ptr<std::mutex>> table_mutexes_;  // GUARDED_BY(table_mutexes_mu_)
+  ClusterHooks cluster_hooks_;  // set once before serving
 };
 
 }  // namespace shale::exec

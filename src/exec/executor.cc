@@ -9,6 +9,7 @@
 
 #include "planner/planner.h"
 #include "sierra/eval.h"
+#include "src/common/collation.h"
 #include "src/common/errors.h"
 #include "src/common/log.h"
 
@@ -295,10 +296,22 @@ class ProjectSource : public RowSource {
   Row input_;
 };
 
-// NULL sorts first, as in MySQL.
-int CompareForSort(const Value& a, const Value& b) {
+// NULL sorts first, as in MySQL; strings in the collation of `t`, ENUM
+// values by their index.
+int CompareForSort(const Value& a, const Value& b, const SqlType& t) {
   if (a.is_null() || b.is_null()) return a.is_null() == b.is_null() ? 0 : (a.is_null() ? -1 : 1);
-  return CompareValues(a, b);
+  return CompareOfType(a, b, t);
+}
+
+// `values` (of `types`) in the form grouping and DISTINCT compare: equal
+// under their collation means equal bytes (src/common/value.h KeyForm).
+void EncodeGroupKey(const Row& values, const std::vector<sierra::ColumnInfo>& types, std::string* out) {
+  Row keys;
+  keys.reserve(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    keys.push_back(i < types.size() ? KeyForm(values[i], types[i].type) : values[i]);
+  }
+  EncodeRow(keys, out);
 }
 
 class SortSource : public RowSource {
@@ -330,7 +343,7 @@ class SortSource : public RowSource {
     }
     std::stable_sort(rows_.begin(), rows_.end(), [&](const auto& a, const auto& b) {
       for (size_t i = 0; i < op_.sort_keys.size(); ++i) {
-        int c = CompareForSort(a.first[i], b.first[i]);
+        int c = CompareForSort(a.first[i], b.first[i], op_.sort_keys[i].expr->type);
         if (c != 0) return op_.sort_keys[i].desc ? c > 0 : c < 0;
       }
       return false;
@@ -347,18 +360,20 @@ class SortSource : public RowSource {
 
 class DistinctSource : public RowSource {
  public:
-  explicit DistinctSource(std::unique_ptr<RowSource> child) : child_(std::move(child)) {}
+  DistinctSource(const PhysicalOperator& op, std::unique_ptr<RowSource> child)
+      : op_(op), child_(std::move(child)) {}
   Result<bool> Next(Row* row) override {
     while (true) {
       SHALE_ASSIGN_OR_RETURN(bool more, child_->Next(row));
       if (!more) return false;
       std::string key;
-      EncodeRow(*row, &key);
+      EncodeGroupKey(*row, op_.columns, &key);
       if (seen_.insert(std::move(key)).second) return true;
     }
   }
 
  private:
+  const PhysicalOperator& op_;
   std::unique_ptr<RowSource> child_;
   std::unordered_set<std::string> seen_;
 };
@@ -424,13 +439,14 @@ class HashAggregateSource : public RowSource {
     while (true) {
       SHALE_ASSIGN_OR_RETURN(bool more, child_->Next(&r));
       if (!more) break;
-      Row keys;
+      Row keys, key_forms;
       for (const auto& e : op_.group_by) {
         SHALE_ASSIGN_OR_RETURN(Value v, sierra::Evaluate(*e, r));
+        key_forms.push_back(KeyForm(v, e->type));  // equal under the collation: one group
         keys.push_back(std::move(v));
       }
       std::string encoded;
-      EncodeRow(keys, &encoded);
+      EncodeRow(key_forms, &encoded);
       auto [it, added] = index.emplace(std::move(encoded), groups_.size());
       if (added) groups_.push_back(NewGroup(std::move(keys)));
       for (sierra::Accumulator& a : groups_[it->second].accumulators) {
@@ -520,6 +536,8 @@ class NestedLoopJoinSource : public RowSource {
     for (const auto& [l, r] : op_.hash_keys) {
       SHALE_ASSIGN_OR_RETURN(Value v, sierra::Evaluate(left ? *l : *r, row));
       if (v.is_null()) return std::optional<std::string>();
+      // Strings hash by their weight under the pair's collation.
+      if (v.is_string()) v = Value::String(SortKey(v.as_string(), sierra::ComparisonCollation({l, r})));
       values.push_back(std::move(v));
     }
     std::string key;
@@ -676,7 +694,7 @@ Result<std::unique_ptr<RowSource>> Build(Engine* engine, const PhysicalOperator&
     case PhysicalKind::kFilter: return std::unique_ptr<RowSource>(new FilterSource(op, std::move(child)));
     case PhysicalKind::kProject: return std::unique_ptr<RowSource>(new ProjectSource(op, std::move(child)));
     case PhysicalKind::kSort: return std::unique_ptr<RowSource>(new SortSource(op, std::move(child)));
-    case PhysicalKind::kDistinct: return std::unique_ptr<RowSource>(new DistinctSource(std::move(child)));
+    case PhysicalKind::kDistinct: return std::unique_ptr<RowSource>(new DistinctSource(op, std::move(child)));
     case PhysicalKind::kLimit: return std::unique_ptr<RowSource>(new LimitSource(op, std::move(child)));
     case PhysicalKind::kHashAggregate:
       return std::unique_ptr<RowSource>(new HashAggregateSource(op, std::move(child)));
@@ -803,7 +821,7 @@ class TableWriter {
     for (size_t r = 1; r < changes_.size(); ++r) {
       const catalog::RepresentationDef& rep = Rep(r);
       if (!rep.unique) continue;
-      std::vector<Value> values = catalog::RepresentationKeyValues(rep, row);
+      std::vector<Value> values = catalog::RepresentationKeyValues(table_, rep, row);
       if (HasNull(values)) continue;
       std::string prefix = catalog::EncodeKey(values);
       std::string end = prefix + '\xff';  // no key component starts with 0xFF
@@ -950,7 +968,7 @@ class TableWriter {
     std::string pk_row;
     EncodeRow(pk, &pk_row);
     for (size_t r = 1; r < changes_.size(); ++r) {
-      std::vector<Value> values = catalog::RepresentationKeyValues(Rep(r), row);
+      std::vector<Value> values = catalog::RepresentationKeyValues(table_, Rep(r), row);
       changes_[r][catalog::IndexEntryKey(values, pk)] =
           PendingChange{SliceIndexOf(Rep(r), values), put ? std::optional<std::string>(pk_row) : std::nullopt};
     }
@@ -1052,7 +1070,7 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
       case InsertConflict::kError:
         if (rep == 0) {
           return SqlError(ErrorCode::kDupEntry, "Duplicate entry '{}' for key '{}.PRIMARY'",
-                          DupEntryText(catalog::PrimaryKeyValues(table, r)), table.name);
+                          DupEntryText(catalog::RepresentationKeyValues(table.primary, r)), table.name);
         }
         return writer.DupEntry(rep, r);
       case InsertConflict::kIgnore:
@@ -1087,7 +1105,7 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
           SHALE_ASSIGN_OR_RETURN(std::optional<Row> taken, writer.GetRow(new_pk));
           if (taken) {
             return SqlError(ErrorCode::kDupEntry, "Duplicate entry '{}' for key '{}.PRIMARY'",
-                            DupEntryText(new_pk), table.name);
+                            DupEntryText(catalog::RepresentationKeyValues(table.primary, updated)), table.name);
           }
         }
         SHALE_RETURN_IF_ERROR(writer.CheckUnique(updated));
@@ -1190,7 +1208,7 @@ Result<StatementResult> ExecuteModify(Engine* engine, const PhysicalOperator& op
                                                           SliceIndexOf(table.primary, new_pk)));
       if (taken) {
         return SqlError(ErrorCode::kDupEntry, "Duplicate entry '{}' for key '{}.PRIMARY'",
-                        DupEntryText(new_pk), table.name);
+                        DupEntryText(catalog::RepresentationKeyValues(table.primary, new_row)), table.name);
       }
     }
     SHALE_RETURN_IF_ERROR(writer.CheckUnique(new_row));
@@ -1243,12 +1261,12 @@ Status BuildIndex(Engine* engine, const catalog::TableDef& table,
   std::vector<std::map<std::string, std::string>> entries(index.slices.size());
   std::map<std::string, std::vector<Value>> unique_seen;  // encoded key values -> values
   auto add = [&](const Row& row) -> Status {
-    std::vector<Value> values = catalog::RepresentationKeyValues(index, row);
+    std::vector<Value> values = catalog::RepresentationKeyValues(table, index, row);
     std::vector<Value> pk = catalog::PrimaryKeyValues(table, row);
     if (index.unique && !HasNull(values)) {
       if (!unique_seen.emplace(catalog::EncodeKey(values), values).second) {
         return SqlError(ErrorCode::kDupEntry, "Duplicate entry '{}' for key '{}.{}'",
-                        DupEntryText(values), table.name, index.name);
+                        DupEntryText(catalog::RepresentationKeyValues(index, row)), table.name, index.name);
       }
     }
     std::string pk_row;

@@ -12,6 +12,7 @@
 #include "src/common/log.h"
 #include "src/exec/engine.h"
 #include "src/exec/executor.h"
+#include "src/exec/system_tables.h"
 #include "src/sql/binder.h"
 #include "src/sql/parser.h"
 
@@ -446,11 +447,13 @@ std::vector<Result<StatementResult>> Session::Execute(std::string_view sql) {
     std::vector<SqlWarning> raised;
     Result<StatementResult> result = [&] {
       ScopedWarningSink sink(&raised);
+      ScopedTemporalContext clock(StatementClock());
       return ExecuteStatement(stmt, is_show_warnings ? previous : std::vector<Warning>{});
     }();
     if (is_show_warnings) warnings_ = std::move(previous);
     for (SqlWarning& w : raised) warnings_.push_back({std::move(w.level), w.code, std::move(w.message)});
     if (!result.ok()) {
+      row_count_ = -1;
       warnings_ = {{"Error", result.status().mysql_code(), result.status().message()}};
       if (result.status().code() != StatusCode::kSqlError) {
         log::Warn("connection {}: statement failed: {}", connection_id_, result.status().ToString());
@@ -459,24 +462,35 @@ std::vector<Result<StatementResult>> Session::Execute(std::string_view sql) {
       break;
     }
     result->warnings = static_cast<uint16_t>(warnings_.size());
+    row_count_ = result->is_result_set ? -1 : static_cast<int64_t>(result->affected_rows);
     results.push_back(std::move(result));
   }
   return results;
 }
 
+TemporalContext Session::StatementClock() const {
+  TemporalContext ctx;
+  ctx.now_micros = WallClockMicros();
+  auto it = variables_.find("time_zone");
+  if (it != variables_.end() && !it->second.is_null()) ParseTimeZone(it->second.ToText(), &ctx);
+  return ctx;
+}
+
 Result<StatementResult> Session::ExecuteStatement(const ast::Statement& stmt,
                                                   const std::vector<Warning>& shown_warnings) {
   Count(stmt);
+  // A node cut off from the cluster's majority runs only what touches no
+  // replicated data (docs/cluster.md, "Quorum").
+  if (const ClusterHooks& cluster = engine_->cluster_hooks();
+      cluster.check_quorum && !sql::ServableWithoutQuorum(stmt, current_db_)) {
+    SHALE_RETURN_IF_ERROR(cluster.check_quorum());
+  }
   if (const auto* admin = std::get_if<ast::AdminStmt>(&stmt)) return ExecuteAdmin(*admin);
   SHALE_RETURN_IF_ERROR(CheckPrivileges(stmt));
-  sql::BindContext ctx;
-  ctx.catalog = engine_->catalog();
-  ctx.current_db = current_db_;
-  ctx.variables = &variables_;
   const std::map<std::string, Value> globals = engine_->global_variables();
-  ctx.global_variables = &globals;
-  ctx.connection_id = connection_id_;
-  ctx.user = user_.user + "@" + user_.address;
+  sql::BindContext ctx = MakeBindContext(&globals);
+  std::optional<uint64_t> set_last_insert_id;
+  ctx.set_last_insert_id = &set_last_insert_id;
   for (const Warning& w : shown_warnings) {
     ctx.warnings.push_back({Value::String(w.level), Value::Int(w.code), Value::String(w.message)});
   }
@@ -484,19 +498,77 @@ Result<StatementResult> Session::ExecuteStatement(const ast::Statement& stmt,
   if (const auto* plan = std::get_if<sql::PlanCmd>(&bound)) {
     SHALE_RETURN_IF_ERROR(CheckPlanPrivileges(*plan->plan));
   }
+  if (const auto* set = std::get_if<sql::SetCmd>(&bound); set != nullptr && set->user_values) {
+    SHALE_RETURN_IF_ERROR(CheckPlanPrivileges(*set->user_values));
+  }
+  Result<StatementResult> result = ExecuteBound(stmt, &bound);
+  // LAST_INSERT_ID(expr) is remembered once its statement succeeded, and is
+  // that statement's insert id.
+  if (result.ok() && set_last_insert_id.has_value()) {
+    last_insert_id_ = *set_last_insert_id;
+    if (!result->is_result_set) result->last_insert_id = last_insert_id_;
+  }
+  return result;
+}
+
+sql::BindContext Session::MakeBindContext(const std::map<std::string, Value>* globals) const {
+  sql::BindContext ctx;
+  ctx.catalog = engine_->catalog();
+  ctx.system_table = SystemTables(engine_);
+  ctx.current_db = current_db_;
+  ctx.variables = &variables_;
+  ctx.global_variables = globals;
+  ctx.connection_id = connection_id_;
+  ctx.user = user_.user + "@" + user_.address;
+  ctx.user_variables = &user_variables_;
+  ctx.row_count = row_count_;
+  ctx.found_rows = found_rows_;
+  ctx.last_insert_id = last_insert_id_;
+  return ctx;
+}
+
+Result<StatementResult> Session::ExecuteCalcFoundRows(const sierra::LogicalOperator& plan) {
+  // The LIMIT is the root of a bound query; run what is below it.
+  const bool limited = plan.kind == sierra::LogicalKind::kLimit && plan.children.size() == 1;
+  const sierra::LogicalOperator& all = limited ? *plan.children[0] : plan;
+  SHALE_ASSIGN_OR_RETURN(auto physical, planner::Plan(all));
+  InterruptScope interrupt_scope(&interrupted_);
+  auto run = [&]() { return ExecutePlan(engine_, *physical); };
+  Result<StatementResult> result = TouchesTables(*physical)
+                                       ? RunInTransaction(run, false, std::nullopt, /*own_transaction=*/false)
+                                       : ExecutePlan(engine_, *physical);
+  SHALE_ASSIGN_OR_RETURN(StatementResult r, std::move(result));
+  found_rows_ = r.rows.size();
+  if (limited) {
+    const uint64_t begin = std::min<uint64_t>(plan.offset, r.rows.size());
+    const uint64_t end = begin + std::min<uint64_t>(plan.limit, r.rows.size() - begin);
+    r.rows = std::vector<Row>(std::make_move_iterator(r.rows.begin() + static_cast<ptrdiff_t>(begin)),
+                              std::make_move_iterator(r.rows.begin() + static_cast<ptrdiff_t>(end)));
+  }
+  return r;
+}
+
+Result<StatementResult> Session::ExecuteBound(const ast::Statement& stmt, sql::BoundStatement* bound_statement) {
+  sql::BoundStatement& bound = *bound_statement;
   const auto* show = std::get_if<ast::ShowStmt>(&stmt);
+  const auto* select = std::get_if<ast::SelectStmt>(&stmt);
 
   return std::visit(
       [&](auto& cmd) -> Result<StatementResult> {
         using T = std::decay_t<decltype(cmd)>;
         if constexpr (std::is_same_v<T, sql::PlanCmd>) {
+          // In a UNION the first SELECT's SQL_CALC_FOUND_ROWS counts for the whole.
+          if (select != nullptr && (select->calc_found_rows || (!select->union_terms.empty() &&
+                                                                select->union_terms[0].calc_found_rows))) {
+            return ExecuteCalcFoundRows(*cmd.plan);
+          }
           SHALE_ASSIGN_OR_RETURN(auto physical, planner::Plan(*cmd.plan));
           bool writes = cmd.plan->kind == sierra::LogicalKind::kInsert ||
                         cmd.plan->kind == sierra::LogicalKind::kUpdate ||
                         cmd.plan->kind == sierra::LogicalKind::kDelete;
           InterruptScope interrupt_scope(&interrupted_);
           std::optional<txn::LockMode> locking;
-          if (const auto* select = std::get_if<ast::SelectStmt>(&stmt)) {
+          if (select != nullptr) {
             if (select->lock == ast::SelectStmt::LockMode::kUpdate) locking = txn::LockMode::kExclusive;
             if (select->lock == ast::SelectStmt::LockMode::kShare) locking = txn::LockMode::kShared;
           }
@@ -506,6 +578,7 @@ Result<StatementResult> Session::ExecuteStatement(const ast::Statement& stmt,
                                                : ExecutePlan(engine_, *physical);
           SHALE_ASSIGN_OR_RETURN(StatementResult r, std::move(result));
           if (show != nullptr) FilterShown(*show, &r);
+          if (select != nullptr) found_rows_ = r.rows.size();
           return r;
         } else if constexpr (std::is_same_v<T, sql::CreateDatabaseCmd>) {
           SHALE_RETURN_IF_ERROR(EndTransaction());  // DDL commits implicitly
@@ -636,11 +709,39 @@ Result<StatementResult> Session::ExecuteStatement(const ast::Statement& stmt,
             }
             next_txn_ = next;
           }
+          // User variables first: their values are computed by a query,
+          // which may fail, and then nothing is set.
+          std::map<std::string, Value> user_values;
+          if (cmd.user_values) {
+            SHALE_ASSIGN_OR_RETURN(auto physical, planner::Plan(*cmd.user_values));
+            InterruptScope interrupt_scope(&interrupted_);
+            auto run = [&]() { return ExecutePlan(engine_, *physical); };
+            Result<StatementResult> result = TouchesTables(*physical)
+                                                 ? RunInTransaction(run, false, std::nullopt, /*own_transaction=*/false)
+                                                 : ExecutePlan(engine_, *physical);
+            SHALE_ASSIGN_OR_RETURN(StatementResult r, std::move(result));
+            if (r.rows.size() != 1 || r.rows[0].size() != cmd.user_variables.size()) {
+              return Status::Internal("SET @variable: the value query did not give one row");
+            }
+            for (size_t i = 0; i < cmd.user_variables.size(); ++i) {
+              user_values[cmd.user_variables[i]] = std::move(r.rows[0][i]);
+            }
+          }
+          for (const auto* list : {&cmd.assignments, &cmd.global_assignments}) {
+            for (const auto& [name, value] : *list) {
+              TemporalContext zone;
+              if (name == "time_zone" && (value.is_null() || !ParseTimeZone(value.ToText(), &zone))) {
+                return SqlError(ErrorCode::kUnknownTimeZone, "Unknown or incorrect time zone: '{}'",
+                                value.ToText());
+              }
+            }
+          }
           for (auto& [name, value] : cmd.global_assignments) {
             SHALE_RETURN_IF_ERROR(engine_->SetGlobalVariable(name, value));
             std::string alias = AliasOf(name);
             if (!alias.empty()) SHALE_RETURN_IF_ERROR(engine_->SetGlobalVariable(alias, value));
           }
+          for (auto& [name, value] : user_values) user_variables_[name] = std::move(value);
           for (auto& [name, value] : cmd.assignments) {
             if (name == "autocommit" && sierra::IsTrue(value) && !autocommit()) {
               SHALE_RETURN_IF_ERROR(EndTransaction());  // turning autocommit on commits

@@ -20,9 +20,11 @@
 #include <vector>
 
 #include "shale/status.h"
+#include "src/common/datetime.h"
 #include "sierra/column.h"
 #include "sierra/logical.h"
 #include "src/sql/ast.h"
+#include "src/sql/binder.h"
 #include "src/common/value.h"
 #include "src/txn/transaction.h"
 
@@ -112,6 +114,12 @@ class Session {
   // last entry. An empty query yields one ER_EMPTY_QUERY (1065) error.
   std::vector<Result<StatementResult>> Execute(std::string_view sql);
 
+  // The result columns `sql` (one statement) would produce, without running
+  // it: for COM_STMT_PREPARE. Parse, privilege and bind errors are those
+  // Execute would give. Empty for statements without a result set (DML,
+  // DDL, SET, ...). session_describe.cc.
+  Result<std::vector<ColumnInfo>> Describe(std::string_view sql);
+
   // COM_INIT_DB and CONNECT_WITH_DB: ER_BAD_DB_ERROR (1049) if unknown.
   Status SetCurrentDatabase(std::string_view db);
   const std::string& current_database() const { return current_db_; }
@@ -126,6 +134,15 @@ class Session {
   // Session system variables (lower-case names), seeded from the engine's
   // globals; `SET` changes them.
   const std::map<std::string, Value>& variables() const { return variables_; }
+  // Sets session variable `name` (as SET SESSION does, without checks): the
+  // server sets wait_timeout to interactive_timeout for interactive clients.
+  void SetVariable(const std::string& name, Value value) { variables_[name] = std::move(value); }
+
+  // User variables (@name; lower-cased names), set by SET @name = expr.
+  const std::map<std::string, Value>& user_variables() const { return user_variables_; }
+  // LAST_INSERT_ID(): 0 until LAST_INSERT_ID(expr) sets it (no
+  // AUTO_INCREMENT yet).
+  uint64_t last_insert_id() const { return last_insert_id_; }
 
   // Warnings (and the error) of the last statement, as SHOW WARNINGS lists them.
   const std::vector<Warning>& warnings() const { return warnings_; }
@@ -152,6 +169,8 @@ class Session {
   }
 
  private:
+  // The statement's NOW() and the session time_zone (src/common/datetime.h).
+  TemporalContext StatementClock() const;
   Result<StatementResult> ExecuteStatement(const sql::ast::Statement& stmt,
                                            const std::vector<Warning>& shown_warnings);
   using WrittenTables = std::map<uint64_t, std::shared_ptr<const catalog::TableDef>>;
@@ -185,6 +204,13 @@ class Session {
   void Count(const sql::ast::Statement& stmt);
   // Filters SHOW DATABASES / SHOW TABLES rows to what the user may see.
   void FilterShown(const sql::ast::ShowStmt& show, StatementResult* r) const;
+  // Runs a bound statement (ExecuteStatement after binding).
+  Result<StatementResult> ExecuteBound(const sql::ast::Statement& stmt, sql::BoundStatement* bound);
+  // The BindContext of a statement of this session.
+  sql::BindContext MakeBindContext(const std::map<std::string, Value>* globals) const;
+  // Runs a SELECT SQL_CALC_FOUND_ROWS plan: without its LIMIT, counting
+  // every row into found_rows_, then applies the LIMIT.
+  Result<StatementResult> ExecuteCalcFoundRows(const sierra::LogicalOperator& plan);
 
   Engine* engine_;
   uint32_t connection_id_;
@@ -194,6 +220,13 @@ class Session {
   std::unique_ptr<txn::Transaction> txn_;  // the open multi-statement transaction
   WrittenTables txn_tables_;               // tables txn_ wrote
   std::optional<txn::TxnOptions> next_txn_;  // SET TRANSACTION without scope
+  std::map<std::string, Value> user_variables_;
+  // ROW_COUNT(): affected rows of the last statement, -1 after a result set
+  // or an error. FOUND_ROWS(): rows of the last SELECT (without its LIMIT
+  // with SQL_CALC_FOUND_ROWS).
+  int64_t row_count_ = -1;
+  uint64_t found_rows_ = 0;
+  uint64_t last_insert_id_ = 0;
   SessionUser user_;
   SessionHost* host_ = nullptr;
   std::atomic<bool> interrupted_{false};

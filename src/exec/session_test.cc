@@ -670,3 +670,67 @@ TEST_F(SessionTest, SetCurrentDatabase) {
 
 }  // namespace
 }  // namespace shale::exec
+
+// ---- Describe (COM_STMT_PREPARE's columns), user variables, ROW_COUNT(),
+// FOUND_ROWS(), LAST_INSERT_ID() -------------------------------------------
+
+namespace shale::exec {
+namespace {
+
+TEST_F(SessionTest, DescribeGivesTheColumnsWithoutRunning) {
+  Run("CREATE DATABASE d; USE d; CREATE TABLE t (id BIGINT PRIMARY KEY, s VARCHAR(9))");
+  auto cols = session_->Describe("SELECT s, id + 1 AS n FROM t WHERE id = NULL");
+  ASSERT_TRUE(cols.ok()) << cols.status().ToString();
+  ASSERT_EQ(cols->size(), 2u);
+  EXPECT_EQ((*cols)[0].name, "s");
+  EXPECT_EQ((*cols)[0].type, SqlType::Varchar(9));
+  EXPECT_EQ((*cols)[1].name, "n");
+  // DML and DDL have no columns, and describing them changes nothing.
+  for (const char* sql : {"INSERT INTO t VALUES (1, 'a')", "DELETE FROM t", "DROP TABLE t",
+                          "SET @v = 1", "CREATE TABLE u (id INT PRIMARY KEY)"}) {
+    auto none = session_->Describe(sql);
+    ASSERT_TRUE(none.ok()) << sql << ": " << none.status().ToString();
+    EXPECT_TRUE(none->empty()) << sql;
+  }
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM t"), (Table{{"0"}}));
+  EXPECT_EQ(Query("SHOW TABLES"), (Table{{"t"}}));
+  EXPECT_EQ(Query("SELECT @v"), (Table{{"NULL"}}));
+  auto show = session_->Describe("SHOW COLUMNS FROM t");
+  ASSERT_TRUE(show.ok());
+  EXPECT_EQ(show->size(), 6u);
+  EXPECT_EQ(session_->Describe("SELECT nosuch FROM t").status().mysql_code(), 1054);
+  EXPECT_EQ(session_->Describe("SELEC 1").status().mysql_code(), 1064);
+}
+
+TEST_F(SessionTest, UserVariables) {
+  Run("SET @a = 1, @B = 'x'");
+  EXPECT_EQ(Query("SELECT @a, @b, @A + 1, @nothing"), (Table{{"1", "x", "2", "NULL"}}));
+  Run("SET @a = @a * 10");
+  EXPECT_EQ(Query("SELECT @a"), (Table{{"10"}}));
+  EXPECT_EQ(session_->user_variables().at("a"), Value::Int(10));
+  EXPECT_EQ(Fail("SET @a = 1, @c = nosuch").mysql_code(), 1054);
+  EXPECT_EQ(Query("SELECT @a, @c"), (Table{{"10", "NULL"}}));  // nothing was set
+}
+
+TEST_F(SessionTest, RowCountFoundRowsLastInsertId) {
+  Run("CREATE DATABASE d; USE d; CREATE TABLE t (id INT PRIMARY KEY)");
+  EXPECT_EQ(Query("SELECT ROW_COUNT()"), (Table{{"0"}}));
+  Run("INSERT INTO t VALUES (1), (2), (3), (4), (5)");
+  EXPECT_EQ(Query("SELECT ROW_COUNT()"), (Table{{"5"}}));
+  EXPECT_EQ(Query("SELECT ROW_COUNT()"), (Table{{"-1"}}));
+  EXPECT_EQ(Query("SELECT SQL_CALC_FOUND_ROWS id FROM t ORDER BY id DESC LIMIT 1, 2"),
+            (Table{{"4"}, {"3"}}));
+  EXPECT_EQ(Query("SELECT FOUND_ROWS()"), (Table{{"5"}}));
+  EXPECT_EQ(Query("SELECT FOUND_ROWS()"), (Table{{"1"}}));
+  EXPECT_EQ(Query("SELECT SQL_CALC_FOUND_ROWS id FROM t UNION ALL SELECT id FROM t LIMIT 3").size(), 3u);
+  EXPECT_EQ(Query("SELECT FOUND_ROWS()"), (Table{{"10"}}));
+  EXPECT_EQ(Query("SELECT LAST_INSERT_ID()"), (Table{{"0"}}));
+  StatementResult set = Run("SET @x = LAST_INSERT_ID(12)");
+  EXPECT_EQ(set.last_insert_id, 12u);
+  EXPECT_EQ(session_->last_insert_id(), 12u);
+  EXPECT_EQ(Query("SELECT LAST_INSERT_ID(), @x"), (Table{{"12", "12"}}));
+  EXPECT_EQ(Fail("SELECT LAST_INSERT_ID(id) FROM t").mysql_code(), 1235);
+}
+
+}  // namespace
+}  // namespace shale::exec

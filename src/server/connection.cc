@@ -65,6 +65,7 @@ constexpr size_t kFlushThreshold = 1u << 20;
 constexpr const char* kRootUser = "root";
 
 // MySQL error numbers not (yet) in src/common/errors.h.
+constexpr uint16_t kErTooManyFields = 1117;             // ER_TOO_MANY_FIELDS
 constexpr uint16_t kErUnknownStmtHandler = 1243;        // ER_UNKNOWN_STMT_HANDLER
 constexpr uint16_t kErStmtHasNoOpenCursor = 1421;       // ER_STMT_HAS_NO_OPEN_CURSOR
 constexpr uint16_t kErMaxPreparedStmtCountReached = 1461;  // ER_MAX_PREPARED_STMT_COUNT_REACHED
@@ -255,6 +256,14 @@ void Connection::StartSession(exec::SessionUser user) {
     session->SetUser(std::move(user));
     old = std::move(session_);
     session_ = std::move(session);
+  }
+  // An interactive client (CLIENT_INTERACTIVE, e.g. the mariadb CLI) idles
+  // up to interactive_timeout, as in MySQL: its session's wait_timeout
+  // starts as the global interactive_timeout.
+  if (client_capabilities_ & capability::kInteractive) {
+    const std::map<std::string, Value> globals = server_->engine->global_variables();
+    auto it = globals.find("interactive_timeout");
+    if (it != globals.end()) session_->SetVariable("wait_timeout", it->second);
   }
   if (old) {
     for (size_t i = 0; i < static_cast<size_t>(exec::ComCounter::kCount); ++i) {
@@ -844,20 +853,71 @@ void Connection::StmtPrepare(std::string_view sql) {
                                      kMaxPreparedStatements)));
     return;
   }
+  // The statement is bound now, with every placeholder standing for NULL
+  // (or, where NULL does not parse, for 0 or ''), to learn its
+  // result columns; parse, privilege and name errors are reported here, as
+  // MySQL does.
+  Result<std::vector<exec::ColumnInfo>> columns = DescribeStatement(sql, *placeholders);
+  if (!columns.ok()) {
+    QueueErr(columns.status());
+    return;
+  }
+  if (columns->size() > 0xFFFF) {
+    QueueErr(Status::Sql(kErTooManyFields, "Too many columns"));
+    return;
+  }
   uint32_t id = next_statement_id_++;
   if (next_statement_id_ == 0) next_statement_id_ = 1;
   const auto num_params = static_cast<uint16_t>(placeholders->size());
+  const auto num_columns = static_cast<uint16_t>(columns->size());
   PreparedStatement stmt{std::string(sql), std::move(*placeholders), ParamState(num_params)};
   statements_.insert_or_assign(id, std::move(stmt));
 
-  // The result columns are not known without executing the statement, so
-  // none are announced; clients read them from the execute response.
-  Queue(BuildStmtPrepareOk(id, 0, num_params, 0));
+  Queue(BuildStmtPrepareOk(id, num_columns, num_params, 0));
+  const uint16_t flags = StatusFlags();
   if (num_params > 0) {
     const std::string def = BuildColumnDefinition41(ParamDefinition());
     for (uint16_t i = 0; i < num_params; ++i) Queue(def);
-    if (!DeprecateEof()) Queue(BuildEof(0, StatusFlags()));
+    if (!DeprecateEof()) Queue(BuildEof(0, flags));
   }
+  if (num_columns > 0) {
+    for (const ColumnDefinition& def : ColumnDefinitions(*columns)) {
+      Queue(BuildColumnDefinition41(def));
+    }
+    if (!DeprecateEof()) Queue(BuildEof(0, flags));
+  }
+}
+
+Result<std::vector<exec::ColumnInfo>> Connection::DescribeStatement(
+    std::string_view sql, const std::vector<size_t>& placeholders) {
+  // NULL fits most places; LIMIT takes a number, LIKE in SHOW a string.
+  std::vector<std::string> literals(placeholders.size(), "NULL");
+  Result<std::vector<exec::ColumnInfo>> columns =
+      session_->Describe(SubstituteParams(sql, placeholders, literals));
+  if (columns.ok() || placeholders.empty()) return columns;
+  for (const char* stand_in : {"0", "''"}) {
+    std::fill(literals.begin(), literals.end(), stand_in);
+    Result<std::vector<exec::ColumnInfo>> other =
+        session_->Describe(SubstituteParams(sql, placeholders, literals));
+    if (other.ok()) return other;
+  }
+  return columns;  // the error the statement has whatever its parameters
+}
+
+std::vector<ColumnDefinition> Connection::ColumnDefinitions(
+    const std::vector<exec::ColumnInfo>& columns) {
+  std::vector<ColumnDefinition> defs;
+  defs.reserve(columns.size());
+  for (const exec::ColumnInfo& col : columns) {
+    ColumnDefinition def = DescribeColumn(col.type, col.nullable, col.primary_key);
+    def.schema = col.db;
+    def.table = col.table;
+    def.org_table = col.org_table;
+    def.name = col.name;
+    def.org_name = col.org_name;
+    defs.push_back(std::move(def));
+  }
+  return defs;
 }
 
 awaitable<void> Connection::StmtExecute(std::string_view arg) {
@@ -1199,17 +1259,7 @@ awaitable<void> Connection::RunQuery(std::string_view sql, bool binary) {
     }
 
     Queue(BuildColumnCount(r.columns.size()));
-    std::vector<ColumnDefinition> defs;
-    defs.reserve(r.columns.size());
-    for (const exec::ColumnInfo& col : r.columns) {
-      ColumnDefinition def = DescribeColumn(col.type, col.nullable, col.primary_key);
-      def.schema = col.db;
-      def.table = col.table;
-      def.org_table = col.org_table;
-      def.name = col.name;
-      def.org_name = col.org_name;
-      defs.push_back(std::move(def));
-    }
+    std::vector<ColumnDefinition> defs = ColumnDefinitions(r.columns);
     if (binary) ChooseBinaryColumnTypes(r.rows, &defs);
     for (const ColumnDefinition& def : defs) Queue(BuildColumnDefinition41(def));
     if (!deprecate_eof) Queue(BuildEof(0, flags));

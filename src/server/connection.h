@@ -137,6 +137,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Prepared statements (prepared_statement.h). Each queues its reply, if
   // the command has one.
   void StmtPrepare(std::string_view sql);
+  // The result columns of prepared statement `sql` (placeholders at
+  // `placeholders`), for COM_STMT_PREPARE_OK (exec::Session::Describe).
+  Result<std::vector<exec::ColumnInfo>> DescribeStatement(std::string_view sql,
+                                                          const std::vector<size_t>& placeholders);
+  // The column definitions of a result set's columns.
+  static std::vector<ColumnDefinition> ColumnDefinitions(const std::vector<exec::ColumnInfo>& columns);
   boost::asio::awaitable<void> StmtExecute(std::string_view arg);
   void StmtSendLongData(std::string_view arg);
   void StmtReset(std::string_view arg);

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "src/common/collation.h"
 #include "src/server/wire_codec.h"
 
 namespace shale::server {
@@ -204,13 +205,60 @@ ColumnDefinition DescribeColumn(const SqlType& type, bool nullable, bool primary
              type.length + (type.scale > 0 ? 1 : 0) + (type.is_unsigned ? 0 : 1));
       c.decimals = type.scale;
       break;
-    case TypeId::kVarchar: {
-      c.type = ColumnType::kVarString;
-      uint64_t bytes = static_cast<uint64_t>(type.length) * 4;  // utf8mb4: 4 bytes a char
+    case TypeId::kVarchar:
+    case TypeId::kChar:
+    case TypeId::kEnum:
+      // Length in bytes: characters x the charset's bytes per character.
+      c.type = type.id == TypeId::kVarchar ? ColumnType::kVarString : ColumnType::kString;
+      c.column_length = type.MaxBytes();
+      c.charset = type.Collation();
+      if (type.id == TypeId::kEnum) c.flags |= column_flag::kEnum;
+      if (c.charset == kCharsetBinary) c.flags |= column_flag::kBinary;
+      break;
+    case TypeId::kBinary:
+    case TypeId::kVarbinary:
+      c.type = type.id == TypeId::kBinary ? ColumnType::kString : ColumnType::kVarString;
+      c.column_length = type.length;
+      c.charset = kCharsetBinary;
+      c.flags |= column_flag::kBinary;
+      break;
+    case TypeId::kText:
+    case TypeId::kBlob:
+    case TypeId::kJson: {
+      // Every TEXT/BLOB kind is MYSQL_TYPE_BLOB with BLOB_FLAG; the length
+      // (max bytes, x 4 for utf8mb4 TEXT) tells the kinds apart. JSON is
+      // MySQL 8's MYSQL_TYPE_JSON, binary charset.
+      c.type = type.id == TypeId::kJson ? ColumnType::kJson : ColumnType::kBlob;
+      uint64_t bytes = type.length;
+      if (type.id == TypeId::kText) bytes *= CharsetOfCollation(type.Collation()).maxlen;
       c.column_length = static_cast<uint32_t>(std::min<uint64_t>(bytes, 0xFFFFFFFFu));
-      c.charset = kCharsetUtf8mb4GeneralCi;
+      c.charset = type.Collation();
+      c.flags |= column_flag::kBlob;
+      if (c.charset == kCharsetBinary) c.flags |= column_flag::kBinary;
       break;
     }
+    case TypeId::kDate:
+    case TypeId::kDatetime:
+    case TypeId::kTimestamp:
+    case TypeId::kTime:
+      // As MariaDB: binary charset, BINARY_FLAG (TIMESTAMP also UNSIGNED),
+      // decimals = fsp, length = the display width.
+      c.type = type.id == TypeId::kDate        ? ColumnType::kDate
+               : type.id == TypeId::kDatetime  ? ColumnType::kDateTime
+               : type.id == TypeId::kTimestamp ? ColumnType::kTimestamp
+                                               : ColumnType::kTime;
+      c.column_length = type.length;
+      c.charset = kCharsetBinary;
+      c.flags = column_flag::kBinary;
+      if (type.id == TypeId::kTimestamp) c.flags |= column_flag::kUnsigned;
+      c.decimals = type.scale;
+      break;
+    case TypeId::kYear:
+      c.type = ColumnType::kYear;
+      c.column_length = 4;
+      c.charset = kCharsetBinary;
+      c.flags = column_flag::kUnsigned | column_flag::kZerofill;
+      break;
     case TypeId::kNull:
       c.type = ColumnType::kNull;
       c.column_length = 0;

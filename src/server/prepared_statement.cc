@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "src/common/datetime.h"
 #include "src/common/errors.h"
 #include "src/common/value.h"
 #include "src/server/protocol_constants.h"
@@ -381,12 +382,13 @@ Result<StmtExecuteRequest> ParseStmtExecute(std::string_view arg, uint16_t num_p
 void ChooseBinaryColumnTypes(const std::vector<Row>& rows, std::vector<ColumnDefinition>* defs) {
   for (size_t c = 0; c < defs->size(); ++c) {
     ColumnDefinition& def = (*defs)[c];
-    bool has_string = false, has_value = false, beyond_int32 = false;
+    bool has_string = false, has_value = false, beyond_int32 = false, has_non_temporal = false;
     for (const Row& row : rows) {
       if (c >= row.size()) continue;
       const Value& v = row[c];
       if (v.is_null()) continue;
       has_value = true;
+      if (!v.is_temporal()) has_non_temporal = true;
       if (v.is_string()) {
         has_string = true;
       } else if (v.is_int() && (v.as_int() < std::numeric_limits<int32_t>::min() ||
@@ -397,9 +399,17 @@ void ChooseBinaryColumnTypes(const std::vector<Row>& rows, std::vector<ColumnDef
     const bool numeric = def.type == ColumnType::kTiny || def.type == ColumnType::kShort ||
                          def.type == ColumnType::kInt24 || def.type == ColumnType::kLong ||
                          def.type == ColumnType::kLongLong || def.type == ColumnType::kFloat ||
-                         def.type == ColumnType::kDouble || def.type == ColumnType::kNewDecimal;
+                         def.type == ColumnType::kDouble || def.type == ColumnType::kNewDecimal ||
+                         def.type == ColumnType::kYear;
+    const bool temporal = def.type == ColumnType::kDate || def.type == ColumnType::kDateTime ||
+                          def.type == ColumnType::kTimestamp || def.type == ColumnType::kTime;
+    if (temporal && !has_non_temporal) continue;  // sent in the binary date/time forms
+    // String kinds keep their wire type (STRING, VAR_STRING, BLOB, JSON),
+    // charset and flags: every one is sent as a length-encoded string.
+    const bool string_kind = def.type == ColumnType::kVarString || def.type == ColumnType::kString ||
+                             def.type == ColumnType::kBlob || def.type == ColumnType::kJson;
     if ((numeric && has_string) || (def.type == ColumnType::kNull && has_value) ||
-        (!numeric && def.type != ColumnType::kNull && def.type != ColumnType::kVarString)) {
+        (!numeric && def.type != ColumnType::kNull && !string_kind)) {
       def.type = ColumnType::kVarString;
       def.flags &= static_cast<uint16_t>(~(column_flag::kNum | column_flag::kBinary));
       def.charset = kCharsetUtf8mb4GeneralCi;
@@ -429,8 +439,48 @@ void AppendBinaryRow(const Row& row, const std::vector<ColumnDefinition>& defs, 
         PutFixedInt(out, static_cast<uint64_t>(ToInt64Lenient(v)), 1);
         break;
       case ColumnType::kShort:
+      case ColumnType::kYear:
         PutFixedInt(out, static_cast<uint64_t>(ToInt64Lenient(v)), 2);
         break;
+      case ColumnType::kDate:
+      case ColumnType::kDateTime:
+      case ColumnType::kTimestamp: {
+        // Length 0 (zero date), 4 (date), 7 (+ time), 11 (+ microseconds).
+        DateTime t = TemporalFields(v);
+        uint8_t len = 11;
+        if (t.micro == 0) len = 7;
+        if (len == 7 && t.hour == 0 && t.minute == 0 && t.second == 0) len = 4;
+        if (len == 4 && t.year == 0 && t.month == 0 && t.day == 0) len = 0;
+        out->push_back(static_cast<char>(len));
+        if (len >= 4) {
+          PutFixedInt(out, static_cast<uint64_t>(t.year), 2);
+          out->push_back(static_cast<char>(t.month));
+          out->push_back(static_cast<char>(t.day));
+        }
+        if (len >= 7) {
+          out->push_back(static_cast<char>(t.hour));
+          out->push_back(static_cast<char>(t.minute));
+          out->push_back(static_cast<char>(t.second));
+        }
+        if (len == 11) PutFixedInt(out, static_cast<uint64_t>(t.micro), 4);
+        break;
+      }
+      case ColumnType::kTime: {
+        // Length 0 (zero), 8 (sign, days, h:m:s), 12 (+ microseconds).
+        DateTime t = TemporalFields(v);
+        uint8_t len = t.micro ? 12 : 8;
+        if (len == 8 && t.hour == 0 && t.minute == 0 && t.second == 0) len = 0;
+        out->push_back(static_cast<char>(len));
+        if (len >= 8) {
+          out->push_back(static_cast<char>(t.negative ? 1 : 0));
+          PutFixedInt(out, static_cast<uint64_t>(t.hour / 24), 4);
+          out->push_back(static_cast<char>(t.hour % 24));
+          out->push_back(static_cast<char>(t.minute));
+          out->push_back(static_cast<char>(t.second));
+        }
+        if (len == 12) PutFixedInt(out, static_cast<uint64_t>(t.micro), 4);
+        break;
+      }
       case ColumnType::kInt24:
       case ColumnType::kLong:
         PutFixedInt(out, static_cast<uint64_t>(ToInt64Lenient(v)), 4);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "shale/version.h"
+#include "src/cluster/cluster_node.h"
 #include "src/cluster/node_identity.h"
 #include "src/cluster/rpc_server.h"
 #include "src/common/log.h"
@@ -58,9 +59,37 @@ int main(int argc, char** argv) {
 
   auto identity = cluster::LoadOrCreateNodeIdentity((*engine)->meta(), opts.node_name);
   if (!identity.ok()) return Fail(identity.status());
+  // Membership (src/cluster/cluster_node.h). Declared before the RPC server
+  // so it outlives the server that calls into it.
+  const std::string advertise = opts.advertise_address.empty() ? opts.bind_address : opts.advertise_address;
+  cluster::ClusterOptions co;
+  co.sql_address = fmt::format("{}:{}", advertise, opts.port);
+  co.join = opts.join;
+  co.election_timeout_ms = opts.election_timeout_ms;
+  co.heartbeat_interval_ms = opts.heartbeat_interval_ms;
+  co.node_timeout_ms = opts.node_timeout_ms;
+  cluster::ClusterNode cluster_node(*identity, co, (*engine)->meta());
+
   cluster::RpcServer rpc(*identity);
+  rpc.AddService(cluster_node.service());
+  rpc.SetEpochSource([&cluster_node] { return cluster_node.epoch(); });
   st = rpc.Start(fmt::format("{}:{}", opts.bind_address, opts.rpc_port));
   if (!st.ok()) return Fail(st);
+  cluster_node.SetRpcAddress(fmt::format("{}:{}", advertise, rpc.port()));
+  st = cluster_node.Start();
+  if (!st.ok()) return Fail(st);
+  (*engine)->SetClusterHooks(exec::ClusterHooks{
+      [node = &cluster_node] { return node->CheckQuorum(); },
+      [node = &cluster_node] {
+        std::vector<std::vector<Value>> rows;
+        for (const cluster::NodeStatus& n : node->Nodes()) {
+          rows.push_back({Value::String(n.id), Value::String(n.name), Value::String(n.address),
+                          Value::String(n.sql_address), Value::String(n.state),
+                          Value::Int(static_cast<int64_t>(n.epoch)), Value::Int(n.is_leader ? 1 : 0),
+                          n.last_heartbeat_ms ? Value::Int(*n.last_heartbeat_ms) : Value::Null()});
+        }
+        return rows;
+      }});
 
   boost::asio::io_context io;
   server::ServerOptions so;
@@ -68,6 +97,7 @@ int main(int argc, char** argv) {
   so.port = opts.port;
   so.root_password = opts.root_password;
   so.max_connections = opts.max_connections;
+  so.max_allowed_packet = opts.max_allowed_packet;
   so.tls = opts.ssl;
   so.require_secure_transport = opts.require_secure_transport;
   if (opts.ssl) {
@@ -102,6 +132,7 @@ int main(int argc, char** argv) {
   io.run();
   for (auto& t : pool) t.join();
   rpc.Shutdown();
+  cluster_node.Stop();
   log::Info("shaled: stopped");
   return 0;
 }

@@ -22,6 +22,8 @@ constexpr const char* kUsage = R"(Usage: shaled [options]
   --root-password=PW     password of user root (default empty)
   --slices=N             slices per new table (default 4)
   --max-connections=N    client connections (default 151)
+  --max-allowed-packet=N largest client packet or statement, bytes (default 67108864,
+                         1024 .. 1073741824)
   --threads=N            I/O threads (default: hardware threads)
   --log-level=LEVEL      debug, info, warn or error (default info)
   --ssl=ON|OFF           offer TLS to MySQL clients (default ON)
@@ -42,6 +44,16 @@ constexpr const char* kUsage = R"(Usage: shaled [options]
   --verify-pages-at-start=ON|OFF
                          read and check every data page and slice tree at start,
                          refusing to start on damage (default OFF)
+  --join=HOST:PORT[,...]  join the cluster of the member at this cluster (rpc) port;
+                         repeatable. Without it a new node bootstraps a one-node
+                         cluster; a node that was ever in a cluster rejoins it by
+                         itself (default none)
+  --advertise-address=HOST  host peers and system.nodes use to reach this node
+                         (default: bind-address)
+  --election-timeout-ms=N  Raft election timeout (default 1000)
+  --heartbeat-interval-ms=N  Raft leader heartbeat period (default 100)
+  --node-timeout-ms=N    a member silent this long is removed from the cluster;
+                         must exceed the election timeout (default 3000)
   --help, --version
 )";
 
@@ -94,7 +106,30 @@ Status Apply(const std::string& raw_name, const std::string& value, NodeOptions*
     return Status::OK();
   }
   if (name == "root-password") { o->root_password = value; return Status::OK(); }
+  if (name == "join") {
+    size_t start = 0;
+    while (start <= value.size()) {
+      size_t end = value.find(',', start);
+      if (end == std::string::npos) end = value.size();
+      std::string address = Trim(value.substr(start, end - start));
+      if (!address.empty()) {
+        if (address.find(':') == std::string::npos) {
+          return Status::InvalidArgument(fmt::format("option join: '{}' is not host:port", address));
+        }
+        o->join.push_back(address);
+      }
+      start = end + 1;
+    }
+    return Status::OK();
+  }
+  if (name == "advertise-address") { o->advertise_address = value; return Status::OK(); }
+  if (name == "election-timeout-ms") return ParseNumber<uint32_t>(name, value, 50, 600000, &o->election_timeout_ms);
+  if (name == "heartbeat-interval-ms") return ParseNumber<uint32_t>(name, value, 5, 60000, &o->heartbeat_interval_ms);
+  if (name == "node-timeout-ms") return ParseNumber<uint32_t>(name, value, 100, 3600000, &o->node_timeout_ms);
   if (name == "slices") return ParseNumber<uint32_t>(name, value, 1, 4096, &o->default_slices);
+  if (name == "max-allowed-packet") {
+    return ParseNumber<uint32_t>(name, value, 1024, 1u << 30, &o->max_allowed_packet);
+  }
   if (name == "max-connections") return ParseNumber<uint32_t>(name, value, 1, 100000, &o->max_connections);
   if (name == "threads") return ParseNumber<uint32_t>(name, value, 0, 1024, &o->threads);
   if (name == "log-level") {
@@ -221,6 +256,12 @@ Status ParseNodeOptions(const std::vector<std::string>& args, NodeOptions* out, 
   }
   if (out->require_secure_transport && !out->ssl) {
     return Status::InvalidArgument("option require-secure-transport=ON needs ssl=ON");
+  }
+  if (out->heartbeat_interval_ms >= out->election_timeout_ms) {
+    return Status::InvalidArgument("option heartbeat-interval-ms must be below election-timeout-ms");
+  }
+  if (out->node_timeout_ms <= out->election_timeout_ms) {
+    return Status::InvalidArgument("option node-timeout-ms must exceed election-timeout-ms");
   }
   if (out->rpc_port < 0) {
     out->rpc_port = out->port == 0 ? 0 : (out->port <= 64535 ? out->port + 1000 : out->port - 1000);

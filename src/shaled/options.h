@@ -25,6 +25,7 @@ struct NodeOptions {
   std::string root_password;               // root-password. Default: empty
   uint32_t default_slices = 4;             // slices: per new table. Default: 4
   uint32_t max_connections = 151;          // max-connections. Default: 151
+  uint32_t max_allowed_packet = 64u << 20; // max-allowed-packet (bytes). Default: 64 MiB
   uint32_t threads = 0;                    // threads: I/O threads. Default: hardware threads
   std::string log_level = "info";          // log-level: debug|info|warn|error. Default: info
   // ssl: offer TLS to MySQL clients (ON/OFF). Default: ON
@@ -37,6 +38,19 @@ struct NodeOptions {
   // require-secure-transport: refuse logins not over TLS (error 3159).
   // Needs ssl=ON. Default: OFF
   bool require_secure_transport = false;
+  // join: cluster (rpc) addresses host:port of members to join, comma
+  // separated or repeated. Default: none (bootstrap a one-node cluster, or
+  // rejoin the cluster remembered in the data directory).
+  std::vector<std::string> join;
+  // advertise-address: the host peers dial and system.nodes shows.
+  // Default: empty, meaning bind-address.
+  std::string advertise_address;
+  // election-timeout-ms: Raft election timeout. Default: 1000
+  uint32_t election_timeout_ms = 1000;
+  // heartbeat-interval-ms: Raft leader heartbeat period. Default: 100
+  uint32_t heartbeat_interval_ms = 100;
+  // node-timeout-ms: a member silent this long is removed. Default: 3000
+  uint32_t node_timeout_ms = 3000;
   // The slice store (storage/slice.h SliceStoreOptions, defaults there):
   //   buffer-pool-mb          buffer pool size in MiB. Default: 128
   //   wal-sync                durable (ack after fsync, group commit) or async

@@ -44,6 +44,15 @@ TEST(OptionsTest, Defaults) {
   EXPECT_EQ(p.options.log_level, "info");
 }
 
+TEST(OptionsTest, MaxAllowedPacketInMysqlRange) {
+  EXPECT_EQ(Parse({}).options.max_allowed_packet, 64u << 20);
+  Parsed p = Parse({"--max-allowed-packet=4194304"});
+  ASSERT_TRUE(p.status.ok()) << p.status.ToString();
+  EXPECT_EQ(p.options.max_allowed_packet, 4u << 20);
+  EXPECT_FALSE(Parse({"--max-allowed-packet=1023"}).status.ok());
+  EXPECT_FALSE(Parse({"--max-allowed-packet=1073741825"}).status.ok());
+}
+
 TEST(OptionsTest, FlagsWithEqualsOrSeparateValue) {
   Parsed p = Parse({"--port=1", "--datadir", "x", "--bind-address=0.0.0.0", "--node-name", "n7",
                     "--root-password=", "--slices=16", "--max_connections=10", "--threads", "3",
@@ -75,6 +84,29 @@ TEST(OptionsTest, RpcPort) {
   Parsed later = Parse({"--rpc-port=9", "--port=20"});
   ASSERT_TRUE(later.status.ok());
   EXPECT_EQ(later.options.rpc_port, 9);
+}
+
+TEST(OptionsTest, ClusterFlags) {
+  Parsed d = Parse({});
+  ASSERT_TRUE(d.status.ok());
+  EXPECT_TRUE(d.options.join.empty());
+  EXPECT_EQ(d.options.election_timeout_ms, 1000u);
+  EXPECT_EQ(d.options.heartbeat_interval_ms, 100u);
+  EXPECT_EQ(d.options.node_timeout_ms, 3000u);
+  // --join accumulates, comma-separated or repeated.
+  Parsed p = Parse({"--join=10.0.0.1:4306,10.0.0.2:4306", "--join", "10.0.0.3:4306", "--advertise-address=db1",
+                    "--election-timeout-ms=500", "--heartbeat-interval-ms=50", "--node-timeout-ms=2000"});
+  ASSERT_TRUE(p.status.ok()) << p.status.ToString();
+  EXPECT_EQ(p.options.join, (std::vector<std::string>{"10.0.0.1:4306", "10.0.0.2:4306", "10.0.0.3:4306"}));
+  EXPECT_EQ(p.options.advertise_address, "db1");
+  EXPECT_EQ(p.options.election_timeout_ms, 500u);
+  EXPECT_EQ(p.options.heartbeat_interval_ms, 50u);
+  EXPECT_EQ(p.options.node_timeout_ms, 2000u);
+  // Bad values are refused, naming the option.
+  EXPECT_FALSE(Parse({"--join=nohostport"}).status.ok());
+  EXPECT_FALSE(Parse({"--node-timeout-ms=500"}).status.ok());  // not above the election timeout
+  EXPECT_FALSE(Parse({"--heartbeat-interval-ms=1000"}).status.ok());
+  EXPECT_FALSE(Parse({"--election-timeout-ms=10"}).status.ok());
 }
 
 TEST(OptionsTest, LaterFlagWins) {

@@ -36,6 +36,7 @@ enum class ExprKind : uint8_t {
   kSubquery,   // subquery; op: "" a scalar subquery, "EXISTS", "IN" (children[0]
                // [NOT] IN (subquery), negated), or a comparison with name "ANY"
                // or "ALL" (children[0] op ANY|ALL (subquery))
+  kUserVar,    // @name: name (lower-cased: user variables ignore case)
 };
 
 struct Expr {
@@ -86,6 +87,7 @@ struct OrderItem {
 
 struct SelectStmt {
   bool distinct = false;
+  bool calc_found_rows = false;  // SELECT SQL_CALC_FOUND_ROWS ... (for FOUND_ROWS())
   std::vector<SelectItem> items;
   std::optional<TableRef> from;   // the first table of FROM
   std::vector<JoinClause> joins;  // the tables after it, in order
@@ -146,6 +148,7 @@ struct IndexDefinition {
   std::string name;                  // empty: named after its first column
   std::vector<std::string> columns;  // in key order
   bool unique = false;
+  std::vector<uint32_t> prefix_lengths = {};  // per column: col(n) prefix length, 0 if none
 };
 
 struct ColumnDefinition {
@@ -158,6 +161,11 @@ struct ColumnDefinition {
   bool primary_key = false;
   bool unique = false;  // the UNIQUE [KEY] column attribute
   ExprPtr default_value;
+  ExprPtr on_update;  // ON UPDATE CURRENT_TIMESTAMP[(fsp)]
+  std::string charset;    // CHARACTER SET / CHARSET name as written; empty: none
+  std::string collation;  // COLLATE name as written; empty: none
+  bool binary = false;    // the BINARY attribute of a text type (its charset's _bin collation)
+  std::vector<std::string> elements;  // ENUM('a', 'b', ...)
 };
 
 struct CreateTableStmt {
@@ -167,6 +175,8 @@ struct CreateTableStmt {
   std::vector<std::string> primary_key;  // from a PRIMARY KEY (...) clause
   std::vector<IndexDefinition> indexes;  // KEY / INDEX / UNIQUE clauses
   std::optional<uint32_t> slices;        // SLICES=n
+  std::string charset;    // [DEFAULT] CHARSET= / CHARACTER SET= table option; empty: none
+  std::string collation;  // [DEFAULT] COLLATE= table option; empty: none
   std::optional<TableName> like;         // CREATE TABLE t LIKE u
   std::shared_ptr<const SelectStmt> as_select;  // CREATE TABLE t [AS] SELECT ...
 };
@@ -191,8 +201,8 @@ struct UseStmt {
 };
 
 struct SetAssignment {
-  std::string scope;  // "", "session", "global"
-  std::string name;   // lower-cased system variable name
+  std::string scope;  // "", "session", "global"; "user" for SET @name
+  std::string name;   // lower-cased system (or user) variable name
   ExprPtr value;
 };
 
@@ -201,7 +211,8 @@ struct SetStmt {
 };
 
 struct ShowStmt {
-  enum class Kind : uint8_t { kDatabases, kTables, kVariables, kWarnings, kCreateTable, kColumns, kIndex };
+  enum class Kind : uint8_t { kDatabases, kTables, kVariables, kWarnings, kCreateTable, kColumns, kIndex,
+                              kCharset, kCollation };
   Kind kind = Kind::kDatabases;
   std::string db;                  // SHOW TABLES FROM db
   TableName table;                 // SHOW CREATE TABLE t / SHOW COLUMNS FROM t

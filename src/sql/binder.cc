@@ -6,15 +6,21 @@
 #include <set>
 
 #include "shale/version.h"
+#include "src/common/collation.h"
 #include "src/common/errors.h"
 #include "src/common/like.h"
 #include "sierra/eval.h"
+#include "src/sql/bind_temporal.h"
 #include "src/sql/parser.h"
 
 namespace shale::sql {
 namespace {
 
 Result<SqlType> BindColumnType(const ast::ColumnDefinition& cd);
+std::optional<Result<SqlType>> BindStringColumnType(const ast::ColumnDefinition& cd);
+Status ApplyCharset(const ast::ColumnDefinition& cd, SqlType* t, uint16_t table_collation = 0);
+Result<uint16_t> ResolveCollation(const std::string& charset, const std::string& collation, bool binary,
+                                  uint16_t fallback);
 
 using sierra::ColumnInfo;
 using sierra::Expr;
@@ -458,6 +464,19 @@ Result<std::shared_ptr<const catalog::TableDef>> Binder::ResolveTable(
 Result<LogicalPtr> Binder::BindFrom(const ast::SelectStmt& s, Scope* scope) {
   size_t width = 0;
   auto add = [&](const ast::TableRef& ref) -> Result<LogicalPtr> {
+    if (!ref.derived && ctx_.system_table && IsSystemDb(ref.name.db.empty() ? ctx_.current_db : ref.name.db)) {
+      // A system table: its rows, generated now, as a Values input.
+      SHALE_ASSIGN_OR_RETURN(GeneratedTable t, ctx_.system_table(ref.name.table));
+      std::string alias = ref.alias.empty() ? ref.name.table : ref.alias;
+      for (const ScopeTable& st : scope->tables) {
+        if (st.alias == alias) return SqlError(ErrorCode::kNonUniqTable, "Not unique table/alias: '{}'", alias);
+      }
+      for (ColumnInfo& c : t.columns) c.table = alias;
+      LogicalPtr values = ValuesPlan(std::move(t.columns), t.rows);
+      scope->tables.push_back({alias, std::string(kSystemDb), width, values->columns.size()});
+      width += values->columns.size();
+      return values;
+    }
     if (ref.derived) {
       // A derived table: its own query, which sees no outer names.
       Binder sub(ctx_);
@@ -929,6 +948,11 @@ Result<ExprPtr> Binder::BindFunction(const ast::Expr& e, const Scope& scope) {
     }
     return args;
   };
+  {
+    BindArgument bind = [&](const ast::Expr& a) { return BindExpr(a, scope); };
+    SHALE_ASSIGN_OR_RETURN(auto temporal, BindTemporalFunction(e, bind));
+    if (temporal) return *temporal;
+  }
   using sierra::ScalarFunction;
   static const std::map<std::string, std::pair<ScalarFunction, std::pair<size_t, size_t>>> kScalar = {
       {"COALESCE", {ScalarFunction::kCoalesce, {1, SIZE_MAX}}},
@@ -1004,6 +1028,32 @@ Result<ExprPtr> Binder::BindFunction(const ast::Expr& e, const Scope& scope) {
     SHALE_RETURN_IF_ERROR(arg_count(0, 0));
     return Expr::Function(ScalarFunction::kRand, {});
   }
+  if (n == "COLLATE") {
+    // expr COLLATE name (the parser's node): the value unchanged, compared
+    // under `name` with explicit coercibility (a cast to a string type
+    // carrying the collation).
+    SHALE_ASSIGN_OR_RETURN(auto args, bind_args());
+    const std::string name = e.children[1]->value.ToText();
+    const CollationInfo* co = FindCollation(name);
+    if (!co) return SqlError(ErrorCode::kUnknownCollation, "Unknown collation: '{}'", name);
+    SqlType t = args[0]->type;
+    if (!t.is_string() || t.id == TypeId::kEnum) t = SqlType::Varchar(t.is_string() ? t.MaxBytes() / 4 : 20);
+    if (t.Collation() == kCollationBinary && co->id != kCollationBinary) {
+      return SqlError(ErrorCode::kCollationCharsetMismatch, "COLLATION '{}' is not valid for CHARACTER SET '{}'",
+                      co->name, "binary");
+    }
+    if (t.Collation() != kCollationBinary &&
+        std::string_view(CharsetOfCollation(t.Collation()).name) != co->charset) {
+      return SqlError(ErrorCode::kCollationCharsetMismatch, "COLLATION '{}' is not valid for CHARACTER SET '{}'",
+                      co->name, CharsetOfCollation(t.Collation()).name);
+    }
+    if (co->id == kCollationBinary) {
+      t = SqlType::Varbinary(t.MaxBytes());
+    } else {
+      t.collation = co->id;
+    }
+    return Expr::Cast(args[0], t);
+  }
   if (n == "CAST" || n == "CONVERT") {
     SHALE_ASSIGN_OR_RETURN(auto args, bind_args());
     const std::string& type = e.names[0];
@@ -1023,7 +1073,10 @@ Result<ExprPtr> Binder::BindFunction(const ast::Expr& e, const Scope& scope) {
       cd.scale = scale;
       SHALE_ASSIGN_OR_RETURN(t, BindColumnType(cd));
       if (t.is_floating()) t = SqlType::Double();
-    } else if (type == "CHAR" || type == "NCHAR" || type == "BINARY") {
+    } else if (type == "BINARY") {
+      // A binary string: compared bytewise.
+      t = SqlType::Varbinary(length.value_or(args[0]->type.is_string() ? args[0]->type.MaxBytes() : 64));
+    } else if (type == "CHAR" || type == "NCHAR") {
       t = SqlType::Varchar(length.value_or(args[0]->type.is_string() ? args[0]->type.length : 64));
     } else {
       return SqlError(ErrorCode::kNotSupportedYet,
@@ -1080,9 +1133,37 @@ Result<ExprPtr> Binder::BindFunction(const ast::Expr& e, const Scope& scope) {
     return Expr::ColumnRef(col->column + values_offset_, col->name, col->type, col->nullable);
   }
   if (n == "LAST_INSERT_ID") {
-    // No AUTO_INCREMENT yet, so no statement has generated an id.
+    // LAST_INSERT_ID(): the session's value (no AUTO_INCREMENT yet, so only
+    // LAST_INSERT_ID(expr) sets it). LAST_INSERT_ID(expr) returns expr as
+    // BIGINT UNSIGNED and remembers it; expr must be a constant here (no
+    // per-row side effects in plans yet).
+    SHALE_RETURN_IF_ERROR(arg_count(0, 1));
+    uint64_t id = ctx_.last_insert_id;
+    if (e.children.size() == 1) {
+      Scope none;
+      auto bound = BindExpr(*e.children[0], none);
+      if (!bound.ok() && bound.status().mysql_code() == static_cast<uint16_t>(ErrorCode::kBadField)) {
+        return SqlError(ErrorCode::kNotSupportedYet,
+                        "This version of Shale doesn't yet support 'LAST_INSERT_ID(expr) of a non-constant expr'");
+      }
+      SHALE_RETURN_IF_ERROR(bound.status());
+      SHALE_ASSIGN_OR_RETURN(Value v, sierra::Evaluate(**bound, {}));
+      id = v.is_null() ? 0 : static_cast<uint64_t>(ToInt64Lenient(v));
+      if (ctx_.set_last_insert_id != nullptr) *ctx_.set_last_insert_id = id;
+    }
+    auto c = std::make_shared<Expr>(*Expr::Constant(Value::Int(static_cast<int64_t>(id))));
+    c->type = SqlType{TypeId::kBigInt, 20, 0, /*is_unsigned=*/true};
+    return ExprPtr(c);
+  }
+  if (n == "ROW_COUNT") {
     SHALE_RETURN_IF_ERROR(no_args());
-    return Expr::Constant(Value::Int(0));
+    return Expr::Constant(Value::Int(ctx_.row_count));
+  }
+  if (n == "FOUND_ROWS") {
+    SHALE_RETURN_IF_ERROR(no_args());
+    auto c = std::make_shared<Expr>(*Expr::Constant(Value::Int(static_cast<int64_t>(ctx_.found_rows))));
+    c->type = SqlType{TypeId::kBigInt, 20, 0, /*is_unsigned=*/true};
+    return ExprPtr(c);
   }
   (void)scope;
   std::string db = ctx_.current_db.empty() ? "" : ctx_.current_db + ".";
@@ -1116,6 +1197,17 @@ Result<ExprPtr> Binder::BindExprInner(const ast::Expr& e, const Scope& scope) {
       }
       auto c = std::make_shared<Expr>(*Expr::Constant(it->second));
       if (it->second.is_null()) c->type = SqlType::Varchar(0);
+      return ExprPtr(c);
+    }
+    case ast::ExprKind::kUserVar: {
+      // An unset variable is NULL (of a string type, as in MySQL).
+      Value v;
+      if (ctx_.user_variables != nullptr) {
+        auto it = ctx_.user_variables->find(e.name);
+        if (it != ctx_.user_variables->end()) v = it->second;
+      }
+      auto c = std::make_shared<Expr>(*Expr::Constant(v));
+      if (v.is_null()) c->type = SqlType::Varchar(0);
       return ExprPtr(c);
     }
     case ast::ExprKind::kFunction:
@@ -1193,6 +1285,11 @@ Result<ExprPtr> Binder::BindExprInner(const ast::Expr& e, const Scope& scope) {
       return e.negated ? Expr::Not(both) : both;
     }
     case ast::ExprKind::kBinary: {
+      {
+        BindArgument bind = [&](const ast::Expr& a) { return BindExpr(a, scope); };
+        SHALE_ASSIGN_OR_RETURN(auto date_add, BindIntervalArithmetic(e, bind));
+        if (date_add) return *date_add;
+      }
       SHALE_ASSIGN_OR_RETURN(ExprPtr l, BindExpr(*e.children[0], scope));
       SHALE_ASSIGN_OR_RETURN(ExprPtr r, BindExpr(*e.children[1], scope));
       using sierra::ArithOp;
@@ -1375,6 +1472,7 @@ Result<LogicalPtr> Binder::BindInsert(const ast::InsertStmt& s) {
     const catalog::ColumnDef& c = table->columns[col];
     // The executor allocates the hidden row id for a NULL.
     if (c.hidden) return Expr::Constant(Value::Null());
+    if (c.default_now) return CurrentTimestampFor(c.type);
     if (c.default_value) return Expr::Constant(*c.default_value);
     if (c.nullable) return Expr::Constant(Value::Null());
     return SqlError(ErrorCode::kNoDefaultForField, "Field '{}' doesn't have a default value", c.name);
@@ -1541,7 +1639,9 @@ Result<LogicalPtr> Binder::BindUpdate(const ast::UpdateStmt& s) {
     SHALE_ASSIGN_OR_RETURN(ExprPtr col, BindColumn(target, scope));
     if (a.value->kind == ast::ExprKind::kDefault) {
       const catalog::ColumnDef& c = table->columns[col->column];
-      if (c.default_value) {
+      if (c.default_now) {
+        exprs.push_back(CurrentTimestampFor(c.type));
+      } else if (c.default_value) {
         exprs.push_back(Expr::Constant(*c.default_value));
       } else if (c.nullable) {
         exprs.push_back(Expr::Constant(Value::Null()));
@@ -1554,6 +1654,13 @@ Result<LogicalPtr> Binder::BindUpdate(const ast::UpdateStmt& s) {
       exprs.push_back(std::move(value));
     }
     columns.push_back(col->column);
+  }
+  // ON UPDATE CURRENT_TIMESTAMP columns the statement does not set.
+  for (size_t i = 0; i < table->columns.size(); ++i) {
+    if (!table->columns[i].on_update_now) continue;
+    if (std::find(columns.begin(), columns.end(), static_cast<int>(i)) != columns.end()) continue;
+    columns.push_back(static_cast<int>(i));
+    exprs.push_back(CurrentTimestampFor(table->columns[i].type));
   }
   return LogicalOperator::Update(table, std::move(rows), std::move(columns), std::move(exprs));
 }
@@ -1579,7 +1686,12 @@ Result<catalog::ColumnDef> Binder::BindColumnDefinition(const ast::ColumnDefinit
   copy.scale = cd.scale;
   copy.is_unsigned = cd.is_unsigned;
   copy.not_null = cd.not_null;
+  copy.charset = cd.charset;
+  copy.collation = cd.collation;
+  copy.binary = cd.binary;
+  copy.elements = cd.elements;
   if (cd.default_value) copy.default_value = CloneAst(*cd.default_value);
+  if (cd.on_update) copy.on_update = CloneAst(*cd.on_update);
   one.columns.push_back(std::move(copy));
   SHALE_ASSIGN_OR_RETURN(BoundStatement bound, BindCreateTable(one));
   return std::get<CreateTableCmd>(bound).def.columns[0];
@@ -1724,6 +1836,8 @@ Result<BoundStatement> Binder::BindAlterTable(const ast::AlterTableStmt& s) {
 // with MySQL's limits (DECIMAL: precision 1..65, scale <= 30 and <= precision).
 Result<SqlType> BindColumnType(const ast::ColumnDefinition& cd) {
   const std::string& n = cd.type_name;
+  SHALE_ASSIGN_OR_RETURN(auto temporal, BindTemporalColumnType(cd));
+  if (temporal) return *temporal;
   static const std::map<std::string, TypeId> kIntegers = {
       {"TINYINT", TypeId::kTinyInt},     {"INT1", TypeId::kTinyInt},   {"SMALLINT", TypeId::kSmallInt},
       {"INT2", TypeId::kSmallInt},       {"MEDIUMINT", TypeId::kMediumInt}, {"INT3", TypeId::kMediumInt},
@@ -1781,7 +1895,8 @@ Result<SqlType> BindColumnType(const ast::ColumnDefinition& cd) {
     t.is_unsigned = cd.is_unsigned;
     return t;
   }
-  if (n == "VARCHAR") {
+  if (auto t = BindStringColumnType(cd)) return std::move(*t);
+  if (n == "VARCHAR" || n == "NVARCHAR") {
     if (!cd.length) {
       return SqlError(ErrorCode::kParse,
                       "You have an error in your SQL syntax; VARCHAR of column '{}' needs a length",
@@ -1792,10 +1907,149 @@ Result<SqlType> BindColumnType(const ast::ColumnDefinition& cd) {
                       "Column length too big for column '{}' (max = 16383); use BLOB or TEXT instead",
                       cd.name);
     }
-    return SqlType::Varchar(*cd.length);
+    SqlType t = SqlType::Varchar(*cd.length);
+    SHALE_RETURN_IF_ERROR(ApplyCharset(cd, &t));
+    return t;
   }
   return SqlError(ErrorCode::kNotSupportedYet,
                   "This version of Shale doesn't yet support 'column type {}'", n);
+}
+
+// The collation of a text column from its CHARACTER SET, COLLATE and BINARY
+// attributes (else `table_collation`, 0 for the default): 1115 for an
+// unknown charset, 1273 for an unknown collation, 1253 when they disagree.
+// A text type in CHARACTER SET binary becomes its binary kind (CHAR ->
+// BINARY, VARCHAR -> VARBINARY, TEXT -> BLOB) as in MySQL.
+Status ApplyCharset(const ast::ColumnDefinition& cd, SqlType* t, uint16_t table_collation) {
+  if (t->is_binary_string() || t->id == TypeId::kJson) {
+    if (!cd.charset.empty() || !cd.collation.empty()) {
+      // MySQL accepts only binary here; others are a syntax error.
+      const CharsetInfo* cs = cd.charset.empty() ? nullptr : FindCharset(cd.charset);
+      if (!cd.charset.empty() && (!cs || std::string_view(cs->name) != "binary") && t->id != TypeId::kJson) {
+        return SqlError(ErrorCode::kParse, "You have an error in your SQL syntax; {} of column '{}' cannot have a character set",
+                        t->ToString(), cd.name);
+      }
+    }
+    return Status::OK();
+  }
+  SHALE_ASSIGN_OR_RETURN(uint16_t coll, ResolveCollation(cd.charset, cd.collation, cd.binary, table_collation));
+  if (coll == kCollationBinary) {
+    switch (t->id) {
+      case TypeId::kChar: t->id = TypeId::kBinary; break;
+      case TypeId::kVarchar: t->id = TypeId::kVarbinary; break;
+      case TypeId::kText: t->id = TypeId::kBlob; break;
+      default: break;
+    }
+    if (t->is_binary_string()) {
+      t->collation = 0;
+      return Status::OK();
+    }
+  }
+  t->collation = coll == kDefaultCollation ? 0 : coll;
+  return Status::OK();
+}
+
+Result<uint16_t> ResolveCollation(const std::string& charset, const std::string& collation, bool binary,
+                                  uint16_t fallback) {
+  const CharsetInfo* cs = nullptr;
+  if (!charset.empty()) {
+    cs = FindCharset(charset);
+    if (!cs) return SqlError(ErrorCode::kUnknownCharacterSet, "Unknown character set: '{}'", charset);
+  }
+  if (!collation.empty()) {
+    const CollationInfo* co = FindCollation(collation);
+    if (!co) return SqlError(ErrorCode::kUnknownCollation, "Unknown collation: '{}'", collation);
+    if (cs && std::string_view(co->charset) != cs->name) {
+      return SqlError(ErrorCode::kCollationCharsetMismatch, "COLLATION '{}' is not valid for CHARACTER SET '{}'",
+                      co->name, cs->name);
+    }
+    return co->id;
+  }
+  if (cs) {
+    if (binary) {
+      const std::string bin = std::string(cs->name) + "_bin";
+      if (const CollationInfo* co = FindCollation(bin)) return co->id;
+    }
+    return cs->default_collation;
+  }
+  if (binary) {
+    const CharsetInfo& base = CharsetOfCollation(fallback == 0 ? kDefaultCollation : fallback);
+    if (const CollationInfo* co = FindCollation(std::string(base.name) + "_bin")) return co->id;
+  }
+  return fallback == 0 ? kDefaultCollation : fallback;
+}
+
+// CHAR, BINARY, VARBINARY, the TEXT and BLOB kinds, ENUM and JSON; nullopt
+// for other type names. MySQL's limits: CHAR/BINARY <= 255 (1074),
+// VARBINARY <= 65535 and needs a length.
+std::optional<Result<SqlType>> BindStringColumnType(const ast::ColumnDefinition& cd) {
+  const std::string& n = cd.type_name;
+  auto too_big = [&](uint32_t max) -> Result<SqlType> {
+    return SqlError(ErrorCode::kTooBigFieldLength,
+                    "Column length too big for column '{}' (max = {}); use BLOB or TEXT instead", cd.name, max);
+  };
+  auto with_charset = [&](SqlType t) -> Result<SqlType> {
+    SHALE_RETURN_IF_ERROR(ApplyCharset(cd, &t));
+    return t;
+  };
+  // TEXT(n) / BLOB(n): the smallest kind holding n characters (bytes).
+  auto lob_for = [](uint64_t bytes) {
+    if (bytes <= kTinyLobBytes) return kTinyLobBytes;
+    if (bytes <= kLobBytes) return kLobBytes;
+    if (bytes <= kMediumLobBytes) return kMediumLobBytes;
+    return kLongLobBytes;
+  };
+  if (n == "CHAR" || n == "CHARACTER" || n == "NCHAR") {
+    uint32_t len = cd.length.value_or(1);
+    if (len > 255) return too_big(255);
+    return with_charset(SqlType::Char(len));
+  }
+  if (n == "BINARY") {
+    uint32_t len = cd.length.value_or(1);
+    if (len > 255) return too_big(255);
+    return with_charset(SqlType::Binary(len));
+  }
+  if (n == "VARBINARY") {
+    if (!cd.length) {
+      return SqlError(ErrorCode::kParse,
+                      "You have an error in your SQL syntax; VARBINARY of column '{}' needs a length", cd.name);
+    }
+    if (*cd.length > 65535) return too_big(65535);
+    return with_charset(SqlType::Varbinary(*cd.length));
+  }
+  if (n == "TINYTEXT") return with_charset(SqlType::Text(kTinyLobBytes));
+  if (n == "TEXT") {
+    return with_charset(SqlType::Text(cd.length ? lob_for(uint64_t{*cd.length} * 4) : kLobBytes));
+  }
+  if (n == "MEDIUMTEXT" || n == "LONG") return with_charset(SqlType::Text(kMediumLobBytes));
+  if (n == "LONGTEXT") return with_charset(SqlType::Text(kLongLobBytes));
+  if (n == "TINYBLOB") return with_charset(SqlType::Blob(kTinyLobBytes));
+  if (n == "BLOB") return with_charset(SqlType::Blob(cd.length ? lob_for(*cd.length) : kLobBytes));
+  if (n == "MEDIUMBLOB") return with_charset(SqlType::Blob(kMediumLobBytes));
+  if (n == "LONGBLOB") return with_charset(SqlType::Blob(kLongLobBytes));
+  if (n == "JSON") return with_charset(SqlType::Json());
+  if (n == "ENUM") {
+    SqlType t{TypeId::kEnum};
+    SHALE_RETURN_IF_ERROR(ApplyCharset(cd, &t));
+    if (t.is_binary_string()) return t;  // not reached: ENUM stays ENUM
+    const uint16_t coll = t.Collation();
+    for (const std::string& e : cd.elements) {
+      std::string v = e;
+      while (!v.empty() && v.back() == ' ') v.pop_back();  // MySQL drops trailing spaces
+      for (const std::string& prior : t.elements) {
+        if (CompareStrings(prior, v, coll) == 0) {
+          return SqlError(ErrorCode::kDuplicatedValueInType, "Column '{}' has duplicated value '{}' in ENUM",
+                          cd.name, e);
+        }
+      }
+      t.elements.push_back(std::move(v));
+    }
+    return t;
+  }
+  if (n == "SET") {
+    return SqlError(ErrorCode::kNotSupportedYet, "This version of Shale doesn't yet support 'column type SET'");
+  }
+  return std::nullopt;
 }
 
 // ---- CREATE TABLE -------------------------------------------------------------
@@ -1854,6 +2108,12 @@ Result<BoundStatement> Binder::BindCreateTable(const ast::CreateTableStmt& s) {
     return SqlError(ErrorCode::kTableMustHaveColumns, "A table must have at least 1 column");
   }
   std::vector<std::string> pk = s.primary_key;
+  // CHARSET= / COLLATE= table options: the collation of text columns that
+  // name none.
+  uint16_t table_collation = 0;
+  if (!s.charset.empty() || !s.collation.empty()) {
+    SHALE_ASSIGN_OR_RETURN(table_collation, ResolveCollation(s.charset, s.collation, false, 0));
+  }
   for (const ast::ColumnDefinition& cd : s.columns) {
     if (cd.name.size() > 64) return SqlError(ErrorCode::kTooLongIdent, "Identifier name '{}' is too long", cd.name);
     if (def.FindColumn(cd.name) >= 0) {
@@ -1862,14 +2122,37 @@ Result<BoundStatement> Binder::BindCreateTable(const ast::CreateTableStmt& s) {
     catalog::ColumnDef c;
     c.name = cd.name;
     SHALE_ASSIGN_OR_RETURN(c.type, BindColumnType(cd));
+    if (table_collation != 0 && cd.charset.empty() && cd.collation.empty() && c.type.is_string() &&
+        !c.type.is_binary_string()) {
+      SHALE_RETURN_IF_ERROR(ApplyCharset(cd, &c.type, table_collation));
+    }
     c.nullable = !cd.not_null;
     if (cd.primary_key) {
       if (!pk.empty()) return SqlError(ErrorCode::kMultiplePriKey, "Multiple primary key defined");
       pk.push_back(cd.name);
     }
-    if (cd.default_value) {
+    int now_fsp = 0;
+    const bool datetime_column = c.type.id == TypeId::kDatetime || c.type.id == TypeId::kTimestamp;
+    if (cd.on_update) {
+      if (!datetime_column || !IsCurrentTimestamp(*cd.on_update, &now_fsp)) {
+        return SqlError(ErrorCode::kInvalidOnUpdate, "Invalid ON UPDATE clause for '{}' column", cd.name);
+      }
+      c.on_update_now = true;
+    }
+    if (cd.default_value && IsCurrentTimestamp(*cd.default_value, &now_fsp)) {
+      if (!datetime_column) {
+        return SqlError(ErrorCode::kInvalidDefault, "Invalid default value for '{}'", cd.name);
+      }
+      c.default_now = true;
+    } else if (cd.default_value) {
       auto v = EvaluateConstant(*cd.default_value);
       if (!v.ok()) return SqlError(ErrorCode::kInvalidDefault, "Invalid default value for '{}'", cd.name);
+      // MySQL 5.7/8.0: no literal default for BLOB, TEXT and JSON (MariaDB
+      // allows one; Shale follows MySQL).
+      if (c.type.is_lob() && !v->is_null()) {
+        return SqlError(ErrorCode::kBlobCantHaveDefault,
+                        "BLOB, TEXT, GEOMETRY or JSON column '{}' can't have a default value", cd.name);
+      }
       if (v->is_null()) {
         if (cd.not_null) return SqlError(ErrorCode::kInvalidDefault, "Invalid default value for '{}'", cd.name);
         c.default_value = Value::Null();
@@ -1907,6 +2190,10 @@ Result<BoundStatement> Binder::BindCreateTable(const ast::CreateTableStmt& s) {
       return SqlError(ErrorCode::kDupFieldName, "Duplicate column name '{}'", name);
     }
     catalog::ColumnDef& c = def.columns[idx];
+    if (c.type.is_lob()) {
+      return SqlError(ErrorCode::kBlobKeyWithoutLength,
+                      "BLOB/TEXT column '{}' used in key specification without a key length", c.name);
+    }
     if (c.default_value && c.default_value->is_null()) {
       return SqlError(ErrorCode::kInvalidDefault, "Invalid default value for '{}'", c.name);
     }
@@ -1928,7 +2215,21 @@ Result<BoundStatement> Binder::BindCreateTable(const ast::CreateTableStmt& s) {
 
 Result<BoundStatement> Binder::BindSet(const ast::SetStmt& s) {
   SetCmd cmd;
+  // SET @name = expr: the values are computed by a one-row query, so
+  // subqueries work as in SELECT.
+  ast::SelectStmt user_values;
   for (const ast::SetAssignment& a : s.assignments) {
+    if (a.scope != "user") continue;
+    ast::SelectItem item;
+    item.expr = CloneAst(*a.value);
+    user_values.items.push_back(std::move(item));
+    cmd.user_variables.push_back(a.name);
+  }
+  if (!cmd.user_variables.empty()) {
+    SHALE_ASSIGN_OR_RETURN(cmd.user_values, BindSelect(user_values));
+  }
+  for (const ast::SetAssignment& a : s.assignments) {
+    if (a.scope == "user") continue;
     auto it = ctx_.variables->find(a.name);
     if (it == ctx_.variables->end()) {
       return SqlError(ErrorCode::kUnknownSystemVariable, "Unknown system variable '{}'", a.name);
@@ -2030,6 +2331,8 @@ Result<LogicalPtr> Binder::BindShow(const ast::ShowStmt& s) {
         bool is_pk = std::find(pk_columns.begin(), pk_columns.end(), static_cast<int>(i)) != pk_columns.end();
         Value def = c.default_value && !c.default_value->is_null() ? Value::String(c.default_value->ToText())
                                                                    : Value::Null();
+        if (c.default_now) def = Value::String(CurrentTimestampSql(c.type));
+        std::string extra = c.on_update_now ? "on update " + CurrentTimestampSql(c.type) : "";
         // MySQL's Key, by priority: PRI; UNI for the column of a one-column
         // UNIQUE index; MUL for the first column of any other index.
         std::string key = is_pk ? "PRI" : "";
@@ -2037,14 +2340,64 @@ Result<LogicalPtr> Binder::BindShow(const ast::ShowStmt& s) {
           if (key == "PRI" || key == "UNI" || index.key_columns[0] != static_cast<int>(i)) continue;
           key = index.unique && index.key_columns.size() == 1 ? "UNI" : "MUL";
         }
+        if (s.full) {
+          // SHOW FULL COLUMNS adds Collation (NULL for non-text columns),
+          // Privileges and Comment.
+          Value collation = c.type.is_string() && !c.type.is_binary_string() && c.type.id != TypeId::kJson
+                                ? Value::String(CollationById(c.type.Collation()).name)
+                                : Value::Null();
+          rows.push_back({Value::String(c.name), Value::String(ColumnTypeSql(c)), collation,
+                          Value::String(c.nullable ? "YES" : "NO"), Value::String(key), def, Value::String(""),
+                          Value::String("select,insert,update,references"), Value::String("")});
+          continue;
+        }
         rows.push_back({Value::String(c.name), Value::String(ColumnTypeSql(c)),
                         Value::String(c.nullable ? "YES" : "NO"), Value::String(key),
-                        def, Value::String("")});
+                        def, Value::String(extra)});
       }
       ColumnInfo def_col = TextColumn("Default");
       def_col.nullable = true;
+      if (s.full) {
+        ColumnInfo coll_col = TextColumn("Collation");
+        coll_col.nullable = true;
+        return ValuesPlan({TextColumn("Field"), TextColumn("Type"), coll_col, TextColumn("Null", 3),
+                           TextColumn("Key", 3), def_col, TextColumn("Extra"), TextColumn("Privileges"),
+                           TextColumn("Comment")},
+                          rows);
+      }
       return ValuesPlan({TextColumn("Field"), TextColumn("Type"), TextColumn("Null", 3),
                          TextColumn("Key", 3), def_col, TextColumn("Extra")},
+                        rows);
+    }
+    case Kind::kCharset: {
+      for (const CharsetInfo& cs : AllCharsets()) {
+        if (!like_ok(cs.name)) continue;
+        rows.push_back({Value::String(cs.name), Value::String(cs.description),
+                        Value::String(CollationById(cs.default_collation).name), Value::Int(cs.maxlen)});
+      }
+      ColumnInfo maxlen;
+      maxlen.name = "Maxlen";
+      maxlen.type = SqlType::BigInt();
+      maxlen.nullable = false;
+      return ValuesPlan({TextColumn("Charset", 32), TextColumn("Description", 60),
+                         TextColumn("Default collation", 64), maxlen},
+                        rows);
+    }
+    case Kind::kCollation: {
+      for (const CollationInfo& co : AllCollations()) {
+        if (!like_ok(co.name)) continue;
+        rows.push_back({Value::String(co.name), Value::String(co.charset), Value::Int(co.id),
+                        Value::String(co.is_default ? "Yes" : ""), Value::String("Yes"), Value::Int(co.sortlen)});
+      }
+      auto int_col = [](const char* name) {
+        ColumnInfo c;
+        c.name = name;
+        c.type = SqlType::BigInt();
+        c.nullable = false;
+        return c;
+      };
+      return ValuesPlan({TextColumn("Collation", 64), TextColumn("Charset", 32), int_col("Id"),
+                         TextColumn("Default", 3), TextColumn("Compiled", 3), int_col("Sortlen")},
                         rows);
     }
     case Kind::kIndex: {
@@ -2113,6 +2466,11 @@ Status CheckName(const std::string& name, ErrorCode bad) {
 Status CheckDatabaseName(const std::string& name) { return CheckName(name, ErrorCode::kWrongDbName); }
 Status CheckTableName(const std::string& name) { return CheckName(name, ErrorCode::kWrongTableName); }
 
+// MariaDB's text of CURRENT_TIMESTAMP with a column's fsp.
+std::string CurrentTimestampSql(const SqlType& t) {
+  return t.scale ? fmt::format("current_timestamp({})", t.scale) : "current_timestamp()";
+}
+
 std::string ColumnTypeSql(const catalog::ColumnDef& c) {
   return c.type.ToString();
 }
@@ -2130,11 +2488,26 @@ Status ResolveIndexes(const catalog::TableDef& table, const std::vector<ast::Ind
     catalog::RepresentationDef rep;
     rep.unique = d.unique;
     rep.distribution_columns = 1;
-    for (const std::string& col : d.columns) {
+    for (size_t k = 0; k < d.columns.size(); ++k) {
+      const std::string& col = d.columns[k];
       int idx = table.FindColumn(col);
       if (idx >= 0 && table.columns[idx].hidden) idx = -1;
       if (idx < 0) {
         return SqlError(ErrorCode::kKeyColumnDoesNotExist, "Key column '{}' doesn't exist in table", col);
+      }
+      // BLOB/TEXT keys need a prefix length (1170); a prefix needs a string
+      // column no shorter than it (1089). The whole value is indexed.
+      const SqlType& type = table.columns[idx].type;
+      const uint32_t prefix = k < d.prefix_lengths.size() ? d.prefix_lengths[k] : 0;
+      if (prefix == 0 && type.is_lob()) {
+        return SqlError(ErrorCode::kBlobKeyWithoutLength,
+                        "BLOB/TEXT column '{}' used in key specification without a key length", col);
+      }
+      if (prefix != 0 && (!type.is_string() || type.id == TypeId::kEnum || type.id == TypeId::kJson ||
+                          (!type.is_lob() && prefix > type.length))) {
+        return SqlError(ErrorCode::kWrongSubKey,
+                        "Incorrect prefix key; the used key part isn't a string, the used length is longer "
+                        "than the key part, or the storage engine doesn't support unique prefix keys");
       }
       if (std::find(rep.key_columns.begin(), rep.key_columns.end(), idx) != rep.key_columns.end()) {
         return SqlError(ErrorCode::kDupFieldName, "Duplicate column name '{}'", col);
@@ -2161,13 +2534,21 @@ std::string ShowCreateTableSql(const catalog::TableDef& t) {
   for (const catalog::ColumnDef& c : t.columns) {
     if (c.hidden) continue;
     std::string line = fmt::format("  `{}` {}", c.name, ColumnTypeSql(c));
+    if (c.type.is_string() && c.type.collation != 0 && !c.type.is_binary_string()) {
+      const CollationInfo& co = CollationById(c.type.Collation());
+      line += fmt::format(" CHARACTER SET {} COLLATE {}", co.charset, co.name);
+    }
     if (!c.nullable) line += " NOT NULL";
-    if (c.default_value) {
+    if (c.nullable && c.type.id == TypeId::kTimestamp) line += " NULL";
+    if (c.default_now) {
+      line += " DEFAULT " + CurrentTimestampSql(c.type);
+    } else if (c.default_value) {
       line += c.default_value->is_null() ? " DEFAULT NULL"
                                          : fmt::format(" DEFAULT '{}'", c.default_value->ToText());
     } else if (c.nullable) {
       line += " DEFAULT NULL";
     }
+    if (c.on_update_now) line += " ON UPDATE " + CurrentTimestampSql(c.type);
     lines.push_back(std::move(line));
   }
   bool hidden_key = false;

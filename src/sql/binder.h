@@ -22,12 +22,16 @@
 #include "sierra/logical.h"
 #include "src/catalog/catalog.h"
 #include "src/sql/ast.h"
+#include "src/sql/system_tables.h"
 
 namespace shale::sql {
 
 // What the binder may read of the session.
 struct BindContext {
   catalog::Catalog* catalog = nullptr;
+  // Rows of the system database's tables (src/sql/system_tables.h). Empty:
+  // no system database (the name resolves through the catalog as usual).
+  SystemTableFn system_table;
   std::string current_db;
   const std::map<std::string, Value>* variables = nullptr;  // session variables
   // Global variables, for @@global.name and SHOW GLOBAL VARIABLES (null: the
@@ -36,6 +40,16 @@ struct BindContext {
   std::vector<std::vector<Value>> warnings;                   // for SHOW WARNINGS: level, code, message
   uint32_t connection_id = 0;
   std::string user;  // 'user@host'
+  // User variables (@name, lower-cased names); null: none are set.
+  const std::map<std::string, Value>* user_variables = nullptr;
+  // What ROW_COUNT(), FOUND_ROWS() and LAST_INSERT_ID() return: the
+  // session's values from the statements before this one.
+  int64_t row_count = -1;
+  uint64_t found_rows = 0;
+  uint64_t last_insert_id = 0;
+  // LAST_INSERT_ID(expr) stores expr here, for the session to remember once
+  // the statement succeeds (null: the value is only returned).
+  std::optional<uint64_t>* set_last_insert_id = nullptr;
 };
 
 struct CreateDatabaseCmd {
@@ -67,6 +81,10 @@ struct SetCmd {
   // SET TRANSACTION ... without GLOBAL/SESSION: the next transaction only
   // (transaction_isolation, transaction_read_only).
   std::vector<std::pair<std::string, Value>> next_transaction;
+  // SET @name = expr: the user variables, in order, and a plan producing
+  // one row with their new values (one column each); null when none.
+  std::vector<std::string> user_variables;
+  sierra::LogicalPtr user_values;
 };
 struct TransactionCmd {
   ast::TransactionStmt::Kind kind;
@@ -118,6 +136,9 @@ Status CheckDatabaseName(const std::string& name);
 Status CheckTableName(const std::string& name);
 
 // The SQL type written in CREATE TABLE for `c`, e.g. "varchar(20)".
+// "current_timestamp()" / "current_timestamp(3)": DEFAULT and ON UPDATE of a
+// DATETIME/TIMESTAMP column as MariaDB prints them.
+std::string CurrentTimestampSql(const SqlType& t);
 std::string ColumnTypeSql(const catalog::ColumnDef& c);
 // Resolves index definitions against `table`'s columns and appends them to
 // `*out` (which holds the indexes the table will keep): unnamed indexes are

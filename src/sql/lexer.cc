@@ -172,11 +172,39 @@ Result<std::vector<Token>> Tokenize(std::string_view sql) {
       size_t j = i + (system ? 2 : 1);
       size_t start = j;
       if (!system && j < n && (sql[j] == '`' || sql[j] == '\'' || sql[j] == '"')) {
-        // 'user'@'host': the '@' of an account name. (Quoted user variable
-        // names are not supported, so this is never one.)
-        t.kind = TokenKind::kOperator;
-        t.text = "@";
-        i = j;
+        if (!out.empty() && out.back().end == i) {
+          // 'user'@'host': the '@' of an account name, right after the user.
+          t.kind = TokenKind::kOperator;
+          t.text = "@";
+          i = j;
+          t.end = i;
+          out.push_back(std::move(t));
+          continue;
+        }
+        // @`name`, @'name', @"name": a user variable with a quoted name (a
+        // doubled quote is one; in '...' and "..." a backslash escapes).
+        const char quote = sql[j];
+        std::string name;
+        size_t k = j + 1;
+        bool closed = false;
+        while (k < n) {
+          if (sql[k] == quote) {
+            if (k + 1 < n && sql[k + 1] == quote) {
+              name.push_back(quote);
+              k += 2;
+              continue;
+            }
+            closed = true;
+            ++k;
+            break;
+          }
+          if (sql[k] == '\\' && quote != '`' && k + 1 < n) ++k;
+          name.push_back(sql[k++]);
+        }
+        if (!closed || name.empty()) return error_at(i);
+        t.kind = TokenKind::kUserVar;
+        t.text = std::move(name);
+        i = k;
         t.end = i;
         out.push_back(std::move(t));
         continue;

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <strings.h>
 
+#include "src/common/datetime.h"
 #include "src/common/errors.h"
 
 namespace shale::sql {
@@ -297,10 +298,19 @@ Result<ast::Statement> Parser::ParseStatement() {
 Result<ast::SelectStmt> Parser::ParseSelect() {
   SHALE_RETURN_IF_ERROR(ExpectKeyword("SELECT"));
   ast::SelectStmt s;
-  if (AcceptKeyword("DISTINCT")) {
-    s.distinct = true;
-  } else {
-    AcceptKeyword("ALL");
+  // DISTINCT/ALL and the modifiers MySQL allows before the select list,
+  // in any order.
+  bool all = false;
+  while (true) {
+    if (!s.distinct && !all && AcceptKeyword("DISTINCT")) {
+      s.distinct = true;
+    } else if (!s.distinct && !all && AcceptKeyword("ALL")) {
+      all = true;
+    } else if (AcceptKeyword("SQL_CALC_FOUND_ROWS")) {
+      s.calc_found_rows = true;
+    } else if (!AcceptKeyword("SQL_NO_CACHE")) {
+      break;
+    }
   }
   while (true) {
     ast::SelectItem item;
@@ -803,19 +813,25 @@ Result<ast::CreateTableStmt> Parser::ParseCreateTable() {
       s.slices = static_cast<uint32_t>(n);
       continue;
     }
+    std::string* target = nullptr;  // the option kept, or none
     if (AcceptKeyword("CHARACTER")) {
       SHALE_RETURN_IF_ERROR(ExpectKeyword("SET"));
-    } else if (!AcceptKeyword("ENGINE") && !AcceptKeyword("CHARSET") &&
-               !AcceptKeyword("COLLATE") && !AcceptKeyword("COMMENT") &&
+      target = &s.charset;
+    } else if (AcceptKeyword("CHARSET")) {
+      target = &s.charset;
+    } else if (AcceptKeyword("COLLATE")) {
+      target = &s.collation;
+    } else if (!AcceptKeyword("ENGINE") && !AcceptKeyword("COMMENT") &&
                !AcceptKeyword("ROW_FORMAT")) {
       return ErrorHere();
     }
     AcceptOperator("=");
     if (Peek().kind == TokenKind::kString) {
+      if (target) *target = Peek().text;
       ++pos_;
     } else {
-      SHALE_ASSIGN_OR_RETURN(std::string ignored, ParseIdentifier());
-      (void)ignored;
+      SHALE_ASSIGN_OR_RETURN(std::string word, ParseIdentifier());
+      if (target) *target = std::move(word);
     }
   }
   return s;
@@ -828,7 +844,17 @@ Result<ast::ColumnDefinition> Parser::ParseColumnDefinition() {
   c.type_name = Upper(Peek().text);
   ++pos_;
   if (c.type_name == "DOUBLE") AcceptKeyword("PRECISION");
-  if (AcceptOperator("(")) {
+  if (c.type_name == "ENUM" || c.type_name == "SET") {
+    // ENUM('a', 'b', ...): the permitted values.
+    SHALE_RETURN_IF_ERROR(ExpectOperator("("));
+    while (true) {
+      if (Peek().kind != TokenKind::kString) return ErrorHere();
+      c.elements.push_back(Peek().text);
+      ++pos_;
+      if (!AcceptOperator(",")) break;
+    }
+    SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
+  } else if (AcceptOperator("(")) {
     SHALE_ASSIGN_OR_RETURN(uint64_t len, ParseUnsigned());
     if (len > 0xFFFFFFFFu) return ErrorHere();
     c.length = static_cast<uint32_t>(len);
@@ -857,16 +883,22 @@ Result<ast::ColumnDefinition> Parser::ParseColumnDefinition() {
       c.primary_key = true;  // a bare KEY in a column definition means PRIMARY KEY
     } else if (AcceptKeyword("DEFAULT")) {
       SHALE_ASSIGN_OR_RETURN(c.default_value, ParseUnary());
+    } else if (AtKeyword("ON") && AtKeyword("UPDATE", 1)) {
+      // ON UPDATE CURRENT_TIMESTAMP[(fsp)]
+      pos_ += 2;
+      SHALE_ASSIGN_OR_RETURN(c.on_update, ParseUnary());
     } else if (AcceptKeyword("COMMENT")) {
       if (Peek().kind != TokenKind::kString) return ErrorHere();
       ++pos_;
     } else if (AcceptKeyword("CHARACTER")) {
       SHALE_RETURN_IF_ERROR(ExpectKeyword("SET"));
-      SHALE_ASSIGN_OR_RETURN(std::string ignored, ParseIdentifier());
-      (void)ignored;
-    } else if (AcceptKeyword("CHARSET") || AcceptKeyword("COLLATE")) {
-      SHALE_ASSIGN_OR_RETURN(std::string ignored, ParseIdentifier());
-      (void)ignored;
+      SHALE_ASSIGN_OR_RETURN(c.charset, ParseCharsetName());
+    } else if (AcceptKeyword("CHARSET")) {
+      SHALE_ASSIGN_OR_RETURN(c.charset, ParseCharsetName());
+    } else if (AcceptKeyword("COLLATE")) {
+      SHALE_ASSIGN_OR_RETURN(c.collation, ParseCharsetName());
+    } else if (AcceptKeyword("BINARY")) {
+      c.binary = true;
     } else if (AtKeyword("AUTO_INCREMENT")) {
       return NotSupported("AUTO_INCREMENT");
     } else if (AcceptKeyword("UNIQUE")) {
@@ -900,13 +932,16 @@ Result<ast::IndexDefinition> Parser::ParseIndexDefinition(bool unique, bool name
   SHALE_RETURN_IF_ERROR(ExpectOperator("("));
   while (true) {
     SHALE_ASSIGN_OR_RETURN(std::string col, ParseIdentifier());
+    uint32_t prefix = 0;
     if (AcceptOperator("(")) {
       // A prefix length: the whole value is indexed, which orders and
-      // finds the same rows.
+      // finds the same rows (src/sql/README.md).
       SHALE_ASSIGN_OR_RETURN(uint64_t len, ParseUnsigned());
-      (void)len;
+      if (len == 0 || len > 0xFFFFFFFFu) return ErrorHere();
+      prefix = static_cast<uint32_t>(len);
       SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
     }
+    index.prefix_lengths.push_back(prefix);
     if (AtKeyword("DESC")) return NotSupported("descending index columns");
     AcceptKeyword("ASC");
     index.columns.push_back(std::move(col));
@@ -1140,7 +1175,14 @@ Result<ast::SetStmt> Parser::ParseSet() {
       }
       a.name = name;
     } else if (Peek().kind == TokenKind::kUserVar) {
-      return NotSupported("user variables");
+      a.scope = "user";
+      a.name = Lower(Peek().text);
+      ++pos_;
+      if (!AcceptOperator("=") && !AcceptOperator(":=")) return ErrorHere();
+      SHALE_ASSIGN_OR_RETURN(a.value, ParseExpr());
+      s.assignments.push_back(std::move(a));
+      if (!AcceptOperator(",")) break;
+      continue;
     } else {
       if (AcceptKeyword("SESSION") || AcceptKeyword("LOCAL")) {
         a.scope = "session";
@@ -1207,6 +1249,11 @@ Result<ast::ShowStmt> Parser::ParseShow() {
     pos_ += 2;
     s.kind = ast::ShowStmt::Kind::kCreateTable;
     SHALE_ASSIGN_OR_RETURN(s.table, ParseTableName());
+  } else if (AcceptKeyword("CHARSET") || (AtKeyword("CHARACTER") && AtKeyword("SET", 1))) {
+    if (AcceptKeyword("CHARACTER")) ++pos_;
+    s.kind = ast::ShowStmt::Kind::kCharset;
+  } else if (AcceptKeyword("COLLATION")) {
+    s.kind = ast::ShowStmt::Kind::kCollation;
   } else {
     if (Peek().kind == TokenKind::kIdent) {
       return NotSupported(fmt::format("SHOW {}", Upper(Peek().text)));
@@ -1438,7 +1485,29 @@ Result<ast::ExprPtr> Parser::ParseUnary() {
     return Finish(std::move(e), begin);
   }
   if (AtOperator("~")) return NotSupported("bit operators");
-  return ParsePrimary();
+  SHALE_ASSIGN_OR_RETURN(ast::ExprPtr e, ParsePrimary());
+  // expr COLLATE name binds tighter than any operator: a COLLATE function
+  // node of the expression and the collation name as a string literal.
+  while (AcceptKeyword("COLLATE")) {
+    SHALE_ASSIGN_OR_RETURN(std::string name, ParseCharsetName());
+    auto c = MakeExpr(ast::ExprKind::kFunction);
+    c->name = "COLLATE";
+    c->children.push_back(std::move(e));
+    auto literal = MakeExpr(ast::ExprKind::kLiteral);
+    literal->value = Value::String(std::move(name));
+    c->children.push_back(std::move(literal));
+    e = Finish(std::move(c), begin);
+  }
+  return e;
+}
+
+Result<std::string> Parser::ParseCharsetName() {
+  const Token& t = Peek();
+  if (t.kind == TokenKind::kString || t.kind == TokenKind::kQuotedIdent || t.kind == TokenKind::kIdent) {
+    ++pos_;
+    return t.text;
+  }
+  return ErrorHere();
 }
 
 Result<ast::ExprPtr> Parser::ParsePrimary() {
@@ -1505,8 +1574,13 @@ Result<ast::ExprPtr> Parser::ParsePrimary() {
       e->name = std::move(name);
       return Finish(std::move(e), begin);
     }
-    case TokenKind::kUserVar:
-      return NotSupported("user variables");
+    case TokenKind::kUserVar: {
+      if (AtOperator(":=", 1)) return NotSupported("assigning user variables with := in expressions");
+      ++pos_;
+      auto e = MakeExpr(ast::ExprKind::kUserVar);
+      e->name = Lower(t.text);
+      return Finish(std::move(e), begin);
+    }
     case TokenKind::kOperator:
       if (t.text == "(") {
         ++pos_;
@@ -1567,8 +1641,40 @@ Result<ast::ExprPtr> Parser::ParsePrimary() {
           SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
           return Finish(std::move(e), begin);
         }
-        if (AtKeyword("EXISTS") || AtKeyword("INTERVAL")) {
-          return NotSupported(Upper(t.text));
+        if (AtKeyword("EXISTS")) return NotSupported(Upper(t.text));
+        if (AtKeyword("INTERVAL")) {
+          // INTERVAL expr unit: an operand of + and -, or of DATE_ADD and
+          // friends; the binder turns it into a date addition.
+          ++pos_;
+          auto e = MakeExpr(ast::ExprKind::kFunction);
+          e->name = "INTERVAL";
+          SHALE_ASSIGN_OR_RETURN(auto count, ParseExpr());
+          e->children.push_back(std::move(count));
+          SHALE_ASSIGN_OR_RETURN(std::string unit, ParseIntervalUnit());
+          e->names = {unit};
+          return Finish(std::move(e), begin);
+        }
+        if ((AtKeyword("DATE") || AtKeyword("TIME") || AtKeyword("TIMESTAMP")) &&
+            Peek(1).kind == TokenKind::kString) {
+          // DATE '2024-01-31', TIME '10:00', TIMESTAMP '2024-01-31 10:00:00'.
+          auto e = MakeExpr(ast::ExprKind::kFunction);
+          e->name = "TEMPORAL_LITERAL";
+          e->names = {Upper(t.text)};
+          auto lit = MakeExpr(ast::ExprKind::kLiteral);
+          lit->value = Value::String(Peek(1).text);
+          e->children.push_back(std::move(lit));
+          pos_ += 2;
+          return Finish(std::move(e), begin);
+        }
+        if (!AtOperator("(", 1) &&
+            (AtKeyword("CURRENT_TIMESTAMP") || AtKeyword("CURRENT_DATE") || AtKeyword("CURRENT_TIME") ||
+             AtKeyword("LOCALTIME") || AtKeyword("LOCALTIMESTAMP") || AtKeyword("UTC_DATE") ||
+             AtKeyword("UTC_TIME") || AtKeyword("UTC_TIMESTAMP"))) {
+          // The niladic date/time functions, written without parentheses.
+          auto e = MakeExpr(ast::ExprKind::kFunction);
+          e->name = Upper(t.text);
+          ++pos_;
+          return Finish(std::move(e), begin);
         }
         // Function call: name immediately followed by '('.
         if (AtOperator("(", 1) && Peek(1).begin == t.end) {
@@ -1626,6 +1732,27 @@ Result<ast::ExprPtr> Parser::ParsePrimary() {
                 SHALE_ASSIGN_OR_RETURN(auto arg, ParseExpr());
                 e->children.push_back(std::move(arg));
               }
+            }
+            SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
+            return Finish(std::move(e), begin);
+          }
+          if (e->name == "EXTRACT") {
+            // EXTRACT(unit FROM x): the unit goes into names.
+            SHALE_ASSIGN_OR_RETURN(std::string unit, ParseIntervalUnit());
+            SHALE_RETURN_IF_ERROR(ExpectKeyword("FROM"));
+            SHALE_ASSIGN_OR_RETURN(auto arg, ParseExpr());
+            e->names = {unit};
+            e->children.push_back(std::move(arg));
+            SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
+            return Finish(std::move(e), begin);
+          }
+          if (e->name == "TIMESTAMPDIFF" || e->name == "TIMESTAMPADD") {
+            // TIMESTAMPDIFF(unit, a, b) / TIMESTAMPADD(unit, n, x).
+            SHALE_ASSIGN_OR_RETURN(std::string unit, ParseIntervalUnit());
+            e->names = {unit};
+            while (AcceptOperator(",")) {
+              SHALE_ASSIGN_OR_RETURN(auto arg, ParseExpr());
+              e->children.push_back(std::move(arg));
             }
             SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
             return Finish(std::move(e), begin);
@@ -1713,6 +1840,14 @@ Result<ast::ExprPtr> Parser::ParsePrimary() {
       return ErrorHere();
   }
   return ErrorHere();
+}
+
+Result<std::string> Parser::ParseIntervalUnit() {
+  if (Peek().kind != TokenKind::kIdent) return ErrorHere();
+  std::string unit = Upper(Peek().text);
+  if (!IntervalUnitFromName(unit)) return ErrorHere();
+  ++pos_;
+  return unit;
 }
 
 }  // namespace shale::sql

@@ -86,6 +86,7 @@ class Parser {
   Result<ast::ExprPtr> ParseAdditive();
   Result<ast::ExprPtr> ParseMultiplicative();
   Result<ast::ExprPtr> ParseUnary();
+  Result<std::string> ParseIntervalUnit();  // DAY, HOUR_MINUTE, ...: upper-cased
   Result<ast::ExprPtr> ParsePrimary();
   // operand (op operand)*, folded to the left. take_operator consumes the
   // next operator token and returns its AST name, or "" if none follows.
@@ -99,6 +100,8 @@ class Parser {
 
   // Names.
   Result<std::string> ParseIdentifier();
+  // A character set or collation name: a word, `quoted` or 'string'.
+  Result<std::string> ParseCharsetName();
   Result<ast::TableName> ParseTableName();
   Result<uint64_t> ParseUnsigned();
 

@@ -87,6 +87,13 @@ TEST(LexerTest, Variables) {
   EXPECT_EQ(Describe(Lex("@@session.autocommit @@version @@GLOBAL.max_allowed_packet @x")),
             (Strings{"sys:session.autocommit", "sys:version", "sys:GLOBAL.max_allowed_packet",
                      "user:x"}));
+  // Quoted user variable names (mysql-connector-python sends @`name`).
+  EXPECT_EQ(Describe(Lex("@`a b` @'it''s' @\"q\\\"\" = 1")),
+            (Strings{"user:a b", "user:it's", "user:q\"", "op:=", "int:1"}));
+  // Right after a user name, '@' belongs to an account name.
+  EXPECT_EQ(Describe(Lex("'u'@'h'")), (Strings{"str:u", "op:@", "str:h"}));
+  EXPECT_FALSE(Tokenize("@'open").ok());
+  EXPECT_FALSE(Tokenize("@``").ok());
 }
 
 TEST(LexerTest, Numbers) {
@@ -194,6 +201,8 @@ std::string Render(const ast::Expr& e) {
     }
     case ast::ExprKind::kSystemVar:
       return "@@" + (e.scope.empty() ? "" : e.scope + ".") + e.name;
+    case ast::ExprKind::kUserVar:
+      return "@" + e.name;
     case ast::ExprKind::kDefault:
       return "DEFAULT";
     case ast::ExprKind::kSubquery:
@@ -603,7 +612,20 @@ TEST(ParserTest, Set) {
   EXPECT_EQ(Render(*names.assignments[3].value), "'utf8mb4_general_ci'");
   EXPECT_EQ(ParseAs<ast::SetStmt>("SET CHARACTER SET utf8").assignments.size(), 3u);
 
-  EXPECT_EQ(ParseError("SET @x = 1").mysql_code(), 1235);
+  auto user = ParseAs<ast::SetStmt>("SET @X = 1 + 2, @@session.autocommit = 1, @y := @x");
+  ASSERT_EQ(user.assignments.size(), 3u);
+  EXPECT_EQ(user.assignments[0].scope, "user");
+  EXPECT_EQ(user.assignments[0].name, "x");  // user variable names ignore case
+  EXPECT_EQ(Render(*user.assignments[0].value), "(1 + 2)");
+  EXPECT_EQ(user.assignments[1].scope, "session");
+  EXPECT_EQ(user.assignments[2].scope, "user");
+  EXPECT_EQ(user.assignments[2].value->kind, ast::ExprKind::kUserVar);
+  EXPECT_EQ(ParseError("SET @x 1").mysql_code(), 1064);
+  EXPECT_EQ(ParseError("SELECT @x := 1").mysql_code(), 1235);
+  auto calc = ParseAs<ast::SelectStmt>("SELECT SQL_CALC_FOUND_ROWS DISTINCT SQL_NO_CACHE a FROM t LIMIT 1");
+  EXPECT_TRUE(calc.calc_found_rows);
+  EXPECT_TRUE(calc.distinct);
+  EXPECT_FALSE(ParseAs<ast::SelectStmt>("SELECT a FROM t").calc_found_rows);
   EXPECT_EQ(ParseError("SET TRANSACTION ISOLATION LEVEL READ COMMITTED").mysql_code(), 1235);
   EXPECT_EQ(ParseError("SET autocommit 1").mysql_code(), 1064);
 }
@@ -849,7 +871,7 @@ TEST(ParserTest, RecognisedButUnsupportedStatements) {
            "SELECT * FROM a RIGHT JOIN b ON 1", "SELECT * FROM a NATURAL JOIN b",
            "SELECT * FROM a JOIN b USING (x)", "SELECT * FROM (a, b)",
            "SELECT a FROM t GROUP BY a WITH ROLLUP", "SELECT a FROM t FOR UPDATE",
-           "SELECT a REGEXP 'x'", "SELECT @x", "SELECT ~1",
+           "SELECT a REGEXP 'x'", "SELECT @x := 1", "SELECT ~1",
            "CREATE VIEW v AS SELECT 1", "SELECT a IS TRUE FROM t",
        }) {
     Status st = ParseError(sql);

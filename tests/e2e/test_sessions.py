@@ -228,6 +228,126 @@ class SessionTest(NodeTestCase):
         busy.close()
 
 
+class UserVariablesTest(NodeTestCase):
+    """User variables, ROW_COUNT(), FOUND_ROWS() and LAST_INSERT_ID() as
+    MySQL defines them."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        conn = pymysql.connect(host="127.0.0.1", port=cls.node.port, user="root", autocommit=True)
+        with conn.cursor() as cur:
+            cur.execute("CREATE DATABASE uv")
+            cur.execute("CREATE TABLE uv.t (id INT PRIMARY KEY, n INT)")
+            cur.execute("INSERT INTO uv.t VALUES " + ",".join("(%d, %d)" % (i, i % 7)
+                                                                for i in range(1, 101)))
+        conn.close()
+
+    def test_set_and_read_user_variables(self):
+        import decimal
+        conn = self.connect()
+        cur = conn.cursor()
+        cur.execute("SET @a = 1, @b := 'x', @c = 1.50, @d = NULL, @e = 2.5E0")
+        cur.execute("SELECT @a, @b, @c, @d, @e, @never_set")
+        self.assertEqual(cur.fetchone(), (1, "x", decimal.Decimal("1.50"), None, 2.5, None))
+        types = [d[1] for d in cur.description]
+        self.assertEqual(types[0], pymysql.constants.FIELD_TYPE.LONGLONG)
+        self.assertEqual(types[2], pymysql.constants.FIELD_TYPE.NEWDECIMAL)
+        self.assertEqual(types[4], pymysql.constants.FIELD_TYPE.DOUBLE)
+        # Names ignore case; a variable is an expression like any other.
+        cur.execute("SET @A = @a + 1")
+        cur.execute("SELECT @a, @A * 10, CONCAT(@b, @b)")
+        self.assertEqual(cur.fetchone(), (2, 20, "xx"))
+        # Values from queries, and in WHERE.
+        cur.execute("SET @m = (SELECT MAX(n) FROM uv.t), @cnt = (SELECT COUNT(*) FROM uv.t)")
+        cur.execute("SELECT @m, @cnt")
+        self.assertEqual(cur.fetchone(), (6, 100))
+        cur.execute("SELECT COUNT(*) FROM uv.t WHERE n = @m")
+        self.assertEqual(cur.fetchone(), (14,))
+        # A failing SET sets nothing.
+        self.assertSqlError(cur, "SET @a = 100, @z = (SELECT nosuch FROM uv.t)", 1054)
+        cur.execute("SELECT @a, @z")
+        self.assertEqual(cur.fetchone(), (2, None))
+        # Private to the session.
+        other = self.connect()
+        with other.cursor() as oc:
+            oc.execute("SELECT @a")
+            self.assertEqual(oc.fetchone(), (None,))
+        other.close()
+        # Assignment inside a query is not supported yet: a clear error.
+        self.assertSqlError(cur, "SELECT @q := 1", 1235)
+        conn.close()
+
+    def test_row_count(self):
+        conn = self.connect()
+        cur = conn.cursor()
+        cur.execute("CREATE TABLE uv.rc (id INT PRIMARY KEY, v INT)")
+        cur.execute("SELECT ROW_COUNT()")
+        self.assertEqual(cur.fetchone(), (0,))  # DDL affects no rows
+        cur.execute("INSERT INTO uv.rc VALUES (1, 0), (2, 0), (3, 0)")
+        cur.execute("SELECT ROW_COUNT()")
+        self.assertEqual(cur.fetchone(), (3,))
+        cur.execute("SELECT ROW_COUNT()")
+        self.assertEqual(cur.fetchone(), (-1,))  # the previous statement was a SELECT
+        cur.execute("UPDATE uv.rc SET v = 1 WHERE id <= 2")
+        cur.execute("SELECT ROW_COUNT()")
+        self.assertEqual(cur.fetchone(), (2,))
+        cur.execute("DELETE FROM uv.rc")
+        cur.execute("SELECT ROW_COUNT()")
+        self.assertEqual(cur.fetchone(), (3,))
+        self.assertSqlError(cur, "INSERT INTO uv.nosuch VALUES (1)", 1146)
+        cur.execute("SELECT ROW_COUNT()")
+        self.assertEqual(cur.fetchone(), (-1,))
+        conn.close()
+
+    def test_found_rows(self):
+        conn = self.connect()
+        cur = conn.cursor()
+        cur.execute("SELECT SQL_CALC_FOUND_ROWS id FROM uv.t WHERE n = 3 ORDER BY id LIMIT 2, 3")
+        self.assertEqual(cur.fetchall(), ((17,), (24,), (31,)))
+        cur.execute("SELECT FOUND_ROWS()")
+        self.assertEqual(cur.fetchone(), (14,))
+        # Without SQL_CALC_FOUND_ROWS: the rows the last SELECT returned.
+        cur.execute("SELECT id FROM uv.t ORDER BY id LIMIT 4")
+        cur.fetchall()
+        cur.execute("SELECT FOUND_ROWS()")
+        self.assertEqual(cur.fetchone(), (4,))
+        cur.execute("SELECT FOUND_ROWS()")
+        self.assertEqual(cur.fetchone(), (1,))  # the previous SELECT returned one row
+        cur.execute("SELECT SQL_CALC_FOUND_ROWS DISTINCT n FROM uv.t ORDER BY n LIMIT 1")
+        self.assertEqual(cur.fetchall(), ((0,),))
+        cur.execute("SELECT FOUND_ROWS()")
+        self.assertEqual(cur.fetchone(), (7,))
+        conn.close()
+
+    def test_last_insert_id(self):
+        conn = self.connect()
+        cur = conn.cursor()
+        cur.execute("SELECT LAST_INSERT_ID()")
+        self.assertEqual(cur.fetchone(), (0,))
+        cur.execute("SELECT LAST_INSERT_ID(41 + 1)")
+        self.assertEqual(cur.fetchone(), (42,))
+        cur.execute("SELECT LAST_INSERT_ID()")
+        self.assertEqual(cur.fetchone(), (42,))
+        # The OK packet of the statement carries it as its insert id.
+        cur.execute("SET @x = LAST_INSERT_ID(7)")
+        self.assertEqual(cur.lastrowid, 7)
+        cur.execute("SELECT LAST_INSERT_ID(), @x")
+        self.assertEqual(cur.fetchone(), (7, 7))
+        # An INSERT into a table without AUTO_INCREMENT keeps it.
+        cur.execute("INSERT INTO uv.t VALUES (1000, 0)")
+        cur.execute("SELECT LAST_INSERT_ID()")
+        self.assertEqual(cur.fetchone(), (7,))
+        cur.execute("DELETE FROM uv.t WHERE id = 1000")
+        # Per connection.
+        other = self.connect()
+        with other.cursor() as oc:
+            oc.execute("SELECT LAST_INSERT_ID()")
+            self.assertEqual(oc.fetchone(), (0,))
+        other.close()
+        conn.close()
+
+
 class WalBufferWaitTest(NodeTestCase):
     """Async WAL with a 4 KiB buffer: each 3 KB row's record fills most of it,
     so concurrent writers find it full and wait for the flusher; SHOW STATUS

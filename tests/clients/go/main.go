@@ -1,7 +1,7 @@
 // prepared_client: checks shaled's binary protocol (server-side prepared
 // statements) with github.com/go-sql-driver/mysql and interpolateParams=false,
 // so every query with arguments is a COM_STMT_PREPARE + COM_STMT_EXECUTE.
-// Run by tests/e2e/test_protocol.py: prepared_client -port N [-tls] [-compress]. Prints one
+// Run by tests/e2e/test_protocol.py: prepared_client -port N [-tls]. Prints one
 // line per failed check and exits 1 if any failed, else prints "ok".
 package main
 
@@ -56,14 +56,10 @@ func countRows(db *sql.DB, query string, args ...any) (int, error) {
 func main() {
 	port := flag.Int("port", 3306, "shaled MySQL port")
 	useTLS := flag.Bool("tls", false, "connect over TLS (certificate not verified)")
-	compress := flag.Bool("compress", false, "use the compressed protocol")
 	flag.Parse()
 	dsn := fmt.Sprintf("root@tcp(127.0.0.1:%d)/?interpolateParams=false&timeout=10s", *port)
 	if *useTLS {
 		dsn += "&tls=skip-verify"
-	}
-	if *compress {
-		dsn += "&compress=true"
 	}
 	db, err := sql.Open("mysql", dsn)
 	must(err, "open")
@@ -180,6 +176,35 @@ func main() {
 	_, err = db.Prepare("SELECT ?; SELECT ?")
 	if errCode(err) != 1064 {
 		fail("two statements: want 1064, got %v", err)
+	}
+
+	// User variables and LAST_INSERT_ID(expr) through prepared statements:
+	// the OK packet of the SET carries the insert id.
+	res, err := db.Exec("SET @g = LAST_INSERT_ID(?)", 33)
+	if err != nil {
+		fail("set user variable: %v", err)
+	} else if id, _ := res.LastInsertId(); id != 33 {
+		fail("LAST_INSERT_ID(33): insert id %d", id)
+	}
+	var g, lid int64
+	err = db.QueryRow("SELECT @g + ?, LAST_INSERT_ID()", 1).Scan(&g, &lid)
+	if err != nil || g != 34 || lid != 33 {
+		fail("user variable: %d %d %v", g, lid, err)
+	}
+	// Column types as the prepared statement's result describes them.
+	ct, err := db.Query("SELECT id, n, s FROM gop.t WHERE id = ?", 1)
+	if err != nil {
+		fail("column types query: %v", err)
+	} else {
+		types, _ := ct.ColumnTypes()
+		var names []string
+		for _, t := range types {
+			names = append(names, t.DatabaseTypeName())
+		}
+		if fmt.Sprint(names) != "[BIGINT INT VARCHAR]" {
+			fail("column types: %v", names)
+		}
+		ct.Close()
 	}
 
 	// The connection still works after the errors.

@@ -1,0 +1,80 @@
+#include "src/sql/system_tables.h"
+
+namespace shale::sql {
+
+bool IsSystemDb(std::string_view db) { return db == kSystemDb; }
+
+std::vector<sierra::ColumnInfo> SystemNodesColumns() {
+  auto col = [](std::string name, SqlType type, bool nullable) {
+    sierra::ColumnInfo c;
+    c.name = name;
+    c.org_name = std::move(name);
+    c.table = "nodes";
+    c.org_table = "nodes";
+    c.db = std::string(kSystemDb);
+    c.type = type;
+    c.nullable = nullable;
+    return c;
+  };
+  return {col("node_id", SqlType::Varchar(32), false),
+          col("name", SqlType::Varchar(64), false),
+          col("address", SqlType::Varchar(255), false),
+          col("sql_address", SqlType::Varchar(255), false),
+          col("state", SqlType::Varchar(16), false),
+          col("epoch", SqlType::BigInt(), false),
+          col("is_leader", SqlType::Integer(TypeId::kTinyInt, false), false),
+          col("last_heartbeat_ms", SqlType::BigInt(), true)};
+}
+
+namespace {
+
+bool ExprReadsOnlySystem(const ast::Expr* e, const std::string& current_db);
+
+bool SelectReadsOnlySystem(const ast::SelectStmt& s, const std::string& current_db) {
+  auto ref_ok = [&](const ast::TableRef& ref) {
+    if (ref.derived) return SelectReadsOnlySystem(*ref.derived, current_db);
+    return IsSystemDb(ref.name.db.empty() ? current_db : ref.name.db);
+  };
+  if (s.from && !ref_ok(*s.from)) return false;
+  for (const ast::JoinClause& j : s.joins) {
+    if (!ref_ok(j.table) || !ExprReadsOnlySystem(j.on.get(), current_db)) return false;
+  }
+  for (const ast::SelectItem& item : s.items) {
+    if (!ExprReadsOnlySystem(item.expr.get(), current_db)) return false;
+  }
+  if (!ExprReadsOnlySystem(s.where.get(), current_db) || !ExprReadsOnlySystem(s.having.get(), current_db)) {
+    return false;
+  }
+  for (const ast::ExprPtr& g : s.group_by) {
+    if (!ExprReadsOnlySystem(g.get(), current_db)) return false;
+  }
+  for (const ast::OrderItem& o : s.order_by) {
+    if (!ExprReadsOnlySystem(o.expr.get(), current_db)) return false;
+  }
+  for (const ast::SelectStmt& term : s.union_terms) {
+    if (!SelectReadsOnlySystem(term, current_db)) return false;
+  }
+  return true;
+}
+
+bool ExprReadsOnlySystem(const ast::Expr* e, const std::string& current_db) {
+  if (e == nullptr) return true;
+  if (e->subquery && !SelectReadsOnlySystem(*e->subquery, current_db)) return false;
+  for (const ast::ExprPtr& c : e->children) {
+    if (!ExprReadsOnlySystem(c.get(), current_db)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool ServableWithoutQuorum(const ast::Statement& stmt, const std::string& current_db) {
+  if (std::holds_alternative<ast::SetStmt>(stmt) || std::holds_alternative<ast::ShowStmt>(stmt) ||
+      std::holds_alternative<ast::UseStmt>(stmt) || std::holds_alternative<ast::TransactionStmt>(stmt)) {
+    return true;
+  }
+  if (const auto* select = std::get_if<ast::SelectStmt>(&stmt)) return SelectReadsOnlySystem(*select, current_db);
+  return false;
+}
+
+}  // namespace shale::sql

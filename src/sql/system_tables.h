@@ -1,0 +1,52 @@
+// The `system` database: read-only virtual tables describing the cluster
+// (ARCHITECTURE.md, Rebalancer: "visible in SQL"). Today: system.nodes. The
+// binder turns a FROM reference to system.<table> into a Values plan holding
+// rows generated for this statement by BindContext::system_table, so WHERE,
+// ORDER BY, aggregates and joins work on it as on any other input.
+//
+// Also here: which statements a node without a cluster quorum may still run
+// (ServableWithoutQuorum; docs/cluster.md, "Quorum").
+//
+// Thread-safety: stateless functions.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shale/status.h"
+#include "sierra/column.h"
+#include "src/common/value.h"
+#include "src/sql/ast.h"
+
+namespace shale::sql {
+
+inline constexpr std::string_view kSystemDb = "system";
+
+// True for "system" (database names are case-sensitive, as all of ours).
+bool IsSystemDb(std::string_view db);
+
+// One generated table: its columns (db, table names filled in) and rows.
+struct GeneratedTable {
+  std::vector<sierra::ColumnInfo> columns;
+  std::vector<std::vector<Value>> rows;
+};
+
+// Produces system.<table> for one statement; ER_NO_SUCH_TABLE (1146) if
+// there is no such table.
+using SystemTableFn = std::function<Result<GeneratedTable>(const std::string& table)>;
+
+// The columns of system.nodes, in row order: node_id, name, address (cluster
+// host:port), sql_address (MySQL host:port), state, epoch, is_leader,
+// last_heartbeat_ms (NULL when this node does not know).
+std::vector<sierra::ColumnInfo> SystemNodesColumns();
+
+// Whether `stmt` may run on a node that cannot reach a majority of the
+// cluster: it neither reads nor writes replicated data. True for SET, SHOW,
+// USE, transaction control, and SELECTs whose every table (FROM, joins,
+// derived tables, subqueries, UNION terms) is in the system database — so
+// SELECT 1, SELECT @@version and SELECT * FROM system.nodes work.
+bool ServableWithoutQuorum(const ast::Statement& stmt, const std::string& current_db);
+
+}  // namespace shale::sql

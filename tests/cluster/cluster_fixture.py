@@ -1,0 +1,85 @@
+"""Starts several real shaled processes on loopback as one cluster.
+
+Node 1 bootstraps; the others start with --join <node 1's cluster port>.
+Every node gets a free MySQL port and a free cluster (rpc) port; a restarted
+node keeps its data directory and cluster port (its address is part of the
+cluster's membership), so it can rejoin by itself.
+"""
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+from shaled_fixture import ShaledProcess, free_port  # noqa: E402
+
+# Short timeouts keep the tests quick; the defaults are in docs/cluster.md.
+TIMING = ["--election-timeout-ms", "500", "--heartbeat-interval-ms", "50", "--node-timeout-ms", "2000"]
+
+
+class ClusterNode(ShaledProcess):
+    def __init__(self, binary, index, join=None):
+        self.index = index
+        self.rpc_port = free_port()
+        self.join_args = ["--join", join] if join else []
+        super().__init__(binary, ["--node-name", "node%d" % index, "--rpc-port", str(self.rpc_port),
+                                  "--ssl", "OFF"] + TIMING + self.join_args)
+
+    @property
+    def rpc_address(self):
+        return "127.0.0.1:%d" % self.rpc_port
+
+    def forget_join(self):
+        """Restart without --join: the node must find its cluster by itself."""
+        for a in self.join_args:
+            self.extra_args.remove(a)
+        self.join_args = []
+
+    def connect(self):
+        import pymysql
+        return pymysql.connect(host="127.0.0.1", port=self.port, user="root", password="",
+                               autocommit=True, connect_timeout=5, read_timeout=10)
+
+    def query(self, sql):
+        conn = self.connect()
+        try:
+            cur = conn.cursor()
+            cur.execute(sql)
+            return cur.fetchall()
+        finally:
+            conn.close()
+
+    def nodes(self):
+        """system.nodes as {name: (state, epoch, is_leader)}."""
+        rows = self.query("SELECT name, state, epoch, is_leader FROM system.nodes")
+        return {r[0]: (r[1], r[2], r[3]) for r in rows}
+
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+
+def start_cluster(binary, n):
+    first = ClusterNode(binary, 1)
+    first.start()
+    nodes = [first]
+    for i in range(2, n + 1):
+        node = ClusterNode(binary, i, join=first.rpc_address)
+        node.start()
+        nodes.append(node)
+    return nodes
+
+
+def wait_until(what, predicate, timeout):
+    """Polls predicate() until it returns a true value; returns it. Errors
+    raised by predicate count as "not yet" (nodes may be restarting)."""
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        try:
+            value = predicate()
+            if value:
+                return value
+            last = value
+        except Exception as e:  # noqa: BLE001 - a node answering an error is "not yet"
+            last = e
+        time.sleep(0.2)
+    raise AssertionError("timed out after %.0f s waiting for %s (last: %r)" % (timeout, what, last))

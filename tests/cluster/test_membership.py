@@ -1,0 +1,142 @@
+"""Membership of a real three-node cluster (issue 6, membership and metadata).
+
+Three shaled processes form a cluster; system.nodes shows all three on every
+node. kill -9 of one: within seconds the other two show two members and keep
+serving. kill -9 of a second: the survivor refuses statements with error 1047
+(SQLSTATE 08S01, "Cluster has no quorum") but still answers SELECT 1, SHOW
+and system.nodes. The killed nodes restart without --join and rejoin by
+themselves. --rounds N (the slow ctest) then kills and restarts a random node
+N more times, checking the membership each time.
+"""
+import argparse
+import os
+import random
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cluster_fixture import start_cluster, wait_until  # noqa: E402
+
+NO_QUORUM = 1047
+SHALED = None
+ROUNDS = 0
+
+
+def members(node):
+    return set(node.nodes())
+
+
+def agreed(nodes, names):
+    """Every node in `nodes` shows exactly `names`, the same epoch, one leader."""
+    views = [node.nodes() for node in nodes]
+    for v in views:
+        if set(v) != set(names):
+            return False
+        if len({row[1] for row in v.values()}) != 1:
+            return False
+        if sum(1 for row in v.values() if row[2]) != 1:
+            return False
+    leaders = {next(name for name, row in v.items() if row[2]) for v in views}
+    epochs = {next(iter(v.values()))[1] for v in views}
+    return len(leaders) == 1 and len(epochs) == 1 and (leaders.pop(), epochs.pop())
+
+
+def serves(node, db):
+    """The node runs statements that touch data: DDL and DML and a read."""
+    conn = node.connect()
+    try:
+        cur = conn.cursor()
+        cur.execute("CREATE DATABASE IF NOT EXISTS %s" % db)
+        cur.execute("CREATE TABLE IF NOT EXISTS %s.t (id INT PRIMARY KEY, v INT)" % db)
+        cur.execute("REPLACE INTO %s.t VALUES (1, %d)" % (db, int(time.time())))
+        cur.execute("SELECT COUNT(*) FROM %s.t" % db)
+        return cur.fetchone()[0] == 1
+    finally:
+        conn.close()
+
+
+class MembershipTest(unittest.TestCase):
+    def setUp(self):
+        self.nodes = start_cluster(SHALED, 3)
+
+    def tearDown(self):
+        for node in self.nodes:
+            node.cleanup()
+
+    def logs(self):
+        return "\n".join("--- node%d\n%s" % (n.index, n.log()[-1500:]) for n in self.nodes)
+
+    def test_three_nodes_lose_two_and_rejoin(self):
+        n1, n2, n3 = self.nodes
+        all3 = {"node1", "node2", "node3"}
+        leader, epoch = wait_until("three members on every node", lambda: agreed(self.nodes, all3), 30)
+        for node in self.nodes:
+            self.assertTrue(serves(node, "d%d" % node.index))
+
+        # One node dies: the others remove it and keep serving.
+        t0 = time.time()
+        n3.kill()
+        _, epoch2 = wait_until("two members on the survivors", lambda: agreed([n1, n2], {"node1", "node2"}), 20)
+        removal = time.time() - t0
+        print("removed a SIGKILLed node in %.1f s (node timeout 2 s)" % removal)
+        self.assertGreater(epoch2, epoch)
+        for node in (n1, n2):
+            self.assertTrue(serves(node, "d%d" % node.index))
+
+        # A second node dies: the survivor has no quorum and refuses.
+        n2.kill()
+        import pymysql
+
+        def refuses():
+            try:
+                serves(n1, "d1")
+                return False
+            except pymysql.MySQLError as e:
+                return e.args[0] == NO_QUORUM and e
+        err = wait_until("the survivor refusing statements", refuses, 20)
+        self.assertIn("no quorum", str(err.args[1]).lower())
+        # Harmless statements still answer, and system.nodes says why.
+        self.assertEqual(n1.query("SELECT 1"), ((1,),))
+        self.assertTrue(n1.query("SHOW DATABASES"))
+        self.assertEqual(n1.nodes()["node1"][0], "no-quorum")
+        # Nothing changed: the refused write did not happen.
+        conn = n1.connect()
+        cur = conn.cursor()
+        with self.assertRaises(pymysql.MySQLError) as ctx:
+            cur.execute("DROP DATABASE d1")
+        self.assertEqual(ctx.exception.args[0], NO_QUORUM)
+        conn.close()
+
+        # Both come back without --join and find the cluster by themselves.
+        for node in (n2, n3):
+            node.forget_join()
+            node.start()
+        wait_until("three members again", lambda: agreed(self.nodes, all3), 40)
+        for node in self.nodes:
+            wait_until("node%d serving" % node.index, lambda: serves(node, "d%d" % node.index), 20)
+        self.assertIn("d1", [r[0] for r in n1.query("SHOW DATABASES")])
+
+        # The long form: kill and restart a random node, again and again.
+        rng = random.Random(7)
+        for r in range(ROUNDS):
+            victim = rng.choice(self.nodes)
+            rest = [n for n in self.nodes if n is not victim]
+            victim.kill()
+            wait_until("round %d: %s removed" % (r, victim.index),
+                       lambda: agreed(rest, {"node%d" % n.index for n in rest}), 30)
+            for node in rest:
+                self.assertTrue(serves(node, "d%d" % node.index))
+            victim.forget_join()
+            victim.start()
+            wait_until("round %d: node%d rejoined" % (r, victim.index), lambda: agreed(self.nodes, all3), 40)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--shaled", required=True)
+    parser.add_argument("--rounds", type=int, default=0)
+    args, rest = parser.parse_known_args()
+    SHALED = os.path.abspath(args.shaled)
+    ROUNDS = args.rounds
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)

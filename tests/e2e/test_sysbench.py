@@ -1,0 +1,94 @@
+#!/usr/bin/python3
+"""sysbench oltp_read_write against a real shaled: prepare, a short run with
+two threads, cleanup; once with server-side prepared statements
+(--db-ps-mode=auto) and once with plain text queries (--db-ps-mode=disable).
+Any sysbench error (a FATAL line or a non-zero exit) fails the test; the
+table's rows are checked after the run.
+
+Two of the three runs wait on other work and are skipped until it lands
+(remove the skips then):
+  - two threads need row locks (real transactions): without them two
+    transactions that DELETE and re-INSERT the same id race to 1062;
+  - --db-ps-mode=auto needs COM_STMT_PREPARE to describe a SELECT's result
+    columns (libmysqlclient fails with 2014 "Commands out of sync" when a
+    statement prepared with 0 columns returns rows).
+The one-thread text-query run works now.
+
+sysbench's table uses CHAR(120)/CHAR(60) columns, a secondary index k_1 and
+BEGIN/COMMIT around every transaction. --auto_inc=off because Shale has no
+AUTO_INCREMENT yet (sysbench then inserts explicit ids). Skipped when
+sysbench is not installed.
+
+Run by ctest (tests/CMakeLists.txt) as:
+    python3 tests/e2e/test_sysbench.py --shaled build/src/shaled
+"""
+import os
+import shutil
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from shaled_fixture import NodeTestCase, main  # noqa: E402
+
+TABLE_SIZE = 2000
+RUN_SECONDS = 3
+
+
+@unittest.skipUnless(shutil.which("sysbench"), "sysbench is not installed")
+class SysbenchTest(NodeTestCase):
+    def sysbench(self, db, ps_mode, command, threads=2):
+        args = ["sysbench", "oltp_read_write", "--db-driver=mysql", "--mysql-host=127.0.0.1",
+                "--mysql-port=%d" % self.node.port, "--mysql-user=root", "--mysql-password=",
+                "--mysql-db=%s" % db, "--tables=1", "--table-size=%d" % TABLE_SIZE,
+                "--auto_inc=off", "--threads=%d" % threads, "--time=%d" % RUN_SECONDS, "--events=0",
+                "--report-interval=0", "--db-ps-mode=%s" % ps_mode, command]
+        proc = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+        out = proc.stdout.decode(errors="replace")
+        self.assertEqual(proc.returncode, 0, "sysbench %s (%s) failed:\n%s\nshaled log:\n%s" %
+                         (command, ps_mode, out[-4000:], self.node.log()[-2000:]))
+        self.assertNotIn("FATAL", out, out[-4000:])
+        return out
+
+    def run_workload(self, ps_mode, threads):
+        db = "sb_%s_%d" % (ps_mode, threads)
+        conn, cur = self.fresh_db(db)
+        self.addCleanup(conn.close)
+        self.sysbench(db, ps_mode, "prepare")
+        cur.execute("SELECT COUNT(*), MIN(id), MAX(id) FROM sbtest1")
+        self.assertEqual(cur.fetchall(), ((TABLE_SIZE, 1, TABLE_SIZE),))
+        cur.execute("SHOW INDEX FROM sbtest1")
+        self.assertIn("k_1", [row[2] for row in cur.fetchall()])
+
+        out = self.sysbench(db, ps_mode, "run", threads)
+        self.assertIn("transactions:", out)
+        transactions = int(out.split("transactions:")[1].split()[0])
+        self.assertGreater(transactions, 0, out)
+
+        # Each transaction deletes and re-inserts one row: the count stays;
+        # the secondary index agrees with the table; c is CHAR(120) text.
+        cur.execute("SELECT COUNT(*) FROM sbtest1")
+        self.assertEqual(cur.fetchall()[0][0], TABLE_SIZE)
+        cur.execute("SELECT COUNT(*) FROM sbtest1 WHERE k >= 0")
+        self.assertEqual(cur.fetchall()[0][0], TABLE_SIZE)
+        cur.execute("SELECT MAX(CHAR_LENGTH(c)), MAX(CHAR_LENGTH(pad)) FROM sbtest1")
+        self.assertEqual(cur.fetchall(), ((119, 59),))
+
+        self.sysbench(db, ps_mode, "cleanup")
+        cur.execute("SHOW TABLES")
+        self.assertEqual(cur.fetchall(), ())
+
+    @unittest.skip("needs prepared-statement result metadata (issue 3, proto) and row locks (txn)")
+    def test_prepared_statements_two_threads(self):
+        self.run_workload("auto", 2)
+
+    @unittest.skip("needs row locks (txn): concurrent DELETE + INSERT of one id gives 1062")
+    def test_text_queries_two_threads(self):
+        self.run_workload("disable", 2)
+
+    def test_text_queries_one_thread(self):
+        self.run_workload("disable", 1)
+
+
+if __name__ == "__main__":
+    main()
