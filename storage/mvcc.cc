@@ -67,6 +67,14 @@ bool DecodeVersionKey(std::string_view v, std::string* user_key, uint64_t* commi
   return true;
 }
 
+void AppendVersion(const WriteOp& op, uint64_t commit_ts, WriteBatch* out) {
+  std::string value;
+  value.reserve(op.value.size() + 1);
+  value.push_back(op.kind == WriteOp::Kind::kPut ? kPutTag : kTombstoneTag);
+  value.append(op.value);
+  out->Put(EncodeVersionKey(op.key, commit_ts), std::move(value));
+}
+
 bool IsWriteConflict(const Status& s) {
   return s.code() == StatusCode::kUnavailable && s.message().starts_with(kConflictPrefix);
 }
@@ -170,6 +178,29 @@ Result<uint64_t> MvccSlice::CollectGarbage(uint64_t horizon) {
   if (doomed.empty()) return uint64_t{0};
   SHALE_RETURN_IF_ERROR(slice_->Write(doomed));
   return static_cast<uint64_t>(doomed.size());
+}
+
+Result<uint64_t> MvccSlice::CollectKeyGarbage(std::string_view key, uint64_t horizon,
+                                              WriteBatch* doomed) const {
+  if (horizon == kLatestSnapshot) horizon = kLatestSnapshot - 1;
+  KeyRange r;
+  r.has_start = true;
+  r.start = EncodeVersionKey(key, horizon);
+  r.has_end = true;
+  r.end = EncodeVersionKey(key, 0);
+  auto it = slice_->NewIterator(r);
+  uint64_t n = 0;
+  bool first = true;  // the newest version <= horizon
+  for (; it->Valid(); it->Next()) {
+    std::string_view v = it->value();
+    if (!first || (!v.empty() && v[0] == kTombstoneTag)) {
+      doomed->Delete(std::string(it->key()));
+      ++n;
+    }
+    first = false;
+  }
+  SHALE_RETURN_IF_ERROR(it->status());
+  return n;
 }
 
 namespace {

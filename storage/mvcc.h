@@ -1,5 +1,5 @@
-// MvccSlice: multi-version rows inside one storage::Slice, for the coming
-// transaction layer (src/txn). Each committed write of a row is a separate
+// MvccSlice: multi-version rows inside one storage::Slice, used by the
+// transaction layer (src/txn) for every table slice. Each committed write of a row is a separate
 // version stored under the versioned key
 //
 //   escape(user key) 00 01  ~commit_ts (u64 big-endian, bit-inverted)
@@ -9,9 +9,8 @@
 // key, sort newest version first. The stored value is a tag byte (1 = put,
 // 2 = delete tombstone) and the row. Format: docs/formats/mvcc-keys.md.
 //
-// Not wired into the executor yet: tables still use plain keys through
-// storage::Slice (docs/storage.md); a slice is used either plainly or
-// through one MvccSlice, never both.
+// A table slice is only ever read and written through versions
+// (src/txn/transaction.h, docs/transactions.md).
 //
 // Invariants:
 //  1. A read at snapshot S sees, for each user key, its newest version with
@@ -63,6 +62,11 @@ std::string EncodeVersionKey(std::string_view user_key, uint64_t commit_ts);
 // Splits a versioned key; false if it is not one.
 bool DecodeVersionKey(std::string_view versioned, std::string* user_key, uint64_t* commit_ts);
 
+// Appends to *out the version of `op` at commit_ts: key EncodeVersionKey(op.key,
+// commit_ts), value tag + row. The transaction layer (src/txn) commits a
+// whole write set across slices with one SliceStore::Write of such batches.
+void AppendVersion(const WriteOp& op, uint64_t commit_ts, WriteBatch* out);
+
 // True for the status Write returns on a write-write conflict.
 bool IsWriteConflict(const Status& s);
 
@@ -95,6 +99,9 @@ class MvccSlice {
   Result<bool> HasNewerVersion(std::string_view key, uint64_t start_ts) const;
   // Invariant 3. Returns the number of versions removed.
   Result<uint64_t> CollectGarbage(uint64_t horizon);
+  // Invariant 3 for one user key only: adds the deletes of its collectable
+  // versions to *doomed (the caller writes them) and returns how many.
+  Result<uint64_t> CollectKeyGarbage(std::string_view key, uint64_t horizon, WriteBatch* doomed) const;
 
   Slice* slice() const { return slice_; }
 

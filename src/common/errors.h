@@ -119,6 +119,11 @@ enum class ErrorCode : uint16_t {
   kUnknownCollation = 1273,     // ER_UNKNOWN_COLLATION
   kDuplicatedValueInType = 1291,  // ER_DUPLICATED_VALUE_IN_TYPE
   kInvalidJsonText = 3140,      // ER_INVALID_JSON_TEXT
+  // Transactions (src/txn, src/exec/session.cc).
+  kLockWaitTimeout = 1205,      // ER_LOCK_WAIT_TIMEOUT
+  kLockDeadlock = 1213,         // ER_LOCK_DEADLOCK
+  kCantChangeTxCharacteristics = 1568,  // ER_CANT_CHANGE_TX_CHARACTERISTICS
+  kCantExecuteInReadOnlyTransaction = 1792,  // ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION
 };
 
 // SQLSTATE of a MySQL error number ("HY000" when the table has none).

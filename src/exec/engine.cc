@@ -33,6 +33,7 @@ std::map<std::string, Value> DefaultGlobals(const EngineOptions& o) {
       {"have_ssl", s("DISABLED")},
       {"hostname", s(o.node_name.c_str())},
       {"init_connect", s("")},
+      {"innodb_lock_wait_timeout", i(50)},
       {"interactive_timeout", i(28800)},
       {"license", s("Proprietary")},
       {"lower_case_table_names", i(0)},
@@ -79,6 +80,7 @@ Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
   std::unique_ptr<Engine> engine(new Engine(options));
   SHALE_ASSIGN_OR_RETURN(engine->meta_, storage::MetaStore::Open(options.data_dir + "/meta"));
   SHALE_ASSIGN_OR_RETURN(engine->slices_, storage::SliceStore::Open(options.data_dir + "/slices", options.storage));
+  SHALE_ASSIGN_OR_RETURN(engine->txn_, txn::TxnManager::Open(engine->slices_.get(), engine->meta_.get()));
   SHALE_ASSIGN_OR_RETURN(engine->catalog_, catalog::Catalog::Load(engine->meta_.get()));
   SHALE_ASSIGN_OR_RETURN(engine->accounts_, catalog::Accounts::Load(engine->meta_.get()));
 
@@ -100,6 +102,7 @@ Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
   for (storage::SliceId id : engine->slices_->ListSlices()) {
     if (!referenced.count(id)) {
       log::Warn("dropping orphan slice {} (no table refers to it)", id);
+      std::unique_lock<std::shared_mutex> no_gc(engine->txn_->slice_drop_mutex());
       SHALE_RETURN_IF_ERROR(engine->slices_->DropSlice(id));
     }
   }

@@ -16,6 +16,7 @@
 #include "src/catalog/accounts.h"
 #include "src/catalog/catalog.h"
 #include "src/common/value.h"
+#include "src/txn/transaction.h"
 #include "storage/meta_store.h"
 #include "storage/slice.h"
 
@@ -58,6 +59,8 @@ class Engine {
   catalog::Accounts* accounts() { return accounts_.get(); }
   storage::SliceStore* slices() { return slices_.get(); }
   storage::MetaStore* meta() { return meta_.get(); }
+  // Transactions: timestamps, row locks, garbage collection (src/txn).
+  txn::TxnManager* txn() { return txn_.get(); }
   // Global system variables (a copy); sessions copy them at connect.
   std::map<std::string, Value> global_variables() const;
   // SET GLOBAL: changes the global value (new sessions start with it).
@@ -66,8 +69,9 @@ class Engine {
   Status SetGlobalVariable(const std::string& name, Value value);
   // Whether the variable `name` is read-only (version, hostname, ...).
   static bool IsReadOnlyVariable(const std::string& name);
-  // Serializes writers of one table between their duplicate-key check and
-  // their write (until row locks arrive with the transaction layer).
+  // Serializes DDL on one table with the commits that write it (a commit
+  // checks under it that the definitions it wrote with are still current)
+  // and with writes made outside transactions.
   std::mutex& TableWriteMutex(uint64_t table_id);
   // REQUIRES: called before statements run (not thread-safe against them).
   void SetClusterHooks(ClusterHooks hooks) { cluster_hooks_ = std::move(hooks); }
@@ -79,6 +83,7 @@ class Engine {
   EngineOptions options_;
   std::unique_ptr<storage::MetaStore> meta_;
   std::unique_ptr<storage::SliceStore> slices_;
+  std::unique_ptr<txn::TxnManager> txn_;  // after slices_: destroyed first
   std::unique_ptr<catalog::Catalog> catalog_;
   std::unique_ptr<catalog::Accounts> accounts_;
   mutable std::mutex globals_mu_;

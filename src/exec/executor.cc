@@ -33,6 +33,57 @@ Status CheckInterrupted() {
 using planner::PhysicalKind;
 using planner::PhysicalOperator;
 
+// The transaction context of the statement running on this thread.
+thread_local StatementContext* t_statement = nullptr;
+
+txn::Transaction* CurrentTxn() { return t_statement ? t_statement->txn : nullptr; }
+
+// Reads a row of a slice: through the statement's transaction (its snapshot,
+// or the newest committed version when `latest`, overlaid by its own
+// writes), or without one the newest committed version.
+Status ReadRow(storage::Slice* slice, std::string_view key, bool latest, std::string* value) {
+  if (txn::Transaction* t = CurrentTxn()) return t->Get(slice, key, latest, value);
+  return storage::MvccSlice(slice).Get(storage::ReadOptions{}, key, value);
+}
+
+std::unique_ptr<storage::SliceIterator> ReadRange(storage::Slice* slice, const storage::KeyRange& range,
+                                                  bool latest) {
+  if (txn::Transaction* t = CurrentTxn()) return t->NewIterator(slice, range, latest);
+  return storage::MvccSlice(slice).NewIterator(storage::ReadOptions{}, range);
+}
+
+// The lock mode reads of `table` take in this statement, if any.
+std::optional<txn::LockMode> LockingReadOf(const catalog::TableDef& table) {
+  if (!CurrentTxn() || !t_statement->locking_read) return std::nullopt;
+  if (t_statement->lock_table_id != 0 && t_statement->lock_table_id != table.id) return std::nullopt;
+  return t_statement->locking_read;
+}
+
+// Row lock names: 'R' table id, encoded primary key; 'U' index slice id,
+// encoded unique key values.
+std::string LockName(char kind, uint64_t id, std::string_view key) {
+  std::string name(1, kind);
+  for (int i = 7; i >= 0; --i) name.push_back(static_cast<char>((id >> (8 * i)) & 0xff));
+  name.append(key);
+  return name;
+}
+
+Status AcquireLock(const std::string& name, txn::LockMode mode) {
+  txn::Transaction* t = CurrentTxn();
+  if (!t) return Status::OK();
+  if (t->HoldsLock(name, mode)) return Status::OK();
+  return t->Lock(name, mode, t_statement->lock_wait_timeout, t_statement->interrupt);
+}
+
+// Locks the row with primary key `pk_key` of `table` in `mode`, then reads
+// its newest committed version (the lock keeps it from changing): NotFound
+// if it is gone.
+Status LockAndReadRow(const catalog::TableDef& table, storage::Slice* slice, std::string_view pk_key,
+                      txn::LockMode mode, std::string* value) {
+  SHALE_RETURN_IF_ERROR(AcquireLock(LockName('R', table.id, pk_key), mode));
+  return ReadRow(slice, pk_key, /*latest=*/true, value);
+}
+
 class RowSource {
  public:
   virtual ~RowSource() = default;
@@ -91,7 +142,9 @@ class PointGetSource : public RowSource {
     done_ = true;
     SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, LocalSlice(engine_, *op_.table, op_.slices[0]));
     std::string value;
-    Status st = slice->Get(op_.key, &value);
+    auto lock = LockingReadOf(*op_.table);
+    Status st = lock ? LockAndReadRow(*op_.table, slice, op_.key, *lock, &value)
+                     : ReadRow(slice, op_.key, /*latest=*/false, &value);
     if (st.IsNotFound()) return false;
     SHALE_RETURN_IF_ERROR(st);
     Status decoded = DecodeRow(value, row);
@@ -111,7 +164,7 @@ class PointGetSource : public RowSource {
 class EntryStream {
  public:
   EntryStream(Engine* engine, const PhysicalOperator& op, bool merge)
-      : engine_(engine), op_(op), merge_(merge) {}
+      : engine_(engine), op_(op), merge_(merge), latest_(LockingReadOf(*op.table).has_value()) {}
 
   // The iterator positioned at the next entry, or null at the end. The
   // caller reads key() and value(), then calls Advance().
@@ -124,7 +177,7 @@ class EntryStream {
         // Merging needs every slice's iterator; otherwise one at a time.
         for (size_t i = 0; i < (merge_ ? op_.slices.size() : std::min<size_t>(1, op_.slices.size())); ++i) {
           SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, LocalSlice(engine_, *op_.table, op_.slices[i]));
-          iters_.push_back(slice->NewIterator(range));
+          iters_.push_back(ReadRange(slice, range, latest_));
         }
         open_ = true;
         pos_ = 0;
@@ -155,7 +208,7 @@ class EntryStream {
           iters_.clear();
           if (++pos_ < op_.slices.size()) {
             SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, LocalSlice(engine_, *op_.table, op_.slices[pos_]));
-            iters_.push_back(slice->NewIterator(range));
+            iters_.push_back(ReadRange(slice, range, latest_));
           }
         }
       }
@@ -165,13 +218,16 @@ class EntryStream {
     }
   }
   void Advance() { current_->Next(); }
-  // The slice the current entry comes from.
+  // The slice the current entry comes from (and its index in the operator's slices).
   const catalog::SliceDef& current_slice() const { return op_.slices[current_slice_]; }
+  size_t current_slice_index() const { return current_slice_; }
 
  private:
   Engine* engine_;
   const PhysicalOperator& op_;
   const bool merge_;
+  // Locking reads read the newest committed versions (InnoDB).
+  const bool latest_;
   bool open_ = false;
   size_t next_range_ = 0;
   size_t pos_ = 0;
@@ -180,18 +236,24 @@ class EntryStream {
   size_t current_slice_ = 0;
 };
 
-// Reads the entries of `stream` to the end, keeping the values of the last
-// `keep` of them (oldest first): a descending read without a reverse
-// iterator.
-Result<std::deque<std::string>> LastValues(EntryStream* stream, uint64_t keep) {
-  std::deque<std::string> out;
+// One stored entry kept by a descending read.
+struct TailEntry {
+  std::string key;
+  std::string value;
+  size_t slice = 0;  // index into the operator's slices
+};
+
+// Reads the entries of `stream` to the end, keeping the last `keep` of them
+// (oldest first): a descending read without a reverse iterator.
+Result<std::deque<TailEntry>> LastEntries(EntryStream* stream, uint64_t keep) {
+  std::deque<TailEntry> out;
   while (true) {
     SHALE_ASSIGN_OR_RETURN(storage::SliceIterator * it, stream->Current());
     if (it == nullptr) return out;
     SHALE_RETURN_IF_ERROR(CheckInterrupted());
     if (keep > 0) {
       if (out.size() >= keep) out.pop_front();
-      out.emplace_back(it->value());
+      out.push_back({std::string(it->key()), std::string(it->value()), stream->current_slice_index()});
     }
     stream->Advance();
   }
@@ -200,32 +262,60 @@ Result<std::deque<std::string>> LastValues(EntryStream* stream, uint64_t keep) {
 class SliceScanSource : public RowSource {
  public:
   SliceScanSource(Engine* engine, const PhysicalOperator& op)
-      : op_(op), stream_(engine, op, op.ordered || op.reverse) {}
+      : engine_(engine),
+        op_(op),
+        stream_(engine, op, op.ordered || op.reverse),
+        lock_(LockingReadOf(*op.table)) {}
   Result<bool> Next(Row* row) override {
-    if (op_.reverse) {
-      if (!tail_) {
-        SHALE_ASSIGN_OR_RETURN(auto tail, LastValues(&stream_, op_.limit_hint));
-        tail_ = std::move(tail);
+    while (true) {
+      std::string_view key, value;
+      const catalog::SliceDef* def = nullptr;
+      bool from_stream = false;  // key and value point into the stream's iterator
+      if (op_.reverse) {
+        if (!tail_) {
+          SHALE_ASSIGN_OR_RETURN(auto tail, LastEntries(&stream_, op_.limit_hint));
+          tail_ = std::move(tail);
+        }
+        if (tail_->empty()) return false;
+        entry_ = std::move(tail_->back());
+        tail_->pop_back();
+        key = entry_.key;
+        value = entry_.value;
+        def = &op_.slices[entry_.slice];
+      } else {
+        SHALE_ASSIGN_OR_RETURN(storage::SliceIterator * it, stream_.Current());
+        if (it == nullptr) return false;
+        SHALE_RETURN_IF_ERROR(CheckInterrupted());
+        key = it->key();
+        value = it->value();
+        def = &stream_.current_slice();
+        from_stream = true;
       }
-      if (tail_->empty()) return false;
-      Status decoded = DecodeRow(tail_->back(), row);
-      tail_->pop_back();
-      if (!decoded.ok()) return RowCorrupt(*op_.table, op_.slices[0], decoded);
+      if (lock_) {
+        // Lock, then re-read: the row may have changed or gone meanwhile.
+        SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, LocalSlice(engine_, *op_.table, *def));
+        Status st = LockAndReadRow(*op_.table, slice, key, *lock_, &locked_);
+        if (from_stream) stream_.Advance();
+        from_stream = false;
+        if (st.IsNotFound()) continue;
+        SHALE_RETURN_IF_ERROR(st);
+        value = locked_;
+      }
+      Status decoded = DecodeRow(value, row);
+      if (from_stream) stream_.Advance();
+      if (!decoded.ok()) return RowCorrupt(*op_.table, *def, decoded);
       return true;
     }
-    SHALE_ASSIGN_OR_RETURN(storage::SliceIterator * it, stream_.Current());
-    if (it == nullptr) return false;
-    SHALE_RETURN_IF_ERROR(CheckInterrupted());
-    Status decoded = DecodeRow(it->value(), row);
-    if (!decoded.ok()) return RowCorrupt(*op_.table, stream_.current_slice(), decoded);
-    stream_.Advance();
-    return true;
   }
 
  private:
+  Engine* engine_;
   const PhysicalOperator& op_;
   EntryStream stream_;
-  std::optional<std::deque<std::string>> tail_;  // reverse: the rows left, last first
+  const std::optional<txn::LockMode> lock_;
+  std::optional<std::deque<TailEntry>> tail_;  // reverse: the entries left, last first
+  TailEntry entry_;     // reverse: the entry being returned
+  std::string locked_;  // a locking read: the row as re-read under its lock
 };
 
 // Reads a secondary index's entries in its range(s) from every listed
@@ -234,7 +324,7 @@ class SliceScanSource : public RowSource {
 class IndexScanSource : public RowSource {
  public:
   IndexScanSource(Engine* engine, const PhysicalOperator& op)
-      : engine_(engine), op_(op), stream_(engine, op, /*merge=*/true) {}
+      : engine_(engine), op_(op), stream_(engine, op, /*merge=*/true), lock_(LockingReadOf(*op.table)) {}
   Result<bool> Next(Row* row) override {
     const catalog::TableDef& table = *op_.table;
     while (true) {
@@ -242,13 +332,14 @@ class IndexScanSource : public RowSource {
       Status decoded;
       if (op_.reverse) {
         if (!tail_) {
-          SHALE_ASSIGN_OR_RETURN(auto tail, LastValues(&stream_, op_.limit_hint));
+          SHALE_ASSIGN_OR_RETURN(auto tail, LastEntries(&stream_, op_.limit_hint));
           tail_ = std::move(tail);
         }
         if (tail_->empty()) return false;
-        decoded = DecodeRow(tail_->back(), &pk);
+        decoded = DecodeRow(tail_->back().value, &pk);
+        const size_t slice_index = tail_->back().slice;
         tail_->pop_back();
-        if (!decoded.ok()) return RowCorrupt(table, op_.slices[0], decoded);
+        if (!decoded.ok()) return RowCorrupt(table, op_.slices[slice_index], decoded);
       } else {
         SHALE_ASSIGN_OR_RETURN(storage::SliceIterator * it, stream_.Current());
         if (it == nullptr) return false;
@@ -260,7 +351,9 @@ class IndexScanSource : public RowSource {
           table.primary.SliceForHash(catalog::DistributionHash(table.primary, pk));
       SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, LocalSlice(engine_, table, def));
       std::string value;
-      Status st = slice->Get(catalog::EncodeKey(pk), &value);
+      const std::string pk_key = catalog::EncodeKey(pk);
+      Status st = lock_ ? LockAndReadRow(table, slice, pk_key, *lock_, &value)
+                        : ReadRow(slice, pk_key, /*latest=*/false, &value);
       if (st.IsNotFound()) continue;  // deleted since the index was read
       SHALE_RETURN_IF_ERROR(st);
       decoded = DecodeRow(value, row);
@@ -273,7 +366,8 @@ class IndexScanSource : public RowSource {
   Engine* engine_;
   const PhysicalOperator& op_;
   EntryStream stream_;
-  std::optional<std::deque<std::string>> tail_;  // reverse: the entries left, last first
+  std::optional<std::deque<TailEntry>> tail_;  // reverse: the entries left, last first
+  const std::optional<txn::LockMode> lock_;
 };
 
 class FilterSource : public RowSource {
@@ -801,7 +895,7 @@ class TableWriter {
     if (it != changes_[0].end()) return it->second.value.has_value();
     SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, SliceAt(0, slice_index));
     std::string existing;
-    Status st = slice->Get(key, &existing);
+    Status st = ReadRow(slice, key, /*latest=*/true, &existing);
     if (st.ok()) return true;
     if (st.IsNotFound()) return false;
     return st;
@@ -819,7 +913,7 @@ class TableWriter {
     } else {
       size_t index = SliceIndexOf(table_.primary, pk);
       SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, SliceAt(0, index));
-      Status st = slice->Get(key, &value);
+      Status st = ReadRow(slice, key, /*latest=*/true, &value);
       if (st.IsNotFound()) return std::optional<Row>();
       SHALE_RETURN_IF_ERROR(st);
     }
@@ -857,7 +951,7 @@ class TableWriter {
         range.has_end = true;
         range.end = end;
         range.end_inclusive = false;
-        auto it = slice->NewIterator(range);
+        auto it = ReadRange(slice, range, /*latest=*/true);
         for (; it->Valid(); it->Next()) {
           auto c = pending.find(std::string(it->key()));
           if (c == pending.end() || c->second.value) {
@@ -897,7 +991,46 @@ class TableWriter {
   void Put(const Row& row) { Change(row, true); }
   void Delete(const Row& row) { Change(row, false); }
 
+  // Exclusive locks on `row`'s primary key and on its values in every
+  // UNIQUE index (none NULL), held to the end of the transaction: taken
+  // before a row is checked and written, so concurrent writers of one key
+  // (or one unique value) go one after the other.
+  Status LockRowKeys(const Row& row) {
+    if (!CurrentTxn()) return Status::OK();
+    SHALE_RETURN_IF_ERROR(AcquireLock(LockName('R', table_.id, catalog::EncodeKey(catalog::PrimaryKeyValues(table_, row))),
+                                   txn::LockMode::kExclusive));
+    for (size_t r = 1; r < changes_.size(); ++r) {
+      const catalog::RepresentationDef& rep = Rep(r);
+      if (!rep.unique || rep.slices.empty()) continue;
+      std::vector<Value> values = catalog::RepresentationKeyValues(rep, row);
+      if (HasNull(values)) continue;
+      SHALE_RETURN_IF_ERROR(AcquireLock(LockName('U', rep.slices[0].id, catalog::EncodeKey(values)),
+                                     txn::LockMode::kExclusive));
+    }
+    return Status::OK();
+  }
+
   Status Commit() {
+    if (txn::Transaction* t = CurrentTxn()) {
+      // Into the transaction's write set; it reaches the slices at COMMIT.
+      bool any = false;
+      for (size_t r = 0; r < changes_.size(); ++r) {
+        for (auto& [key, change] : changes_[r]) {
+          SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, SliceAt(r, change.slice_index));
+          if (change.value) {
+            t->Put(slice->id(), key, std::move(*change.value));
+          } else {
+            t->Delete(slice->id(), key);
+          }
+          any = true;
+        }
+      }
+      if (any && t_statement->written_tables) {
+        auto current = engine_->catalog()->GetTable(table_.db, table_.name);
+        if (current.ok() && (*current)->id == table_.id) t_statement->written_tables->emplace(table_.id, *current);
+      }
+      return Status::OK();
+    }
     // Every representation's batches (primary key and indexes) go to the
     // store as one atomic write: one WAL record for the whole statement.
     std::vector<std::vector<storage::WriteBatch>> batches(changes_.size());
@@ -920,8 +1053,7 @@ class TableWriter {
       }
     }
     if (writes.empty()) return Status::OK();
-    SHALE_RETURN_IF_ERROR(engine_->slices()->Write(writes));
-    return Status::OK();
+    return engine_->txn()->CommitBatches(writes);
   }
 
  private:
@@ -1010,9 +1142,12 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
   }
   for (size_t i = 0; i < rows.size(); ++i) SHALE_RETURN_IF_ERROR(CoerceRow(table, i + 1, &rows[i]));
 
-  // 2. Check keys and write, holding the table's write lock so no concurrent
-  //    writer can slip a duplicate between the check and the write.
-  std::lock_guard lock(engine->TableWriteMutex(table.id));
+  // 2. Check keys and write. In a transaction each row's keys are locked
+  //    first (TableWriter::LockRowKeys), so no concurrent writer can slip a
+  //    duplicate between the check and the commit; without one (DDL
+  //    helpers) the table's write lock serializes writers.
+  std::unique_lock<std::mutex> lock;
+  if (!CurrentTxn()) lock = std::unique_lock<std::mutex>(engine->TableWriteMutex(table.id));
   SHALE_RETURN_IF_ERROR(CheckTableUnchanged(engine, op));
   TableWriter writer(engine, table);
   using sierra::InsertConflict;
@@ -1031,9 +1166,28 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
                                                          table.indexes[*rep - 1].name, table.db, table.name));
     return existing;
   };
+  // The conflicting row, locked and re-read after the lock (it may have
+  // changed meanwhile).
+  auto lock_conflict = [&](const Row& r, size_t* rep) -> Result<std::optional<Row>> {
+    SHALE_ASSIGN_OR_RETURN(std::optional<Row> existing, find_conflict(r, rep));
+    for (int attempt = 0; existing && CurrentTxn() && attempt < 100; ++attempt) {
+      SHALE_RETURN_IF_ERROR(writer.LockRowKeys(*existing));
+      SHALE_ASSIGN_OR_RETURN(std::optional<Row> again, find_conflict(r, rep));
+      bool same = again && catalog::PrimaryKeyValues(table, *again) == catalog::PrimaryKeyValues(table, *existing);
+      existing = std::move(again);
+      if (same || !existing) break;
+    }
+    return existing;
+  };
   for (const Row& r : rows) {
     size_t rep = 0;
-    SHALE_ASSIGN_OR_RETURN(std::optional<Row> existing, find_conflict(r, &rep));
+    SHALE_RETURN_IF_ERROR(writer.LockRowKeys(r));
+    std::optional<Row> existing;
+    if (op.insert_conflict == InsertConflict::kError || op.insert_conflict == InsertConflict::kIgnore) {
+      SHALE_ASSIGN_OR_RETURN(existing, find_conflict(r, &rep));
+    } else {
+      SHALE_ASSIGN_OR_RETURN(existing, lock_conflict(r, &rep));
+    }
     if (!existing) {
       writer.Put(r);
       ++affected;
@@ -1053,7 +1207,7 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
         while (existing) {
           writer.Delete(*existing);
           ++affected;
-          SHALE_ASSIGN_OR_RETURN(existing, find_conflict(r, &rep));
+          SHALE_ASSIGN_OR_RETURN(existing, lock_conflict(r, &rep));
         }
         writer.Put(r);
         ++affected;
@@ -1072,6 +1226,7 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
         }
         if (updated == *existing) break;  // MySQL counts 0 for an unchanged row
         ApplyOnUpdateNow(table, op.update_columns, &updated);
+        SHALE_RETURN_IF_ERROR(writer.LockRowKeys(updated));
         writer.Delete(*existing);
         std::vector<Value> new_pk = catalog::PrimaryKeyValues(table, updated);
         if (new_pk != catalog::PrimaryKeyValues(table, *existing)) {
@@ -1119,17 +1274,40 @@ std::vector<Row> FirstMatchPerRow(const catalog::TableDef& table, std::vector<Ro
 Result<StatementResult> ExecuteModify(Engine* engine, const PhysicalOperator& op) {
   const catalog::TableDef& table = *op.table;
   const bool is_update = op.kind == PhysicalKind::kUpdate;
-  std::lock_guard lock(engine->TableWriteMutex(table.id));
+  std::unique_lock<std::mutex> lock;
+  if (!CurrentTxn()) lock = std::unique_lock<std::mutex>(engine->TableWriteMutex(table.id));
   SHALE_RETURN_IF_ERROR(CheckTableUnchanged(engine, op));
 
-  SHALE_ASSIGN_OR_RETURN(auto source, Build(engine, *op.children[0]));
+  // The target rows are read as a locking read (InnoDB): each is locked
+  // exclusively and read at its newest committed version, so concurrent
+  // `SET n = n + 1` lose no increment.
   std::vector<Row> targets;
-  Row row;
-  while (true) {
-    SHALE_ASSIGN_OR_RETURN(bool more, source->Next(&row));
-    if (!more) break;
-    targets.push_back(std::move(row));
-    row = Row();
+  {
+    std::optional<txn::LockMode> saved_mode;
+    uint64_t saved_table = 0;
+    if (CurrentTxn()) {
+      saved_mode = t_statement->locking_read;
+      saved_table = t_statement->lock_table_id;
+      t_statement->locking_read = txn::LockMode::kExclusive;
+      t_statement->lock_table_id = table.id;
+    }
+    auto drain = [&]() -> Status {
+      SHALE_ASSIGN_OR_RETURN(auto source, Build(engine, *op.children[0]));
+      Row row;
+      while (true) {
+        SHALE_ASSIGN_OR_RETURN(bool more, source->Next(&row));
+        if (!more) break;
+        targets.push_back(std::move(row));
+        row = Row();
+      }
+      return Status::OK();
+    };
+    Status drained = drain();
+    if (CurrentTxn()) {
+      t_statement->locking_read = saved_mode;
+      t_statement->lock_table_id = saved_table;
+    }
+    SHALE_RETURN_IF_ERROR(drained);
   }
   const size_t width = table.columns.size();
   const bool multi_table = !targets.empty() && targets[0].size() > width;
@@ -1142,6 +1320,7 @@ Result<StatementResult> ExecuteModify(Engine* engine, const PhysicalOperator& op
     ++matched;
     if (!is_update) {
       if (multi_table) old_row.resize(width);
+      SHALE_RETURN_IF_ERROR(writer.LockRowKeys(old_row));
       writer.Delete(old_row);
       ++changed;
       continue;
@@ -1174,6 +1353,8 @@ Result<StatementResult> ExecuteModify(Engine* engine, const PhysicalOperator& op
     std::vector<Value> old_pk = catalog::PrimaryKeyValues(table, old_row);
     std::vector<Value> new_pk = catalog::PrimaryKeyValues(table, new_row);
     // The old row's entries go first, so the new row may reuse its keys.
+    SHALE_RETURN_IF_ERROR(writer.LockRowKeys(old_row));
+    SHALE_RETURN_IF_ERROR(writer.LockRowKeys(new_row));
     writer.Delete(old_row);
     if (new_pk != old_pk) {
       SHALE_ASSIGN_OR_RETURN(bool taken, writer.RowExists(catalog::EncodeKey(new_pk),
@@ -1194,6 +1375,10 @@ Result<StatementResult> ExecuteModify(Engine* engine, const PhysicalOperator& op
 }
 
 }  // namespace
+
+StatementScope::StatementScope(StatementContext* context) : previous_(t_statement) { t_statement = context; }
+
+StatementScope::~StatementScope() { t_statement = previous_; }
 
 InterruptScope::InterruptScope(const std::atomic<bool>* flag) : previous_(t_interrupt) {
   t_interrupt = flag;
@@ -1248,7 +1433,7 @@ Status BuildIndex(Engine* engine, const catalog::TableDef& table,
   for (const catalog::SliceDef& def : table.primary.slices) {
     if (rows) break;
     SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, LocalSlice(engine, table, def));
-    auto it = slice->NewIterator(storage::KeyRange::All());
+    auto it = storage::MvccSlice(slice).NewIterator(storage::ReadOptions{}, storage::KeyRange::All());
     for (; it->Valid(); it->Next()) {
       Row row;
       Status decoded = DecodeRow(it->value(), &row);
@@ -1267,7 +1452,7 @@ Status BuildIndex(Engine* engine, const catalog::TableDef& table,
     writes.emplace_back(slice->id(), &batches[i]);
   }
   if (writes.empty()) return Status::OK();
-  return engine->slices()->Write(writes);
+  return engine->txn()->CommitBatches(writes);
 }
 
 }  // namespace shale::exec

@@ -9,11 +9,16 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
 
 #include "planner/physical.h"
 #include "shale/status.h"
 #include "src/exec/engine.h"
 #include "src/exec/session.h"
+#include "src/txn/transaction.h"
 
 namespace shale::exec {
 
@@ -29,6 +34,38 @@ class InterruptScope {
 
  private:
   const std::atomic<bool>* previous_;
+};
+
+// The transaction a statement runs in and how it reads (docs/transactions.md).
+// Plans executed on a thread while a StatementScope is alive read through
+// `txn` (its snapshot, overlaid by its own writes) and buffer their writes in
+// it; without one, reads see the newest committed versions and writes
+// commit at once (DDL helpers).
+struct StatementContext {
+  txn::Transaction* txn = nullptr;
+  // Locking read (SELECT ... FOR UPDATE / FOR SHARE; the row reads of UPDATE
+  // and DELETE): rows of `lock_table_id` (0: of every table) are locked in
+  // this mode and read at their newest committed version.
+  std::optional<txn::LockMode> locking_read;
+  uint64_t lock_table_id = 0;
+  // innodb_lock_wait_timeout.
+  std::chrono::milliseconds lock_wait_timeout{50000};
+  // KILL QUERY stops a lock wait too.
+  const std::atomic<bool>* interrupt = nullptr;
+  // Tables whose rows the transaction wrote, by id (filled by the executor;
+  // the session checks at commit that their definitions did not change).
+  std::map<uint64_t, std::shared_ptr<const catalog::TableDef>>* written_tables = nullptr;
+};
+
+class StatementScope {
+ public:
+  explicit StatementScope(StatementContext* context);
+  ~StatementScope();
+  StatementScope(const StatementScope&) = delete;
+  StatementScope& operator=(const StatementScope&) = delete;
+
+ private:
+  StatementContext* previous_;
 };
 
 // Runs `plan` and returns its result set (or, for kInsert, the affected rows).

@@ -1,5 +1,8 @@
 #include "src/exec/session.h"
 
+#include <cctype>
+#include <shared_mutex>
+
 #include "src/common/warnings.h"
 
 #include "planner/planner.h"
@@ -46,6 +49,7 @@ Status CreateSlicesFor(Engine* engine, uint32_t count, catalog::RepresentationDe
 }
 
 void DropCreatedSlices(Engine* engine, const std::vector<storage::SliceId>& created) {
+  std::unique_lock<std::shared_mutex> no_gc(engine->txn()->slice_drop_mutex());
   for (storage::SliceId id : created) (void)engine->slices()->DropSlice(id);
 }
 
@@ -77,6 +81,7 @@ Status RunCreateTable(Engine* engine, sql::CreateTableCmd cmd) {
 
 void DropRepresentationSlices(Engine* engine, const catalog::TableDef& t,
                               const catalog::RepresentationDef& rep) {
+  std::unique_lock<std::shared_mutex> no_gc(engine->txn()->slice_drop_mutex());
   for (const auto& s : rep.slices) {
     Status st = engine->slices()->DropSlice(s.id);
     if (!st.ok() && !st.IsNotFound()) {
@@ -129,7 +134,7 @@ Status RunAlterColumns(Engine* engine, const sql::AlterTableCmd& cmd) {
   std::vector<Row> new_rows;
   for (size_t si = 0; si < old_def.primary.slices.size(); ++si) {
     SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, engine->slices()->GetSlice(old_def.primary.slices[si].id));
-    auto it = slice->NewIterator(storage::KeyRange::All());
+    auto it = storage::MvccSlice(slice).NewIterator(storage::ReadOptions{}, storage::KeyRange::All());
     for (; it->Valid(); it->Next()) {
       Row old_row;
       SHALE_RETURN_IF_ERROR(DecodeRow(it->value(), &old_row));
@@ -180,7 +185,7 @@ Status RunAlterColumns(Engine* engine, const sql::AlterTableCmd& cmd) {
     if (!batches[i].empty()) writes.emplace_back(old_def.primary.slices[i].id, &batches[i]);
   }
   if (!writes.empty()) {
-    Status written = engine->slices()->Write(writes);
+    Status written = engine->txn()->CommitBatches(writes);
     if (!written.ok()) {
       DropCreatedSlices(engine, created);
       return written;
@@ -248,7 +253,173 @@ Status DropSlicesOf(Engine* engine, const catalog::TableDef& t) {
 Session::Session(Engine* engine, uint32_t connection_id)
     : engine_(engine), connection_id_(connection_id), variables_(engine->global_variables()) {}
 
-Session::~Session() = default;
+Session::~Session() {
+  // A closed connection (or COM_RESET_CONNECTION / COM_CHANGE_USER, which
+  // replace the session) rolls back and releases its locks.
+  if (txn_) txn_->Rollback();
+}
+
+namespace {
+
+// Whether running `op` reads or writes table rows.
+bool TouchesTables(const planner::PhysicalOperator& op) {
+  using planner::PhysicalKind;
+  switch (op.kind) {
+    case PhysicalKind::kPointGet:
+    case PhysicalKind::kSliceScan:
+    case PhysicalKind::kIndexScan:
+    case PhysicalKind::kInsert:
+    case PhysicalKind::kUpdate:
+    case PhysicalKind::kDelete: return true;
+    case PhysicalKind::kApply:
+      if (op.correlated) return true;
+      break;
+    default: break;
+  }
+  for (const auto& c : op.children) {
+    if (TouchesTables(*c)) return true;
+  }
+  return false;
+}
+
+std::string UpperText(const Value& v) {
+  std::string t = v.is_null() ? "" : v.ToText();
+  for (char& c : t) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return t;
+}
+
+// Checks and normalizes a value for the transaction variables; other
+// variables pass unchanged.
+Status NormalizeTxnVariable(const std::string& name, Value* v) {
+  auto wrong = [&]() {
+    return SqlError(ErrorCode::kWrongValueForVar, "Variable '{}' can't be set to the value of '{}'", name,
+                    v->is_null() ? std::string("NULL") : v->ToText());
+  };
+  if (name == "transaction_isolation" || name == "tx_isolation") {
+    txn::Isolation level;
+    if (!v->is_string() || !txn::ParseIsolation(v->as_string(), &level)) return wrong();
+    *v = Value::String(txn::IsolationName(level));
+  } else if (name == "transaction_read_only" || name == "tx_read_only") {
+    std::string t = UpperText(*v);
+    if (t == "1" || t == "ON" || t == "TRUE") {
+      *v = Value::Int(1);
+    } else if (t == "0" || t == "OFF" || t == "FALSE") {
+      *v = Value::Int(0);
+    } else {
+      return wrong();
+    }
+  } else if (name == "innodb_lock_wait_timeout") {
+    if (!v->is_int() || v->as_int() < 1 || v->as_int() > 1073741824) return wrong();
+  }
+  return Status::OK();
+}
+
+// The other name of a transaction variable (MySQL 5.7's tx_* aliases).
+std::string AliasOf(const std::string& name) {
+  if (name == "transaction_isolation") return "tx_isolation";
+  if (name == "tx_isolation") return "transaction_isolation";
+  if (name == "transaction_read_only") return "tx_read_only";
+  if (name == "tx_read_only") return "transaction_read_only";
+  return "";
+}
+
+}  // namespace
+
+txn::TxnOptions Session::SessionTxnOptions() const {
+  txn::TxnOptions o;
+  auto iso = variables_.find("transaction_isolation");
+  if (iso != variables_.end() && iso->second.is_string()) {
+    (void)txn::ParseIsolation(iso->second.as_string(), &o.isolation);
+  }
+  auto ro = variables_.find("transaction_read_only");
+  o.read_only = ro != variables_.end() && sierra::IsTrue(ro->second);
+  return o;
+}
+
+txn::TxnOptions Session::TakeNextTxnOptions() {
+  txn::TxnOptions o = next_txn_ ? *next_txn_ : SessionTxnOptions();
+  next_txn_.reset();
+  return o;
+}
+
+std::chrono::milliseconds Session::LockWaitTimeout() const {
+  auto it = variables_.find("innodb_lock_wait_timeout");
+  int64_t seconds = it != variables_.end() && it->second.is_int() ? it->second.as_int() : 50;
+  return std::chrono::milliseconds(seconds * 1000);
+}
+
+Status Session::CommitChecked(txn::Transaction* t, const WrittenTables& tables) {
+  // DDL holds a table's write mutex while it changes the table; a commit
+  // holds the mutexes of the tables it wrote (in id order) while it checks
+  // that their definitions are the ones it wrote with, and writes.
+  std::vector<std::unique_lock<std::mutex>> held;
+  for (const auto& [id, def] : tables) held.emplace_back(engine_->TableWriteMutex(id));
+  for (const auto& [id, def] : tables) {
+    auto current = engine_->catalog()->GetTable(def->db, def->name);
+    if (!current.ok() || *current != def) {
+      t->Rollback();
+      return SqlError(ErrorCode::kTableDefChanged, "Table definition has changed, please retry transaction");
+    }
+  }
+  return t->Commit();
+}
+
+Status Session::EndTransaction() {
+  if (!txn_) return Status::OK();
+  std::unique_ptr<txn::Transaction> t = std::move(txn_);
+  WrittenTables tables = std::move(txn_tables_);
+  txn_tables_.clear();
+  return CommitChecked(t.get(), tables);
+}
+
+void Session::RollbackTransaction() {
+  if (txn_) txn_->Rollback();
+  txn_.reset();
+  txn_tables_.clear();
+}
+
+Result<StatementResult> Session::RunInTransaction(const std::function<Result<StatementResult>()>& run, bool writes,
+                                                  std::optional<txn::LockMode> locking, bool own_transaction) {
+  if (!txn_ && !autocommit() && !own_transaction) txn_ = engine_->txn()->Begin(TakeNextTxnOptions());
+  std::unique_ptr<txn::Transaction> statement_txn;
+  WrittenTables statement_tables;
+  txn::Transaction* t = own_transaction ? nullptr : txn_.get();
+  WrittenTables* tables = &txn_tables_;
+  if (!t) {
+    statement_txn = engine_->txn()->Begin(own_transaction ? SessionTxnOptions() : TakeNextTxnOptions());
+    t = statement_txn.get();
+    tables = &statement_tables;
+  }
+  if (writes && t->read_only()) {
+    return SqlError(ErrorCode::kCantExecuteInReadOnlyTransaction,
+                    "Cannot execute statement in a READ ONLY transaction.");
+  }
+  // SERIALIZABLE: plain SELECTs in a transaction read with shared locks.
+  if (!locking && !writes && txn_ && t->isolation() == txn::Isolation::kSerializable) {
+    locking = txn::LockMode::kShared;
+  }
+  t->BeginStatement();
+  StatementContext context;
+  context.txn = t;
+  context.locking_read = locking;
+  context.lock_wait_timeout = LockWaitTimeout();
+  context.interrupt = &interrupted_;
+  context.written_tables = tables;
+  Result<StatementResult> r = [&] {
+    StatementScope scope(&context);
+    return run();
+  }();
+  if (!r.ok()) {
+    if (r.status().mysql_code() == static_cast<uint16_t>(ErrorCode::kLockDeadlock) && t == txn_.get()) {
+      RollbackTransaction();  // the deadlock victim's whole transaction (InnoDB)
+    } else {
+      t->RollbackStatement();  // only this statement's changes
+    }
+    return r;
+  }
+  if (statement_txn) SHALE_RETURN_IF_ERROR(CommitChecked(statement_txn.get(), statement_tables));
+  return r;
+}
 
 bool Session::autocommit() const {
   auto it = variables_.find("autocommit");
@@ -391,7 +562,11 @@ Result<StatementResult> Session::ExecuteCalcFoundRows(const sierra::LogicalOpera
   const sierra::LogicalOperator& all = limited ? *plan.children[0] : plan;
   SHALE_ASSIGN_OR_RETURN(auto physical, planner::Plan(all));
   InterruptScope interrupt_scope(&interrupted_);
-  SHALE_ASSIGN_OR_RETURN(StatementResult r, ExecutePlan(engine_, *physical));
+  auto run = [&]() { return ExecutePlan(engine_, *physical); };
+  Result<StatementResult> result = TouchesTables(*physical)
+                                       ? RunInTransaction(run, false, std::nullopt, /*own_transaction=*/false)
+                                       : ExecutePlan(engine_, *physical);
+  SHALE_ASSIGN_OR_RETURN(StatementResult r, std::move(result));
   found_rows_ = r.rows.size();
   if (limited) {
     const uint64_t begin = std::min<uint64_t>(plan.offset, r.rows.size());
@@ -421,16 +596,21 @@ Result<StatementResult> Session::ExecuteBound(const ast::Statement& stmt, sql::B
                         cmd.plan->kind == sierra::LogicalKind::kUpdate ||
                         cmd.plan->kind == sierra::LogicalKind::kDelete;
           InterruptScope interrupt_scope(&interrupted_);
-          SHALE_ASSIGN_OR_RETURN(StatementResult r, ExecutePlan(engine_, *physical));
+          std::optional<txn::LockMode> locking;
+          if (select != nullptr) {
+            if (select->lock == ast::SelectStmt::LockMode::kUpdate) locking = txn::LockMode::kExclusive;
+            if (select->lock == ast::SelectStmt::LockMode::kShare) locking = txn::LockMode::kShared;
+          }
+          auto run = [&]() { return ExecutePlan(engine_, *physical); };
+          Result<StatementResult> result = TouchesTables(*physical)
+                                               ? RunInTransaction(run, writes, locking, /*own_transaction=*/false)
+                                               : ExecutePlan(engine_, *physical);
+          SHALE_ASSIGN_OR_RETURN(StatementResult r, std::move(result));
           if (show != nullptr) FilterShown(*show, &r);
           if (select != nullptr) found_rows_ = r.rows.size();
-          if (writes) {
-            if (!autocommit()) in_transaction_ = true;
-            if (in_transaction_) changed_data_in_transaction_ = true;
-          }
           return r;
         } else if constexpr (std::is_same_v<T, sql::CreateDatabaseCmd>) {
-          EndTransaction();  // DDL commits implicitly
+          SHALE_RETURN_IF_ERROR(EndTransaction());  // DDL commits implicitly
           bool created = false;
           SHALE_RETURN_IF_ERROR(engine_->catalog()->CreateDatabase(cmd.name, cmd.if_not_exists, &created));
           if (!created) {
@@ -439,7 +619,7 @@ Result<StatementResult> Session::ExecuteBound(const ast::Statement& stmt, sql::B
           }
           return Ok(created ? 1 : 0);
         } else if constexpr (std::is_same_v<T, sql::DropDatabaseCmd>) {
-          EndTransaction();
+          SHALE_RETURN_IF_ERROR(EndTransaction());
           std::vector<std::shared_ptr<const catalog::TableDef>> dropped;
           bool existed = engine_->catalog()->DatabaseExists(cmd.name);
           SHALE_RETURN_IF_ERROR(engine_->catalog()->DropDatabase(cmd.name, cmd.if_exists, &dropped));
@@ -454,7 +634,7 @@ Result<StatementResult> Session::ExecuteBound(const ast::Statement& stmt, sql::B
           current_db_ = cmd.db;
           return Ok();
         } else if constexpr (std::is_same_v<T, sql::CreateTableCmd>) {
-          EndTransaction();
+          SHALE_RETURN_IF_ERROR(EndTransaction());
           bool existed = engine_->catalog()->GetTable(cmd.def.db, cmd.def.name).ok();
           std::string name = cmd.def.name;
           std::string db = cmd.def.db;
@@ -474,8 +654,10 @@ Result<StatementResult> Session::ExecuteBound(const ast::Statement& stmt, sql::B
             auto insert = sierra::LogicalOperator::Insert(
                 table, sierra::LogicalOperator::Project(std::move(as_select), std::move(exprs), scan->columns));
             auto physical = planner::Plan(*insert);
+            auto run = [&]() { return ExecutePlan(engine_, **physical); };
             Result<StatementResult> inserted =
-                physical.ok() ? ExecutePlan(engine_, **physical) : Result<StatementResult>(physical.status());
+                physical.ok() ? RunInTransaction(run, /*writes=*/true, std::nullopt, /*own_transaction=*/true)
+                              : Result<StatementResult>(physical.status());
             if (!inserted.ok()) {
               (void)engine_->catalog()->DropTable(db, name);
               (void)DropSlicesOf(engine_, *table);
@@ -491,7 +673,7 @@ Result<StatementResult> Session::ExecuteBound(const ast::Statement& stmt, sql::B
           }
           return Ok();
         } else if constexpr (std::is_same_v<T, sql::DropTableCmd>) {
-          EndTransaction();
+          SHALE_RETURN_IF_ERROR(EndTransaction());
           // MySQL checks every table first and drops none if one is missing.
           std::string missing;
           for (const auto& [db, name] : cmd.tables) {
@@ -517,7 +699,7 @@ Result<StatementResult> Session::ExecuteBound(const ast::Statement& stmt, sql::B
           SHALE_ASSIGN_OR_RETURN(auto physical, planner::Plan(*cmd.plan));
           return ExplainPlan(engine_, *physical, cmd.tree);
         } else if constexpr (std::is_same_v<T, sql::AlterTableCmd>) {
-          EndTransaction();
+          SHALE_RETURN_IF_ERROR(EndTransaction());
           if (cmd.new_def) {
             SHALE_RETURN_IF_ERROR(RunAlterColumns(engine_, cmd));
           } else if (!cmd.add_indexes.empty() || !cmd.drop_indexes.empty()) {
@@ -529,7 +711,7 @@ Result<StatementResult> Session::ExecuteBound(const ast::Statement& stmt, sql::B
           }
           return Ok();
         } else if constexpr (std::is_same_v<T, sql::RenameTableCmd>) {
-          EndTransaction();
+          SHALE_RETURN_IF_ERROR(EndTransaction());
           for (const auto& [from, to] : cmd.renames) {
             SHALE_RETURN_IF_ERROR(engine_->catalog()->RenameTable(from.first, from.second, to.first, to.second));
           }
@@ -541,13 +723,32 @@ Result<StatementResult> Session::ExecuteBound(const ast::Statement& stmt, sql::B
                               "Variable '{}' is a read only variable", name);
             }
           }
+          for (auto* list : {&cmd.global_assignments, &cmd.assignments, &cmd.next_transaction}) {
+            for (auto& [name, value] : *list) SHALE_RETURN_IF_ERROR(NormalizeTxnVariable(name, &value));
+          }
+          if (!cmd.next_transaction.empty()) {
+            if (txn_) {
+              return SqlError(ErrorCode::kCantChangeTxCharacteristics,
+                              "Transaction characteristics can't be changed while a transaction is in progress");
+            }
+            txn::TxnOptions next = next_txn_ ? *next_txn_ : SessionTxnOptions();
+            for (const auto& [name, value] : cmd.next_transaction) {
+              if (name == "transaction_isolation") (void)txn::ParseIsolation(value.as_string(), &next.isolation);
+              if (name == "transaction_read_only") next.read_only = sierra::IsTrue(value);
+            }
+            next_txn_ = next;
+          }
           // User variables first: their values are computed by a query,
           // which may fail, and then nothing is set.
           std::map<std::string, Value> user_values;
           if (cmd.user_values) {
             SHALE_ASSIGN_OR_RETURN(auto physical, planner::Plan(*cmd.user_values));
             InterruptScope interrupt_scope(&interrupted_);
-            SHALE_ASSIGN_OR_RETURN(StatementResult r, ExecutePlan(engine_, *physical));
+            auto run = [&]() { return ExecutePlan(engine_, *physical); };
+            Result<StatementResult> result = TouchesTables(*physical)
+                                                 ? RunInTransaction(run, false, std::nullopt, /*own_transaction=*/false)
+                                                 : ExecutePlan(engine_, *physical);
+            SHALE_ASSIGN_OR_RETURN(StatementResult r, std::move(result));
             if (r.rows.size() != 1 || r.rows[0].size() != cmd.user_variables.size()) {
               return Status::Internal("SET @variable: the value query did not give one row");
             }
@@ -566,28 +767,34 @@ Result<StatementResult> Session::ExecuteBound(const ast::Statement& stmt, sql::B
           }
           for (auto& [name, value] : cmd.global_assignments) {
             SHALE_RETURN_IF_ERROR(engine_->SetGlobalVariable(name, value));
+            std::string alias = AliasOf(name);
+            if (!alias.empty()) SHALE_RETURN_IF_ERROR(engine_->SetGlobalVariable(alias, value));
           }
           for (auto& [name, value] : user_values) user_variables_[name] = std::move(value);
           for (auto& [name, value] : cmd.assignments) {
             if (name == "autocommit" && sierra::IsTrue(value) && !autocommit()) {
-              EndTransaction();  // turning autocommit on commits
+              SHALE_RETURN_IF_ERROR(EndTransaction());  // turning autocommit on commits
             }
+            std::string alias = AliasOf(name);
+            if (!alias.empty()) variables_[alias] = value;
             variables_[name] = value;
           }
           return Ok();
         } else {
           static_assert(std::is_same_v<T, sql::TransactionCmd>);
           using Kind = ast::TransactionStmt::Kind;
-          bool changed = changed_data_in_transaction_;
-          EndTransaction();
+          if (cmd.kind == Kind::kRollback) {
+            RollbackTransaction();
+            return Ok();
+          }
+          // COMMIT; BEGIN commits the open transaction first (as MySQL).
+          SHALE_RETURN_IF_ERROR(EndTransaction());
           if (cmd.kind == Kind::kBegin) {
-            in_transaction_ = true;
-          } else if (cmd.kind == Kind::kRollback && changed) {
-            // Writes are applied at once (as with a non-transactional MySQL
-            // engine) until the MVCC storage and transaction layers exist.
-            warnings_.push_back({"Warning",
-                                 static_cast<uint16_t>(ErrorCode::kWarningNotCompleteRollback),
-                                 "Some non-transactional changed tables couldn't be rolled back"});
+            txn::TxnOptions options = TakeNextTxnOptions();
+            if (cmd.read_only) options.read_only = true;
+            if (cmd.read_write) options.read_only = false;
+            txn_ = engine_->txn()->Begin(options);
+            if (cmd.consistent_snapshot) txn_->TakeSnapshot();
           }
           return Ok();
         }
@@ -595,9 +802,5 @@ Result<StatementResult> Session::ExecuteBound(const ast::Statement& stmt, sql::B
       bound);
 }
 
-void Session::EndTransaction() {
-  in_transaction_ = false;
-  changed_data_in_transaction_ = false;
-}
 
 }  // namespace shale::exec

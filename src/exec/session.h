@@ -9,8 +9,12 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +27,11 @@
 #include "src/sql/information_schema.h"
 #include "src/sql/binder.h"
 #include "src/common/value.h"
+#include "src/txn/transaction.h"
+
+namespace shale::catalog {
+struct TableDef;
+}
 
 namespace shale::exec {
 
@@ -118,7 +127,9 @@ class Session {
 
   // For the server status flags of OK/EOF packets.
   bool autocommit() const;
-  bool in_transaction() const { return in_transaction_; }
+  // A multi-statement transaction is open (BEGIN, or autocommit=0 after a
+  // statement that read or wrote a table): SERVER_STATUS_IN_TRANS.
+  bool in_transaction() const { return txn_ != nullptr; }
   uint32_t connection_id() const { return connection_id_; }
 
   // Session system variables (lower-case names), seeded from the engine's
@@ -163,7 +174,22 @@ class Session {
   TemporalContext StatementClock() const;
   Result<StatementResult> ExecuteStatement(const sql::ast::Statement& stmt,
                                            const std::vector<Warning>& shown_warnings);
-  void EndTransaction();
+  using WrittenTables = std::map<uint64_t, std::shared_ptr<const catalog::TableDef>>;
+  // Commits the open transaction, if any (COMMIT, BEGIN, DDL, autocommit=1).
+  Status EndTransaction();
+  void RollbackTransaction();
+  // Runs a statement that reads or writes tables in the open transaction
+  // (starting one if autocommit is off), or in a transaction of its own
+  // committed at its end (autocommit, or `own_transaction`). A failing
+  // statement undoes only its own changes, except a deadlock victim's,
+  // which rolls back the whole transaction.
+  Result<StatementResult> RunInTransaction(const std::function<Result<StatementResult>()>& run, bool writes,
+                                           std::optional<txn::LockMode> locking, bool own_transaction);
+  Status CommitChecked(txn::Transaction* t, const WrittenTables& tables);
+  txn::TxnOptions SessionTxnOptions() const;
+  // SET TRANSACTION's options if given (once), else the session's.
+  txn::TxnOptions TakeNextTxnOptions();
+  std::chrono::milliseconds LockWaitTimeout() const;
   // Account, privilege, KILL and SHOW STATUS/PROCESSLIST/GRANTS statements
   // (session_admin.cc).
   Result<StatementResult> ExecuteAdmin(const sql::ast::AdminStmt& stmt);
@@ -198,6 +224,9 @@ class Session {
   std::string current_db_;
   std::map<std::string, Value> variables_;
   std::vector<Warning> warnings_;  // of the last statement, for SHOW WARNINGS
+  std::unique_ptr<txn::Transaction> txn_;  // the open multi-statement transaction
+  WrittenTables txn_tables_;               // tables txn_ wrote
+  std::optional<txn::TxnOptions> next_txn_;  // SET TRANSACTION without scope
   std::map<std::string, Value> user_variables_;
   // ROW_COUNT(): affected rows of the last statement, -1 after a result set
   // or an error. FOUND_ROWS(): rows of the last SELECT (without its LIMIT
@@ -205,8 +234,6 @@ class Session {
   int64_t row_count_ = -1;
   uint64_t found_rows_ = 0;
   uint64_t last_insert_id_ = 0;
-  bool in_transaction_ = false;
-  bool changed_data_in_transaction_ = false;
   SessionUser user_;
   SessionHost* host_ = nullptr;
   std::atomic<bool> interrupted_{false};

@@ -449,7 +449,7 @@ Result<StatementResult> Session::ExecuteAdmin(const ast::AdminStmt& s) {
       if (!failed.empty()) {
         return SqlError(ErrorCode::kCannotUser, "Operation {} failed for {}", op, AccountList(failed));
       }
-      EndTransaction();  // account statements commit implicitly
+      SHALE_RETURN_IF_ERROR(EndTransaction());  // account statements commit implicitly
       for (const auto& r : todo) {
         if (s.kind == Kind::kCreateUser) {
           catalog::Account account;
@@ -587,7 +587,7 @@ Result<StatementResult> Session::ExecuteAdmin(const ast::AdminStmt& s) {
         }
         targets.push_back(std::move(r));
       }
-      EndTransaction();
+      SHALE_RETURN_IF_ERROR(EndTransaction());
       for (const auto& r : targets) {
         SHALE_RETURN_IF_ERROR(accounts->Change(r.user, r.host, db, table, bits, grant_option, grant).status());
       }

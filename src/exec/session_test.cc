@@ -454,7 +454,7 @@ TEST_F(SessionTest, EmptyQuery) {
   EXPECT_EQ(results[0].status().mysql_code(), 1065);
 }
 
-TEST_F(SessionTest, RollbackAfterInsertWarns) {
+TEST_F(SessionTest, RollbackDiscardsTheTransactionsWrites) {
   CreateSample();
   EXPECT_TRUE(session_->autocommit());
   Run("SET autocommit = 0");
@@ -462,40 +462,65 @@ TEST_F(SessionTest, RollbackAfterInsertWarns) {
   EXPECT_FALSE(session_->in_transaction());
   Run("INSERT INTO t VALUES (30, 'x', 0)");
   EXPECT_TRUE(session_->in_transaction());
+  EXPECT_EQ(Query("SELECT id FROM t WHERE id = 30"), (Table{{"30"}}));  // its own write
   StatementResult r = Run("ROLLBACK");
-  EXPECT_EQ(r.warnings, 1u);
-  ASSERT_EQ(session_->warnings().size(), 1u);
-  EXPECT_EQ(session_->warnings()[0].code, 1196);
-  EXPECT_EQ(session_->warnings()[0].level, "Warning");
+  EXPECT_EQ(r.warnings, 0u);
   EXPECT_FALSE(session_->in_transaction());
-  // SHOW WARNINGS lists the previous statement's warning.
-  StatementResult shown = Run("SHOW WARNINGS");
-  EXPECT_EQ(Text(shown), (Table{{"Warning", "1196",
-                                 "Some non-transactional changed tables couldn't be rolled back"}}));
-  // The write was applied at once and stays.
-  EXPECT_EQ(Query("SELECT id FROM t WHERE id = 30"), (Table{{"30"}}));
-
-  // Nothing changed since: no warning.
-  EXPECT_EQ(Run("ROLLBACK").warnings, 0u);
-  // A SELECT-only transaction: no warning.
-  Run("SELECT * FROM t");
-  EXPECT_EQ(Run("ROLLBACK").warnings, 0u);
-  // COMMIT ends the transaction: a later ROLLBACK has nothing to warn about.
+  EXPECT_EQ(Query("SELECT id FROM t WHERE id = 30"), (Table{}));
+  // COMMIT makes the writes stay.
   Run("INSERT INTO t VALUES (31, 'y', 0)");
   Run("COMMIT");
-  EXPECT_EQ(Run("ROLLBACK").warnings, 0u);
+  Run("ROLLBACK");
+  EXPECT_EQ(Query("SELECT id FROM t WHERE id = 31"), (Table{{"31"}}));
 }
 
-TEST_F(SessionTest, RollbackWithAutocommitWarnsOnlyInsideTransactions) {
+TEST_F(SessionTest, ExplicitTransactionsAndImplicitCommit) {
   CreateSample();
   Run("INSERT INTO t VALUES (40, 'x', 0)");
-  EXPECT_EQ(Run("ROLLBACK").warnings, 0u);  // autocommit: each INSERT committed itself
+  Run("ROLLBACK");  // autocommit: each INSERT committed itself
+  EXPECT_EQ(Query("SELECT id FROM t WHERE id = 40"), (Table{{"40"}}));
   Run("BEGIN");
   EXPECT_TRUE(session_->in_transaction());
   Run("INSERT INTO t VALUES (41, 'x', 0)");
-  EXPECT_EQ(Run("ROLLBACK").warnings, 1u);
+  Run("ROLLBACK");
+  EXPECT_EQ(Query("SELECT id FROM t WHERE id = 41"), (Table{}));
   Run("START TRANSACTION; INSERT INTO t VALUES (42, 'x', 0); CREATE TABLE z (a INT PRIMARY KEY)");
-  EXPECT_EQ(Run("ROLLBACK").warnings, 0u);  // DDL committed implicitly
+  EXPECT_FALSE(session_->in_transaction());  // DDL committed implicitly
+  Run("ROLLBACK");
+  EXPECT_EQ(Query("SELECT id FROM t WHERE id = 42"), (Table{{"42"}}));
+}
+
+TEST_F(SessionTest, FailingStatementUndoesOnlyItself) {
+  CreateSample();
+  Run("BEGIN");
+  Run("INSERT INTO t VALUES (50, 'a', 0)");
+  auto results = session_->Execute("INSERT INTO t VALUES (51, 'b', 0), (50, 'dup', 0)");
+  ASSERT_FALSE(results.back().ok());
+  EXPECT_EQ(results.back().status().mysql_code(), 1062);
+  Run("COMMIT");
+  EXPECT_EQ(Query("SELECT id FROM t WHERE id >= 50 ORDER BY id"), (Table{{"50"}}));
+}
+
+TEST_F(SessionTest, ReadOnlyTransactionRefusesWrites) {
+  CreateSample();
+  Run("START TRANSACTION READ ONLY");
+  auto results = session_->Execute("INSERT INTO t VALUES (60, 'a', 0)");
+  ASSERT_FALSE(results.back().ok());
+  EXPECT_EQ(results.back().status().mysql_code(), 1792);
+  Run("COMMIT");
+  results = session_->Execute("SET TRANSACTION ISOLATION LEVEL READ COMMITTED");
+  ASSERT_TRUE(results.back().ok());
+  Run("BEGIN");
+  results = session_->Execute("SET TRANSACTION READ ONLY");
+  ASSERT_FALSE(results.back().ok());
+  EXPECT_EQ(results.back().status().mysql_code(), 1568);
+  Run("COMMIT");
+  results = session_->Execute("SET SESSION transaction_isolation = 'BOGUS'");
+  ASSERT_FALSE(results.back().ok());
+  EXPECT_EQ(results.back().status().mysql_code(), 1231);
+  Run("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
+  EXPECT_EQ(Query("SELECT @@transaction_isolation, @@tx_isolation"),
+            (Table{{"READ-COMMITTED", "READ-COMMITTED"}}));
 }
 
 TEST_F(SessionTest, ShowStatements) {

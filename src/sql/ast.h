@@ -103,6 +103,9 @@ struct SelectStmt {
   // joined by UNION ALL (else UNION DISTINCT).
   std::vector<SelectStmt> union_terms;
   std::vector<bool> union_all;
+  // SELECT ... FOR UPDATE (kUpdate), FOR SHARE / LOCK IN SHARE MODE (kShare).
+  enum class LockMode : uint8_t { kNone, kShare, kUpdate };
+  LockMode lock = LockMode::kNone;
 };
 
 // UPDATE t SET col = expr, ... [WHERE] [ORDER BY] [LIMIT n]
@@ -231,6 +234,10 @@ struct ShowStmt {
 struct TransactionStmt {
   enum class Kind : uint8_t { kBegin, kCommit, kRollback };
   Kind kind = Kind::kBegin;
+  // START TRANSACTION READ ONLY / READ WRITE / WITH CONSISTENT SNAPSHOT.
+  bool read_only = false;
+  bool read_write = false;
+  bool consistent_snapshot = false;
 };
 
 // CREATE [UNIQUE] INDEX name ON t (cols), DROP INDEX name ON t and

@@ -467,7 +467,7 @@ Result<BoundStatement> Binder::BindStatement(const ast::Statement& stmt) {
           return Status::Internal("account and thread statements are not bound");
         } else {
           static_assert(std::is_same_v<T, ast::TransactionStmt>);
-          return BoundStatement(TransactionCmd{s.kind});
+          return BoundStatement(TransactionCmd{s.kind, s.read_only, s.read_write, s.consistent_snapshot});
         }
       },
       stmt);
@@ -2512,7 +2512,9 @@ Result<BoundStatement> Binder::BindSet(const ast::SetStmt& s) {
                         v.ToText());
       }
     }
-    if (a.scope == "global") {
+    if (a.scope == "next") {
+      cmd.next_transaction.emplace_back(a.name, std::move(v));
+    } else if (a.scope == "global") {
       cmd.global_assignments.emplace_back(a.name, std::move(v));
     } else {
       cmd.assignments.emplace_back(a.name, std::move(v));

@@ -82,6 +82,9 @@ struct DropTableCmd {
 struct SetCmd {
   std::vector<std::pair<std::string, Value>> assignments;  // session variables
   std::vector<std::pair<std::string, Value>> global_assignments;  // SET GLOBAL
+  // SET TRANSACTION ... without GLOBAL/SESSION: the next transaction only
+  // (transaction_isolation, transaction_read_only).
+  std::vector<std::pair<std::string, Value>> next_transaction;
   // SET @name = expr: the user variables, in order, and a plan producing
   // one row with their new values (one column each); null when none.
   std::vector<std::string> user_variables;
@@ -89,6 +92,9 @@ struct SetCmd {
 };
 struct TransactionCmd {
   ast::TransactionStmt::Kind kind;
+  bool read_only = false;
+  bool read_write = false;
+  bool consistent_snapshot = false;
 };
 // Index changes of one table (CREATE/DROP INDEX, ALTER TABLE ADD/DROP
 // INDEX): drops first, then adds, all in one catalog change. The added

@@ -212,7 +212,29 @@ Result<ast::Statement> Parser::ParseStatement() {
   }
   if (AcceptKeyword("START")) {
     SHALE_RETURN_IF_ERROR(ExpectKeyword("TRANSACTION"));
-    return ast::Statement(ast::TransactionStmt{ast::TransactionStmt::Kind::kBegin});
+    ast::TransactionStmt t{ast::TransactionStmt::Kind::kBegin};
+    // START TRANSACTION [characteristic [, characteristic] ...]
+    bool first = true;
+    while (first || AcceptOperator(",")) {
+      if (AcceptKeyword("WITH")) {
+        SHALE_RETURN_IF_ERROR(ExpectKeyword("CONSISTENT"));
+        SHALE_RETURN_IF_ERROR(ExpectKeyword("SNAPSHOT"));
+        t.consistent_snapshot = true;
+      } else if (AtKeyword("READ") && AtKeyword("ONLY", 1)) {
+        pos_ += 2;
+        t.read_only = true;
+      } else if (AtKeyword("READ") && AtKeyword("WRITE", 1)) {
+        pos_ += 2;
+        t.read_write = true;
+      } else if (first) {
+        break;
+      } else {
+        return ErrorHere();
+      }
+      first = false;
+    }
+    if (t.read_only && t.read_write) return ErrorHere();
+    return ast::Statement(t);
   }
   if (AcceptKeyword("COMMIT")) {
     AcceptKeyword("WORK");
@@ -417,7 +439,7 @@ Result<ast::SelectStmt> Parser::ParseQuery() {
       SHALE_RETURN_IF_ERROR(ParseLimit(&u.limit, &u.offset));
       return u;
     }
-    if (AtKeyword("FOR") || AtKeyword("LOCK")) return NotSupported("locking reads");
+    SHALE_RETURN_IF_ERROR(ParseLockingClause(&first));
     return first;
   }
   ast::SelectStmt u;
@@ -452,7 +474,7 @@ Result<ast::SelectStmt> Parser::ParseQuery() {
     SHALE_RETURN_IF_ERROR(ParseOrderBy(&u.order_by));
     SHALE_RETURN_IF_ERROR(ParseLimit(&u.limit, &u.offset));
   }
-  if (AtKeyword("FOR") || AtKeyword("LOCK")) return NotSupported("locking reads");
+  SHALE_RETURN_IF_ERROR(ParseLockingClause(&u));
   return u;
 }
 
@@ -502,6 +524,30 @@ Status Parser::ParseDeleteTargets(std::vector<ast::TableName>* out) {
     out->push_back(std::move(name));
     if (!AcceptOperator(",")) return Status::OK();
   }
+}
+
+// FOR UPDATE | FOR SHARE | LOCK IN SHARE MODE (NOWAIT, SKIP LOCKED and OF
+// are not supported).
+Status Parser::ParseLockingClause(ast::SelectStmt* s) {
+  if (AtKeyword("FOR") && AtKeyword("UPDATE", 1)) {
+    pos_ += 2;
+    s->lock = ast::SelectStmt::LockMode::kUpdate;
+  } else if (AtKeyword("FOR") && AtKeyword("SHARE", 1)) {
+    pos_ += 2;
+    s->lock = ast::SelectStmt::LockMode::kShare;
+  } else if (AtKeyword("LOCK") && AtKeyword("IN", 1)) {
+    pos_ += 2;
+    SHALE_RETURN_IF_ERROR(ExpectKeyword("SHARE"));
+    SHALE_RETURN_IF_ERROR(ExpectKeyword("MODE"));
+    s->lock = ast::SelectStmt::LockMode::kShare;
+    return Status::OK();
+  } else if (AtKeyword("FOR") || AtKeyword("LOCK")) {
+    return ErrorHere();
+  } else {
+    return Status::OK();
+  }
+  if (AtKeyword("NOWAIT") || AtKeyword("SKIP") || AtKeyword("OF")) return NotSupported("NOWAIT, SKIP LOCKED and OF in locking reads");
+  return Status::OK();
 }
 
 Result<ast::TableRef> Parser::ParseTableRef() {
@@ -1148,8 +1194,41 @@ Result<ast::SetStmt> Parser::ParseSet() {
     return s;
   }
   if (AtKeyword("TRANSACTION") || (AtKeyword("SESSION") && AtKeyword("TRANSACTION", 1)) ||
+      (AtKeyword("LOCAL") && AtKeyword("TRANSACTION", 1)) ||
       (AtKeyword("GLOBAL") && AtKeyword("TRANSACTION", 1))) {
-    return NotSupported("SET TRANSACTION");
+    // SET [GLOBAL | SESSION] TRANSACTION characteristic [, ...]: without a
+    // scope it applies to the next transaction only (scope "next").
+    std::string scope = "next";
+    if (AcceptKeyword("GLOBAL")) scope = "global";
+    if (AcceptKeyword("SESSION") || AcceptKeyword("LOCAL")) scope = "session";
+    SHALE_RETURN_IF_ERROR(ExpectKeyword("TRANSACTION"));
+    do {
+      auto lit = MakeExpr(ast::ExprKind::kLiteral);
+      if (AcceptKeyword("ISOLATION")) {
+        SHALE_RETURN_IF_ERROR(ExpectKeyword("LEVEL"));
+        if (AtKeyword("REPEATABLE") && AtKeyword("READ", 1)) {
+          lit->value = Value::String("REPEATABLE-READ");
+        } else if (AtKeyword("READ") && AtKeyword("COMMITTED", 1)) {
+          lit->value = Value::String("READ-COMMITTED");
+        } else if (AtKeyword("READ") && AtKeyword("UNCOMMITTED", 1)) {
+          lit->value = Value::String("READ-UNCOMMITTED");
+        } else if (AtKeyword("SERIALIZABLE")) {
+          lit->value = Value::String("SERIALIZABLE");
+          --pos_;  // one word, not two
+        } else {
+          return ErrorHere();
+        }
+        pos_ += 2;
+        s.assignments.push_back({scope, "transaction_isolation", std::move(lit)});
+      } else if (AtKeyword("READ") && (AtKeyword("ONLY", 1) || AtKeyword("WRITE", 1))) {
+        lit->value = Value::Int(AtKeyword("ONLY", 1) ? 1 : 0);
+        pos_ += 2;
+        s.assignments.push_back({scope, "transaction_read_only", std::move(lit)});
+      } else {
+        return ErrorHere();
+      }
+    } while (AcceptOperator(","));
+    return s;
   }
   while (true) {
     ast::SetAssignment a;

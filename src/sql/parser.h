@@ -39,6 +39,7 @@ class Parser {
   Result<ast::SelectStmt> ParseSelect();
   // [LIMIT n [OFFSET m] | LIMIT m, n]
   Status ParseLimit(std::optional<uint64_t>* limit, uint64_t* offset);
+  Status ParseLockingClause(ast::SelectStmt* s);
   // A table reference of FROM / JOIN: a table name or a derived table, with its alias.
   Result<ast::TableRef> ParseTableRef();
   // The joins after the first table of a FROM clause (or of a multi-table

@@ -24,8 +24,17 @@ With --wal-sync=async the driver only checks atomicity and that what is
 there is a prefix of each client's acknowledged history (async mode may lose
 the last flush interval).
 
+--mode bank runs multi-statement transactions instead: each client moves
+money between two of 64 accounts (spread over 4 slices) in BEGIN; SELECT
+... FOR UPDATE; UPDATE; UPDATE; INSERT into a transfer log; COMMIT. After
+every restart: the total of all balances is unchanged, every acknowledged
+COMMIT's transfer is in the log, no transfer that was never committed is,
+and every balance equals its initial amount plus the logged transfers (so
+no transaction is half there). Deadlock victims (1213) retry.
+
 Usage: crash_driver.py --shaled build/src/shaled [--rounds N] [--seconds S]
-       [--clients C] [--seed X] [--wal-sync durable|async] [--keep]
+       [--clients C] [--seed X] [--wal-sync durable|async] [--mode groups|bank]
+       [--keep]
 Exit status 0 when every round verified.
 """
 import argparse
@@ -137,6 +146,141 @@ def group_states(rows, fail):
     return states
 
 
+ACCOUNTS = 64
+INITIAL = 1000
+
+
+class BankClient(threading.Thread):
+    """Transfers between random accounts in transactions until the server dies."""
+
+    def __init__(self, port, cid, acked, seed):
+        super().__init__(daemon=True)
+        self.port, self.cid, self.acked = port, cid, acked  # acked: transfer id -> (from, to, amount)
+        self.rnd = random.Random(seed)
+        self.in_doubt = None  # the transfer whose COMMIT was sent, outcome unknown
+        self.count = 0
+        self.seq = max(acked) % GROUPS_PER_CLIENT + 1 if acked else 1
+
+    def run(self):
+        try:
+            conn = pymysql.connect(host="127.0.0.1", port=self.port, user="root", database="crash",
+                                   autocommit=True, connect_timeout=5, read_timeout=60)
+        except pymysql.MySQLError:
+            return
+        cur = conn.cursor()
+        while True:
+            a, b = self.rnd.sample(range(ACCOUNTS), 2)
+            amount = self.rnd.randint(1, 50)
+            tid = self.cid * GROUPS_PER_CLIENT + self.seq
+            try:
+                cur.execute("BEGIN")
+                cur.execute("SELECT bal FROM acct WHERE id = %d FOR UPDATE" % a)
+                cur.execute("SELECT bal FROM acct WHERE id = %d FOR UPDATE" % b)
+                cur.execute("UPDATE acct SET bal = bal - %d WHERE id = %d" % (amount, a))
+                cur.execute("UPDATE acct SET bal = bal + %d WHERE id = %d" % (amount, b))
+                cur.execute("INSERT INTO transfers VALUES (%d, %d, %d, %d)" % (tid, a, b, amount))
+                self.in_doubt = (tid, a, b, amount)
+                cur.execute("COMMIT")
+            except pymysql.MySQLError as e:
+                if e.args and e.args[0] in (1213, 1205):
+                    self.in_doubt = None
+                    try:
+                        cur.execute("ROLLBACK")
+                    except (pymysql.MySQLError, OSError):
+                        return
+                    continue
+                return  # the server died: the COMMIT (if sent) stays in doubt
+            except OSError:
+                return
+            self.acked[tid] = (a, b, amount)
+            self.in_doubt = None
+            self.seq += 1
+            self.count += 1
+
+
+def run_bank(args, rnd):
+    node = ShaledProcess(args.shaled, ["--buffer-pool-mb=4", "--checkpoint-interval-ms=150",
+                                       "--checkpoint-wal-mb=1", "--wal-segment-mb=1",
+                                       "--verify-pages-at-start=ON", "--wal-sync=" + args.wal_sync,
+                                       "--log-level=warn"])
+    failures = []
+
+    def fail(msg):
+        failures.append(msg)
+        print("FAIL: " + msg, flush=True)
+
+    acked = {}  # client -> {transfer id -> (from, to, amount)}
+    rnd_no = 0
+    try:
+        node.start()
+        conn = pymysql.connect(host="127.0.0.1", port=node.port, user="root", autocommit=True)
+        cur = conn.cursor()
+        cur.execute("CREATE DATABASE crash")
+        cur.execute("CREATE TABLE crash.acct (id INT PRIMARY KEY, bal BIGINT NOT NULL) SLICES=4")
+        cur.execute("CREATE TABLE crash.transfers (id BIGINT PRIMARY KEY, src INT, dst INT, amount INT) SLICES=4")
+        cur.execute("INSERT INTO crash.acct VALUES " + ",".join("(%d,%d)" % (i, INITIAL) for i in range(ACCOUNTS)))
+        conn.close()
+        total = 0
+        for rnd_no in range(1, args.rounds + 1):
+            clients = [BankClient(node.port, c, acked.setdefault(c, {}), rnd.random()) for c in range(args.clients)]
+            for c in clients:
+                c.start()
+            time.sleep(rnd.uniform(0.3, args.seconds))
+            node.kill()
+            for c in clients:
+                c.join(timeout=90)
+            total += sum(c.count for c in clients)
+            node.start(timeout=120)
+            conn = pymysql.connect(host="127.0.0.1", port=node.port, user="root", database="crash",
+                                   autocommit=True, read_timeout=120)
+            cur = conn.cursor()
+            cur.execute("SELECT id, bal FROM acct")
+            balances = dict(cur.fetchall())
+            cur.execute("SELECT id, src, dst, amount FROM transfers")
+            logged = {r[0]: (r[1], r[2], r[3]) for r in cur.fetchall()}
+            conn.close()
+            if sum(balances.values()) != ACCOUNTS * INITIAL:
+                fail("round %d: total %d, expected %d" % (rnd_no, sum(balances.values()), ACCOUNTS * INITIAL))
+            doubt = {c.in_doubt[0]: c.in_doubt[1:] for c in clients if c.in_doubt is not None}
+            all_acked = {t: v for mine in acked.values() for t, v in mine.items()}
+            for t, v in all_acked.items():
+                if t not in logged and args.wal_sync == "durable":
+                    fail("round %d: acknowledged transfer %d is missing" % (rnd_no, t))
+            for t, v in logged.items():
+                if t not in all_acked:
+                    if t in doubt and doubt[t] == v:
+                        acked[t // GROUPS_PER_CLIENT][t] = v  # its COMMIT did happen
+                    else:
+                        fail("round %d: transfer %d was never committed" % (rnd_no, t))
+            if args.wal_sync == "async":
+                for mine in acked.values():
+                    for t in [t for t in mine if t not in logged]:
+                        del mine[t]
+            expect = {i: INITIAL for i in range(ACCOUNTS)}
+            for a, b, amount in logged.values():
+                expect[a] -= amount
+                expect[b] += amount
+            if balances != expect:
+                bad = [i for i in expect if balances.get(i) != expect[i]]
+                fail("round %d: balances disagree with the transfer log on accounts %s" % (rnd_no, bad[:10]))
+            print("round %d: %d transfers logged, %d in doubt, total %d, verified" %
+                  (rnd_no, len(logged), len(doubt), sum(balances.values())), flush=True)
+            if failures:
+                break
+        node.stop()
+        print("crash driver (bank): %d rounds, %d transfers, %s" %
+              (rnd_no, total, "FAILED" if failures else "every acknowledged COMMIT survived whole"), flush=True)
+    except Exception as e:  # noqa: BLE001 - report and fail
+        fail("%s: %s\n%s" % (type(e).__name__, e, node.log()))
+    finally:
+        if args.keep or failures:
+            node.kill()
+            print("data directory kept: " + node.data_dir, flush=True)
+        else:
+            node.cleanup()
+    return 1 if failures else 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shaled", required=True)
@@ -146,8 +290,13 @@ def main():
     ap.add_argument("--seed", type=int, default=int(time.time()))
     ap.add_argument("--wal-sync", default="durable", choices=["durable", "async"])
     ap.add_argument("--keep", action="store_true", help="keep the data directory")
+    ap.add_argument("--mode", default="groups", choices=["groups", "bank"])
     args = ap.parse_args()
     rnd = random.Random(args.seed)
+    if args.mode == "bank":
+        print("crash driver (bank): seed %d, %d rounds, %d clients, wal-sync %s" %
+              (args.seed, args.rounds, args.clients, args.wal_sync), flush=True)
+        return run_bank(args, rnd)
     print("crash driver: seed %d, %d rounds, %d clients, wal-sync %s" % (args.seed, args.rounds, args.clients,
                                                                           args.wal_sync), flush=True)
     node = ShaledProcess(args.shaled, ["--buffer-pool-mb=4", "--checkpoint-interval-ms=150",

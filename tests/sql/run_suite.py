@@ -55,6 +55,12 @@ def main():
 
         def restart(r):
             records[0] += 1
+            # An open transaction (SERVER_STATUS_IN_TRANS) or autocommit off
+            # (no SERVER_STATUS_AUTOCOMMIT) would not survive a restart:
+            # wait until both are over.
+            if r.conn is not None and (r.conn.server_status & 0x0001 or not r.conn.server_status & 0x0002):
+                records[0] -= 1
+                return
             if records[0] % args.restart_every == 0:
                 # Session state does not survive a restart; keep the current
                 # database (USE) and "no database selected" as they were.

@@ -1,0 +1,206 @@
+// Transactions over MVCC slices (docs/transactions.md).
+//
+// TxnManager (one per node) owns the timestamp oracle, the lock manager, the
+// set of snapshots in use and the background garbage collector. A
+// Transaction reads at a snapshot through storage::MvccSlice, buffers its
+// writes in a write set (which every read of the transaction overlays, so it
+// reads its own writes), and at Commit writes the whole write set as row
+// versions at one new commit timestamp with ONE SliceStore::Write: one WAL
+// record, so after a crash a transaction is there whole or not at all.
+// Rollback discards the write set; nothing was written.
+//
+// Invariants:
+//  1. Rows written by a transaction become visible to others only at its
+//     commit timestamp T, to snapshots >= T, all at once (the oracle keeps
+//     every snapshot below a commit that is not fully applied).
+//  2. A transaction holds its row locks until Commit or Rollback. A writer
+//     holds an exclusive lock on every primary key it writes, so a key's
+//     versions are written in commit-timestamp order.
+//  3. A snapshot in use is registered until released; garbage collection
+//     never removes a version a registered snapshot (or a later one) can see.
+//  4. Statement savepoint: RollbackStatement undoes exactly the writes
+//     buffered since the last BeginStatement (locks are kept, as InnoDB does).
+//
+// Thread-safety: TxnManager methods may be called concurrently. A
+// Transaction is used by one thread at a time (its session's).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "shale/status.h"
+#include "src/txn/lock_manager.h"
+#include "src/txn/timestamp_oracle.h"
+#include "storage/meta_store.h"
+#include "storage/mvcc.h"
+#include "storage/slice.h"
+
+namespace shale::txn {
+
+// MySQL's four levels. READ UNCOMMITTED runs as READ COMMITTED and
+// SERIALIZABLE as REPEATABLE READ (docs/transactions.md).
+enum class Isolation : uint8_t { kReadUncommitted, kReadCommitted, kRepeatableRead, kSerializable };
+
+// "REPEATABLE-READ" etc. (the transaction_isolation variable's values).
+const char* IsolationName(Isolation i);
+// Parses "REPEATABLE-READ" / "REPEATABLE READ" (any case); false if unknown.
+bool ParseIsolation(std::string_view text, Isolation* out);
+
+struct TxnOptions {
+  Isolation isolation = Isolation::kRepeatableRead;
+  bool read_only = false;
+};
+
+class Transaction;
+
+struct TxnManagerOptions {
+  // How often the garbage collector removes versions no snapshot can see.
+  // Default: 200 ms.
+  uint32_t gc_interval_ms = 200;
+};
+
+struct TxnStats {
+  uint64_t commits = 0, rollbacks = 0, gc_removed = 0, gc_queued = 0;
+};
+
+class TxnManager {
+ public:
+  static Result<std::unique_ptr<TxnManager>> Open(storage::SliceStore* store, storage::MetaStore* meta,
+                                                  TxnManagerOptions options = {});
+  ~TxnManager();
+
+  std::unique_ptr<Transaction> Begin(const TxnOptions& options);
+  // Writes `batches` (user keys) as versions at a new commit timestamp in one
+  // atomic store write, outside any transaction: DDL (index builds, ALTER
+  // TABLE rewrites). REQUIRES: no transaction writes the same keys
+  // concurrently (the caller holds the table's write mutex).
+  Status CommitBatches(const std::vector<std::pair<storage::SliceId, const storage::WriteBatch*>>& batches);
+
+  LockManager* locks() { return &locks_; }
+  TimestampOracle* oracle() { return oracle_.get(); }
+  storage::SliceStore* store() { return store_; }
+  // The garbage collector holds this shared while it works on slices; hold
+  // it exclusively to drop slices.
+  std::shared_mutex& slice_drop_mutex() { return slice_drop_mu_; }
+  TxnStats stats() const;
+  // Runs one garbage-collection pass now (tests). Returns versions removed.
+  uint64_t TEST_CollectGarbage();
+
+ private:
+  friend class Transaction;
+  TxnManager(storage::SliceStore* store, TxnManagerOptions options) : store_(store), options_(options) {}
+
+  uint64_t AcquireSnapshot();
+  void ReleaseSnapshot(uint64_t ts);
+  // Writes the write set at a new timestamp; queues its keys for GC.
+  Status Apply(const std::map<storage::SliceId, std::map<std::string, std::optional<std::string>>>& writes);
+  uint64_t Horizon();
+  uint64_t CollectPass();
+  void GcLoop();
+
+  storage::SliceStore* const store_;
+  const TxnManagerOptions options_;
+  std::unique_ptr<TimestampOracle> oracle_;
+  LockManager locks_;
+  std::atomic<uint64_t> next_txn_id_{1};
+
+  std::mutex snap_mu_;
+  std::multiset<uint64_t> snapshots_;  // GUARDED_BY(snap_mu_)
+
+  struct Garbage {
+    storage::SliceId slice;
+    std::string key;
+    uint64_t ts;
+  };
+  static constexpr size_t kMaxGarbageQueue = 1u << 20;
+  std::mutex gc_mu_;
+  std::condition_variable gc_cv_;
+  std::deque<Garbage> garbage_;  // GUARDED_BY(gc_mu_)
+  bool stop_ = false;            // GUARDED_BY(gc_mu_)
+  std::shared_mutex slice_drop_mu_;
+  std::mutex pass_mu_;  // one collection pass at a time
+  std::thread gc_thread_;
+  std::atomic<uint64_t> commits_{0}, rollbacks_{0}, gc_removed_{0}, gc_queued_{0};
+};
+
+class Transaction {
+ public:
+  ~Transaction();  // rolls back if neither committed nor rolled back
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+
+  uint64_t id() const { return id_; }
+  Isolation isolation() const { return options_.isolation; }
+  bool read_only() const { return options_.read_only; }
+  bool has_writes() const { return !writes_.empty(); }
+  bool done() const { return done_; }
+
+  // Statement boundaries: a savepoint for RollbackStatement; under READ
+  // COMMITTED the next read takes a fresh snapshot.
+  void BeginStatement();
+  void RollbackStatement();
+  // The snapshot the current statement reads at: REPEATABLE READ takes it at
+  // the transaction's first read, READ COMMITTED at the statement's.
+  uint64_t Snapshot();
+  // START TRANSACTION WITH CONSISTENT SNAPSHOT: take it now.
+  void TakeSnapshot() { (void)Snapshot(); }
+
+  // Reads key (a user key) of `slice` at the statement's snapshot, or the
+  // newest committed version when `latest` (locking reads, the row reads of
+  // UPDATE and DELETE, key checks), overlaid by the transaction's own writes.
+  Status Get(storage::Slice* slice, std::string_view key, bool latest, std::string* value);
+  std::unique_ptr<storage::SliceIterator> NewIterator(storage::Slice* slice, const storage::KeyRange& range,
+                                                      bool latest);
+  // Buffers a write (seen by this transaction's reads at once).
+  void Put(storage::SliceId slice, std::string key, std::string value);
+  void Delete(storage::SliceId slice, std::string key);
+
+  Status Lock(const std::string& name, LockMode mode, std::chrono::milliseconds timeout,
+              const std::atomic<bool>* interrupt);
+  bool HoldsLock(const std::string& name, LockMode mode) const;
+
+  // Writes the write set atomically at a new commit timestamp, then releases
+  // locks and snapshots. On failure nothing is written and the transaction
+  // is rolled back.
+  Status Commit();
+  void Rollback();
+
+ private:
+  friend class TxnManager;
+  Transaction(TxnManager* manager, uint64_t id, TxnOptions options)
+      : manager_(manager), id_(id), options_(options) {}
+  void Buffer(storage::SliceId slice, std::string key, std::optional<std::string> value);
+  void ReleaseSnapshots();
+  void Finish();
+
+  TxnManager* const manager_;
+  const uint64_t id_;
+  const TxnOptions options_;
+  std::optional<uint64_t> txn_snapshot_;   // REPEATABLE READ
+  std::optional<uint64_t> stmt_snapshot_;  // READ COMMITTED
+  using WriteSet = std::map<storage::SliceId, std::map<std::string, std::optional<std::string>>>;
+  WriteSet writes_;  // nullopt value: delete
+  struct Undo {
+    storage::SliceId slice;
+    std::string key;
+    bool existed;                         // the key was in the write set before
+    std::optional<std::string> previous;  // its value then
+  };
+  std::vector<Undo> undo_;
+  size_t statement_mark_ = 0;
+  bool done_ = false;
+};
+
+}  // namespace shale::txn

@@ -1,0 +1,254 @@
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "src/common/testing/temp_dir.h"
+#include "src/txn/lock_manager.h"
+#include "src/txn/timestamp_oracle.h"
+#include "src/txn/transaction.h"
+
+namespace shale::txn {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(TimestampOracleTest, NeverReusesATimestampAfterReopen) {
+  shale::testing::TempDir dir;
+  uint64_t last = 0;
+  {
+    auto meta = storage::MetaStore::Open(dir.path() + "/meta");
+    ASSERT_TRUE(meta.ok());
+    auto oracle = TimestampOracle::Open(meta->get(), /*block=*/4);
+    ASSERT_TRUE(oracle.ok());
+    for (int i = 0; i < 10; ++i) {  // crosses two block reservations
+      auto ts = (*oracle)->BeginCommit();
+      ASSERT_TRUE(ts.ok());
+      EXPECT_GT(*ts, last);
+      last = *ts;
+      EXPECT_EQ((*oracle)->ReadTimestamp(), last - 1);  // in flight: not readable yet
+      (*oracle)->FinishCommit(*ts);
+      EXPECT_EQ((*oracle)->ReadTimestamp(), last);
+    }
+  }
+  auto meta = storage::MetaStore::Open(dir.path() + "/meta");
+  ASSERT_TRUE(meta.ok());
+  auto oracle = TimestampOracle::Open(meta->get(), 4);
+  ASSERT_TRUE(oracle.ok());
+  EXPECT_GE((*oracle)->ReadTimestamp(), last);
+  auto ts = (*oracle)->BeginCommit();
+  ASSERT_TRUE(ts.ok());
+  EXPECT_GT(*ts, last);
+}
+
+TEST(TimestampOracleTest, ReadTimestampStaysBelowOldestCommitInFlight) {
+  shale::testing::TempDir dir;
+  auto meta = storage::MetaStore::Open(dir.path() + "/meta");
+  ASSERT_TRUE(meta.ok());
+  auto oracle = TimestampOracle::Open(meta->get());
+  ASSERT_TRUE(oracle.ok());
+  uint64_t a = *(*oracle)->BeginCommit();
+  uint64_t b = *(*oracle)->BeginCommit();
+  (*oracle)->FinishCommit(b);
+  EXPECT_EQ((*oracle)->ReadTimestamp(), a - 1);  // b done, a not: neither readable
+  (*oracle)->FinishCommit(a);
+  EXPECT_EQ((*oracle)->ReadTimestamp(), b);
+}
+
+TEST(LockManagerTest, SharedLocksCoexistExclusiveWaitsAndTimesOut) {
+  LockManager locks;
+  ASSERT_TRUE(locks.Lock(1, "r", LockMode::kShared, 1s, nullptr).ok());
+  ASSERT_TRUE(locks.Lock(2, "r", LockMode::kShared, 1s, nullptr).ok());
+  auto start = std::chrono::steady_clock::now();
+  Status st = locks.Lock(3, "r", LockMode::kExclusive, 100ms, nullptr);
+  EXPECT_EQ(st.mysql_code(), 1205);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 100ms);
+  locks.ReleaseAll(1);
+  locks.ReleaseAll(2);
+  EXPECT_TRUE(locks.Lock(3, "r", LockMode::kExclusive, 100ms, nullptr).ok());
+  EXPECT_TRUE(locks.Holds(3, "r", LockMode::kExclusive));
+  EXPECT_FALSE(locks.Holds(1, "r", LockMode::kShared));
+}
+
+TEST(LockManagerTest, WaiterIsGrantedOnRelease) {
+  LockManager locks;
+  ASSERT_TRUE(locks.Lock(1, "r", LockMode::kExclusive, 1s, nullptr).ok());
+  std::atomic<bool> granted{false};
+  std::thread waiter([&] {
+    EXPECT_TRUE(locks.Lock(2, "r", LockMode::kExclusive, 5s, nullptr).ok());
+    granted = true;
+  });
+  std::this_thread::sleep_for(50ms);
+  EXPECT_FALSE(granted.load());
+  locks.ReleaseAll(1);
+  waiter.join();
+  EXPECT_TRUE(granted.load());
+}
+
+TEST(LockManagerTest, DeadlockFailsExactlyOneWaiter) {
+  LockManager locks;
+  ASSERT_TRUE(locks.Lock(1, "a", LockMode::kExclusive, 1s, nullptr).ok());
+  ASSERT_TRUE(locks.Lock(2, "b", LockMode::kExclusive, 1s, nullptr).ok());
+  Status first;
+  std::thread t([&] { first = locks.Lock(1, "b", LockMode::kExclusive, 10s, nullptr); });
+  std::this_thread::sleep_for(50ms);
+  auto start = std::chrono::steady_clock::now();
+  Status second = locks.Lock(2, "a", LockMode::kExclusive, 10s, nullptr);
+  EXPECT_EQ(second.mysql_code(), 1213);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
+  locks.ReleaseAll(2);  // the victim rolls back
+  t.join();
+  EXPECT_TRUE(first.ok()) << first.ToString();
+  EXPECT_EQ(locks.deadlocks(), 1u);
+}
+
+TEST(LockManagerTest, InterruptStopsTheWait) {
+  LockManager locks;
+  ASSERT_TRUE(locks.Lock(1, "r", LockMode::kExclusive, 1s, nullptr).ok());
+  std::atomic<bool> kill{false};
+  std::thread killer([&] {
+    std::this_thread::sleep_for(50ms);
+    kill = true;
+  });
+  Status st = locks.Lock(2, "r", LockMode::kShared, 10s, &kill);
+  killer.join();
+  EXPECT_EQ(st.mysql_code(), 1317);
+}
+
+class TransactionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto meta = storage::MetaStore::Open(dir_.path() + "/meta");
+    ASSERT_TRUE(meta.ok());
+    meta_ = std::move(*meta);
+    auto store = storage::SliceStore::Open(dir_.path() + "/slices");
+    ASSERT_TRUE(store.ok());
+    store_ = std::move(*store);
+    slice_ = *store_->CreateSlice(1);
+    other_ = *store_->CreateSlice(2);
+    TxnManagerOptions o;
+    o.gc_interval_ms = 3600 * 1000;  // collected by hand
+    auto m = TxnManager::Open(store_.get(), meta_.get(), o);
+    ASSERT_TRUE(m.ok());
+    manager_ = std::move(*m);
+  }
+  std::string Read(Transaction* t, const std::string& key, bool latest = false) {
+    std::string v;
+    Status st = t->Get(slice_, key, latest, &v);
+    return st.ok() ? v : (st.IsNotFound() ? "<none>" : st.ToString());
+  }
+  std::string Scan(Transaction* t) {
+    std::string out;
+    auto it = t->NewIterator(slice_, storage::KeyRange::All(), false);
+    for (; it->Valid(); it->Next()) out += std::string(it->key()) + "=" + std::string(it->value()) + ";";
+    return out;
+  }
+
+  shale::testing::TempDir dir_;
+  std::unique_ptr<storage::MetaStore> meta_;
+  std::unique_ptr<storage::SliceStore> store_;
+  storage::Slice* slice_ = nullptr;
+  storage::Slice* other_ = nullptr;
+  std::unique_ptr<TxnManager> manager_;
+};
+
+TEST_F(TransactionTest, UncommittedWritesAreInvisibleToOthersAndVisibleToSelf) {
+  auto a = manager_->Begin({});
+  auto b = manager_->Begin({});
+  EXPECT_EQ(Read(b.get(), "k"), "<none>");  // b's snapshot is taken here
+  a->Put(slice_->id(), "k", "1");
+  a->Put(other_->id(), "x", "9");
+  EXPECT_EQ(Read(a.get(), "k"), "1");
+  EXPECT_EQ(Scan(a.get()), "k=1;");
+  ASSERT_TRUE(a->Commit().ok());
+  EXPECT_EQ(Read(b.get(), "k"), "<none>");  // REPEATABLE READ: b's snapshot predates the commit
+  EXPECT_EQ(Read(b.get(), "k", /*latest=*/true), "1");
+  auto c = manager_->Begin({});
+  EXPECT_EQ(Read(c.get(), "k"), "1");
+}
+
+TEST_F(TransactionTest, ReadCommittedTakesASnapshotPerStatement) {
+  TxnOptions rc;
+  rc.isolation = Isolation::kReadCommitted;
+  auto b = manager_->Begin(rc);
+  b->BeginStatement();
+  EXPECT_EQ(Read(b.get(), "k"), "<none>");
+  auto a = manager_->Begin({});
+  a->Put(slice_->id(), "k", "1");
+  ASSERT_TRUE(a->Commit().ok());
+  EXPECT_EQ(Read(b.get(), "k"), "<none>");  // same statement
+  b->BeginStatement();
+  EXPECT_EQ(Read(b.get(), "k"), "1");
+}
+
+TEST_F(TransactionTest, OverlayScanMergesPutsAndHidesDeletes) {
+  auto setup = manager_->Begin({});
+  for (const char* k : {"a", "c", "e"}) setup->Put(slice_->id(), k, "old");
+  ASSERT_TRUE(setup->Commit().ok());
+  auto t = manager_->Begin({});
+  t->Put(slice_->id(), "b", "new");
+  t->Delete(slice_->id(), "c");
+  t->Put(slice_->id(), "e", "new");
+  t->Put(slice_->id(), "f", "new");
+  EXPECT_EQ(Scan(t.get()), "a=old;b=new;e=new;f=new;");
+  storage::KeyRange r;
+  r.has_start = true;
+  r.start = "b";
+  r.has_end = true;
+  r.end = "e";
+  r.end_inclusive = false;
+  std::string out;
+  auto it = t->NewIterator(slice_, r, false);
+  for (; it->Valid(); it->Next()) out += std::string(it->key()) + ";";
+  EXPECT_EQ(out, "b;");
+}
+
+TEST_F(TransactionTest, StatementRollbackUndoesOnlyThatStatement) {
+  auto t = manager_->Begin({});
+  t->BeginStatement();
+  t->Put(slice_->id(), "a", "1");
+  t->BeginStatement();
+  t->Put(slice_->id(), "a", "2");
+  t->Put(slice_->id(), "b", "2");
+  t->RollbackStatement();
+  EXPECT_EQ(Read(t.get(), "a"), "1");
+  EXPECT_EQ(Read(t.get(), "b"), "<none>");
+  ASSERT_TRUE(t->Commit().ok());
+  auto r = manager_->Begin({});
+  EXPECT_EQ(Scan(r.get()), "a=1;");
+}
+
+TEST_F(TransactionTest, RollbackWritesNothingAndReleasesLocks) {
+  auto t = manager_->Begin({});
+  ASSERT_TRUE(t->Lock("row", LockMode::kExclusive, 1s, nullptr).ok());
+  t->Put(slice_->id(), "a", "1");
+  t->Rollback();
+  EXPECT_EQ(slice_->GetStats().rows, 0u);
+  auto u = manager_->Begin({});
+  EXPECT_TRUE(u->Lock("row", LockMode::kExclusive, 10ms, nullptr).ok());
+}
+
+TEST_F(TransactionTest, GarbageCollectionKeepsWhatASnapshotNeeds) {
+  auto w = manager_->Begin({});
+  w->Put(slice_->id(), "k", "1");
+  ASSERT_TRUE(w->Commit().ok());
+  auto reader = manager_->Begin({});
+  EXPECT_EQ(Read(reader.get(), "k"), "1");
+  for (const char* v : {"2", "3"}) {
+    auto t = manager_->Begin({});
+    t->Put(slice_->id(), "k", v);
+    ASSERT_TRUE(t->Commit().ok());
+  }
+  manager_->TEST_CollectGarbage();
+  EXPECT_EQ(Read(reader.get(), "k"), "1");  // still there for the open snapshot
+  (void)reader->Commit();
+  auto d = manager_->Begin({});
+  d->Delete(slice_->id(), "k");
+  ASSERT_TRUE(d->Commit().ok());
+  manager_->TEST_CollectGarbage();
+  EXPECT_EQ(slice_->GetStats().rows, 0u);  // every version and the tombstone
+}
+
+}  // namespace
+}  // namespace shale::txn
