@@ -5,10 +5,8 @@ two threads, cleanup; once with server-side prepared statements
 Any sysbench error (a FATAL line or a non-zero exit) fails the test; the
 table's rows are checked after the run.
 
-The two-thread runs wait on real transactions and are skipped until they
-land (remove the skips then): without row locks two transactions that
-DELETE and re-INSERT the same id race to 1062. The one-thread runs, with
-prepared statements and with text queries, work now.
+The two-thread runs need real transactions: row locks keep two
+transactions that DELETE and re-INSERT the same id from racing to 1062.
 
 sysbench's table uses CHAR(120)/CHAR(60) columns, a secondary index k_1 and
 BEGIN/COMMIT around every transaction. --auto_inc=off because Shale has no
@@ -74,11 +72,9 @@ class SysbenchTest(NodeTestCase):
         cur.execute("SHOW TABLES")
         self.assertEqual(cur.fetchall(), ())
 
-    @unittest.skip("needs row locks (txn): concurrent DELETE + INSERT of one id gives 1062")
     def test_prepared_statements_two_threads(self):
         self.run_workload("auto", 2)
 
-    @unittest.skip("needs row locks (txn): concurrent DELETE + INSERT of one id gives 1062")
     def test_text_queries_two_threads(self):
         self.run_workload("disable", 2)
 

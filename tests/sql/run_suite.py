@@ -63,11 +63,17 @@ def main():
                 return
             if records[0] % args.restart_every == 0:
                 # Session state does not survive a restart; keep the current
-                # database (USE) and "no database selected" as they were.
+                # database (USE) and "no database selected" as they were,
+                # and the session variables the files set.
                 db = r.current_database()
+                with r.conn.cursor() as cur:
+                    cur.execute("SELECT @@session.time_zone, @@session.sql_mode")
+                    time_zone, sql_mode = cur.fetchone()
                 node.stop()
                 node.start()
                 r.connect(db)
+                with r.conn.cursor() as cur:
+                    cur.execute("SET time_zone = %s, sql_mode = %s", (time_zone, sql_mode))
         runner.before_record = restart
     total = slt.Counts()
     try:
