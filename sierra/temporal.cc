@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "src/common/datetime.h"
+#include "src/common/interval_units.h"
 #include "src/common/errors.h"
 #include "src/common/warnings.h"
 
@@ -58,24 +59,6 @@ DateTime NowLocal() {
 
 IntervalUnit UnitOf(const Value& v) { return static_cast<IntervalUnit>(v.as_int()); }
 
-bool IsTimeUnit(IntervalUnit u) {
-  switch (u) {
-    case IntervalUnit::kHour:
-    case IntervalUnit::kMinute:
-    case IntervalUnit::kSecond:
-    case IntervalUnit::kMicrosecond:
-    case IntervalUnit::kHourMinute:
-    case IntervalUnit::kHourSecond:
-    case IntervalUnit::kHourMicrosecond:
-    case IntervalUnit::kMinuteSecond:
-    case IntervalUnit::kMinuteMicrosecond:
-    case IntervalUnit::kSecondMicrosecond:
-      return true;
-    default:
-      return false;
-  }
-}
-
 // Whether a value reads as a date (with or without a time) rather than a
 // TIME: temporal DATE/DATETIME/TIMESTAMP or a string/number that parses as
 // a datetime.
@@ -96,7 +79,7 @@ bool IsDateLike(const Value& v, DateTime* out) {
 }
 
 Result<Value> Extract(IntervalUnit unit, const Value& x) {
-  if (IsTimeUnit(unit)) {
+  if (IsSubDayUnit(unit)) {
     auto micros = ToTimeMicros(x);
     if (!micros) return Value::Null();
     DateTime t = UnpackTime(*micros);
@@ -176,7 +159,7 @@ Result<Value> DateAdd(const Expr& e, const Value& x, const Value& n, IntervalUni
     Warn(ErrorCode::kDatetimeFunctionOverflow, "Datetime function: datetime field overflow");
     return Value::Null();
   }
-  const bool date_only = !has_time && !IsTimeUnit(unit) && iv.hours == 0 && iv.minutes == 0 &&
+  const bool date_only = !has_time && !IsSubDayUnit(unit) && iv.hours == 0 && iv.minutes == 0 &&
                          iv.seconds == 0 && iv.micros == 0;
   return Out(e, t, date_only, text_fsp);
 }

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "src/common/errors.h"
+#include "src/common/interval_units.h"
 #include "src/common/warnings.h"
 
 namespace shale {
@@ -1413,6 +1414,29 @@ bool ParseByPattern(std::string_view s, std::string_view format, DateTime* out, 
   if (t.year > 9999 || t.month > 12 || t.day > 31 || !ValidTimeOfDay(t)) return false;
   *out = t;
   return true;
+}
+
+bool IsSubDayUnit(IntervalUnit u) {
+  switch (u) {
+    case IntervalUnit::kHour:
+    case IntervalUnit::kMinute:
+    case IntervalUnit::kSecond:
+    case IntervalUnit::kMicrosecond:
+    case IntervalUnit::kHourMinute:
+    case IntervalUnit::kHourSecond:
+    case IntervalUnit::kHourMicrosecond:
+    case IntervalUnit::kMinuteSecond:
+    case IntervalUnit::kMinuteMicrosecond:
+    case IntervalUnit::kSecondMicrosecond:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool HasTimePartUnit(IntervalUnit u) {
+  return IsSubDayUnit(u) || u == IntervalUnit::kDayHour || u == IntervalUnit::kDayMinute ||
+         u == IntervalUnit::kDaySecond || u == IntervalUnit::kDayMicrosecond;
 }
 
 }  // namespace shale

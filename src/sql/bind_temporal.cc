@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "src/common/datetime.h"
+#include "src/common/interval_units.h"
 #include "src/common/errors.h"
 
 namespace shale::sql {
@@ -37,28 +38,6 @@ int ArgFsp(const ExprPtr& a) {
   if (a->type.is_decimal()) return std::min<int>(a->type.scale, 6);
   if (a->type.is_string() || a->type.is_floating()) return 6;
   return 0;
-}
-
-bool IsTimeUnit(IntervalUnit u) {
-  switch (u) {
-    case IntervalUnit::kHour:
-    case IntervalUnit::kMinute:
-    case IntervalUnit::kSecond:
-    case IntervalUnit::kMicrosecond:
-    case IntervalUnit::kHourMinute:
-    case IntervalUnit::kHourSecond:
-    case IntervalUnit::kHourMicrosecond:
-    case IntervalUnit::kMinuteSecond:
-    case IntervalUnit::kMinuteMicrosecond:
-    case IntervalUnit::kSecondMicrosecond:
-    case IntervalUnit::kDayHour:
-    case IntervalUnit::kDayMinute:
-    case IntervalUnit::kDaySecond:
-    case IntervalUnit::kDayMicrosecond:
-      return true;
-    default:
-      return false;
-  }
 }
 
 bool IsMicroUnit(IntervalUnit u) {
@@ -95,7 +74,7 @@ ExprPtr DateAdd(ExprPtr x, ExprPtr n, IntervalUnit unit, bool subtract) {
   if (unit == IntervalUnit::kSecond) fsp = std::max(fsp, ArgFsp(n));
   fsp = std::min(fsp, 6);
   SqlType type;
-  const bool time_unit = IsTimeUnit(unit);
+  const bool time_unit = HasTimePartUnit(unit);
   switch (x->type.id) {
     case TypeId::kDate:
       type = time_unit ? SqlType::Temporal(TypeId::kDatetime, fsp) : SqlType::Temporal(TypeId::kDate, 0);
