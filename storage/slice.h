@@ -135,6 +135,12 @@ class Slice {
   // Rows of `range` in key order, from a snapshot taken now (invariant 2).
   virtual std::unique_ptr<SliceIterator> NewIterator(const KeyRange& range) const = 0;
   virtual SliceStats GetStats() const = 0;
+  // The first row whose key is in [start, last] (memcmp order, both
+  // inclusive): its key into *key and row into *value (either may be
+  // null); NotFound when there is none. The point-read primitive of
+  // MvccSlice::Get. The default opens an iterator; the B+tree slice store
+  // overrides it with one descent of the tree (BTree::Seek).
+  virtual Status Seek(std::string_view start, std::string_view last, std::string* key, std::string* value) const;
 };
 
 struct SliceStoreOptions {

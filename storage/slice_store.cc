@@ -266,6 +266,7 @@ class BTreeSlice final : public Slice {
   Status Write(const WriteBatch& batch) override;
   std::unique_ptr<SliceIterator> NewIterator(const KeyRange& range) const override;
   SliceStats GetStats() const override;
+  Status Seek(std::string_view start, std::string_view last, std::string* key, std::string* value) const override;
 
   // Applying logged changes. REQUIRES: inside EnterWrite/ExitWrite.
   Status ApplyPut(std::string_view key, std::string_view value);
@@ -522,6 +523,29 @@ Status BTreeSlice::Get(std::string_view key, std::string* value) const {
 Status BTreeSlice::Write(const WriteBatch& batch) {
   std::vector<std::pair<SliceId, const WriteBatch*>> one{{id_, &batch}};
   return store_->Write(one);
+}
+
+Status BTreeSlice::Seek(std::string_view start, std::string_view last, std::string* key,
+                        std::string* value) const {
+  std::string found_key;
+  std::string stored;
+  for (int attempt = 0;; ++attempt) {
+    Status s = tree_->Seek(start, last, &found_key, value != nullptr ? &stored : nullptr);
+    if (!s.ok()) return s.IsNotFound() ? s : Annotate(s);
+    bool stale = false;
+    if (value != nullptr) {
+      s = Resolve(stored, value, &stale);
+      if (!s.ok()) return Annotate(s);
+    }
+    if (!stale) break;
+    // An overflow chain changed under us (the row was rewritten or deleted
+    // meanwhile): seek again from the same key.
+    if (attempt > 100) {
+      return Status::Unavailable(fmt::format("slice {}: value keeps changing under the reader", id_));
+    }
+  }
+  if (key != nullptr) *key = std::move(found_key);
+  return Status::OK();
 }
 
 std::unique_ptr<SliceIterator> BTreeSlice::NewIterator(const KeyRange& range) const {

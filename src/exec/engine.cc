@@ -64,7 +64,7 @@ std::map<std::string, Value> DefaultGlobals(const EngineOptions& o) {
 }  // namespace
 
 Engine::Engine(EngineOptions options) : options_(std::move(options)) {
-  globals_ = DefaultGlobals(options_);
+  globals_ = std::make_shared<const std::map<std::string, Value>>(DefaultGlobals(options_));
 }
 
 Engine::~Engine() = default;
@@ -119,6 +119,11 @@ Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
 
 std::map<std::string, Value> Engine::global_variables() const {
   std::lock_guard lock(globals_mu_);
+  return *globals_;
+}
+
+std::shared_ptr<const std::map<std::string, Value>> Engine::GlobalVariablesSnapshot() const {
+  std::lock_guard lock(globals_mu_);
   return globals_;
 }
 
@@ -132,14 +137,16 @@ bool Engine::IsReadOnlyVariable(const std::string& name) {
 
 Status Engine::SetGlobalVariable(const std::string& name, Value value) {
   std::lock_guard lock(globals_mu_);
-  auto it = globals_.find(name);
-  if (it == globals_.end()) {
+  auto it = globals_->find(name);
+  if (it == globals_->end()) {
     return SqlError(ErrorCode::kUnknownSystemVariable, "Unknown system variable '{}'", name);
   }
   if (IsReadOnlyVariable(name)) {
     return SqlError(ErrorCode::kIncorrectGlobalLocalVar, "Variable '{}' is a read only variable", name);
   }
-  it->second = std::move(value);
+  auto next = std::make_shared<std::map<std::string, Value>>(*globals_);
+  (*next)[name] = std::move(value);
+  globals_ = std::move(next);
   return Status::OK();
 }
 

@@ -512,8 +512,9 @@ Result<StatementResult> Session::ExecuteStatement(const ast::Statement& stmt,
   }
   if (const auto* admin = std::get_if<ast::AdminStmt>(&stmt)) return ExecuteAdmin(*admin);
   SHALE_RETURN_IF_ERROR(CheckPrivileges(stmt));
-  const std::map<std::string, Value> globals = engine_->global_variables();
-  sql::BindContext ctx = MakeBindContext(&globals);
+  // Shared, not copied: a statement reads the globals as of its start.
+  const std::shared_ptr<const std::map<std::string, Value>> globals = engine_->GlobalVariablesSnapshot();
+  sql::BindContext ctx = MakeBindContext(globals.get());
   std::optional<uint64_t> set_last_insert_id;
   ctx.set_last_insert_id = &set_last_insert_id;
   for (const Warning& w : shown_warnings) {
