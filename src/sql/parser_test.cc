@@ -1556,5 +1556,52 @@ TEST(ParserTest, CollateBindsTighterThanComparison) {
   EXPECT_FALSE(Parser("SELECT 'a' COLLATE").Next().ok());
 }
 
+// ---- LOAD DATA (parse_load_data.cc) ---------------------------------------------------
+
+TEST(ParserTest, LoadDataEveryClause) {
+  auto admin = ParseAs<ast::AdminStmt>(
+      "LOAD DATA LOW_PRIORITY LOCAL INFILE '/tmp/x.csv' REPLACE INTO TABLE d.t CHARACTER SET latin1 "
+      "FIELDS ESCAPED BY '' OPTIONALLY ENCLOSED BY '\"' TERMINATED BY ',' "
+      "LINES TERMINATED BY '\\r\\n' STARTING BY '>' IGNORE 2 ROWS (a, @B, `c`) SET d = @b + 1, e = DEFAULT");
+  ASSERT_EQ(admin.kind, ast::AdminStmt::Kind::kLoadData);
+  ASSERT_NE(admin.load_data, nullptr);
+  const ast::LoadDataStmt& s = *admin.load_data;
+  EXPECT_TRUE(s.local);
+  EXPECT_EQ(s.file, "/tmp/x.csv");
+  EXPECT_TRUE(s.replace);
+  EXPECT_FALSE(s.ignore);
+  EXPECT_EQ(s.table.db, "d");
+  EXPECT_EQ(s.table.table, "t");
+  EXPECT_EQ(s.charset, "latin1");
+  EXPECT_EQ(s.fields_terminated, ",");
+  EXPECT_EQ(s.fields_enclosed, "\"");
+  EXPECT_TRUE(s.optionally_enclosed);
+  EXPECT_EQ(s.fields_escaped, "");
+  EXPECT_EQ(s.lines_starting, ">");
+  EXPECT_EQ(s.lines_terminated, "\r\n");
+  EXPECT_EQ(s.ignore_lines, 2u);
+  EXPECT_EQ(s.targets, (std::vector<std::string>{"a", "@b", "c"}));
+  ASSERT_EQ(s.set.size(), 2u);
+  EXPECT_EQ(s.set[1].value->kind, ast::ExprKind::kDefault);
+}
+
+TEST(ParserTest, LoadDataDefaultsAndErrors) {
+  auto admin = ParseAs<ast::AdminStmt>("LOAD DATA INFILE 'f' IGNORE INTO TABLE t");
+  ASSERT_NE(admin.load_data, nullptr);
+  EXPECT_FALSE(admin.load_data->local);
+  EXPECT_TRUE(admin.load_data->ignore);
+  EXPECT_EQ(admin.load_data->fields_terminated, "\t");
+  EXPECT_EQ(admin.load_data->fields_escaped, "\\");
+  EXPECT_EQ(admin.load_data->lines_terminated, "\n");
+  EXPECT_TRUE(admin.load_data->targets.empty());
+  EXPECT_EQ(ParseError("LOAD DATA LOCAL INFILE 'f' INTO TABLE t FIELDS ENCLOSED BY 'ab'").mysql_code(), 1083);
+  EXPECT_EQ(ParseError("LOAD DATA LOCAL INFILE 'f' INTO TABLE t FIELDS").mysql_code(), 1064);
+  EXPECT_EQ(ParseError("LOAD DATA LOCAL INFILE f INTO TABLE t").mysql_code(), 1064);
+  EXPECT_EQ(ParseError("LOAD XML LOCAL INFILE 'f' INTO TABLE t").mysql_code(), 1235);
+  EXPECT_EQ(ParseError("LOAD DATA LOCAL INFILE 'f' INTO TABLE t FIELDS TERMINATED BY '' ENCLOSED BY ''")
+                .mysql_code(),
+            1235);
+}
+
 }  // namespace
 }  // namespace shale::sql

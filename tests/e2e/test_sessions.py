@@ -8,6 +8,8 @@ Run by ctest (tests/CMakeLists.txt) as:
     python3 tests/e2e/test_sessions.py --shaled build/src/shaled
 """
 import os
+import socket
+import struct
 import sys
 import threading
 import time
@@ -226,6 +228,113 @@ class SessionTest(NodeTestCase):
                 time.sleep(1)
                 cur.execute("SELECT 1")  # activity keeps it open
         busy.close()
+
+
+class StatementThreadsTest(NodeTestCase):
+    """Statements blocked on row locks do not hold the statement threads
+    hostage: with more waiters than the 16 core threads, other sessions
+    are still answered at once (statement_pool.h)."""
+
+    def test_lock_waiters_do_not_starve_other_sessions(self):
+        conn = self.connect()
+        cur = conn.cursor()
+        cur.execute("CREATE DATABASE lw")
+        cur.execute("CREATE TABLE lw.t (id INT PRIMARY KEY, v INT)")
+        cur.execute("INSERT INTO lw.t VALUES (1, 0), (2, 0)")
+        holder = self.connect()
+        hc = holder.cursor()
+        hc.execute("BEGIN")
+        hc.execute("SELECT v FROM lw.t WHERE id = 1 FOR UPDATE")
+        waiters = 24  # more than the 16 core statement threads
+        results = []
+        lock = threading.Lock()
+
+        def wait_for_lock():
+            c = self.connect()
+            try:
+                with c.cursor() as wc:
+                    wc.execute("SET innodb_lock_wait_timeout = 30")
+                    wc.execute("UPDATE lw.t SET v = v + 1 WHERE id = 1")
+                with lock:
+                    results.append("ok")
+            except Exception as e:  # reported below
+                with lock:
+                    results.append(e)
+            finally:
+                c.close()
+
+        threads = [threading.Thread(target=wait_for_lock) for _ in range(waiters)]
+        for t in threads:
+            t.start()
+        # Every waiter is inside its UPDATE.
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            cur.execute("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'UPDATE lw.t%'")
+            if cur.fetchone()[0] == waiters:
+                break
+            time.sleep(0.1)
+        cur.execute("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'UPDATE lw.t%'")
+        self.assertEqual(cur.fetchone()[0], waiters)
+        # Other sessions, new and old, are answered at once; row 2 is free.
+        started = time.time()
+        other = self.connect()
+        with other.cursor() as oc:
+            oc.execute("SELECT COUNT(*) FROM lw.t")
+            self.assertEqual(oc.fetchone(), (2,))
+            oc.execute("UPDATE lw.t SET v = 5 WHERE id = 2")
+        other.close()
+        cur.execute("SELECT 1")
+        self.assertLess(time.time() - started, 3.0)
+        self.assertGreater(int(status(cur, "Shale_statement_threads_added", "GLOBAL")), 0)
+        hc.execute("COMMIT")
+        for t in threads:
+            t.join(60)
+        self.assertEqual(results, ["ok"] * waiters)
+        cur.execute("SELECT v FROM lw.t ORDER BY id")
+        self.assertEqual(cur.fetchall(), ((waiters,), (5,)))
+        holder.close()
+        conn.close()
+
+
+class MaxConnectionsTest(NodeTestCase):
+    extra_args = ("--max-connections=3",)
+
+    def test_connection_past_the_limit_gets_1040(self):
+        conns = [self.connect() for _ in range(3)]
+        with self.assertRaises(pymysql.MySQLError) as ctx:
+            self.connect()
+        self.assertEqual(ctx.exception.args[0], 1040)
+        # In place of the greeting: ERR 1040 without a SQLSTATE marker (the
+        # client's capabilities are not known yet), then the server closes.
+        with socket.create_connection(("127.0.0.1", self.node.port), timeout=10) as raw:
+            data = b""
+            while True:
+                chunk = raw.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+        self.assertEqual(data[4], 0xFF, data)
+        self.assertEqual(struct.unpack("<H", data[5:7])[0], 1040)
+        self.assertEqual(data[7:], b"Too many connections")
+        # The connections in use are unaffected; a closed one frees a place.
+        with conns[0].cursor() as c:
+            c.execute("SELECT 1")
+            self.assertEqual(c.fetchone(), (1,))
+        conns.pop().close()
+        deadline = time.time() + 10
+        while True:
+            try:
+                conns.append(self.connect())
+                break
+            except pymysql.MySQLError as e:
+                if e.args[0] != 1040 or time.time() > deadline:
+                    raise
+                time.sleep(0.05)
+        with conns[-1].cursor() as c:
+            c.execute("SHOW GLOBAL STATUS LIKE 'Max_used_connections'")
+            self.assertEqual(c.fetchone()[1], "3")
+        for c in conns:
+            c.close()
 
 
 class UserVariablesTest(NodeTestCase):
