@@ -3,6 +3,7 @@
 #include <cctype>
 #include <shared_mutex>
 
+#include "src/common/user_variables.h"
 #include "src/common/warnings.h"
 
 #include "planner/planner.h"
@@ -489,6 +490,7 @@ std::vector<Result<StatementResult>> Session::Execute(std::string_view sql) {
     std::vector<SqlWarning> raised;
     Result<StatementResult> result = [&] {
       ScopedWarningSink sink(&raised);
+      ScopedUserVariables user_variables(&user_variables_);
       ScopedTemporalContext clock(StatementClock());
       Result<StatementResult> r = ExecuteStatement(stmt, is_show_warnings ? previous : std::vector<Warning>{});
       // TIMESTAMPs leave the session as local times of its time_zone.

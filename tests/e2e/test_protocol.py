@@ -786,6 +786,43 @@ def mariadb(port, sql, *extra):
     return p.returncode, p.stdout, p.stderr
 
 
+class OkInfoTest(ProtocolTestCase):
+    """The info text of OK packets, as the mariadb CLI prints it (-vvv).
+    The expected lines are MariaDB 10.11's answers to the same script."""
+
+    SCRIPT = ("CREATE DATABASE inf; CREATE TABLE inf.t (id INT PRIMARY KEY, v INT); "
+              "INSERT INTO inf.t VALUES (1, 0), (2, 0), (3, 0); "
+              "INSERT INTO inf.t VALUES (4, 0); "
+              "INSERT IGNORE INTO inf.t VALUES (1, 9), (5, 0); "
+              "REPLACE INTO inf.t VALUES (1, 1), (6, 0); "
+              "INSERT INTO inf.t VALUES (2, 0), (7, 0) ON DUPLICATE KEY UPDATE v = v + 1; "
+              "INSERT INTO inf.t SELECT id + 10, v FROM inf.t; "
+              "UPDATE inf.t SET v = 1 WHERE id IN (1, 2); "
+              "UPDATE inf.t SET v = 5 WHERE id > 100;")
+    EXPECTED = [
+        "Query OK, 3 rows affected", "Records: 3  Duplicates: 0  Warnings: 0",
+        "Query OK, 1 row affected",
+        "Query OK, 1 row affected, 1 warning", "Records: 2  Duplicates: 1  Warnings: 1",
+        "Query OK, 3 rows affected", "Records: 2  Duplicates: 1  Warnings: 0",
+        "Query OK, 3 rows affected", "Records: 2  Duplicates: 1  Warnings: 0",
+        "Query OK, 7 rows affected", "Records: 7  Duplicates: 0  Warnings: 0",
+        "Query OK, 0 rows affected", "Rows matched: 2  Changed: 0  Warnings: 0",
+        "Query OK, 0 rows affected", "Rows matched: 0  Changed: 0  Warnings: 0",
+    ]
+
+    def test_mariadb_cli_prints_the_info_of_insert_replace_and_update(self):
+        if shutil.which("mariadb") is None:
+            if os.environ.get("CI") == "true":
+                self.fail("mariadb client missing")
+            self.skipTest("mariadb client not installed")
+        out = subprocess.run(["mariadb", "-h127.0.0.1", "-P%d" % self.node.port, "-uroot", "-vvv",
+                              "-e", self.SCRIPT], capture_output=True, text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        lines = [l.split(" (")[0] for l in out.stdout.splitlines()
+                 if l.startswith(("Query OK", "Records:", "Rows matched:"))]
+        self.assertEqual(lines[2:], self.EXPECTED)  # after CREATE DATABASE / TABLE
+
+
 class TlsTest(ProtocolTestCase):
     """TLS on by default, with a self-signed pair generated into the data
     directory on first start."""

@@ -383,8 +383,42 @@ class UserVariablesTest(NodeTestCase):
             oc.execute("SELECT @a")
             self.assertEqual(oc.fetchone(), (None,))
         other.close()
-        # Assignment inside a query is not supported yet: a clear error.
-        self.assertSqlError(cur, "SELECT @q := 1", 1235)
+        conn.close()
+
+    def test_assignment_inside_queries(self):
+        # Answers as MariaDB 10.11 gives them.
+        conn = self.connect()
+        cur = conn.cursor()
+        # One SET computes every value first: @b gets the old @a.
+        cur.execute("SET @a = 5")
+        cur.execute("SET @a = 1, @b = @a")
+        cur.execute("SELECT @a, @b")
+        self.assertEqual(cur.fetchone(), (1, 5))
+        # := in a query assigns per row; later reads see the new value.
+        cur.execute("SELECT @x := 3, @x + 1")
+        self.assertEqual(cur.fetchone(), (3, 4))
+        self.assertEqual(cur.description[0][0], "@x := 3")
+        cur.execute("SELECT @u := 2 + 3 * 4")
+        self.assertEqual(cur.fetchone(), (14,))
+        cur.execute("SET @c := 0")
+        cur.execute("SELECT @c := @c + 1 AS n FROM uv.t WHERE id <= 5")
+        self.assertEqual(sorted(r[0] for r in cur.fetchall()), [1, 2, 3, 4, 5])
+        cur.execute("SELECT @c")
+        self.assertEqual(cur.fetchone(), (5,))
+        cur.execute("SET @c := 0")
+        cur.execute("SELECT SUM(@c := @c + 1) FROM uv.t WHERE id <= 4")
+        self.assertEqual(int(cur.fetchone()[0]), 10)
+        cur.execute("SELECT @x := 'abc', CONCAT(@x, 'd')")
+        self.assertEqual(cur.fetchone(), ("abc", "abcd"))
+        cur.execute("SET @n := 5")
+        cur.execute("SELECT @n := NULL")
+        self.assertEqual(cur.fetchone(), (None,))
+        cur.execute("SELECT @n IS NULL")
+        self.assertEqual(cur.fetchone(), (1,))
+        # Inside SET, as part of a value.
+        cur.execute("SET @s = (@t := 7) + 1")
+        cur.execute("SELECT @s, @t")
+        self.assertEqual(cur.fetchone(), (8, 7))
         conn.close()
 
     def test_row_count(self):
