@@ -629,7 +629,14 @@ TEST(ParserTest, Set) {
   EXPECT_EQ(user.assignments[2].scope, "user");
   EXPECT_EQ(user.assignments[2].value->kind, ast::ExprKind::kUserVar);
   EXPECT_EQ(ParseError("SET @x 1").mysql_code(), 1064);
-  EXPECT_EQ(ParseError("SELECT @x := 1").mysql_code(), 1235);
+  // @x := expr inside a query: a kUserVar with its value as the one child.
+  auto assign = ParseAs<ast::SelectStmt>("SELECT @X := 1 + 2, @x");
+  ASSERT_EQ(assign.items.size(), 2u);
+  EXPECT_EQ(assign.items[0].expr->kind, ast::ExprKind::kUserVar);
+  EXPECT_EQ(assign.items[0].expr->name, "x");
+  ASSERT_EQ(assign.items[0].expr->children.size(), 1u);
+  EXPECT_EQ(Render(*assign.items[0].expr->children[0]), "(1 + 2)");
+  EXPECT_TRUE(assign.items[1].expr->children.empty());
   auto calc = ParseAs<ast::SelectStmt>("SELECT SQL_CALC_FOUND_ROWS DISTINCT SQL_NO_CACHE a FROM t LIMIT 1");
   EXPECT_TRUE(calc.calc_found_rows);
   EXPECT_TRUE(calc.distinct);
@@ -918,7 +925,7 @@ TEST(ParserTest, RecognisedButUnsupportedStatements) {
            "SELECT * FROM a RIGHT JOIN b ON 1", "SELECT * FROM a NATURAL JOIN b",
            "SELECT * FROM a JOIN b USING (x)", "SELECT * FROM (a, b)",
            "SELECT a FROM t GROUP BY a WITH ROLLUP", "SELECT a FROM t FOR UPDATE NOWAIT",
-           "SELECT a REGEXP 'x'", "SELECT @x := 1", "SELECT ~1",
+           "SELECT a REGEXP 'x'", "SELECT ~1",
            "CREATE VIEW v AS SELECT 1", "SELECT a IS TRUE FROM t",
        }) {
     Status st = ParseError(sql);
