@@ -36,6 +36,9 @@ std::map<std::string, Value> DefaultGlobals(const EngineOptions& o) {
       {"innodb_lock_wait_timeout", i(50)},
       {"interactive_timeout", i(28800)},
       {"license", s("Proprietary")},
+      // LOAD DATA LOCAL INFILE allowed (MySQL 8.0's default is OFF,
+      // MariaDB's ON); server-side files never (secure_file_priv NULL).
+      {"local_infile", i(1)},
       {"lower_case_table_names", i(0)},
       {"max_allowed_packet", i(64 << 20)},
       {"net_buffer_length", i(16384)},
@@ -44,6 +47,7 @@ std::map<std::string, Value> DefaultGlobals(const EngineOptions& o) {
       {"protocol_version", i(10)},
       {"query_cache_size", i(0)},
       {"query_cache_type", s("OFF")},
+      {"secure_file_priv", Value::Null()},
       {"sql_mode", s("ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,"
                      "ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION")},
       {"sql_select_limit", i(INT64_MAX)},

@@ -14,6 +14,7 @@
 #include "src/common/datetime.h"
 #include "src/common/errors.h"
 #include "src/common/log.h"
+#include "src/common/warnings.h"
 
 namespace shale::exec {
 namespace {
@@ -1176,6 +1177,7 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
   TableWriter writer(engine, table);
   using sierra::InsertConflict;
   uint64_t affected = 0;
+  uint64_t duplicates = 0;  // for the OK info: StatementResult::duplicates
   // The row holding a key of `r` (primary first, then the UNIQUE indexes in
   // order) and the representation it conflicts in.
   auto find_conflict = [&](const Row& r, size_t* rep) -> Result<std::optional<Row>> {
@@ -1224,13 +1226,22 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
                           DupEntryText(catalog::RepresentationKeyValues(table.primary, r)), table.name);
         }
         return writer.DupEntry(rep, r);
-      case InsertConflict::kIgnore:
-        break;  // MySQL: a 1062 warning; the row is skipped
+      case InsertConflict::kIgnore: {
+        // MySQL: a 1062 warning; the row is skipped.
+        Status dup = rep == 0 ? SqlError(ErrorCode::kDupEntry, "Duplicate entry '{}' for key '{}.PRIMARY'",
+                                         DupEntryText(catalog::RepresentationKeyValues(table.primary, r)),
+                                         table.name)
+                              : writer.DupEntry(rep, r);
+        PushWarning("Warning", dup.mysql_code(), dup.message());
+        ++duplicates;
+        break;
+      }
       case InsertConflict::kReplace:
         // Every row holding one of the new row's keys goes, then it is inserted.
         while (existing) {
           writer.Delete(*existing);
           ++affected;
+          ++duplicates;
           SHALE_ASSIGN_OR_RETURN(existing, lock_conflict(r, &rep));
         }
         writer.Put(r);
@@ -1263,6 +1274,7 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
         SHALE_RETURN_IF_ERROR(writer.CheckUnique(updated));
         writer.Put(updated);
         affected += 2;
+        ++duplicates;
         break;
       }
     }
@@ -1270,6 +1282,8 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
   SHALE_RETURN_IF_ERROR(writer.Commit());
   StatementResult result;
   result.affected_rows = affected;
+  result.records = rows.size();
+  result.duplicates = duplicates;
   return result;
 }
 

@@ -120,6 +120,7 @@ static ComCounter CounterOf(const ast::Statement& stmt) {
             case K::kKill: return ComCounter::kKill;
             case K::kShowStatus: return ComCounter::kShowStatus;
             case K::kShowProcesslist: return ComCounter::kShowProcesslist;
+            case K::kLoadData: return ComCounter::kCount;
           }
         }
         return ComCounter::kCount;
@@ -398,6 +399,8 @@ Result<StatementResult> Session::ExecuteAdmin(const ast::AdminStmt& s) {
   };
 
   switch (s.kind) {
+    case Kind::kLoadData:
+      return ExecuteLoadData(*s.load_data);
     case Kind::kCreateUser:
     case Kind::kDropUser:
     case Kind::kAlterUser: {
