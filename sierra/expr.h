@@ -79,6 +79,7 @@ enum class ScalarFunction : uint8_t {
   kUnhex = 39,      // UNHEX(s): NULL if not hex
   kSpace = 40,      // SPACE(n)
   kStrcmp = 41,     // STRCMP(a, b): -1, 0, 1
+  kFindInSet = 42,  // FIND_IN_SET(s, list): 1-based position of s in the comma-separated list, else 0
   // Date and time functions (sierra/temporal.h), from 100 on. The binder
   // sets their result types; a unit argument is an integer constant
   // (shale::IntervalUnit), an fsp argument an integer constant.
