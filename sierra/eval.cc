@@ -466,6 +466,24 @@ Result<Value> EvaluateFunction(const Expr& e, const Row& row) {
     case ScalarFunction::kStrcmp: {
       return Value::Int(CompareStrings(args[0].ToText(), args[1].ToText(), e.collation));
     }
+    case ScalarFunction::kFindInSet: {
+      // Names compare under the operands' collation; a name holding a
+      // comma is never found.
+      const std::string needle = args[0].ToText();
+      const std::string list = args[1].ToText();
+      if (list.empty() || needle.find(',') != std::string::npos) return Value::Int(0);
+      int64_t position = 1;
+      size_t start = 0;
+      while (true) {
+        const size_t comma = list.find(',', start);
+        const std::string_view item =
+            std::string_view(list).substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        if (CompareStrings(item, needle, e.collation) == 0) return Value::Int(position);
+        if (comma == std::string::npos) return Value::Int(0);
+        start = comma + 1;
+        ++position;
+      }
+    }
     case ScalarFunction::kLength:
       return Value::Int(static_cast<int64_t>(args[0].ToText().size()));
     case ScalarFunction::kConcat: {

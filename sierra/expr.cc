@@ -373,6 +373,7 @@ ExprPtr Expr::Function(ScalarFunction f, std::vector<ExprPtr> args) {
     case ScalarFunction::kCharLength:
     case ScalarFunction::kAscii:
     case ScalarFunction::kStrcmp:
+    case ScalarFunction::kFindInSet:
       type = SqlType::BigInt();
       break;
     case ScalarFunction::kSubstring:

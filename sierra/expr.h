@@ -84,6 +84,7 @@ enum class ScalarFunction : uint8_t {
   // the statement thread's variables (src/common/user_variables.h).
   kGetUserVar = 90,  // @name, where the statement also assigns it
   kSetUserVar = 91,  // @name := value: assigns, yields the value
+  kFindInSet = 42,  // FIND_IN_SET(s, list): 1-based position of s in the comma-separated list, else 0
   // Date and time functions (sierra/temporal.h), from 100 on. The binder
   // sets their result types; a unit argument is an integer constant
   // (shale::IntervalUnit), an fsp argument an integer constant.

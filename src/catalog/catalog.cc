@@ -15,9 +15,16 @@ constexpr std::string_view kDbPrefix = "catalog/db/";
 constexpr std::string_view kTablePrefix = "catalog/table/";
 constexpr std::string_view kNextIdKey = "catalog/next_id";
 constexpr std::string_view kRowIdPrefix = "catalog/row_id/";
+constexpr std::string_view kAutoIncPrefix = "catalog/auto_inc/";
 
 // "catalog/row_id/<table id>": the first row id not yet reserved.
 std::string RowIdKey(uint64_t table_id) { return std::string(kRowIdPrefix) + std::to_string(table_id); }
+// "catalog/auto_inc/<table id>": the first AUTO_INCREMENT value not yet
+// reserved (after a clean shutdown: the next value).
+std::string AutoIncKey(uint64_t table_id) { return std::string(kAutoIncPrefix) + std::to_string(table_id); }
+std::string CounterKey(uint64_t table_id, IdCounter counter) {
+  return counter == IdCounter::kRowId ? RowIdKey(table_id) : AutoIncKey(table_id);
+}
 
 std::string DbKey(const std::string& db) { return std::string(kDbPrefix) + db; }
 // '/' cannot appear in names we accept, so "<db>/<table>" is unambiguous.
@@ -77,6 +84,7 @@ std::string SerializeTable(const TableDef& t) {
     pc->set_hidden(c.hidden);
     pc->set_default_now(c.default_now);
     pc->set_on_update_now(c.on_update_now);
+    pc->set_auto_increment(c.auto_increment);
     if (c.default_value) {
       pc->set_has_default(true);
       std::string row;
@@ -109,6 +117,7 @@ Result<std::shared_ptr<const TableDef>> ParseTable(std::string_view bytes) {
     c.hidden = pc.hidden();
     c.default_now = pc.default_now();
     c.on_update_now = pc.on_update_now();
+    c.auto_increment = pc.auto_increment();
     if (pc.has_default()) {
       Row row;
       SHALE_RETURN_IF_ERROR(DecodeRow(pc.default_row(), &row));
@@ -186,6 +195,13 @@ const SliceDef& RepresentationDef::SliceForHash(uint64_t h) const {
   return *(it - 1);
 }
 
+int TableDef::AutoIncrementColumn() const {
+  for (size_t i = 0; i < columns.size(); ++i) {
+    if (columns[i].auto_increment) return static_cast<int>(i);
+  }
+  return -1;
+}
+
 int TableDef::FindColumn(std::string_view name) const {
   for (size_t i = 0; i < columns.size(); ++i) {
     const std::string& c = columns[i].name;
@@ -251,7 +267,8 @@ Status Catalog::DropDatabase(const std::string& name, bool if_exists,
   for (auto& [tname, t] : it->second) {
     batch.emplace_back(TableKey(name, tname), std::nullopt);
     batch.emplace_back(RowIdKey(t->id), std::nullopt);
-    row_ids_.erase(t->id);
+    batch.emplace_back(AutoIncKey(t->id), std::nullopt);
+    EraseIdRanges(t->id);
     dropped->push_back(t);
   }
   batch.emplace_back(DbKey(name), std::nullopt);
@@ -307,9 +324,11 @@ Status Catalog::DropTable(const std::string& db, const std::string& name) {
     return SqlError(ErrorCode::kBadTable, "Unknown table '{}.{}'", db, name);
   }
   uint64_t id = d->second[name]->id;
-  SHALE_RETURN_IF_ERROR(meta_->Write({{TableKey(db, name), std::nullopt}, {RowIdKey(id), std::nullopt}}));
+  SHALE_RETURN_IF_ERROR(meta_->Write({{TableKey(db, name), std::nullopt},
+                                      {RowIdKey(id), std::nullopt},
+                                      {AutoIncKey(id), std::nullopt}}));
   d->second.erase(name);
-  row_ids_.erase(id);
+  EraseIdRanges(id);
   return Status::OK();
 }
 
@@ -368,14 +387,21 @@ Result<uint64_t> Catalog::NextId() {
 }
 
 Result<int64_t> Catalog::AllocateRowIds(uint64_t table_id, int64_t count) {
-  if (count < 1) return Status::InvalidArgument("row id count must be positive");
-  std::lock_guard lock(mu_);
-  auto it = row_ids_.find(table_id);
+  return ReserveIds(table_id, IdCounter::kRowId, count);
+}
+
+void Catalog::EraseIdRanges(uint64_t table_id) {
+  row_ids_.erase({table_id, IdCounter::kRowId});
+  row_ids_.erase({table_id, IdCounter::kAutoIncrement});
+}
+
+Result<Catalog::RowIdRange*> Catalog::IdRange(uint64_t table_id, IdCounter counter) {
+  auto it = row_ids_.find({table_id, counter});
   if (it == row_ids_.end()) {
     // First use since start-up: continue after everything reserved before.
     RowIdRange r;
     std::string stored;
-    Status st = meta_->Get(RowIdKey(table_id), &stored);
+    Status st = meta_->Get(CounterKey(table_id, counter), &stored);
     if (st.ok()) {
       r.next = std::stoll(stored);
     } else if (st.IsNotFound()) {
@@ -384,20 +410,69 @@ Result<int64_t> Catalog::AllocateRowIds(uint64_t table_id, int64_t count) {
       return st;
     }
     r.limit = r.next;
-    it = row_ids_.emplace(table_id, r).first;
+    it = row_ids_.emplace(std::make_pair(table_id, counter), r).first;
   }
-  RowIdRange& r = it->second;
-  if (r.limit - r.next < count) {
-    if (INT64_MAX - r.next < count + kRowIdBatch) {
-      return SqlError(ErrorCode::kDataOutOfRange, "row ids of table {} are exhausted", table_id);
-    }
-    int64_t limit = r.next + std::max(count, kRowIdBatch);
-    SHALE_RETURN_IF_ERROR(meta_->Put(RowIdKey(table_id), std::to_string(limit)));
-    r.limit = limit;
+  return &it->second;
+}
+
+Status Catalog::Reserve(uint64_t table_id, IdCounter counter, RowIdRange* r, int64_t limit) {
+  SHALE_RETURN_IF_ERROR(meta_->Put(CounterKey(table_id, counter), std::to_string(limit)));
+  r->limit = limit;
+  return Status::OK();
+}
+
+Result<int64_t> Catalog::ReserveIds(uint64_t table_id, IdCounter counter, int64_t count) {
+  if (count < 1) return Status::InvalidArgument("id count must be positive");
+  std::lock_guard lock(mu_);
+  SHALE_ASSIGN_OR_RETURN(RowIdRange * r, IdRange(table_id, counter));
+  if (INT64_MAX - r->next < count) {
+    return SqlError(ErrorCode::kAutoincReadFailed, "Failed to read auto-increment value from storage engine");
   }
-  int64_t first = r.next;
-  r.next += count;
+  if (r->limit - r->next < count) {
+    const int64_t want = std::max(count, kRowIdBatch);
+    SHALE_RETURN_IF_ERROR(Reserve(table_id, counter, r, INT64_MAX - r->next < want ? INT64_MAX : r->next + want));
+  }
+  int64_t first = r->next;
+  r->next += count;
   return first;
+}
+
+Status Catalog::AdvanceIds(uint64_t table_id, IdCounter counter, int64_t next) {
+  std::lock_guard lock(mu_);
+  SHALE_ASSIGN_OR_RETURN(RowIdRange * r, IdRange(table_id, counter));
+  if (next <= r->next) return Status::OK();
+  r->next = next;
+  if (r->limit < next) SHALE_RETURN_IF_ERROR(Reserve(table_id, counter, r, next));
+  return Status::OK();
+}
+
+Status Catalog::SetNextId(uint64_t table_id, IdCounter counter, int64_t next) {
+  if (next < 1) next = 1;
+  std::lock_guard lock(mu_);
+  SHALE_ASSIGN_OR_RETURN(RowIdRange * r, IdRange(table_id, counter));
+  SHALE_RETURN_IF_ERROR(Reserve(table_id, counter, r, next));
+  r->next = next;
+  return Status::OK();
+}
+
+Result<int64_t> Catalog::PeekNextId(uint64_t table_id, IdCounter counter) const {
+  std::lock_guard lock(mu_);
+  auto it = row_ids_.find({table_id, counter});
+  if (it != row_ids_.end()) return it->second.next;
+  std::string stored;
+  Status st = meta_->Get(CounterKey(table_id, counter), &stored);
+  if (st.IsNotFound()) return int64_t{1};
+  SHALE_RETURN_IF_ERROR(st);
+  return static_cast<int64_t>(std::stoll(stored));
+}
+
+Status Catalog::ReleaseUnusedIds() {
+  std::lock_guard lock(mu_);
+  for (auto& [key, r] : row_ids_) {
+    if (r.limit == r.next) continue;
+    SHALE_RETURN_IF_ERROR(Reserve(key.first, key.second, &r, r.next));
+  }
+  return Status::OK();
 }
 
 }  // namespace shale::catalog

@@ -45,6 +45,10 @@ struct ColumnDef {
   // initializers of the fields above keep their meaning.)
   bool default_now = false;
   bool on_update_now = false;
+  // AUTO_INCREMENT: an integer column, the first column of some key; at
+  // most one per table. Values come from the table's kAutoIncrement id
+  // counter (Catalog::ReserveIds).
+  bool auto_increment = false;
 };
 
 // Name of the hidden row-id column. Users cannot name a column this way in a
@@ -52,6 +56,13 @@ struct ColumnDef {
 inline constexpr std::string_view kHiddenRowIdColumn = "__shale_row_id";
 // Row ids are reserved in the MetaStore this many at a time.
 inline constexpr int64_t kRowIdBatch = 1024;
+
+// The per-table id counters the catalog hands out ids from. Stored under
+// their own MetaStore keys (docs/formats/catalog.md). DO NOT CHANGE values.
+enum class IdCounter : uint8_t {
+  kRowId = 0,          // the hidden row id of a table without a PRIMARY KEY
+  kAutoIncrement = 1,  // the table's AUTO_INCREMENT column
+};
 
 // One slice of a representation: rows whose distribution hash h satisfies
 // hash_begin <= h <= hash_end.
@@ -93,6 +104,8 @@ struct TableDef {
   int FindColumn(std::string_view name) const;
   // Position in `indexes` of the index named `name` (case-insensitive), or -1.
   int FindIndex(std::string_view name) const;
+  // Index of the AUTO_INCREMENT column, or -1.
+  int AutoIncrementColumn() const;
 };
 
 // The encoded primary key (memcomparable, src/common/value.h) of the
@@ -164,6 +177,29 @@ class Catalog {
   // handed out again (ids reserved but unused are skipped).
   Result<int64_t> AllocateRowIds(uint64_t table_id, int64_t count);
 
+  // Id counters (hidden row ids, AUTO_INCREMENT). ReserveIds is the one
+  // place ids are reserved: it hands out `count` consecutive ids of
+  // `counter` of table `table_id` and returns the first, reserving durably
+  // in the MetaStore in batches of at least kRowIdBatch, so an id handed out
+  // before a restart or crash is never handed out again (ids reserved but
+  // unused are skipped, unless ReleaseUnusedIds ran at a clean shutdown).
+  // A counter starts at 1. ER_AUTOINC_READ_FAILED (1467) when the ids run
+  // past INT64_MAX.
+  Result<int64_t> ReserveIds(uint64_t table_id, IdCounter counter, int64_t count);
+  // Moves the counter so the next id handed out is at least `next` (an
+  // explicit AUTO_INCREMENT value was inserted). Never moves it back.
+  Status AdvanceIds(uint64_t table_id, IdCounter counter, int64_t next);
+  // Sets the next id to exactly `next` (CREATE TABLE ... AUTO_INCREMENT=n,
+  // ALTER TABLE ... AUTO_INCREMENT=n, TRUNCATE), durably.
+  Status SetNextId(uint64_t table_id, IdCounter counter, int64_t next);
+  // The next id the counter would hand out (SHOW CREATE TABLE,
+  // information_schema.TABLES.AUTO_INCREMENT).
+  Result<int64_t> PeekNextId(uint64_t table_id, IdCounter counter) const;
+  // At a clean shutdown, after the last statement: stores each counter's
+  // next id instead of its reserved limit, so a restart continues where
+  // the ids stopped (as MySQL 8 persists AUTO_INCREMENT).
+  Status ReleaseUnusedIds();
+
  private:
   explicit Catalog(storage::MetaStore* meta) : meta_(meta) {}
 
@@ -175,7 +211,15 @@ class Catalog {
     int64_t next = 0;   // next id to hand out
     int64_t limit = 0;  // first id not reserved
   };
-  std::map<uint64_t, RowIdRange> row_ids_;  // GUARDED_BY(mu_); by table id
+  // The in-memory range of a counter, loaded from the MetaStore on first use.
+  // REQUIRES: mu_ held.
+  Result<RowIdRange*> IdRange(uint64_t table_id, IdCounter counter);
+  // Durably reserves every id below `limit`. REQUIRES: mu_ held.
+  Status Reserve(uint64_t table_id, IdCounter counter, RowIdRange* r, int64_t limit);
+  // Both counters' ranges, by (table id, counter).
+  std::map<std::pair<uint64_t, IdCounter>, RowIdRange> row_ids_;  // GUARDED_BY(mu_)
+  // Forgets table `id`'s counters (dropped). REQUIRES: mu_ held.
+  void EraseIdRanges(uint64_t table_id);
 };
 
 }  // namespace shale::catalog

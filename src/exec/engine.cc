@@ -71,7 +71,14 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
   globals_ = std::make_shared<const std::map<std::string, Value>>(DefaultGlobals(options_));
 }
 
-Engine::~Engine() = default;
+Engine::~Engine() {
+  // A clean shutdown gives back the id counters' unused reservations, so
+  // AUTO_INCREMENT continues where it stopped after a restart.
+  if (catalog_) {
+    Status st = catalog_->ReleaseUnusedIds();
+    if (!st.ok()) log::Warn("engine: saving id counters failed: {}", st.ToString());
+  }
+}
 
 Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
   if (options.data_dir.empty()) return Status::InvalidArgument("engine: no data directory");

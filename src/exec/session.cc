@@ -11,6 +11,7 @@
 #include "rebalancer/placement.h"
 #include "src/common/errors.h"
 #include "src/common/log.h"
+#include "src/exec/auto_increment.h"
 #include "src/exec/engine.h"
 #include "src/exec/executor.h"
 #include "src/exec/system_tables.h"
@@ -406,6 +407,7 @@ Result<StatementResult> Session::RunInTransaction(const std::function<Result<Sta
   context.lock_wait_timeout = LockWaitTimeout();
   context.interrupt = &interrupted_;
   context.written_tables = tables;
+  context.strict_mode = StrictSqlMode();
   Result<StatementResult> r = [&] {
     StatementScope scope(&context);
     return run();
@@ -554,13 +556,40 @@ Result<StatementResult> Session::ExecuteStatement(const ast::Statement& stmt,
     SHALE_RETURN_IF_ERROR(CheckPlanPrivileges(*set->user_values));
   }
   Result<StatementResult> result = ExecuteBound(stmt, &bound);
-  // LAST_INSERT_ID(expr) is remembered once its statement succeeded, and is
-  // that statement's insert id.
-  if (result.ok() && set_last_insert_id.has_value()) {
+  if (result.ok()) {
+    Status after = AfterAutoIncrementStatement(stmt);
+    if (!after.ok()) result = after;
+  }
+  // An AUTO_INCREMENT value the statement generated is LAST_INSERT_ID()
+  // from now on (it wins over LAST_INSERT_ID(expr) in the same statement,
+  // as in MariaDB); LAST_INSERT_ID(expr) is remembered once its statement
+  // succeeded, and is that statement's insert id.
+  if (result.ok() && result->generated_insert_id != 0) {
+    last_insert_id_ = result->generated_insert_id;
+    result->last_insert_id = last_insert_id_;
+  } else if (result.ok() && set_last_insert_id.has_value()) {
     last_insert_id_ = *set_last_insert_id;
     if (!result->is_result_set) result->last_insert_id = last_insert_id_;
   }
   return result;
+}
+
+bool Session::StrictSqlMode() const {
+  auto it = variables_.find("sql_mode");
+  if (it == variables_.end() || it->second.is_null()) return true;
+  std::string mode = it->second.ToText();
+  for (char& c : mode) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  // SET sql_mode = TRADITIONAL is kept as written; it implies STRICT_*.
+  return mode.find("STRICT_TRANS_TABLES") != std::string::npos ||
+         mode.find("STRICT_ALL_TABLES") != std::string::npos || mode.find("TRADITIONAL") != std::string::npos;
+}
+
+Status Session::AfterAutoIncrementStatement(const ast::Statement& stmt) {
+  // TRUNCATE starts the AUTO_INCREMENT values again at 1 (as InnoDB).
+  const auto* del = std::get_if<ast::DeleteStmt>(&stmt);
+  if (del == nullptr || !del->truncate) return Status::OK();
+  const std::string db = del->table.name.db.empty() ? current_db_ : del->table.name.db;
+  return ResetAutoIncrement(engine_, db, del->table.name.table);
 }
 
 sql::BindContext Session::MakeBindContext(const std::map<std::string, Value>* globals) const {
@@ -663,7 +692,11 @@ Result<StatementResult> Session::ExecuteBound(const ast::Statement& stmt, sql::B
           std::string name = cmd.def.name;
           std::string db = cmd.def.db;
           sierra::LogicalPtr as_select = std::move(cmd.as_select);
+          const std::optional<int64_t> first_auto_increment = cmd.auto_increment;
           SHALE_RETURN_IF_ERROR(RunCreateTable(engine_, std::move(cmd)));
+          if (first_auto_increment && !existed) {
+            SHALE_RETURN_IF_ERROR(StartAutoIncrement(engine_, db, name, *first_auto_increment));
+          }
           if (as_select && !existed) {
             // CREATE TABLE ... AS SELECT: insert the query's rows (a NULL
             // hidden row id gets a fresh one); on failure the table goes.
@@ -728,6 +761,9 @@ Result<StatementResult> Session::ExecuteBound(const ast::Statement& stmt, sql::B
             SHALE_RETURN_IF_ERROR(RunAlterColumns(engine_, cmd));
           } else if (!cmd.add_indexes.empty() || !cmd.drop_indexes.empty()) {
             SHALE_RETURN_IF_ERROR(RunAlterTable(engine_, cmd));
+          }
+          if (cmd.auto_increment) {
+            SHALE_RETURN_IF_ERROR(AlterAutoIncrement(engine_, cmd.db, cmd.table, *cmd.auto_increment));
           }
           if (cmd.rename_to) {
             SHALE_RETURN_IF_ERROR(engine_->catalog()->RenameTable(cmd.db, cmd.table, cmd.rename_to->first,

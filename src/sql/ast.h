@@ -61,18 +61,31 @@ struct TableName {
   std::string table;
 };
 
+struct JoinTree;
+
 struct TableRef {
   TableName name;
   std::string alias;  // empty: none
   std::shared_ptr<const SelectStmt> derived;  // FROM (SELECT ...) alias: a derived table
+  // FROM ... (a JOIN b ON ...) ...: a parenthesized join (name empty).
+  std::shared_ptr<const JoinTree> nested;
 };
 
 // A table joined to the ones before it in FROM.
 struct JoinClause {
-  enum class Kind : uint8_t { kInner, kLeft };  // ',' / CROSS JOIN are kInner without `on`
+  // ',' / CROSS JOIN are kInner without `on`.
+  enum class Kind : uint8_t { kInner, kLeft, kRight };
   Kind kind = Kind::kInner;
   TableRef table;
   std::unique_ptr<Expr> on;  // null: none
+  bool natural = false;                 // NATURAL [LEFT|RIGHT] JOIN
+  std::vector<std::string> using_columns;  // JOIN ... USING (a, b)
+};
+
+// The tables of a parenthesized join: `first` joined with `joins` in order.
+struct JoinTree {
+  TableRef first;
+  std::vector<JoinClause> joins;
 };
 
 struct SelectItem {
@@ -175,6 +188,7 @@ struct ColumnDefinition {
   std::string collation;  // COLLATE name as written; empty: none
   bool binary = false;    // the BINARY attribute of a text type (its charset's _bin collation)
   std::vector<std::string> elements;  // ENUM('a', 'b', ...)
+  bool auto_increment = false;        // AUTO_INCREMENT
 };
 
 struct CreateTableStmt {
@@ -184,6 +198,7 @@ struct CreateTableStmt {
   std::vector<std::string> primary_key;  // from a PRIMARY KEY (...) clause
   std::vector<IndexDefinition> indexes;  // KEY / INDEX / UNIQUE clauses
   std::optional<uint32_t> slices;        // SLICES=n
+  std::optional<uint64_t> auto_increment;  // AUTO_INCREMENT=n: the first value
   std::string charset;    // [DEFAULT] CHARSET= / CHARACTER SET= table option; empty: none
   std::string collation;  // [DEFAULT] COLLATE= table option; empty: none
   std::optional<TableName> like;         // CREATE TABLE t LIKE u
@@ -258,6 +273,7 @@ struct AlterTableStmt {
   std::vector<std::string> drop_indexes;
   std::vector<ColumnChange> column_changes;
   std::optional<TableName> rename_to;  // ALTER TABLE t RENAME [TO] u
+  std::optional<uint64_t> auto_increment;  // ALTER TABLE t AUTO_INCREMENT [=] n
 };
 
 // RENAME TABLE a TO b [, c TO d ...]
