@@ -184,6 +184,7 @@ struct CreateTableStmt {
   std::vector<std::string> primary_key;  // from a PRIMARY KEY (...) clause
   std::vector<IndexDefinition> indexes;  // KEY / INDEX / UNIQUE clauses
   std::optional<uint32_t> slices;        // SLICES=n
+  std::optional<uint32_t> replicas;      // REPLICAS=n
   std::string charset;    // [DEFAULT] CHARSET= / CHARACTER SET= table option; empty: none
   std::string collation;  // [DEFAULT] COLLATE= table option; empty: none
   std::optional<TableName> like;         // CREATE TABLE t LIKE u

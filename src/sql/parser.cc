@@ -882,6 +882,15 @@ Result<ast::CreateTableStmt> Parser::ParseCreateTable() {
       s.slices = static_cast<uint32_t>(n);
       continue;
     }
+    if (AcceptKeyword("REPLICAS")) {
+      AcceptOperator("=");
+      SHALE_ASSIGN_OR_RETURN(uint64_t n, ParseUnsigned());
+      if (n == 0 || n > 16) {
+        return SqlError(ErrorCode::kWrongArguments, "Incorrect arguments to REPLICAS");
+      }
+      s.replicas = static_cast<uint32_t>(n);
+      continue;
+    }
     std::string* target = nullptr;  // the option kept, or none
     if (AcceptKeyword("CHARACTER")) {
       SHALE_RETURN_IF_ERROR(ExpectKeyword("SET"));
