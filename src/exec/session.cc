@@ -22,32 +22,43 @@ namespace shale::exec {
 namespace ast = sql::ast;
 namespace {
 
-// Replicas per slice on a node that has no cluster yet.
-constexpr uint32_t kDefaultReplicas = 2;
-
 StatementResult Ok(uint64_t affected = 0) {
   StatementResult r;
   r.affected_rows = affected;
   return r;
 }
 
-// Creates `count` empty slices for `rep`, appending them to rep->slices and
-// their ids to *created (so the caller can undo).
-Status CreateSlicesFor(Engine* engine, uint32_t count, catalog::RepresentationDef* rep,
-                       std::vector<storage::SliceId>* created) {
-  auto placements = rebalancer::PlaceNewRepresentation(count, kDefaultReplicas,
-                                                       {engine->options().node_name});
+// Cuts `rep` into `count` new slices with `replicas` replicas each, placed
+// over the cluster's members (rebalancer::PlaceNewRepresentation), with ids
+// from the catalog. With `create_local`, the slices this node holds a
+// replica of are created now (an index is built into them before its
+// definition is published) and their ids added to *created (so the caller
+// can undo); otherwise every node creates its replicas when it applies the
+// catalog change (Engine::OnTableChange).
+Status PlaceSlicesFor(Engine* engine, uint32_t count, uint32_t replicas, catalog::RepresentationDef* rep,
+                      bool create_local, std::vector<storage::SliceId>* created) {
+  auto placements = rebalancer::PlaceNewRepresentation(count, replicas, engine->PlacementNodes());
   for (const auto& p : placements) {
     catalog::SliceDef s;
     SHALE_ASSIGN_OR_RETURN(s.id, engine->catalog()->NextId());
     s.hash_begin = p.hash_begin;
     s.hash_end = p.hash_end;
     s.replicas = p.replicas;
-    SHALE_RETURN_IF_ERROR(engine->slices()->CreateSlice(s.id).status());
-    created->push_back(s.id);
+    if (create_local && engine->HoldsReplica(s)) {
+      SHALE_RETURN_IF_ERROR(engine->slices()->CreateSlice(s.id).status());
+      created->push_back(s.id);
+    }
     rep->slices.push_back(std::move(s));
   }
   return Status::OK();
+}
+
+// An index of an existing table: as many slices as the primary key, with the
+// table's replica count.
+Status CreateSlicesFor(Engine* engine, const catalog::TableDef& table, catalog::RepresentationDef* rep,
+                       std::vector<storage::SliceId>* created) {
+  return PlaceSlicesFor(engine, static_cast<uint32_t>(table.primary.slices.size()), catalog::WantedReplicas(table),
+                        rep, /*create_local=*/true, created);
 }
 
 void DropCreatedSlices(Engine* engine, const std::vector<storage::SliceId>& created) {
@@ -61,24 +72,24 @@ Status RunCreateTable(Engine* engine, sql::CreateTableCmd cmd) {
     if (cmd.if_not_exists) return Status::OK();
     return SqlError(ErrorCode::kTableExists, "Table '{}' already exists", cmd.def.name);
   }
-  uint32_t count = cmd.slices ? cmd.slices : engine->options().default_slices;
+  // About one slice per node: SLICES=n, else the larger of the node's
+  // default and the member count.
+  const std::vector<std::string> nodes = engine->PlacementNodes();
+  const uint32_t count =
+      cmd.slices ? cmd.slices : std::max<uint32_t>(engine->options().default_slices, static_cast<uint32_t>(nodes.size()));
+  cmd.def.replicas = cmd.replicas;
+  const uint32_t replicas = catalog::WantedReplicas(cmd.def);
   SHALE_ASSIGN_OR_RETURN(cmd.def.id, cat->NextId());
   std::vector<storage::SliceId> created;
-  Status st = CreateSlicesFor(engine, count, &cmd.def.primary, &created);
+  SHALE_RETURN_IF_ERROR(PlaceSlicesFor(engine, count, replicas, &cmd.def.primary, false, &created));
   // Each secondary index is its own representation with its own slices.
-  for (size_t i = 0; st.ok() && i < cmd.def.indexes.size(); ++i) {
-    st = CreateSlicesFor(engine, count, &cmd.def.indexes[i], &created);
+  for (size_t i = 0; i < cmd.def.indexes.size(); ++i) {
+    SHALE_RETURN_IF_ERROR(PlaceSlicesFor(engine, count, replicas, &cmd.def.indexes[i], false, &created));
   }
-  if (!st.ok()) {
-    DropCreatedSlices(engine, created);
-    return st;
-  }
-  // The catalog write is the commit point: slices made before it are
-  // orphans if it fails, removed now or at the next start.
+  // The catalog change is the commit point; applying it creates every
+  // node's replicas (before the change is written).
   bool made = false;
-  st = cat->CreateTable(std::move(cmd.def), cmd.if_not_exists, &made);
-  if (!st.ok() || !made) DropCreatedSlices(engine, created);
-  return st;
+  return cat->CreateTable(std::move(cmd.def), cmd.if_not_exists, &made);
 }
 
 void DropRepresentationSlices(Engine* engine, const catalog::TableDef& t,
@@ -171,7 +182,7 @@ Status RunAlterColumns(Engine* engine, const sql::AlterTableCmd& cmd) {
   std::vector<storage::SliceId> created;
   Status st;
   for (catalog::RepresentationDef& index : def.indexes) {
-    st = CreateSlicesFor(engine, static_cast<uint32_t>(def.primary.slices.size()), &index, &created);
+    st = CreateSlicesFor(engine, def, &index, &created);
     if (st.ok()) st = BuildIndex(engine, def, index, &new_rows);
     if (!st.ok()) break;
   }
@@ -229,7 +240,7 @@ Status RunAlterTable(Engine* engine, const sql::AlterTableCmd& cmd) {
   for (const catalog::RepresentationDef& add : cmd.add_indexes) {
     catalog::RepresentationDef rep = add;
     rep.slices.clear();
-    st = CreateSlicesFor(engine, static_cast<uint32_t>(table->primary.slices.size()), &rep, &created);
+    st = CreateSlicesFor(engine, *table, &rep, &created);
     if (!st.ok()) break;
     st = BuildIndex(engine, def, rep);
     if (!st.ok()) break;
@@ -241,12 +252,6 @@ Status RunAlterTable(Engine* engine, const sql::AlterTableCmd& cmd) {
     return st;
   }
   for (const auto& rep : dropped) DropRepresentationSlices(engine, *table, rep);
-  return Status::OK();
-}
-
-Status DropSlicesOf(Engine* engine, const catalog::TableDef& t) {
-  DropRepresentationSlices(engine, t, t.primary);
-  for (const auto& index : t.indexes) DropRepresentationSlices(engine, t, index);
   return Status::OK();
 }
 
@@ -675,8 +680,8 @@ Result<StatementResult> Session::ExecuteBound(const ast::Statement& stmt, sql::B
           SHALE_RETURN_IF_ERROR(EndTransaction());
           std::vector<std::shared_ptr<const catalog::TableDef>> dropped;
           bool existed = engine_->catalog()->DatabaseExists(cmd.name);
+          // Applying the drop removes every node's replicas.
           SHALE_RETURN_IF_ERROR(engine_->catalog()->DropDatabase(cmd.name, cmd.if_exists, &dropped));
-          for (const auto& t : dropped) SHALE_RETURN_IF_ERROR(DropSlicesOf(engine_, *t));
           if (!existed) {
             warnings_.push_back({"Note", static_cast<uint16_t>(ErrorCode::kDbDropExists),
                                  fmt::format("Can't drop database '{}'; database doesn't exist", cmd.name)});
@@ -717,7 +722,6 @@ Result<StatementResult> Session::ExecuteBound(const ast::Statement& stmt, sql::B
                               : Result<StatementResult>(physical.status());
             if (!inserted.ok()) {
               (void)engine_->catalog()->DropTable(db, name);
-              (void)DropSlicesOf(engine_, *table);
               return inserted.status();
             }
             StatementResult r = Ok(inserted->affected_rows);
@@ -749,7 +753,6 @@ Result<StatementResult> Session::ExecuteBound(const ast::Statement& stmt, sql::B
               continue;
             }
             SHALE_RETURN_IF_ERROR(engine_->catalog()->DropTable(db, name));
-            SHALE_RETURN_IF_ERROR(DropSlicesOf(engine_, **table));
           }
           return Ok();
         } else if constexpr (std::is_same_v<T, sql::ExplainCmd>) {

@@ -180,6 +180,10 @@ std::vector<std::pair<std::string, std::string>> ServerState::StatusVariables(ui
   if (engine != nullptr && engine->slices() != nullptr) {
     add("Shale_wal_buffer_wait_us", engine->slices()->WalBufferWaitMicros());
   }
+  // Slices below their replica count (docs/cluster.md, system.protection).
+  if (engine != nullptr && engine->catalog() != nullptr) {
+    add("Shale_under_protected_slices", engine->Protection().under_protected);
+  }
   std::sort(out.begin(), out.end());
   return out;
 }

@@ -199,6 +199,7 @@ struct CreateTableStmt {
   std::vector<IndexDefinition> indexes;  // KEY / INDEX / UNIQUE clauses
   std::optional<uint32_t> slices;        // SLICES=n
   std::optional<uint64_t> auto_increment;  // AUTO_INCREMENT=n: the first value
+  std::optional<uint32_t> replicas;      // REPLICAS=n
   std::string charset;    // [DEFAULT] CHARSET= / CHARACTER SET= table option; empty: none
   std::string collation;  // [DEFAULT] COLLATE= table option; empty: none
   std::optional<TableName> like;         // CREATE TABLE t LIKE u

@@ -2626,6 +2626,7 @@ Result<BoundStatement> Binder::BindCreateTable(const ast::CreateTableStmt& s) {
   CreateTableCmd cmd;
   cmd.if_not_exists = s.if_not_exists;
   cmd.slices = s.slices.value_or(0);
+  cmd.replicas = s.replicas.value_or(0);
   catalog::TableDef& def = cmd.def;
   SHALE_ASSIGN_OR_RETURN(def.db, ResolveDb(s.table.db));
   def.name = s.table.table;
@@ -2645,6 +2646,7 @@ Result<BoundStatement> Binder::BindCreateTable(const ast::CreateTableStmt& s) {
       def.indexes.push_back(std::move(index));
     }
     if (!s.slices) cmd.slices = static_cast<uint32_t>(like->primary.slices.size());
+    if (!s.replicas) cmd.replicas = like->replicas;
     return BoundStatement(std::move(cmd));
   }
   if (s.as_select) {
@@ -3212,6 +3214,7 @@ std::string ShowCreateTableSql(const catalog::TableDef& t, int64_t auto_incremen
   out += ")";
   if (auto_increment > 1) out += fmt::format(" AUTO_INCREMENT={}", auto_increment);
   out += fmt::format(" SLICES={}", t.primary.slices.size());
+  if (t.replicas != 0) out += fmt::format(" REPLICAS={}", t.replicas);
   return out;
 }
 

@@ -71,6 +71,7 @@ struct CreateTableCmd {
   catalog::TableDef def;  // id and slices not yet allocated
   bool if_not_exists = false;
   uint32_t slices = 0;    // 0: the node default
+  uint32_t replicas = 0;  // REPLICAS=n; 0: the default (catalog::kDefaultReplicas)
   // CREATE TABLE ... AS SELECT: the rows to insert into the new table, one
   // column per visible column of `def`, in order.
   sierra::LogicalPtr as_select;

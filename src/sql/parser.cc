@@ -917,6 +917,15 @@ Result<ast::CreateTableStmt> Parser::ParseCreateTable() {
       s.auto_increment = n;
       continue;
     }
+    if (AcceptKeyword("REPLICAS")) {
+      AcceptOperator("=");
+      SHALE_ASSIGN_OR_RETURN(uint64_t n, ParseUnsigned());
+      if (n == 0 || n > 16) {
+        return SqlError(ErrorCode::kWrongArguments, "Incorrect arguments to REPLICAS");
+      }
+      s.replicas = static_cast<uint32_t>(n);
+      continue;
+    }
     std::string* target = nullptr;  // the option kept, or none
     if (AcceptKeyword("CHARACTER")) {
       SHALE_RETURN_IF_ERROR(ExpectKeyword("SET"));
