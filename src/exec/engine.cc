@@ -1,5 +1,6 @@
 #include "src/exec/engine.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 
@@ -86,21 +87,28 @@ Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
 
   // Slices no table refers to were left by a CREATE or DROP TABLE that was
   // interrupted (the catalog change is the commit point): remove them.
+  // Only slices with a replica placed on this node are stored here (in a
+  // cluster the others live on other nodes).
   std::set<storage::SliceId> referenced;
   size_t tables = 0;
+  auto placed_here = [&](const catalog::SliceDef& s) {
+    return s.replicas.empty() ||
+           std::find(s.replicas.begin(), s.replicas.end(), options.node_name) != s.replicas.end();
+  };
+  std::set<storage::SliceId> elsewhere;
   for (const std::string& db : engine->catalog_->ListDatabases()) {
     SHALE_ASSIGN_OR_RETURN(auto names, engine->catalog_->ListTables(db));
     for (const std::string& name : names) {
       SHALE_ASSIGN_OR_RETURN(auto table, engine->catalog_->GetTable(db, name));
-      for (const auto& s : table->primary.slices) referenced.insert(s.id);
+      for (const auto& s : table->primary.slices) (placed_here(s) ? referenced : elsewhere).insert(s.id);
       for (const auto& index : table->indexes) {
-        for (const auto& s : index.slices) referenced.insert(s.id);
+        for (const auto& s : index.slices) (placed_here(s) ? referenced : elsewhere).insert(s.id);
       }
       ++tables;
     }
   }
   for (storage::SliceId id : engine->slices_->ListSlices()) {
-    if (!referenced.count(id)) {
+    if (!referenced.count(id) && !elsewhere.count(id)) {
       log::Warn("dropping orphan slice {} (no table refers to it)", id);
       std::unique_lock<std::shared_mutex> no_gc(engine->txn_->slice_drop_mutex());
       SHALE_RETURN_IF_ERROR(engine->slices_->DropSlice(id));
@@ -141,6 +149,28 @@ Status Engine::SetGlobalVariable(const std::string& name, Value value) {
   }
   it->second = std::move(value);
   return Status::OK();
+}
+
+Result<txn::SliceHandle> Engine::RouteSlice(const catalog::TableDef& table, const catalog::SliceDef& def) {
+  txn::SliceHandle h;
+  h.id = def.id;
+  txn::DataRouter* router = txn_->router();
+  const bool only_here =
+      router == nullptr || def.replicas.empty() || (def.replicas.size() == 1 && def.replicas[0] == router->self());
+  if (!only_here) {
+    h.replicas = &def.replicas;
+    h.router = router;
+    if (def.replicas[0] != router->self()) return h;  // read at the ranking replica's node
+  }
+  auto slice = slices_->GetSlice(def.id);
+  if (!slice.ok()) {
+    log::Error("slice {} of table {}.{} is not available on this node: {}", def.id, table.db, table.name,
+               slice.status().ToString());
+    return Status::Unavailable(
+        fmt::format("slice {} of table {}.{} has no replica on this node", def.id, table.db, table.name));
+  }
+  h.local = *slice;
+  return h;
 }
 
 std::mutex& Engine::TableWriteMutex(uint64_t table_id) {
