@@ -7,7 +7,9 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <map>
+#include <thread>
 #include <memory>
 #include <string>
 #include <vector>
@@ -59,6 +61,7 @@ class DataPathTest : public ::testing::Test {
         return it->second;
       };
       o.rpc_timeout_ms = 3000;
+      o.lock_lease_ms = LockLeaseMs();
       o.resolve_after_ms = 60000;  // tests resolve explicitly
       auto data = SliceService::Open(n->engine->txn(), n->engine->slices(), n->engine->meta(), o);
       ASSERT_TRUE(data.ok()) << data.status().ToString();
@@ -76,6 +79,8 @@ class DataPathTest : public ::testing::Test {
     for (auto& n : nodes_) n->data.reset();
     nodes_.clear();
   }
+
+  virtual uint32_t LockLeaseMs() const { return 60000; }
 
   void StartServer(TestNode* n, const std::string& address) {
     n->rpc = std::make_unique<RpcServer>(NodeIdentity{NewNodeId(), n->name});
@@ -132,7 +137,7 @@ class DataPathTest : public ::testing::Test {
   // on two of the three nodes (rotating; the first ranks) and installs the
   // same definition in every node's catalog, each node holding storage
   // slices only for the replicas placed on it.
-  void CreatePlacedTable(const std::string& ddl) {
+  void CreatePlacedTable(const std::string& ddl, size_t copies = 2) {
     exec::Session* s = SessionOn(0);
     Run(s, "CREATE DATABASE d");
     Run(s, ddl);
@@ -142,7 +147,8 @@ class DataPathTest : public ::testing::Test {
     size_t i = 0;
     auto place = [&](catalog::RepresentationDef* rep) {
       for (auto& sd : rep->slices) {
-        sd.replicas = {nodes_[i % 3]->name, nodes_[(i + 1) % 3]->name};
+        sd.replicas.clear();
+        for (size_t c = 0; c < copies; ++c) sd.replicas.push_back(nodes_[(i + c) % 3]->name);
         ++i;
       }
     };
@@ -398,6 +404,57 @@ TEST_F(DataPathTest, PreparedTransactionSurvivesParticipantRestart) {
   }
   for (int n = 0; n < 3; ++n) EXPECT_EQ(Query(SessionOn(n), "SELECT COUNT(*) FROM d.t"), std::vector<std::string>{count});
   ExpectReplicasIdentical();
+}
+
+TEST_F(DataPathTest, SingleReplicaSlicesOnOtherNodes) {
+  // One replica per slice: a write to one remote slice commits in one phase
+  // there, a write to slices on several nodes in two.
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6", 1);
+  exec::Session* s1 = SessionOn(0);
+  for (int i = 1; i <= 12; ++i) Run(s1, fmt::format("INSERT INTO d.t VALUES ({}, {})", i, i));
+  Run(s1, "UPDATE d.t SET n = n * 2");
+  for (int n = 0; n < 3; ++n) {
+    exec::Session* s = SessionOn(n);
+    EXPECT_EQ(Query(s, "SELECT COUNT(*), SUM(n) FROM d.t"), std::vector<std::string>{"12|156"}) << nodes_[n]->name;
+  }
+  for (auto& n : nodes_) EXPECT_EQ(n->data->prepared_count(), 0u);
+  for (auto& n : nodes_) EXPECT_EQ(n->engine->txn()->locks()->locks_held(), 0u) << n->name;
+}
+
+class DataPathShortLeaseTest : public DataPathTest {
+ protected:
+  uint32_t LockLeaseMs() const override { return 300; }
+};
+
+TEST_F(DataPathShortLeaseTest, LocksOfASilentCoordinatorEndWithTheirLease) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  exec::Session* s1 = SessionOn(0);
+  Run(s1, "INSERT INTO d.t VALUES (1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (6, 6)");
+  // Node 1's transaction locks every row (some at other nodes), then goes
+  // silent past the lease.
+  Run(s1, "BEGIN");
+  Run(s1, "SELECT * FROM d.t FOR UPDATE");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  // The rows ranked at nodes 2 and 3 are free again.
+  exec::Session* s2 = SessionOn(1);
+  Run(s2, "SET innodb_lock_wait_timeout = 1");
+  size_t updated = 0;
+  for (int id = 1; id <= 6; ++id) {
+    auto r = Exec(s2, fmt::format("UPDATE d.t SET n = 100 WHERE id = {}", id));
+    if (r.back().ok()) ++updated;
+  }
+  EXPECT_GT(updated, 0u);
+  EXPECT_LT(updated, 6u);  // node 1's own locks stay with its live session
+  // The transaction that lost its locks cannot commit writes there.
+  auto r = Exec(s1, "UPDATE d.t SET n = 0");
+  if (r.back().ok()) {
+    Status st = Fail(s1, "COMMIT");
+    EXPECT_EQ(st.mysql_code(), 1205) << st.ToString();
+  } else {
+    EXPECT_EQ(r.back().status().mysql_code(), 1205) << r.back().status().ToString();
+    Run(s1, "ROLLBACK");
+  }
+  EXPECT_EQ(Query(s2, "SELECT COUNT(*) FROM d.t WHERE n = 0"), std::vector<std::string>{"0"});
 }
 
 }  // namespace
