@@ -48,14 +48,16 @@ Status FromPb(const DataStatusPb& s) {
 }
 
 // A failed RPC: a stale epoch is the retryable "cluster changed" error, any
-// other failure means the node could not be reached.
+// other failure means the node could not be reached. Both are 1047
+// (SQLSTATE 08S01), the class clients retry (as for "no quorum").
 Status FromGrpc(const grpc::Status& st, const std::string& node) {
   if (st.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
     return SqlError(ErrorCode::kUnknownCom,
                     "Cluster metadata changed while the statement ran ({}); the statement was not run, retry it",
                     st.error_message());
   }
-  return Status::Unavailable(fmt::format("node '{}' did not answer: {}", node, st.error_message()));
+  return SqlError(ErrorCode::kUnknownCom, "Node '{}' holding a slice replica did not answer ({}); retry later",
+                  node, st.error_message());
 }
 
 void ToPb(const storage::KeyRange& r, KeyRangePb* out) {
@@ -381,7 +383,11 @@ Status SliceService::LocalPrepare(const PrepareRequest& request) {
   SHALE_RETURN_IF_ERROR(FromPb(stored->writes()).status());
   SHALE_RETURN_IF_ERROR(meta_->Put(kPreparedPrefix + k, stored->SerializeAsString()));
   Owner& owner = owners_[k];
-  if (owner.id == 0) owner.id = txn_->NewOwnerId();
+  // This node's own transaction: its local row locks are owned by its id,
+  // so they stay with the prepared share until it is finished.
+  if (owner.id == 0) {
+    owner.id = request.txn().coordinator() == options_.node_name ? request.txn().id() : txn_->NewOwnerId();
+  }
   owner.prepared = true;
   prepared_[k] = Prepared{std::move(stored), std::chrono::steady_clock::now()};
   return Status::OK();
@@ -529,13 +535,22 @@ Result<PeerStubs*> SliceService::Peer(const std::string& node) {
   std::string address;
   {
     std::lock_guard<std::mutex> l(peers_mu_);
-    if (unreachable_.count(node)) return Status::Unavailable(fmt::format("node '{}' is unreachable (test)", node));
+    if (unreachable_.count(node)) {
+      return SqlError(ErrorCode::kUnknownCom, "Node '{}' holding a slice replica did not answer (test); retry later",
+                      node);
+    }
     auto c = addresses_.find(node);
     if (c != addresses_.end() && now - c->second.second < kAddressTtl) address = c->second.first;
   }
   if (address.empty()) {
-    if (!options_.address_of) return Status::Unavailable(fmt::format("node '{}': no cluster to reach it", node));
-    SHALE_ASSIGN_OR_RETURN(address, options_.address_of(node));
+    Result<std::string> found = options_.address_of
+                                    ? options_.address_of(node)
+                                    : Result<std::string>(Status::Unavailable("no cluster to reach it"));
+    if (!found.ok()) {
+      return SqlError(ErrorCode::kUnknownCom, "Node '{}' holding a slice replica cannot be reached ({}); retry later",
+                      node, found.status().message());
+    }
+    address = std::move(found).value();
   }
   std::lock_guard<std::mutex> l(peers_mu_);
   addresses_[node] = {address, now};

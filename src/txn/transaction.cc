@@ -184,7 +184,7 @@ Status TxnManager::Apply(const WriteSet& writes) {
 }
 
 Status TxnManager::CommitWrites(const TxnKey& key, const WriteSet& writes, const Placement& placement,
-                                std::set<std::string>* participants) {
+                                std::set<std::string>* participants, bool* in_doubt) {
   const std::string& self = router_->self();
   // Each node's share: the slices it holds a replica of.
   std::map<std::string, WriteSet> by_node;
@@ -204,6 +204,13 @@ Status TxnManager::CommitWrites(const TxnKey& key, const WriteSet& writes, const
     // One node holds every replica written: one phase.
     Status st = router_->Apply(by_node.begin()->first, &key, ts, by_node.begin()->second);
     Oracle()->FinishCommit(ts);
+    if (st.code() == StatusCode::kSqlError && st.mysql_code() == 1047) {
+      // The node may have applied the write before the answer was lost.
+      return Status::Sql(1180 /* ER_ERROR_DURING_COMMIT */,
+                         fmt::format("Got error during COMMIT: the outcome of transaction {} at node {} is not "
+                                     "known: {}",
+                                     key.ToString(), by_node.begin()->first, st.message()));
+    }
     return st;
   }
   // The decision is kept by a node other than this one, so it survives the
@@ -254,6 +261,7 @@ Status TxnManager::CommitWrites(const TxnKey& key, const WriteSet& writes, const
   if (!decided.ok()) {
     // The decider may or may not have recorded the commit: the participants
     // stay prepared and each resolves from the decider's record.
+    if (in_doubt != nullptr) *in_doubt = true;
     Oracle()->FinishCommit(ts);
     log::Error("transaction {}: commit decision at node {} unknown: {}", key.ToString(), decider,
                decided.status().ToString());
@@ -508,7 +516,7 @@ void Transaction::Finish() {
   undo_.clear();
   statement_mark_ = 0;
   ReleaseSnapshots();
-  manager_->locks_.ReleaseAll(id_);
+  if (!keep_local_locks_) manager_->locks_.ReleaseAll(id_);
 }
 
 Status Transaction::Commit() {
@@ -523,9 +531,14 @@ Status Transaction::Commit() {
       st = manager_->Apply(writes_);
     } else {
       std::set<std::string> participants;
-      st = manager_->CommitWrites(key(), writes_, placement_, &participants);
-      // The commit released our locks at the nodes that wrote.
+      bool in_doubt = false;
+      st = manager_->CommitWrites(key(), writes_, placement_, &participants, &in_doubt);
+      // The commit released our locks at the nodes that wrote (or they stay
+      // with the prepared transaction until it is resolved).
       for (const std::string& node : participants) lock_nodes_.erase(node);
+      // Our share here is prepared too: its lock owner is this transaction
+      // (SliceService), which keeps our local locks until it is resolved.
+      if (in_doubt && participants.count(manager_->router_->self())) keep_local_locks_ = true;
     }
   }
   if (st.ok()) {

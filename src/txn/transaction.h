@@ -141,8 +141,10 @@ class TxnManager {
   // Apply when all are here, one-phase Apply at a single remote node, else
   // two-phase commit. *participants gets the nodes that wrote (their locks
   // for `key` are released by the commit).
+  // *in_doubt: the outcome is unknown (1180); the participants keep the
+  // writes prepared, and their locks, until they resolve it.
   Status CommitWrites(const TxnKey& key, const WriteSet& writes, const Placement& placement,
-                      std::set<std::string>* participants);
+                      std::set<std::string>* participants, bool* in_doubt = nullptr);
   uint64_t Horizon();
   uint64_t CollectPass();
   void GcLoop();
@@ -258,6 +260,7 @@ class Transaction {
   std::vector<Undo> undo_;
   size_t statement_mark_ = 0;
   bool done_ = false;
+  bool keep_local_locks_ = false;  // an in-doubt commit's prepared share holds them
 };
 
 }  // namespace shale::txn
