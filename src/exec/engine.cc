@@ -249,6 +249,28 @@ Status Engine::SetGlobalVariable(const std::string& name, Value value) {
   return Status::OK();
 }
 
+Result<txn::SliceHandle> Engine::RouteSlice(const catalog::TableDef& table, const catalog::SliceDef& def) {
+  txn::SliceHandle h;
+  h.id = def.id;
+  txn::DataRouter* router = txn_->router();
+  const bool only_here =
+      router == nullptr || def.replicas.empty() || (def.replicas.size() == 1 && def.replicas[0] == router->self());
+  if (!only_here) {
+    h.replicas = &def.replicas;
+    h.router = router;
+    if (def.replicas[0] != router->self()) return h;  // read at the ranking replica's node
+  }
+  auto slice = slices_->GetSlice(def.id);
+  if (!slice.ok()) {
+    log::Error("slice {} of table {}.{} is not available on this node: {}", def.id, table.db, table.name,
+               slice.status().ToString());
+    return Status::Unavailable(
+        fmt::format("slice {} of table {}.{} has no replica on this node", def.id, table.db, table.name));
+  }
+  h.local = *slice;
+  return h;
+}
+
 std::mutex& Engine::TableWriteMutex(uint64_t table_id) {
   std::lock_guard lock(table_mutexes_mu_);
   auto& m = table_mutexes_[table_id];

@@ -97,6 +97,15 @@ class Engine {
   // checks under it that the definitions it wrote with are still current)
   // and with writes made outside transactions.
   std::mutex& TableWriteMutex(uint64_t table_id);
+  // Where reads and writes of slice `def` of `table` go (docs/cluster.md
+  // "Data path"): reads to the ranking replica, through this node's replica
+  // when it ranks (or no data router is set), else over the router; writes
+  // to every replica at commit. Unavailable when the ranking replica should
+  // be here but is missing.
+  Result<txn::SliceHandle> RouteSlice(const catalog::TableDef& table, const catalog::SliceDef& def);
+  // The cluster data path (src/cluster/slice_service.h), set by shaled.
+  // REQUIRES: called before statements run; outlives the engine's use.
+  void SetDataRouter(txn::DataRouter* router) { txn_->SetRouter(router); }
   // REQUIRES: called before statements run (not thread-safe against them).
   void SetClusterHooks(ClusterHooks hooks) { cluster_hooks_ = std::move(hooks); }
   const ClusterHooks& cluster_hooks() const { return cluster_hooks_; }

@@ -43,15 +43,16 @@ txn::Transaction* CurrentTxn() { return t_statement ? t_statement->txn : nullptr
 // Reads a row of a slice: through the statement's transaction (its snapshot,
 // or the newest committed version when `latest`, overlaid by its own
 // writes), or without one the newest committed version.
-Status ReadRow(storage::Slice* slice, std::string_view key, bool latest, std::string* value) {
+// The slice may be on another node (txn::SliceHandle, docs/cluster.md).
+Status ReadRow(const txn::SliceHandle& slice, std::string_view key, bool latest, std::string* value) {
   if (txn::Transaction* t = CurrentTxn()) return t->Get(slice, key, latest, value);
-  return storage::MvccSlice(slice).Get(storage::ReadOptions{}, key, value);
+  return txn::ReadLatest(slice, key, value);
 }
 
-std::unique_ptr<storage::SliceIterator> ReadRange(storage::Slice* slice, const storage::KeyRange& range,
+std::unique_ptr<storage::SliceIterator> ReadRange(const txn::SliceHandle& slice, const storage::KeyRange& range,
                                                   bool latest) {
   if (txn::Transaction* t = CurrentTxn()) return t->NewIterator(slice, range, latest);
-  return storage::MvccSlice(slice).NewIterator(storage::ReadOptions{}, range);
+  return txn::ScanLatest(slice, range);
 }
 
 // The lock mode reads of `table` take in this statement, if any.
@@ -70,19 +71,20 @@ std::string LockName(char kind, uint64_t id, std::string_view key) {
   return name;
 }
 
-Status AcquireLock(const std::string& name, txn::LockMode mode) {
+// `at`: the slice whose ranking replica's node holds the lock (null: here).
+Status AcquireLock(const std::string& name, txn::LockMode mode, const txn::SliceHandle* at = nullptr) {
   txn::Transaction* t = CurrentTxn();
   if (!t) return Status::OK();
   if (t->HoldsLock(name, mode)) return Status::OK();
-  return t->Lock(name, mode, t_statement->lock_wait_timeout, t_statement->interrupt);
+  return t->Lock(name, mode, t_statement->lock_wait_timeout, t_statement->interrupt, at);
 }
 
 // Locks the row with primary key `pk_key` of `table` in `mode`, then reads
 // its newest committed version (the lock keeps it from changing): NotFound
 // if it is gone.
-Status LockAndReadRow(const catalog::TableDef& table, storage::Slice* slice, std::string_view pk_key,
+Status LockAndReadRow(const catalog::TableDef& table, const txn::SliceHandle& slice, std::string_view pk_key,
                       txn::LockMode mode, std::string* value) {
-  SHALE_RETURN_IF_ERROR(AcquireLock(LockName('R', table.id, pk_key), mode));
+  SHALE_RETURN_IF_ERROR(AcquireLock(LockName('R', table.id, pk_key), mode, &slice));
   return ReadRow(slice, pk_key, /*latest=*/true, value);
 }
 
@@ -95,18 +97,10 @@ class RowSource {
 
 Result<std::unique_ptr<RowSource>> Build(Engine* engine, const PhysicalOperator& op);
 
-// The local replica of a slice. With one node every replica is local; a
-// slice with no local replica needs the cluster layer (not yet built).
-Result<storage::Slice*> LocalSlice(Engine* engine, const catalog::TableDef& table,
-                                   const catalog::SliceDef& def) {
-  auto slice = engine->slices()->GetSlice(def.id);
-  if (!slice.ok()) {
-    log::Error("slice {} of table {}.{} is not available on this node: {}", def.id, table.db,
-               table.name, slice.status().ToString());
-    return Status::Unavailable(fmt::format("slice {} of table {}.{} has no replica on this node",
-                                           def.id, table.db, table.name));
-  }
-  return *slice;
+// Where a slice's reads go: this node's replica, or its ranking replica on
+// another node (Engine::RouteSlice).
+Result<txn::SliceHandle> LocalSlice(Engine* engine, const catalog::TableDef& table, const catalog::SliceDef& def) {
+  return engine->RouteSlice(table, def);
 }
 
 Status RowCorrupt(const catalog::TableDef& table, const catalog::SliceDef& def, const Status& st) {
@@ -142,7 +136,7 @@ class PointGetSource : public RowSource {
   Result<bool> Next(Row* row) override {
     if (done_) return false;
     done_ = true;
-    SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, LocalSlice(engine_, *op_.table, op_.slices[0]));
+    SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, LocalSlice(engine_, *op_.table, op_.slices[0]));
     std::string value;
     auto lock = LockingReadOf(*op_.table);
     Status st = lock ? LockAndReadRow(*op_.table, slice, op_.key, *lock, &value)
@@ -178,7 +172,7 @@ class EntryStream {
       if (!open_) {
         // Merging needs every slice's iterator; otherwise one at a time.
         for (size_t i = 0; i < (merge_ ? op_.slices.size() : std::min<size_t>(1, op_.slices.size())); ++i) {
-          SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, LocalSlice(engine_, *op_.table, op_.slices[i]));
+          SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, LocalSlice(engine_, *op_.table, op_.slices[i]));
           iters_.push_back(ReadRange(slice, range, latest_));
         }
         open_ = true;
@@ -209,7 +203,7 @@ class EntryStream {
           SHALE_RETURN_IF_ERROR(iters_[0]->status());
           iters_.clear();
           if (++pos_ < op_.slices.size()) {
-            SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, LocalSlice(engine_, *op_.table, op_.slices[pos_]));
+            SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, LocalSlice(engine_, *op_.table, op_.slices[pos_]));
             iters_.push_back(ReadRange(slice, range, latest_));
           }
         }
@@ -295,7 +289,7 @@ class SliceScanSource : public RowSource {
       }
       if (lock_) {
         // Lock, then re-read: the row may have changed or gone meanwhile.
-        SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, LocalSlice(engine_, *op_.table, *def));
+        SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, LocalSlice(engine_, *op_.table, *def));
         Status st = LockAndReadRow(*op_.table, slice, key, *lock_, &locked_);
         if (from_stream) stream_.Advance();
         from_stream = false;
@@ -351,7 +345,7 @@ class IndexScanSource : public RowSource {
       }
       const catalog::SliceDef& def =
           table.primary.SliceForHash(catalog::DistributionHash(table.primary, pk));
-      SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, LocalSlice(engine_, table, def));
+      SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, LocalSlice(engine_, table, def));
       std::string value;
       const std::string pk_key = catalog::EncodeKey(pk);
       Status st = lock_ ? LockAndReadRow(table, slice, pk_key, *lock_, &value)
@@ -917,7 +911,7 @@ class TableWriter {
   TableWriter(Engine* engine, const catalog::TableDef& table)
       : engine_(engine), table_(table), changes_(1 + table.indexes.size()),
         slices_(1 + table.indexes.size()) {
-    for (size_t r = 0; r < slices_.size(); ++r) slices_[r].resize(Rep(r).slices.size(), nullptr);
+    for (size_t r = 0; r < slices_.size(); ++r) slices_[r].resize(Rep(r).slices.size());
   }
 
   const catalog::RepresentationDef& Rep(size_t r) const {
@@ -928,7 +922,7 @@ class TableWriter {
   Result<bool> RowExists(const std::string& key, size_t slice_index) {
     auto it = changes_[0].find(key);
     if (it != changes_[0].end()) return it->second.value.has_value();
-    SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, SliceAt(0, slice_index));
+    SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, SliceAt(0, slice_index));
     std::string existing;
     Status st = ReadRow(slice, key, /*latest=*/true, &existing);
     if (st.ok()) return true;
@@ -947,7 +941,7 @@ class TableWriter {
       value = *it->second.value;
     } else {
       size_t index = SliceIndexOf(table_.primary, pk);
-      SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, SliceAt(0, index));
+      SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, SliceAt(0, index));
       Status st = ReadRow(slice, key, /*latest=*/true, &value);
       if (st.IsNotFound()) return std::optional<Row>();
       SHALE_RETURN_IF_ERROR(st);
@@ -979,7 +973,7 @@ class TableWriter {
         if (it->second.value) found = *it->second.value;
       }
       if (!found) {
-        SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, SliceAt(r, SliceIndexOf(rep, values)));
+        SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, SliceAt(r, SliceIndexOf(rep, values)));
         storage::KeyRange range;
         range.has_start = true;
         range.start = prefix;
@@ -1032,15 +1026,19 @@ class TableWriter {
   // (or one unique value) go one after the other.
   Status LockRowKeys(const Row& row) {
     if (!CurrentTxn()) return Status::OK();
-    SHALE_RETURN_IF_ERROR(AcquireLock(LockName('R', table_.id, catalog::EncodeKey(catalog::PrimaryKeyValues(table_, row))),
-                                   txn::LockMode::kExclusive));
+    // Each lock lives at the ranking replica's node of the slice it names.
+    std::vector<Value> pk = catalog::PrimaryKeyValues(table_, row);
+    SHALE_ASSIGN_OR_RETURN(txn::SliceHandle pk_slice, SliceAt(0, SliceIndexOf(table_.primary, pk)));
+    SHALE_RETURN_IF_ERROR(AcquireLock(LockName('R', table_.id, catalog::EncodeKey(pk)), txn::LockMode::kExclusive,
+                                      &pk_slice));
     for (size_t r = 1; r < changes_.size(); ++r) {
       const catalog::RepresentationDef& rep = Rep(r);
       if (!rep.unique || rep.slices.empty()) continue;
       std::vector<Value> values = catalog::RepresentationKeyValues(rep, row);
       if (HasNull(values)) continue;
+      SHALE_ASSIGN_OR_RETURN(txn::SliceHandle lock_slice, SliceAt(r, 0));
       SHALE_RETURN_IF_ERROR(AcquireLock(LockName('U', rep.slices[0].id, catalog::EncodeKey(values)),
-                                     txn::LockMode::kExclusive));
+                                        txn::LockMode::kExclusive, &lock_slice));
     }
     return Status::OK();
   }
@@ -1051,11 +1049,11 @@ class TableWriter {
       bool any = false;
       for (size_t r = 0; r < changes_.size(); ++r) {
         for (auto& [key, change] : changes_[r]) {
-          SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, SliceAt(r, change.slice_index));
+          SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, SliceAt(r, change.slice_index));
           if (change.value) {
-            t->Put(slice->id(), key, std::move(*change.value));
+            t->Put(slice, key, std::move(*change.value));
           } else {
-            t->Delete(slice->id(), key);
+            t->Delete(slice, key);
           }
           any = true;
         }
@@ -1070,6 +1068,7 @@ class TableWriter {
     // store as one atomic write: one WAL record for the whole statement.
     std::vector<std::vector<storage::WriteBatch>> batches(changes_.size());
     std::vector<std::pair<storage::SliceId, const storage::WriteBatch*>> writes;
+    txn::Placement placement;
     for (size_t r = 0; r < changes_.size(); ++r) {
       batches[r].resize(Rep(r).slices.size());
       for (auto& [key, change] : changes_[r]) {
@@ -1083,12 +1082,13 @@ class TableWriter {
     for (size_t r = 0; r < batches.size(); ++r) {
       for (size_t i = 0; i < batches[r].size(); ++i) {
         if (batches[r][i].empty()) continue;
-        SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, SliceAt(r, i));
-        writes.emplace_back(slice->id(), &batches[r][i]);
+        SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, SliceAt(r, i));
+        writes.emplace_back(slice.id, &batches[r][i]);
+        if (slice.replicas) placement[slice.id] = *slice.replicas;
       }
     }
     if (writes.empty()) return Status::OK();
-    return engine_->txn()->CommitBatches(writes);
+    return engine_->txn()->CommitBatches(writes, &placement);
   }
 
  private:
@@ -1097,12 +1097,12 @@ class TableWriter {
     std::optional<std::string> value;  // nullopt: delete
   };
 
-  Result<storage::Slice*> SliceAt(size_t r, size_t index) {
-    storage::Slice*& s = slices_[r][index];
+  Result<txn::SliceHandle> SliceAt(size_t r, size_t index) {
+    std::optional<txn::SliceHandle>& s = slices_[r][index];
     if (!s) {
       SHALE_ASSIGN_OR_RETURN(s, LocalSlice(engine_, table_, Rep(r).slices[index]));
     }
-    return s;
+    return *s;
   }
 
   void Change(const Row& row, bool put) {
@@ -1126,7 +1126,7 @@ class TableWriter {
   const catalog::TableDef& table_;
   // std::map keeps each batch in key order.
   std::vector<std::map<std::string, PendingChange>> changes_;
-  std::vector<std::vector<storage::Slice*>> slices_;
+  std::vector<std::vector<std::optional<txn::SliceHandle>>> slices_;
 };
 
 // A write runs against the definition it was planned with: if an index was
@@ -1572,8 +1572,8 @@ Status BuildIndex(Engine* engine, const catalog::TableDef& table,
   }
   for (const catalog::SliceDef& def : table.primary.slices) {
     if (rows) break;
-    SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, LocalSlice(engine, table, def));
-    auto it = storage::MvccSlice(slice).NewIterator(storage::ReadOptions{}, storage::KeyRange::All());
+    SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, LocalSlice(engine, table, def));
+    auto it = txn::ScanLatest(slice, storage::KeyRange::All());
     for (; it->Valid(); it->Next()) {
       Row row;
       Status decoded = DecodeRow(it->value(), &row);
@@ -1585,14 +1585,16 @@ Status BuildIndex(Engine* engine, const catalog::TableDef& table,
   // All of the index's slices in one atomic write.
   std::vector<storage::WriteBatch> batches(entries.size());
   std::vector<std::pair<storage::SliceId, const storage::WriteBatch*>> writes;
+  txn::Placement placement;
   for (size_t i = 0; i < entries.size(); ++i) {
     if (entries[i].empty()) continue;
     for (auto& [key, value] : entries[i]) batches[i].Put(key, std::move(value));
-    SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, LocalSlice(engine, table, index.slices[i]));
-    writes.emplace_back(slice->id(), &batches[i]);
+    SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, LocalSlice(engine, table, index.slices[i]));
+    writes.emplace_back(slice.id, &batches[i]);
+    if (slice.replicas) placement[slice.id] = *slice.replicas;
   }
   if (writes.empty()) return Status::OK();
-  return engine->txn()->CommitBatches(writes);
+  return engine->txn()->CommitBatches(writes, &placement);
 }
 
 }  // namespace shale::exec
