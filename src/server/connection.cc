@@ -1065,8 +1065,18 @@ Result<std::string> Connection::FetchLocalFile(const std::string& name) {
   auto done = std::make_shared<std::promise<Result<std::string>>>();
   std::future<Result<std::string>> content = done->get_future();
   asio::co_spawn(socket_.get_executor(), TransferLocalFile(shared_from_this(), name, done), asio::detached);
-  // A coroutine that never ran (the server stopping) breaks the promise:
-  // get() throws, and the statement fails with an internal error.
+  // The transfer ends when the client's last packet arrives, or when the
+  // socket fails or is closed (deadlines, KILL, Stop()). Once the server
+  // stops, the io_context may never run the coroutine again: then give up
+  // rather than hold this statement thread (and shutdown) forever.
+  while (content.wait_for(std::chrono::milliseconds(200)) != std::future_status::ready) {
+    std::lock_guard<std::mutex> lock(server_->mu);
+    if (server_->stopping) {
+      return SqlError(ErrorCode::kNetReadError, "Got an error reading communication packets");
+    }
+  }
+  // A coroutine destroyed without running breaks the promise: get() throws,
+  // and the statement fails with an internal error.
   return content.get();
 }
 
