@@ -1,3 +1,4 @@
+#include "src/common/user_variables.h"
 #include "sierra/eval.h"
 
 #include <algorithm>
@@ -220,6 +221,14 @@ Value Pad(const std::string& s, int64_t n, const std::string& pad, bool left) {
 }
 
 Result<Value> EvaluateFunction(const Expr& e, const Row& row) {
+  if (e.function == ScalarFunction::kGetUserVar) return GetUserVariable(e.children[0]->constant.ToText());
+  if (e.function == ScalarFunction::kSetUserVar) {
+    // NULL is assigned too, so this is not one of the NULL-in, NULL-out
+    // functions below.
+    SHALE_ASSIGN_OR_RETURN(Value v, Evaluate(*e.children[1], row));
+    SetUserVariable(e.children[0]->constant.ToText(), v);
+    return v;
+  }
   std::vector<Value> args;
   for (const ExprPtr& c : e.children) {
     SHALE_ASSIGN_OR_RETURN(Value v, Evaluate(*c, row));

@@ -128,6 +128,14 @@ enum class ErrorCode : uint16_t {
   kLockDeadlock = 1213,         // ER_LOCK_DEADLOCK
   kCantChangeTxCharacteristics = 1568,  // ER_CANT_CHANGE_TX_CHARACTERISTICS
   kCantExecuteInReadOnlyTransaction = 1792,  // ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION
+  // LOAD DATA (src/exec/load_data.cc).
+  kWrongFieldTerminators = 1083,  // ER_WRONG_FIELD_TERMINATORS
+  kNotAllowedCommand = 1148,    // ER_NOT_ALLOWED_COMMAND
+  kWarnTooFewRecords = 1261,    // ER_WARN_TOO_FEW_RECORDS
+  kWarnTooManyRecords = 1262,   // ER_WARN_TOO_MANY_RECORDS
+  kWarnNullToNotNull = 1263,    // ER_WARN_NULL_TO_NOTNULL
+  kOptionPreventsStatement = 1290,  // ER_OPTION_PREVENTS_STATEMENT
+  kClientLocalFilesDisabled = 3948,  // ER_CLIENT_LOCAL_FILES_DISABLED
 };
 
 // SQLSTATE of a MySQL error number ("HY000" when the table has none).

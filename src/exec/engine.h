@@ -63,6 +63,10 @@ class Engine {
   txn::TxnManager* txn() { return txn_.get(); }
   // Global system variables (a copy); sessions copy them at connect.
   std::map<std::string, Value> global_variables() const;
+  // The same, shared and immutable: what every statement reads (binding
+  // @@global.x) without copying the map. SET GLOBAL publishes a new map;
+  // a snapshot taken before keeps the old values.
+  std::shared_ptr<const std::map<std::string, Value>> GlobalVariablesSnapshot() const;
   // SET GLOBAL: changes the global value (new sessions start with it).
   // ER_UNKNOWN_SYSTEM_VARIABLE (1193) if unknown, ER_INCORRECT_GLOBAL_LOCAL_VAR
   // (1238) if read-only.
@@ -87,7 +91,8 @@ class Engine {
   std::unique_ptr<catalog::Catalog> catalog_;
   std::unique_ptr<catalog::Accounts> accounts_;
   mutable std::mutex globals_mu_;
-  std::map<std::string, Value> globals_;  // GUARDED_BY(globals_mu_)
+  // Copy on write: replaced, never changed in place, by SetGlobalVariable.
+  std::shared_ptr<const std::map<std::string, Value>> globals_;  // GUARDED_BY(globals_mu_)
   std::mutex table_mutexes_mu_;
   std::map<uint64_t, std::unique_ptr<std::mutex>> table_mutexes_;  // GUARDED_BY(table_mutexes_mu_)
   ClusterHooks cluster_hooks_;  // set once before serving

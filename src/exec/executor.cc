@@ -14,6 +14,7 @@
 #include "src/common/datetime.h"
 #include "src/common/errors.h"
 #include "src/common/log.h"
+#include "src/common/warnings.h"
 #include "src/exec/auto_increment.h"
 
 namespace shale::exec {
@@ -449,15 +450,39 @@ class SortSource : public RowSource {
       SHALE_ASSIGN_OR_RETURN(bool more, child_->Next(&r));
       if (!more) break;
       Row keys;
+      keys.reserve(op_.sort_keys.size());
       for (const auto& k : op_.sort_keys) {
         SHALE_ASSIGN_OR_RETURN(Value v, sierra::Evaluate(*k.expr, r));
         keys.push_back(std::move(v));
       }
       rows_.emplace_back(std::move(keys), std::move(r));
     }
+    // A string key whose values are all strings (or NULL) is replaced by its
+    // weight strings once per row (KeyForm: their byte order is the
+    // collation's order; ENUMs become their indexes), so the O(n log n)
+    // comparisons are byte compares instead of collation walks.
+    std::vector<bool> key_form(op_.sort_keys.size(), false);
+    for (size_t i = 0; i < op_.sort_keys.size(); ++i) {
+      const SqlType& type = op_.sort_keys[i].expr->type;
+      if (!type.is_string()) continue;
+      bool all_strings = true;
+      for (const auto& [keys, row] : rows_) all_strings = all_strings && (keys[i].is_null() || keys[i].is_string());
+      if (!all_strings) continue;
+      for (auto& [keys, row] : rows_) keys[i] = KeyForm(keys[i], type);
+      key_form[i] = true;
+    }
     std::stable_sort(rows_.begin(), rows_.end(), [&](const auto& a, const auto& b) {
       for (size_t i = 0; i < op_.sort_keys.size(); ++i) {
-        int c = CompareForSort(a.first[i], b.first[i], op_.sort_keys[i].expr->type);
+        const Value& x = a.first[i];
+        const Value& y = b.first[i];
+        int c;
+        if (key_form[i]) {
+          // NULL first; weight strings (and ENUM indexes) compare as bytes / numbers.
+          c = x.is_null() || y.is_null() ? (x.is_null() == y.is_null() ? 0 : (x.is_null() ? -1 : 1))
+                                         : CompareValuesCollated(x, y, kCollationBinary);
+        } else {
+          c = CompareForSort(x, y, op_.sort_keys[i].expr->type);
+        }
         if (c != 0) return op_.sort_keys[i].desc ? c > 0 : c < 0;
       }
       return false;
@@ -1164,6 +1189,7 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
   TableWriter writer(engine, table);
   using sierra::InsertConflict;
   uint64_t affected = 0;
+  uint64_t duplicates = 0;  // for the OK info: StatementResult::duplicates
   // The row holding a key of `r` (primary first, then the UNIQUE indexes in
   // order) and the representation it conflicts in.
   auto find_conflict = [&](const Row& r, size_t* rep) -> Result<std::optional<Row>> {
@@ -1214,13 +1240,22 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
                           DupEntryText(catalog::RepresentationKeyValues(table.primary, r)), table.name);
         }
         return writer.DupEntry(rep, r);
-      case InsertConflict::kIgnore:
-        break;  // MySQL: a 1062 warning; the row is skipped
+      case InsertConflict::kIgnore: {
+        // MySQL: a 1062 warning; the row is skipped.
+        Status dup = rep == 0 ? SqlError(ErrorCode::kDupEntry, "Duplicate entry '{}' for key '{}.PRIMARY'",
+                                         DupEntryText(catalog::RepresentationKeyValues(table.primary, r)),
+                                         table.name)
+                              : writer.DupEntry(rep, r);
+        PushWarning("Warning", dup.mysql_code(), dup.message());
+        ++duplicates;
+        break;
+      }
       case InsertConflict::kReplace:
         // Every row holding one of the new row's keys goes, then it is inserted.
         while (existing) {
           writer.Delete(*existing);
           ++affected;
+          ++duplicates;
           SHALE_ASSIGN_OR_RETURN(existing, lock_conflict(r, &rep));
         }
         writer.Put(r);
@@ -1255,6 +1290,7 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
         writer.Put(updated);
         auto_increment.Updated(updated);
         affected += 2;
+        ++duplicates;
         break;
       }
     }
@@ -1262,6 +1298,8 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
   SHALE_RETURN_IF_ERROR(writer.Commit());
   StatementResult result;
   result.affected_rows = affected;
+  result.records = rows.size();
+  result.duplicates = duplicates;
   result.last_insert_id = auto_increment.insert_id();
   if (auto_increment.generated()) result.generated_insert_id = *auto_increment.generated();
   return result;

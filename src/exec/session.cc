@@ -3,6 +3,7 @@
 #include <cctype>
 #include <shared_mutex>
 
+#include "src/common/user_variables.h"
 #include "src/common/warnings.h"
 
 #include "planner/planner.h"
@@ -448,6 +449,26 @@ void LocalizeTimestamps(std::vector<Row>* rows) {
     }
   }
 }
+
+// The OK packet's info text, as MySQL writes it, once the statement's
+// warnings are counted: "Records: 3  Duplicates: 0  Warnings: 0" for an
+// INSERT/REPLACE of several rows or of a SELECT (none for one row), and the
+// real warning count in texts the executor wrote ("Rows matched: ...").
+void SetOkInfo(const ast::Statement& stmt, StatementResult* r) {
+  if (r->is_result_set) return;
+  if (const auto* insert = std::get_if<ast::InsertStmt>(&stmt)) {
+    if (insert->select != nullptr || insert->rows.size() > 1) {
+      r->info = fmt::format("Records: {}  Duplicates: {}  Warnings: {}", r->records, r->duplicates, r->warnings);
+    }
+    return;
+  }
+  constexpr std::string_view kNoWarnings = "Warnings: 0";
+  if (r->warnings > 0 && r->info.size() >= kNoWarnings.size() &&
+      r->info.compare(r->info.size() - kNoWarnings.size(), kNoWarnings.size(), kNoWarnings) == 0) {
+    r->info.resize(r->info.size() - kNoWarnings.size());
+    r->info += fmt::format("Warnings: {}", r->warnings);
+  }
+}
 }  // namespace
 
 std::vector<Result<StatementResult>> Session::Execute(std::string_view sql) {
@@ -471,6 +492,7 @@ std::vector<Result<StatementResult>> Session::Execute(std::string_view sql) {
     std::vector<SqlWarning> raised;
     Result<StatementResult> result = [&] {
       ScopedWarningSink sink(&raised);
+      ScopedUserVariables user_variables(&user_variables_);
       ScopedTemporalContext clock(StatementClock());
       Result<StatementResult> r = ExecuteStatement(stmt, is_show_warnings ? previous : std::vector<Warning>{});
       // TIMESTAMPs leave the session as local times of its time_zone.
@@ -489,6 +511,7 @@ std::vector<Result<StatementResult>> Session::Execute(std::string_view sql) {
       break;
     }
     result->warnings = static_cast<uint16_t>(warnings_.size());
+    SetOkInfo(stmt, &*result);
     row_count_ = result->is_result_set ? -1 : static_cast<int64_t>(result->affected_rows);
     results.push_back(std::move(result));
   }
@@ -514,8 +537,9 @@ Result<StatementResult> Session::ExecuteStatement(const ast::Statement& stmt,
   }
   if (const auto* admin = std::get_if<ast::AdminStmt>(&stmt)) return ExecuteAdmin(*admin);
   SHALE_RETURN_IF_ERROR(CheckPrivileges(stmt));
-  const std::map<std::string, Value> globals = engine_->global_variables();
-  sql::BindContext ctx = MakeBindContext(&globals);
+  // Shared, not copied: a statement reads the globals as of its start.
+  const std::shared_ptr<const std::map<std::string, Value>> globals = engine_->GlobalVariablesSnapshot();
+  sql::BindContext ctx = MakeBindContext(globals.get());
   std::optional<uint64_t> set_last_insert_id;
   ctx.set_last_insert_id = &set_last_insert_id;
   for (const Warning& w : shown_warnings) {

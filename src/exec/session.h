@@ -52,6 +52,11 @@ struct StatementResult {
   uint64_t generated_insert_id = 0;
   uint16_t warnings = 0;
   std::string info;
+  // INSERT/REPLACE (and LOAD DATA through them): rows given, and rows that
+  // met an existing key (skipped by IGNORE, deleted by REPLACE, changed by
+  // ON DUPLICATE KEY UPDATE), for the OK packet's info text.
+  uint64_t records = 0;
+  uint64_t duplicates = 0;
 };
 
 struct Warning {
@@ -162,6 +167,13 @@ class Session {
   // 1044 unless the session may use database `db` (some privilege in it).
   Status CheckDatabaseAccess(const std::string& db) const;
 
+  // LOAD DATA LOCAL INFILE: asks the client for file `name` and returns its
+  // whole content, or the error that ends the statement (the server sets
+  // it when the client allows local files; unset, LOCAL is refused with
+  // 3948). Called on the statement's thread.
+  using LocalInfileReader = std::function<Result<std::string>(const std::string& name)>;
+  void SetLocalInfileReader(LocalInfileReader reader) { local_infile_reader_ = std::move(reader); }
+
   // Asks the running statement to stop with ER_QUERY_INTERRUPTED (1317) at
   // its next check. Any thread. Cleared when the next statement starts.
   void Interrupt() { interrupted_.store(true, std::memory_order_relaxed); }
@@ -214,6 +226,8 @@ class Session {
   // SHOW [FULL] PROCESSLIST rows (Id, User, Host, db, Command, Time, State,
   // Info) of the threads the session may see, by id.
   std::vector<Row> ProcesslistRows(bool full) const;
+  // LOAD DATA [LOCAL] INFILE (load_data.cc).
+  Result<StatementResult> ExecuteLoadData(const sql::ast::LoadDataStmt& stmt);
   // Runs a bound statement (ExecuteStatement after binding).
   Result<StatementResult> ExecuteBound(const sql::ast::Statement& stmt, sql::BoundStatement* bound);
   // The BindContext of a statement of this session.
@@ -244,6 +258,7 @@ class Session {
   uint64_t last_insert_id_ = 0;
   SessionUser user_;
   SessionHost* host_ = nullptr;
+  LocalInfileReader local_infile_reader_;
   std::atomic<bool> interrupted_{false};
   std::array<std::atomic<uint64_t>, static_cast<size_t>(ComCounter::kCount)> com_counters_{};
 };

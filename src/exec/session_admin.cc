@@ -121,6 +121,7 @@ static ComCounter CounterOf(const ast::Statement& stmt) {
             case K::kKill: return ComCounter::kKill;
             case K::kShowStatus: return ComCounter::kShowStatus;
             case K::kShowProcesslist: return ComCounter::kShowProcesslist;
+            case K::kLoadData: return ComCounter::kCount;
           }
         }
         return ComCounter::kCount;
@@ -408,6 +409,8 @@ Result<StatementResult> Session::ExecuteAdmin(const ast::AdminStmt& s) {
   };
 
   switch (s.kind) {
+    case Kind::kLoadData:
+      return ExecuteLoadData(*s.load_data);
     case Kind::kCreateUser:
     case Kind::kDropUser:
     case Kind::kAlterUser: {

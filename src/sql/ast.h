@@ -303,6 +303,31 @@ struct AccountName {
   std::string password;
 };
 
+// LOAD DATA [LOCAL] INFILE 'file' [REPLACE | IGNORE] INTO TABLE t
+// [CHARACTER SET cs] [{FIELDS | COLUMNS} [TERMINATED BY 's'] [[OPTIONALLY]
+// ENCLOSED BY 'c'] [ESCAPED BY 'c']] [LINES [STARTING BY 's'] [TERMINATED
+// BY 's']] [IGNORE n {LINES | ROWS}] [(col_or_@var, ...)] [SET col = expr,
+// ...]. Run by src/exec/load_data.cc.
+struct LoadDataStmt {
+  bool local = false;
+  std::string file;
+  bool replace = false;
+  bool ignore = false;
+  TableName table;
+  std::string charset;              // lower-cased; empty: the session's (utf8mb4)
+  std::string fields_terminated = "\t";
+  std::string fields_enclosed;      // at most one character
+  bool optionally_enclosed = false;
+  std::string fields_escaped = "\\";  // at most one character
+  std::string lines_starting;
+  std::string lines_terminated = "\n";
+  uint64_t ignore_lines = 0;
+  // The column list: a column name, or "@name" (lower-cased) for a user
+  // variable. Empty: every column in table order.
+  std::vector<std::string> targets;
+  std::vector<Assignment> set;      // SET col = expr, ...
+};
+
 // Statements about accounts, privileges, threads and server status, run by
 // the session itself (src/exec/session.cc) rather than bound to a plan.
 struct AdminStmt {
@@ -316,6 +341,7 @@ struct AdminStmt {
     kKill,            // thread_id, kill_query
     kShowStatus,      // global, like
     kShowProcesslist, // full
+    kLoadData,        // load_data
   };
   Kind kind = Kind::kCreateUser;
   std::vector<AccountName> accounts;
@@ -334,6 +360,7 @@ struct AdminStmt {
   bool global = false;
   bool full = false;
   std::optional<std::string> like;
+  std::shared_ptr<const LoadDataStmt> load_data;  // kLoadData
 };
 
 using Statement = std::variant<SelectStmt, InsertStmt, CreateTableStmt, DropTableStmt,

@@ -377,6 +377,9 @@ class Binder {
   Result<std::shared_ptr<const catalog::TableDef>> ResolveTable(const ast::TableName& name) const;
 
   const BindContext& ctx_;
+  // User variables the statement assigns (@x := expr), as far as bound:
+  // reads of them after that are per row, not the value at bind time.
+  std::set<std::string> assigned_user_vars_;
   AggregateBinding* agg_ = nullptr;  // set while binding above an aggregate
   const Scope* outer_ = nullptr;     // set while binding a subquery
   std::vector<PendingApply> applies_;
@@ -1518,6 +1521,24 @@ Result<ExprPtr> Binder::BindExprInner(const ast::Expr& e, const Scope& scope) {
       return ExprPtr(c);
     }
     case ast::ExprKind::kUserVar: {
+      if (!e.children.empty()) {
+        // @name := value: assigned per evaluated row (and the variable
+        // read per row from here on, so @n := @n + 1 counts rows).
+        assigned_user_vars_.insert(e.name);
+        SHALE_ASSIGN_OR_RETURN(ExprPtr value, BindExpr(*e.children[0], scope));
+        return Expr::Function(sierra::ScalarFunction::kSetUserVar, {Expr::Constant(Value::String(e.name)), value});
+      }
+      if (assigned_user_vars_.count(e.name) != 0) {
+        Value now;
+        if (ctx_.user_variables != nullptr) {
+          auto it = ctx_.user_variables->find(e.name);
+          if (it != ctx_.user_variables->end()) now = it->second;
+        }
+        auto get = std::make_shared<Expr>(
+            *Expr::Function(sierra::ScalarFunction::kGetUserVar, {Expr::Constant(Value::String(e.name))}));
+        if (!now.is_null()) get->type = Expr::Constant(now)->type;
+        return ExprPtr(get);
+      }
       // An unset variable is NULL (of a string type, as in MySQL).
       Value v;
       if (ctx_.user_variables != nullptr) {

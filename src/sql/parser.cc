@@ -1703,10 +1703,15 @@ Result<ast::ExprPtr> Parser::ParsePrimary() {
       return Finish(std::move(e), begin);
     }
     case TokenKind::kUserVar: {
-      if (AtOperator(":=", 1)) return NotSupported("assigning user variables with := in expressions");
       ++pos_;
       auto e = MakeExpr(ast::ExprKind::kUserVar);
       e->name = Lower(t.text);
+      if (AcceptOperator(":=")) {
+        // @name := expr (lowest precedence, so the rest of the expression
+        // is the value): a kUserVar with the value as its one child.
+        SHALE_ASSIGN_OR_RETURN(ast::ExprPtr value, ParseExpr());
+        e->children.push_back(std::move(value));
+      }
       return Finish(std::move(e), begin);
     }
     case TokenKind::kOperator:

@@ -629,7 +629,14 @@ TEST(ParserTest, Set) {
   EXPECT_EQ(user.assignments[2].scope, "user");
   EXPECT_EQ(user.assignments[2].value->kind, ast::ExprKind::kUserVar);
   EXPECT_EQ(ParseError("SET @x 1").mysql_code(), 1064);
-  EXPECT_EQ(ParseError("SELECT @x := 1").mysql_code(), 1235);
+  // @x := expr inside a query: a kUserVar with its value as the one child.
+  auto assign = ParseAs<ast::SelectStmt>("SELECT @X := 1 + 2, @x");
+  ASSERT_EQ(assign.items.size(), 2u);
+  EXPECT_EQ(assign.items[0].expr->kind, ast::ExprKind::kUserVar);
+  EXPECT_EQ(assign.items[0].expr->name, "x");
+  ASSERT_EQ(assign.items[0].expr->children.size(), 1u);
+  EXPECT_EQ(Render(*assign.items[0].expr->children[0]), "(1 + 2)");
+  EXPECT_TRUE(assign.items[1].expr->children.empty());
   auto calc = ParseAs<ast::SelectStmt>("SELECT SQL_CALC_FOUND_ROWS DISTINCT SQL_NO_CACHE a FROM t LIMIT 1");
   EXPECT_TRUE(calc.calc_found_rows);
   EXPECT_TRUE(calc.distinct);
@@ -956,7 +963,7 @@ TEST(ParserTest, RecognisedButUnsupportedStatements) {
            "EXPLAIN FORMAT=JSON SELECT 1", "WITH x AS (SELECT 1) SELECT * FROM x",
            "SELECT * FROM a STRAIGHT_JOIN b", "SELECT * FROM a x STRAIGHT_JOIN b ON 1",
            "SELECT a FROM t GROUP BY a WITH ROLLUP", "SELECT a FROM t FOR UPDATE NOWAIT",
-           "SELECT a REGEXP 'x'", "SELECT @x := 1", "SELECT ~1",
+           "SELECT a REGEXP 'x'", "SELECT ~1",
            "CREATE VIEW v AS SELECT 1", "SELECT a IS TRUE FROM t",
        }) {
     Status st = ParseError(sql);
@@ -1596,6 +1603,53 @@ TEST(ParserTest, CollateBindsTighterThanComparison) {
   EXPECT_EQ(e.children[0]->name, "COLLATE");
   EXPECT_EQ(e.children[0]->children[1]->value.as_string(), "utf8mb4_bin");
   EXPECT_FALSE(Parser("SELECT 'a' COLLATE").Next().ok());
+}
+
+// ---- LOAD DATA (parse_load_data.cc) ---------------------------------------------------
+
+TEST(ParserTest, LoadDataEveryClause) {
+  auto admin = ParseAs<ast::AdminStmt>(
+      "LOAD DATA LOW_PRIORITY LOCAL INFILE '/tmp/x.csv' REPLACE INTO TABLE d.t CHARACTER SET latin1 "
+      "FIELDS ESCAPED BY '' OPTIONALLY ENCLOSED BY '\"' TERMINATED BY ',' "
+      "LINES TERMINATED BY '\\r\\n' STARTING BY '>' IGNORE 2 ROWS (a, @B, `c`) SET d = @b + 1, e = DEFAULT");
+  ASSERT_EQ(admin.kind, ast::AdminStmt::Kind::kLoadData);
+  ASSERT_NE(admin.load_data, nullptr);
+  const ast::LoadDataStmt& s = *admin.load_data;
+  EXPECT_TRUE(s.local);
+  EXPECT_EQ(s.file, "/tmp/x.csv");
+  EXPECT_TRUE(s.replace);
+  EXPECT_FALSE(s.ignore);
+  EXPECT_EQ(s.table.db, "d");
+  EXPECT_EQ(s.table.table, "t");
+  EXPECT_EQ(s.charset, "latin1");
+  EXPECT_EQ(s.fields_terminated, ",");
+  EXPECT_EQ(s.fields_enclosed, "\"");
+  EXPECT_TRUE(s.optionally_enclosed);
+  EXPECT_EQ(s.fields_escaped, "");
+  EXPECT_EQ(s.lines_starting, ">");
+  EXPECT_EQ(s.lines_terminated, "\r\n");
+  EXPECT_EQ(s.ignore_lines, 2u);
+  EXPECT_EQ(s.targets, (std::vector<std::string>{"a", "@b", "c"}));
+  ASSERT_EQ(s.set.size(), 2u);
+  EXPECT_EQ(s.set[1].value->kind, ast::ExprKind::kDefault);
+}
+
+TEST(ParserTest, LoadDataDefaultsAndErrors) {
+  auto admin = ParseAs<ast::AdminStmt>("LOAD DATA INFILE 'f' IGNORE INTO TABLE t");
+  ASSERT_NE(admin.load_data, nullptr);
+  EXPECT_FALSE(admin.load_data->local);
+  EXPECT_TRUE(admin.load_data->ignore);
+  EXPECT_EQ(admin.load_data->fields_terminated, "\t");
+  EXPECT_EQ(admin.load_data->fields_escaped, "\\");
+  EXPECT_EQ(admin.load_data->lines_terminated, "\n");
+  EXPECT_TRUE(admin.load_data->targets.empty());
+  EXPECT_EQ(ParseError("LOAD DATA LOCAL INFILE 'f' INTO TABLE t FIELDS ENCLOSED BY 'ab'").mysql_code(), 1083);
+  EXPECT_EQ(ParseError("LOAD DATA LOCAL INFILE 'f' INTO TABLE t FIELDS").mysql_code(), 1064);
+  EXPECT_EQ(ParseError("LOAD DATA LOCAL INFILE f INTO TABLE t").mysql_code(), 1064);
+  EXPECT_EQ(ParseError("LOAD XML LOCAL INFILE 'f' INTO TABLE t").mysql_code(), 1235);
+  EXPECT_EQ(ParseError("LOAD DATA LOCAL INFILE 'f' INTO TABLE t FIELDS TERMINATED BY '' ENCLOSED BY ''")
+                .mysql_code(),
+            1235);
 }
 
 }  // namespace
