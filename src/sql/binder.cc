@@ -926,7 +926,12 @@ Result<LogicalPtr> Binder::BindSelect(const ast::SelectStmt& s) {
           col.names = {t.alias, c.name};
           if (t.alias.empty()) col.names = {c.name};  // a column coalesced by USING
           col.text = c.name;
-          SHALE_ASSIGN_OR_RETURN(ExprPtr e, BindExpr(col, scope));
+          auto bound = BindExpr(col, scope);
+          if (!bound.ok() && t.alias.empty() && !aggregate) {
+            // The name is also another table's column: take the coalesced one.
+            bound = Expr::ColumnRef(static_cast<int>(i), c.name, c.type, c.nullable);
+          }
+          SHALE_ASSIGN_OR_RETURN(ExprPtr e, std::move(bound));
           ColumnInfo info = c;
           info.nullable = e->nullable;
           exprs.push_back(std::move(e));
