@@ -146,8 +146,9 @@ Status RunAlterColumns(Engine* engine, const sql::AlterTableCmd& cmd) {
   std::vector<Rewrite> rewrites;
   std::vector<Row> new_rows;
   for (size_t si = 0; si < old_def.primary.slices.size(); ++si) {
-    SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, engine->slices()->GetSlice(old_def.primary.slices[si].id));
-    auto it = storage::MvccSlice(slice).NewIterator(storage::ReadOptions{}, storage::KeyRange::All());
+    // The slice's ranking replica, here or on another node (docs/cluster.md "Data path").
+    SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, engine->RouteSlice(old_def, old_def.primary.slices[si]));
+    auto it = txn::ScanLatest(slice, storage::KeyRange::All());
     for (; it->Valid(); it->Next()) {
       Row old_row;
       SHALE_RETURN_IF_ERROR(DecodeRow(it->value(), &old_row));
@@ -194,11 +195,14 @@ Status RunAlterColumns(Engine* engine, const sql::AlterTableCmd& cmd) {
   std::vector<storage::WriteBatch> batches(old_def.primary.slices.size());
   for (Rewrite& w : rewrites) batches[w.slice].Put(std::move(w.key), std::move(w.value));
   std::vector<std::pair<storage::SliceId, const storage::WriteBatch*>> writes;
+  txn::Placement placement;  // every replica gets the rewrite
   for (size_t i = 0; i < batches.size(); ++i) {
-    if (!batches[i].empty()) writes.emplace_back(old_def.primary.slices[i].id, &batches[i]);
+    if (batches[i].empty()) continue;
+    writes.emplace_back(old_def.primary.slices[i].id, &batches[i]);
+    placement[old_def.primary.slices[i].id] = old_def.primary.slices[i].replicas;
   }
   if (!writes.empty()) {
-    Status written = engine->txn()->CommitBatches(writes);
+    Status written = engine->txn()->CommitBatches(writes, &placement);
     if (!written.ok()) {
       DropCreatedSlices(engine, created);
       return written;

@@ -180,14 +180,14 @@ std::vector<std::pair<std::string, std::string>> ServerState::StatusVariables(ui
   if (engine != nullptr && engine->slices() != nullptr) {
     add("Shale_wal_buffer_wait_us", engine->slices()->WalBufferWaitMicros());
   }
-  // Slices below their replica count (docs/cluster.md, system.protection).
-  if (engine != nullptr && engine->catalog() != nullptr) {
-    add("Shale_under_protected_slices", engine->Protection().under_protected);
-  }
   // Rows read from or written to other nodes' replicas (docs/cluster.md "Data path").
   if (engine != nullptr && engine->txn() != nullptr) {
     const txn::DataRouter* router = engine->txn()->router();
     add("Shale_rows_sent_between_nodes", router ? router->rows_moved() : 0);
+  }
+  // Slices below their replica count (docs/cluster.md, system.protection).
+  if (engine != nullptr && engine->catalog() != nullptr) {
+    add("Shale_under_protected_slices", engine->Protection().under_protected);
   }
   std::sort(out.begin(), out.end());
   return out;

@@ -16,8 +16,8 @@
 #include "src/cluster/cluster_node.h"
 #include "src/cluster/node_identity.h"
 #include "src/cluster/rpc_server.h"
-#include "src/cluster/timestamp_service.h"
 #include "src/cluster/slice_service.h"
+#include "src/cluster/timestamp_service.h"
 #include "src/common/log.h"
 #include "src/exec/engine.h"
 #include "src/server/server.h"
@@ -101,10 +101,9 @@ int main(int argc, char** argv) {
   dso.node_name = opts.node_name;
   dso.epoch = [&cluster_node] { return cluster_node.epoch(); };
   dso.address_of = [&cluster_node](const std::string& name) -> Result<std::string> {
-    for (const cluster::NodeStatus& n : cluster_node.Nodes()) {
-      if (n.name == name) return n.address;
-    }
-    return Status::Unavailable(fmt::format("node '{}' is not a cluster member", name));
+    std::optional<cluster::NodeAddress> where = cluster_node.AddressOf(name);
+    if (!where) return Status::Unavailable(fmt::format("node '{}' is not a cluster member", name));
+    return where->address;
   };
   auto data_service = cluster::SliceService::Open((*engine)->txn(), (*engine)->slices(), (*engine)->meta(), dso);
   if (!data_service.ok()) return Fail(data_service.status());
