@@ -182,19 +182,48 @@ bool HostMatches(std::string_view pattern, std::string_view address) {
 
 Result<std::unique_ptr<Accounts>> Accounts::Load(storage::MetaStore* meta) {
   std::unique_ptr<Accounts> accounts(new Accounts(meta));
+  std::lock_guard lock(accounts->mu_);
+  SHALE_RETURN_IF_ERROR(accounts->LoadLocked());
+  return accounts;
+}
+
+Status Accounts::LoadLocked() {
+  accounts_.clear();
   Status parse_status;
-  SHALE_RETURN_IF_ERROR(meta->Scan(kUserPrefix, [&](std::string_view key, std::string_view value) {
+  SHALE_RETURN_IF_ERROR(meta_->Scan(kUserPrefix, [&](std::string_view key, std::string_view value) {
     pb::User m;
     if (!m.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
       parse_status = Status::Corruption("bad account record " + std::string(key));
       return false;
     }
     Account a = FromProto(m);
-    accounts->accounts_[{a.user, Lower(a.host)}] = std::move(a);
+    accounts_[{a.user, Lower(a.host)}] = std::move(a);
     return true;
   }));
-  SHALE_RETURN_IF_ERROR(parse_status);
-  return accounts;
+  return parse_status;
+}
+
+Status Accounts::Reload() {
+  std::lock_guard lock(mu_);
+  sha2_cache_.clear();
+  return LoadLocked();
+}
+
+std::vector<storage::MetaStore::Change> Accounts::SnapshotChanges() const {
+  std::lock_guard lock(mu_);
+  std::vector<storage::MetaStore::Change> out;
+  for (const auto& [key, a] : accounts_) out.emplace_back(UserKey(a.user, Lower(a.host)), ToProto(a));
+  return out;
+}
+
+std::vector<storage::MetaStore::Change> Accounts::ChangesFromSnapshot(const std::vector<std::string>& users) {
+  std::vector<storage::MetaStore::Change> out;
+  for (const std::string& bytes : users) {
+    pb::User m;
+    if (!m.ParseFromString(bytes)) continue;
+    out.emplace_back(UserKey(m.user(), Lower(m.host())), bytes);
+  }
+  return out;
 }
 
 std::optional<Account> Accounts::Match(const std::string& user, const std::string& address) const {
@@ -229,53 +258,141 @@ std::vector<Account> Accounts::List() const {
   return out;
 }
 
-Status Accounts::Store(const Account& a) { return meta_->Put(UserKey(a.user, Lower(a.host)), ToProto(a)); }
+CommandResult Accounts::Submit(const std::string& command) {
+  if (submit_) return submit_(command);
+  return ApplyCommand(command, 0);
+}
+
+CommandResult Accounts::ApplyCommand(const std::string& command, uint64_t index) {
+  pb::Command cmd;
+  if (!cmd.ParseFromString(command)) return CommandResult{Status::Corruption("accounts: unreadable command"), 0};
+  std::lock_guard lock(mu_);
+  auto store = [&](const std::string& key, std::optional<std::string> value) {
+    std::vector<storage::MetaStore::Change> batch{{key, std::move(value)}};
+    if (index != 0) batch.emplace_back(std::string(kAppliedIndexKey), std::to_string(index));
+    return meta_->Write(batch);
+  };
+  auto absent = [] { return CommandResult{Status::OK(), 0}; };
+  // The account named by `key`, or nullptr.
+  auto find = [&](const pb::AccountKey& key) -> Account* {
+    auto it = accounts_.find({key.user(), Lower(key.host())});
+    return it == accounts_.end() ? nullptr : &it->second;
+  };
+  // Stores `updated` as the new state of its account.
+  auto put = [&](Account updated) -> CommandResult {
+    const auto key = std::make_pair(updated.user, Lower(updated.host));
+    if (Status st = store(UserKey(key.first, key.second), ToProto(updated)); !st.ok()) return CommandResult{st, 0};
+    accounts_[key] = std::move(updated);
+    return CommandResult{Status::OK(), 1};
+  };
+  switch (cmd.op_case()) {
+    case pb::Command::kCreateUser: {
+      Account a = FromProto(cmd.create_user());
+      if (accounts_.count({a.user, Lower(a.host)})) return absent();  // existed: nothing changes
+      return put(std::move(a));
+    }
+    case pb::Command::kDropUser: {
+      const auto& k = cmd.drop_user();
+      if (find(k) == nullptr) return absent();
+      if (Status st = store(UserKey(k.user(), Lower(k.host())), std::nullopt); !st.ok()) return CommandResult{st, 0};
+      accounts_.erase({k.user(), Lower(k.host())});
+      sha2_cache_.erase({k.user(), Lower(k.host())});
+      return CommandResult{Status::OK(), 1};
+    }
+    case pb::Command::kSetCredential: {
+      const auto& op = cmd.set_credential();
+      Account* a = find(op.account());
+      if (a == nullptr) return absent();
+      Account updated = *a;
+      updated.plugin = op.plugin();
+      updated.credential = op.credential();
+      sha2_cache_.erase({updated.user, Lower(updated.host)});
+      return put(std::move(updated));
+    }
+    case pb::Command::kRevokeAll: {
+      Account* a = find(cmd.revoke_all());
+      if (a == nullptr) return absent();
+      Account updated = *a;
+      updated.global = GrantLevel{};
+      updated.dbs.clear();
+      updated.tables.clear();
+      return put(std::move(updated));
+    }
+    case pb::Command::kChangeGrant: {
+      const auto& op = cmd.change_grant();
+      Account* a = find(op.account());
+      if (a == nullptr) return absent();
+      Account updated = *a;
+      const std::string& db = op.db();
+      const std::string& table = op.table();
+      GrantLevel* level = db.empty()      ? &updated.global
+                          : table.empty() ? &updated.dbs[db]
+                                          : &updated.tables[{db, table}];
+      if (op.grant()) {
+        level->privileges |= op.privileges();
+        level->grant_option = level->grant_option || op.grant_option();
+      } else {
+        level->privileges &= ~op.privileges();
+        if (op.grant_option()) level->grant_option = false;
+      }
+      if (!db.empty() && level->privileges == 0 && !level->grant_option) {
+        if (table.empty()) {
+          updated.dbs.erase(db);
+        } else {
+          updated.tables.erase({db, table});
+        }
+      }
+      return put(std::move(updated));
+    }
+    default: return CommandResult{Status::InvalidArgument("not an account command"), 0};
+  }
+}
+
+namespace {
+
+pb::AccountKey KeyOf(const std::string& user, const std::string& host) {
+  pb::AccountKey k;
+  k.set_user(user);
+  k.set_host(host);
+  return k;
+}
+
+}  // namespace
 
 Status Accounts::Create(Account account, bool* existed) {
-  std::lock_guard lock(mu_);
-  auto key = std::make_pair(account.user, Lower(account.host));
-  *existed = accounts_.count(key) > 0;
-  if (*existed) return Status::OK();
-  SHALE_RETURN_IF_ERROR(Store(account));
-  accounts_.emplace(std::move(key), std::move(account));
-  return Status::OK();
+  pb::Command cmd;
+  if (!cmd.mutable_create_user()->ParseFromString(ToProto(account))) return Status::Internal("account encoding");
+  CommandResult r = Submit(cmd.SerializeAsString());
+  *existed = r.status.ok() && r.value == 0;
+  return r.status;
 }
 
 Result<bool> Accounts::Drop(const std::string& user, const std::string& host) {
-  std::lock_guard lock(mu_);
-  auto it = accounts_.find({user, Lower(host)});
-  if (it == accounts_.end()) return false;
-  SHALE_RETURN_IF_ERROR(meta_->Delete(UserKey(user, Lower(host))));
-  accounts_.erase(it);
-  sha2_cache_.erase({user, Lower(host)});
-  return true;
+  pb::Command cmd;
+  *cmd.mutable_drop_user() = KeyOf(user, host);
+  CommandResult r = Submit(cmd.SerializeAsString());
+  SHALE_RETURN_IF_ERROR(r.status);
+  return r.value == 1;
 }
 
 Result<bool> Accounts::SetCredential(const std::string& user, const std::string& host,
                                      const std::string& plugin, const std::string& credential) {
-  std::lock_guard lock(mu_);
-  auto it = accounts_.find({user, Lower(host)});
-  if (it == accounts_.end()) return false;
-  Account updated = it->second;
-  updated.plugin = plugin;
-  updated.credential = credential;
-  SHALE_RETURN_IF_ERROR(Store(updated));
-  it->second = std::move(updated);
-  sha2_cache_.erase({user, Lower(host)});
-  return true;
+  pb::Command cmd;
+  auto* op = cmd.mutable_set_credential();
+  *op->mutable_account() = KeyOf(user, host);
+  op->set_plugin(plugin);
+  op->set_credential(credential);
+  CommandResult r = Submit(cmd.SerializeAsString());
+  SHALE_RETURN_IF_ERROR(r.status);
+  return r.value == 1;
 }
 
 Result<bool> Accounts::RevokeAll(const std::string& user, const std::string& host) {
-  std::lock_guard lock(mu_);
-  auto it = accounts_.find({user, Lower(host)});
-  if (it == accounts_.end()) return false;
-  Account updated = it->second;
-  updated.global = GrantLevel{};
-  updated.dbs.clear();
-  updated.tables.clear();
-  SHALE_RETURN_IF_ERROR(Store(updated));
-  it->second = std::move(updated);
-  return true;
+  pb::Command cmd;
+  *cmd.mutable_revoke_all() = KeyOf(user, host);
+  CommandResult r = Submit(cmd.SerializeAsString());
+  SHALE_RETURN_IF_ERROR(r.status);
+  return r.value == 1;
 }
 
 void Accounts::CacheSha2Digest(const std::string& user, const std::string& host,
@@ -296,30 +413,17 @@ std::optional<std::string> Accounts::CachedSha2Digest(const std::string& user,
 Result<bool> Accounts::Change(const std::string& user, const std::string& host,
                               const std::string& db, const std::string& table,
                               uint32_t privileges, bool grant_option, bool grant) {
-  std::lock_guard lock(mu_);
-  auto it = accounts_.find({user, Lower(host)});
-  if (it == accounts_.end()) return false;
-  Account updated = it->second;
-  GrantLevel* level = db.empty()      ? &updated.global
-                      : table.empty() ? &updated.dbs[db]
-                                      : &updated.tables[{db, table}];
-  if (grant) {
-    level->privileges |= privileges;
-    level->grant_option = level->grant_option || grant_option;
-  } else {
-    level->privileges &= ~privileges;
-    if (grant_option) level->grant_option = false;
-  }
-  if (!db.empty() && level->privileges == 0 && !level->grant_option) {
-    if (table.empty()) {
-      updated.dbs.erase(db);
-    } else {
-      updated.tables.erase({db, table});
-    }
-  }
-  SHALE_RETURN_IF_ERROR(Store(updated));
-  it->second = std::move(updated);
-  return true;
+  pb::Command cmd;
+  auto* op = cmd.mutable_change_grant();
+  *op->mutable_account() = KeyOf(user, host);
+  op->set_db(db);
+  op->set_table(table);
+  op->set_privileges(privileges);
+  op->set_grant_option(grant_option);
+  op->set_grant(grant);
+  CommandResult r = Submit(cmd.SerializeAsString());
+  SHALE_RETURN_IF_ERROR(r.status);
+  return r.value == 1;
 }
 
 }  // namespace shale::catalog

@@ -21,6 +21,8 @@
 //
 // Invariants:
 //  1. Every change is durable in the MetaStore before the call returns OK.
+//     Changes are commands (pb::Command) applied through the submitter —
+//     the Raft metadata log with a cluster, at once without (catalog.h).
 //  2. Lookups return copies, so callers never see a half-applied change.
 //
 // Thread-safety: all methods may be called concurrently.
@@ -37,6 +39,7 @@
 #include <vector>
 
 #include "shale/status.h"
+#include "src/catalog/catalog.h"
 #include "storage/meta_store.h"
 
 namespace shale::catalog {
@@ -104,6 +107,18 @@ class Accounts {
  public:
   static Result<std::unique_ptr<Accounts>> Load(storage::MetaStore* meta);
 
+  // Routes every change through `submit` (catalog.h). REQUIRES: before
+  // statements run.
+  void SetSubmitter(CommandSubmitter submit) { submit_ = std::move(submit); }
+  // Applies an account command at log index `index` (0: not from a log).
+  CommandResult ApplyCommand(const std::string& command, uint64_t index);
+  // Re-reads the accounts from the MetaStore (after a snapshot install).
+  Status Reload();
+  // The accounts as MetaStore records, for a snapshot; and the records of a
+  // snapshot's serialized pb::User messages.
+  std::vector<storage::MetaStore::Change> SnapshotChanges() const;
+  static std::vector<storage::MetaStore::Change> ChangesFromSnapshot(const std::vector<std::string>& users);
+
   // The account used to authenticate `user` connecting from `address`, or
   // nullopt if none matches.
   std::optional<Account> Match(const std::string& user, const std::string& address) const;
@@ -137,9 +152,11 @@ class Accounts {
 
  private:
   explicit Accounts(storage::MetaStore* meta) : meta_(meta) {}
-  Status Store(const Account& a);  // REQUIRES: mu_ held
+  CommandResult Submit(const std::string& command);
+  Status LoadLocked();  // REQUIRES: mu_ held
 
   storage::MetaStore* meta_;
+  CommandSubmitter submit_;
   mutable std::mutex mu_;
   std::map<std::pair<std::string, std::string>, Account> accounts_;  // GUARDED_BY(mu_)
   std::map<std::pair<std::string, std::string>, std::string> sha2_cache_;  // GUARDED_BY(mu_)

@@ -59,9 +59,11 @@ Status ParseRepresentation(const pb::Representation& pr, size_t column_count, Re
   return Status::OK();
 }
 
-std::string SerializeTable(const TableDef& t) {
-  pb::Table m;
+void TableToPb(const TableDef& t, pb::Table* out) {
+  pb::Table& m = *out;
   m.set_id(t.id);
+  m.set_version(t.version);
+  m.set_replicas(t.replicas);
   m.set_db(t.db);
   m.set_name(t.name);
   for (const ColumnDef& c : t.columns) {
@@ -77,6 +79,7 @@ std::string SerializeTable(const TableDef& t) {
     pc->set_hidden(c.hidden);
     pc->set_default_now(c.default_now);
     pc->set_on_update_now(c.on_update_now);
+    pc->set_auto_increment(c.auto_increment);
     if (c.default_value) {
       pc->set_has_default(true);
       std::string row;
@@ -86,16 +89,19 @@ std::string SerializeTable(const TableDef& t) {
   }
   SerializeRepresentation(t.primary, m.mutable_primary());
   for (const RepresentationDef& index : t.indexes) SerializeRepresentation(index, m.add_indexes());
+}
+
+std::string SerializeTable(const TableDef& t) {
+  pb::Table m;
+  TableToPb(t, &m);
   return m.SerializeAsString();
 }
 
-Result<std::shared_ptr<const TableDef>> ParseTable(std::string_view bytes) {
-  pb::Table m;
-  if (!m.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return Status::Corruption("catalog: unreadable table record");
-  }
+Result<std::shared_ptr<const TableDef>> TableFromPb(const pb::Table& m) {
   auto t = std::make_shared<TableDef>();
   t->id = m.id();
+  t->version = m.version();
+  t->replicas = m.replicas();
   t->db = m.db();
   t->name = m.name();
   for (const pb::Column& pc : m.columns()) {
@@ -109,6 +115,7 @@ Result<std::shared_ptr<const TableDef>> ParseTable(std::string_view bytes) {
     c.hidden = pc.hidden();
     c.default_now = pc.default_now();
     c.on_update_now = pc.on_update_now();
+    c.auto_increment = pc.auto_increment();
     if (pc.has_default()) {
       Row row;
       SHALE_RETURN_IF_ERROR(DecodeRow(pc.default_row(), &row));
@@ -124,6 +131,14 @@ Result<std::shared_ptr<const TableDef>> ParseTable(std::string_view bytes) {
     t->indexes.push_back(std::move(index));
   }
   return std::shared_ptr<const TableDef>(std::move(t));
+}
+
+Result<std::shared_ptr<const TableDef>> ParseTable(std::string_view bytes) {
+  pb::Table m;
+  if (!m.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return Status::Corruption("catalog: unreadable table record");
+  }
+  return TableFromPb(m);
 }
 
 }  // namespace
@@ -186,6 +201,13 @@ const SliceDef& RepresentationDef::SliceForHash(uint64_t h) const {
   return *(it - 1);
 }
 
+int TableDef::AutoIncrementColumn() const {
+  for (size_t i = 0; i < columns.size(); ++i) {
+    if (columns[i].auto_increment) return static_cast<int>(i);
+  }
+  return -1;
+}
+
 int TableDef::FindColumn(std::string_view name) const {
   for (size_t i = 0; i < columns.size(); ++i) {
     const std::string& c = columns[i].name;
@@ -196,68 +218,440 @@ int TableDef::FindColumn(std::string_view name) const {
   return -1;
 }
 
+namespace {
+
+// "catalog/counter/<counter>/<table id>": the next value of a per-table
+// counter other than the row id. DO NOT CHANGE.
+constexpr std::string_view kCounterPrefix = "catalog/counter/";
+// NextId reserves this many ids per cluster round.
+constexpr uint64_t kClusterIdBatch = 16;
+
+CommandResult Failed(Status st) { return CommandResult{std::move(st), 0}; }
+
+uint64_t ParseU64(const std::string& s) {
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') break;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return v;
+}
+
+}  // namespace
+
+std::string Catalog::CounterKey(std::string_view counter, uint64_t table_id) const {
+  if (counter == "row_id") return RowIdKey(table_id);
+  return std::string(kCounterPrefix) + std::string(counter) + "/" + std::to_string(table_id);
+}
+
 Result<std::unique_ptr<Catalog>> Catalog::Load(storage::MetaStore* meta) {
   std::unique_ptr<Catalog> cat(new Catalog(meta));
-  std::string next;
-  Status st = meta->Get(kNextIdKey, &next);
+  std::lock_guard lock(cat->mu_);
+  SHALE_RETURN_IF_ERROR(cat->LoadLocked());
+  std::string applied;
+  Status st = meta->Get(kAppliedIndexKey, &applied);
   if (st.ok()) {
-    cat->next_id_ = std::stoull(next);
+    cat->loaded_applied_index_ = ParseU64(applied);
   } else if (!st.IsNotFound()) {
     return st;
   }
-  SHALE_RETURN_IF_ERROR(meta->Scan(kDbPrefix, [&](std::string_view key, std::string_view) {
-    cat->dbs_[std::string(key.substr(kDbPrefix.size()))];
+  return cat;
+}
+
+Status Catalog::LoadLocked() {
+  dbs_.clear();
+  counters_.clear();
+  next_id_ = 1;
+  std::string next;
+  Status st = meta_->Get(kNextIdKey, &next);
+  if (st.ok()) {
+    next_id_ = std::stoull(next);
+  } else if (!st.IsNotFound()) {
+    return st;
+  }
+  SHALE_RETURN_IF_ERROR(meta_->Scan(kDbPrefix, [&](std::string_view key, std::string_view) {
+    dbs_[std::string(key.substr(kDbPrefix.size()))];
     return true;
   }));
   Status parse_status;
-  SHALE_RETURN_IF_ERROR(meta->Scan(kTablePrefix, [&](std::string_view, std::string_view value) {
+  SHALE_RETURN_IF_ERROR(meta_->Scan(kTablePrefix, [&](std::string_view, std::string_view value) {
     auto t = ParseTable(value);
     if (!t.ok()) {
       parse_status = t.status();
       return false;
     }
-    cat->dbs_[(*t)->db][(*t)->name] = *t;
+    dbs_[(*t)->db][(*t)->name] = *t;
     return true;
   }));
   SHALE_RETURN_IF_ERROR(parse_status);
-  return cat;
+  for (std::string_view prefix : {kRowIdPrefix, kCounterPrefix}) {
+    SHALE_RETURN_IF_ERROR(meta_->Scan(prefix, [&](std::string_view key, std::string_view value) {
+      counters_[std::string(key)] = std::stoll(std::string(value));
+      return true;
+    }));
+  }
+  return Status::OK();
+}
+
+void Catalog::Notify(TableChangePhase phase, const std::vector<Changed>& changed) {
+  if (!listener_) return;
+  for (const Changed& c : changed) listener_(phase, c.before.get(), c.after.get());
+}
+
+std::vector<std::shared_ptr<const TableDef>> Catalog::AllTables() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::shared_ptr<const TableDef>> out;
+  for (auto& [db, tables] : dbs_) {
+    for (auto& [name, t] : tables) out.push_back(t);
+  }
+  return out;
+}
+
+void Catalog::SnapshotInto(std::string* state_bytes) const {
+  pb::State state;
+  std::lock_guard lock(mu_);
+  state.set_next_id(next_id_);
+  for (auto& [db, tables] : dbs_) {
+    state.add_databases(db);
+    for (auto& [name, t] : tables) TableToPb(*t, state.add_tables());
+  }
+  for (auto& [key, next] : counters_) {
+    pb::State::Counter* c = state.add_counters();
+    c->set_key(key);
+    c->set_next(next);
+  }
+  *state_bytes = state.SerializeAsString();
+}
+
+Status Catalog::InstallSnapshot(const std::string& state_bytes, uint64_t index,
+                                std::vector<storage::MetaStore::Change> extra) {
+  pb::State state;
+  if (!state.ParseFromString(state_bytes)) return Status::Corruption("catalog: unreadable snapshot state");
+  std::lock_guard apply(apply_mu_);
+  std::vector<Changed> changed;
+  {
+    std::lock_guard lock(mu_);
+    std::map<std::string, std::map<std::string, std::shared_ptr<const TableDef>>> dbs;
+    for (const std::string& db : state.databases()) dbs[db];
+    std::map<uint64_t, std::shared_ptr<const TableDef>> before, after;
+    for (const pb::Table& pt : state.tables()) {
+      SHALE_ASSIGN_OR_RETURN(auto t, TableFromPb(pt));
+      dbs[t->db][t->name] = t;
+      after[t->id] = t;
+    }
+    for (auto& [db, tables] : dbs_) {
+      for (auto& [name, t] : tables) before[t->id] = t;
+    }
+    for (auto& [id, t] : before) {
+      auto a = after.find(id);
+      if (a == after.end()) {
+        changed.push_back({t, nullptr});
+      } else if (SerializeTable(*t) != SerializeTable(*a->second)) {
+        changed.push_back({t, a->second});
+      }
+    }
+    for (auto& [id, t] : after) {
+      if (!before.count(id)) changed.push_back({nullptr, t});
+    }
+    Notify(TableChangePhase::kPrepare, changed);
+    std::vector<storage::MetaStore::Change> batch;
+    SHALE_RETURN_IF_ERROR(meta_->Scan("catalog/", [&](std::string_view key, std::string_view) {
+      batch.emplace_back(std::string(key), std::nullopt);
+      return true;
+    }));
+    batch.emplace_back(std::string(kNextIdKey), std::to_string(state.next_id()));
+    for (const std::string& db : state.databases()) {
+      pb::Database m;
+      m.set_name(db);
+      batch.emplace_back(DbKey(db), m.SerializeAsString());
+    }
+    for (const pb::Table& t : state.tables()) batch.emplace_back(TableKey(t.db(), t.name()), t.SerializeAsString());
+    for (const pb::State::Counter& c : state.counters()) batch.emplace_back(c.key(), std::to_string(c.next()));
+    for (auto& change : extra) batch.push_back(std::move(change));
+    batch.emplace_back(std::string(kAppliedIndexKey), std::to_string(index));
+    SHALE_RETURN_IF_ERROR(meta_->Write(batch));
+    dbs_ = std::move(dbs);
+    next_id_ = state.next_id();
+    counters_.clear();
+    for (const pb::State::Counter& c : state.counters()) counters_[c.key()] = c.next();
+  }
+  Notify(TableChangePhase::kDone, changed);
+  return Status::OK();
+}
+
+CommandResult Catalog::Submit(const std::string& command) {
+  if (detached_.load(std::memory_order_acquire)) {
+    return CommandResult{Status::Unavailable("catalog: detached from the cluster (shutting down)"), 0};
+  }
+  if (submit_) return submit_(command);
+  return ApplyCommand(command, 0);
+}
+
+CommandResult Catalog::ApplyCommand(const std::string& command, uint64_t index) {
+  std::lock_guard apply(apply_mu_);
+  std::vector<Changed> changed;
+  CommandResult r;
+  {
+    std::lock_guard lock(mu_);
+    r = ApplyLocked(command, index, &changed);
+  }
+  Notify(TableChangePhase::kDone, changed);
+  return r;
+}
+
+CommandResult Catalog::ApplyLocked(const std::string& command, uint64_t index, std::vector<Changed>* changed) {
+  pb::Command cmd;
+  if (!cmd.ParseFromString(command)) return Failed(Status::Corruption("catalog: unreadable command"));
+  auto write = [&](std::vector<storage::MetaStore::Change> batch) {
+    if (index != 0) batch.emplace_back(std::string(kAppliedIndexKey), std::to_string(index));
+    return meta_->Write(batch);
+  };
+  // Tells the listener (kPrepare) about a change about to be written.
+  auto prepare = [&](const std::shared_ptr<const TableDef>& before, const TableDef* after) {
+    if (listener_) listener_(TableChangePhase::kPrepare, before.get(), after);
+  };
+  auto publish = [&](const std::shared_ptr<const TableDef>& before, TableDef def) {
+    auto after = std::make_shared<const TableDef>(std::move(def));
+    dbs_[after->db][after->name] = after;
+    changed->push_back({before, after});
+  };
+  switch (cmd.op_case()) {
+    case pb::Command::kCreateDatabase: {
+      const auto& op = cmd.create_database();
+      if (dbs_.count(op.name())) {
+        if (op.if_not_exists()) return CommandResult{Status::OK(), 0};
+        return Failed(SqlError(ErrorCode::kDbCreateExists, "Can't create database '{}'; database exists", op.name()));
+      }
+      pb::Database m;
+      m.set_name(op.name());
+      if (Status st = write({{DbKey(op.name()), m.SerializeAsString()}}); !st.ok()) return Failed(st);
+      dbs_[op.name()];
+      return CommandResult{Status::OK(), 1};
+    }
+    case pb::Command::kDropDatabase: {
+      const auto& op = cmd.drop_database();
+      auto it = dbs_.find(op.name());
+      if (it == dbs_.end()) {
+        if (op.if_exists()) return CommandResult{Status::OK(), 0};
+        return Failed(
+            SqlError(ErrorCode::kDbDropExists, "Can't drop database '{}'; database doesn't exist", op.name()));
+      }
+      std::vector<storage::MetaStore::Change> batch;
+      for (auto& [tname, t] : it->second) {
+        batch.emplace_back(TableKey(op.name(), tname), std::nullopt);
+        for (auto c = counters_.begin(); c != counters_.end();) {
+          if (c->first == RowIdKey(t->id) ||
+              (c->first.rfind(kCounterPrefix, 0) == 0 && c->first.ends_with("/" + std::to_string(t->id)))) {
+            batch.emplace_back(c->first, std::nullopt);
+            c = counters_.erase(c);
+          } else {
+            ++c;
+          }
+        }
+      }
+      batch.emplace_back(DbKey(op.name()), std::nullopt);
+      if (Status st = write(std::move(batch)); !st.ok()) return Failed(st);
+      int64_t n = 0;
+      for (auto& [tname, t] : it->second) {
+        changed->push_back({t, nullptr});
+        ++n;
+      }
+      dbs_.erase(it);
+      return CommandResult{Status::OK(), n};
+    }
+    case pb::Command::kCreateTable: {
+      const auto& op = cmd.create_table();
+      auto parsed = TableFromPb(op.table());
+      if (!parsed.ok()) return Failed(parsed.status());
+      TableDef def = **parsed;
+      auto d = dbs_.find(def.db);
+      if (d == dbs_.end()) return Failed(SqlError(ErrorCode::kBadDb, "Unknown database '{}'", def.db));
+      if (d->second.count(def.name)) {
+        if (op.if_not_exists()) return CommandResult{Status::OK(), 0};
+        return Failed(SqlError(ErrorCode::kTableExists, "Table '{}' already exists", def.name));
+      }
+      def.version = 1;
+      prepare(nullptr, &def);
+      if (Status st = write({{TableKey(def.db, def.name), SerializeTable(def)}}); !st.ok()) return Failed(st);
+      publish(nullptr, std::move(def));
+      return CommandResult{Status::OK(), 1};
+    }
+    case pb::Command::kDropTable: {
+      const auto& op = cmd.drop_table();
+      auto d = dbs_.find(op.db());
+      auto t = d == dbs_.end() ? decltype(d->second.end())() : d->second.find(op.name());
+      if (d == dbs_.end() || t == d->second.end() || (op.id() != 0 && t->second->id != op.id())) {
+        return Failed(SqlError(ErrorCode::kBadTable, "Unknown table '{}.{}'", op.db(), op.name()));
+      }
+      std::shared_ptr<const TableDef> old = t->second;
+      std::vector<storage::MetaStore::Change> batch{{TableKey(op.db(), op.name()), std::nullopt}};
+      for (auto c = counters_.begin(); c != counters_.end();) {
+        if (c->first == RowIdKey(old->id) ||
+            (c->first.rfind(kCounterPrefix, 0) == 0 && c->first.ends_with("/" + std::to_string(old->id)))) {
+          batch.emplace_back(c->first, std::nullopt);
+          c = counters_.erase(c);
+        } else {
+          ++c;
+        }
+      }
+      if (Status st = write(std::move(batch)); !st.ok()) return Failed(st);
+      d->second.erase(t);
+      changed->push_back({old, nullptr});
+      return CommandResult{Status::OK(), 1};
+    }
+    case pb::Command::kReplaceTable: {
+      const auto& op = cmd.replace_table();
+      auto parsed = TableFromPb(op.table());
+      if (!parsed.ok()) return Failed(parsed.status());
+      TableDef def = **parsed;
+      auto d = dbs_.find(def.db);
+      if (d == dbs_.end() || !d->second.count(def.name)) {
+        return Failed(SqlError(ErrorCode::kNoSuchTable, "Table '{}.{}' doesn't exist", def.db, def.name));
+      }
+      std::shared_ptr<const TableDef> old = d->second[def.name];
+      if (old->id != def.id || old->version != op.expected_version()) {
+        return Failed(
+            SqlError(ErrorCode::kTableDefChanged, "Table definition has changed, please retry transaction"));
+      }
+      def.version = old->version + 1;
+      prepare(old, &def);
+      if (Status st = write({{TableKey(def.db, def.name), SerializeTable(def)}}); !st.ok()) return Failed(st);
+      publish(old, std::move(def));
+      return CommandResult{Status::OK(), 1};
+    }
+    case pb::Command::kRenameTable: {
+      const auto& op = cmd.rename_table();
+      auto d = dbs_.find(op.db());
+      if (d == dbs_.end() || !d->second.count(op.name())) {
+        return Failed(SqlError(ErrorCode::kNoSuchTable, "Table '{}.{}' doesn't exist", op.db(), op.name()));
+      }
+      auto nd = dbs_.find(op.new_db());
+      if (nd == dbs_.end()) return Failed(SqlError(ErrorCode::kBadDb, "Unknown database '{}'", op.new_db()));
+      if (nd->second.count(op.new_name())) {
+        return Failed(SqlError(ErrorCode::kTableExists, "Table '{}' already exists", op.new_name()));
+      }
+      std::shared_ptr<const TableDef> old = d->second[op.name()];
+      TableDef def = *old;
+      def.db = op.new_db();
+      def.name = op.new_name();
+      def.version = old->version + 1;
+      if (Status st = write({{TableKey(op.db(), op.name()), std::nullopt},
+                             {TableKey(def.db, def.name), SerializeTable(def)}});
+          !st.ok()) {
+        return Failed(st);
+      }
+      d->second.erase(op.name());
+      publish(old, std::move(def));
+      return CommandResult{Status::OK(), 1};
+    }
+    case pb::Command::kReserveIds: {
+      const auto& op = cmd.reserve_ids();
+      if (op.count() < 1) return Failed(Status::InvalidArgument("id count must be positive"));
+      if (op.counter() == "next_id") {
+        const uint64_t first = std::max<uint64_t>(next_id_, static_cast<uint64_t>(std::max<int64_t>(op.at_least(), 0)));
+        const uint64_t next = first + static_cast<uint64_t>(op.count());
+        if (Status st = write({{std::string(kNextIdKey), std::to_string(next)}}); !st.ok()) return Failed(st);
+        next_id_ = next;
+        return CommandResult{Status::OK(), static_cast<int64_t>(first)};
+      }
+      const std::string key = CounterKey(op.counter(), op.table_id());
+      auto c = counters_.find(key);
+      const int64_t stored = c == counters_.end() ? 1 : c->second;
+      const int64_t first = std::max(stored, op.at_least());
+      int64_t count = op.count();
+      if (INT64_MAX - first < count) {
+        // A shorter range up to INT64_MAX when the caller accepts one.
+        if (op.min_count() < 1 || INT64_MAX - first < op.min_count()) {
+          return Failed(
+              SqlError(ErrorCode::kAutoincReadFailed, "Failed to read auto-increment value from storage engine"));
+        }
+        count = INT64_MAX - first;
+      }
+      if (Status st = write({{key, std::to_string(first + count)}}); !st.ok()) return Failed(st);
+      counters_[key] = first + count;
+      return CommandResult{Status::OK(), first};
+    }
+    case pb::Command::kSetCounter: {
+      const auto& op = cmd.set_counter();
+      if (op.counter().empty() || op.counter() == "next_id" || op.value() < 1) {
+        return Failed(Status::InvalidArgument("bad counter command"));
+      }
+      const std::string key = CounterKey(op.counter(), op.table_id());
+      auto c = counters_.find(key);
+      const int64_t stored = c == counters_.end() ? 1 : c->second;
+      // Compare-and-set: someone reserved since; leave the counter alone.
+      if (op.expected() != 0 && stored != op.expected()) return CommandResult{Status::OK(), 0};
+      if (Status st = write({{key, std::to_string(op.value())}}); !st.ok()) return Failed(st);
+      counters_[key] = op.value();
+      // Every node drops its cached ranges of every counter (a reset must not
+      // leave a node handing out ids from before it).
+      if (op.expected() == 0) counter_generation_.fetch_add(1, std::memory_order_acq_rel);
+      return CommandResult{Status::OK(), 1};
+    }
+    case pb::Command::kRemoveNodeReplicas: {
+      const std::string& node = cmd.remove_node_replicas().node();
+      std::vector<storage::MetaStore::Change> batch;
+      std::vector<std::pair<std::shared_ptr<const TableDef>, TableDef>> updates;
+      int64_t slices = 0;
+      for (auto& [db, tables] : dbs_) {
+        for (auto& [name, t] : tables) {
+          TableDef def = *t;
+          bool touched = false;
+          auto strip = [&](RepresentationDef& rep) {
+            for (SliceDef& s : rep.slices) {
+              auto it = std::find(s.replicas.begin(), s.replicas.end(), node);
+              if (it == s.replicas.end()) continue;
+              s.replicas.erase(it);
+              touched = true;
+              ++slices;
+            }
+          };
+          strip(def.primary);
+          for (RepresentationDef& rep : def.indexes) strip(rep);
+          if (!touched) continue;
+          def.version = t->version + 1;
+          batch.emplace_back(TableKey(def.db, def.name), SerializeTable(def));
+          updates.emplace_back(t, std::move(def));
+        }
+      }
+      if (batch.empty() && index == 0) return CommandResult{Status::OK(), 0};
+      if (Status st = write(std::move(batch)); !st.ok()) return Failed(st);
+      for (auto& [old, def] : updates) publish(old, std::move(def));
+      return CommandResult{Status::OK(), slices};
+    }
+    default: return Failed(Status::InvalidArgument("not a catalog command"));
+  }
 }
 
 Status Catalog::CreateDatabase(const std::string& name, bool if_not_exists, bool* created) {
-  std::lock_guard lock(mu_);
-  *created = false;
-  if (dbs_.count(name)) {
-    if (if_not_exists) return Status::OK();
-    return SqlError(ErrorCode::kDbCreateExists, "Can't create database '{}'; database exists", name);
-  }
-  pb::Database m;
-  m.set_name(name);
-  SHALE_RETURN_IF_ERROR(meta_->Put(DbKey(name), m.SerializeAsString()));
-  dbs_[name];
-  *created = true;
-  return Status::OK();
+  pb::Command cmd;
+  cmd.mutable_create_database()->set_name(name);
+  cmd.mutable_create_database()->set_if_not_exists(if_not_exists);
+  CommandResult r = Submit(cmd.SerializeAsString());
+  *created = r.status.ok() && r.value == 1;
+  return r.status;
 }
 
 Status Catalog::DropDatabase(const std::string& name, bool if_exists,
                              std::vector<std::shared_ptr<const TableDef>>* dropped) {
-  std::lock_guard lock(mu_);
-  auto it = dbs_.find(name);
-  if (it == dbs_.end()) {
-    if (if_exists) return Status::OK();
-    return SqlError(ErrorCode::kDbDropExists, "Can't drop database '{}'; database doesn't exist",
-                    name);
+  std::vector<std::shared_ptr<const TableDef>> tables;
+  {
+    std::lock_guard lock(mu_);
+    auto it = dbs_.find(name);
+    if (it != dbs_.end()) {
+      for (auto& [tname, t] : it->second) tables.push_back(t);
+    }
   }
-  std::vector<storage::MetaStore::Change> batch;
-  for (auto& [tname, t] : it->second) {
-    batch.emplace_back(TableKey(name, tname), std::nullopt);
-    batch.emplace_back(RowIdKey(t->id), std::nullopt);
-    row_ids_.erase(t->id);
-    dropped->push_back(t);
+  pb::Command cmd;
+  cmd.mutable_drop_database()->set_name(name);
+  cmd.mutable_drop_database()->set_if_exists(if_exists);
+  CommandResult r = Submit(cmd.SerializeAsString());
+  if (r.status.ok() && r.value > 0) {
+    // The tables the database held when the statement started (the count
+    // from the apply is exact; the definitions are what this node saw).
+    for (auto& t : tables) dropped->push_back(t);
   }
-  batch.emplace_back(DbKey(name), std::nullopt);
-  SHALE_RETURN_IF_ERROR(meta_->Write(batch));
-  dbs_.erase(it);
-  return Status::OK();
+  return r.status;
 }
 
 bool Catalog::DatabaseExists(const std::string& name) const {
@@ -285,69 +679,40 @@ Result<std::shared_ptr<const TableDef>> Catalog::GetTable(const std::string& db,
 }
 
 Status Catalog::CreateTable(TableDef def, bool if_not_exists, bool* created) {
-  std::lock_guard lock(mu_);
-  *created = false;
-  auto d = dbs_.find(def.db);
-  if (d == dbs_.end()) return SqlError(ErrorCode::kBadDb, "Unknown database '{}'", def.db);
-  if (d->second.count(def.name)) {
-    if (if_not_exists) return Status::OK();
-    return SqlError(ErrorCode::kTableExists, "Table '{}' already exists", def.name);
-  }
-  SHALE_RETURN_IF_ERROR(meta_->Put(TableKey(def.db, def.name), SerializeTable(def)));
-  std::string name = def.name;
-  d->second[name] = std::make_shared<const TableDef>(std::move(def));
-  *created = true;
-  return Status::OK();
+  pb::Command cmd;
+  TableToPb(def, cmd.mutable_create_table()->mutable_table());
+  cmd.mutable_create_table()->set_if_not_exists(if_not_exists);
+  CommandResult r = Submit(cmd.SerializeAsString());
+  *created = r.status.ok() && r.value == 1;
+  return r.status;
 }
 
 Status Catalog::DropTable(const std::string& db, const std::string& name) {
-  std::lock_guard lock(mu_);
-  auto d = dbs_.find(db);
-  if (d == dbs_.end() || !d->second.count(name)) {
-    return SqlError(ErrorCode::kBadTable, "Unknown table '{}.{}'", db, name);
-  }
-  uint64_t id = d->second[name]->id;
-  SHALE_RETURN_IF_ERROR(meta_->Write({{TableKey(db, name), std::nullopt}, {RowIdKey(id), std::nullopt}}));
-  d->second.erase(name);
-  row_ids_.erase(id);
-  return Status::OK();
+  pb::Command cmd;
+  cmd.mutable_drop_table()->set_db(db);
+  cmd.mutable_drop_table()->set_name(name);
+  return Submit(cmd.SerializeAsString()).status;
 }
 
 Status Catalog::ReplaceTable(const std::shared_ptr<const TableDef>& expected, TableDef def) {
-  std::lock_guard lock(mu_);
-  auto d = dbs_.find(def.db);
-  if (d == dbs_.end() || !d->second.count(def.name)) {
-    return SqlError(ErrorCode::kNoSuchTable, "Table '{}.{}' doesn't exist", def.db, def.name);
-  }
-  auto t = d->second.find(def.name);
-  if (t->second != expected) {
+  pb::Command cmd;
+  TableToPb(def, cmd.mutable_replace_table()->mutable_table());
+  cmd.mutable_replace_table()->set_expected_version(expected->version);
+  if (expected->id != def.id) {
     return SqlError(ErrorCode::kTableDefChanged, "Table definition has changed, please retry transaction");
   }
-  SHALE_RETURN_IF_ERROR(meta_->Put(TableKey(def.db, def.name), SerializeTable(def)));
-  t->second = std::make_shared<const TableDef>(std::move(def));
-  return Status::OK();
+  return Submit(cmd.SerializeAsString()).status;
 }
 
 Status Catalog::RenameTable(const std::string& db, const std::string& name, const std::string& new_db,
                             const std::string& new_name) {
-  std::lock_guard lock(mu_);
-  auto d = dbs_.find(db);
-  if (d == dbs_.end() || !d->second.count(name)) {
-    return SqlError(ErrorCode::kNoSuchTable, "Table '{}.{}' doesn't exist", db, name);
-  }
-  auto nd = dbs_.find(new_db);
-  if (nd == dbs_.end()) return SqlError(ErrorCode::kBadDb, "Unknown database '{}'", new_db);
-  if (nd->second.count(new_name)) {
-    return SqlError(ErrorCode::kTableExists, "Table '{}' already exists", new_name);
-  }
-  TableDef def = *d->second[name];
-  def.db = new_db;
-  def.name = new_name;
-  SHALE_RETURN_IF_ERROR(meta_->Write({{TableKey(db, name), std::nullopt},
-                                      {TableKey(new_db, new_name), SerializeTable(def)}}));
-  d->second.erase(name);
-  nd->second[new_name] = std::make_shared<const TableDef>(std::move(def));
-  return Status::OK();
+  pb::Command cmd;
+  auto* op = cmd.mutable_rename_table();
+  op->set_db(db);
+  op->set_name(name);
+  op->set_new_db(new_db);
+  op->set_new_name(new_name);
+  return Submit(cmd.SerializeAsString()).status;
 }
 
 Result<std::vector<std::string>> Catalog::ListTables(const std::string& db) const {
@@ -360,44 +725,140 @@ Result<std::vector<std::string>> Catalog::ListTables(const std::string& db) cons
 }
 
 Result<uint64_t> Catalog::NextId() {
-  std::lock_guard lock(mu_);
-  uint64_t id = next_id_;
-  SHALE_RETURN_IF_ERROR(meta_->Put(kNextIdKey, std::to_string(id + 1)));
-  next_id_ = id + 1;
-  return id;
+  std::lock_guard lock(id_mu_);
+  if (id_cache_next_ < id_cache_limit_) return id_cache_next_++;
+  // Without a cluster, one id per (synced) MetaStore write, as before; with
+  // one, a small block per Raft round.
+  const uint64_t n = submit_ ? kClusterIdBatch : 1;
+  pb::Command cmd;
+  cmd.mutable_reserve_ids()->set_counter("next_id");
+  cmd.mutable_reserve_ids()->set_count(static_cast<int64_t>(n));
+  CommandResult r = Submit(cmd.SerializeAsString());
+  SHALE_RETURN_IF_ERROR(r.status);
+  const uint64_t first = static_cast<uint64_t>(r.value);
+  id_cache_next_ = first + 1;
+  id_cache_limit_ = first + n;
+  return first;
+}
+
+Result<int64_t> Catalog::ReserveIds(uint64_t table_id, std::string_view counter, int64_t count, int64_t at_least,
+                                    int64_t min_count) {
+  if (count < 1) return Status::InvalidArgument("id count must be positive");
+  if (counter.empty() || counter == "next_id" || counter.find('/') != std::string_view::npos) {
+    return Status::InvalidArgument(fmt::format("bad counter name '{}'", counter));
+  }
+  pb::Command cmd;
+  auto* op = cmd.mutable_reserve_ids();
+  op->set_counter(std::string(counter));
+  op->set_table_id(table_id);
+  op->set_count(count);
+  op->set_at_least(at_least);
+  op->set_min_count(min_count);
+  CommandResult r = Submit(cmd.SerializeAsString());
+  SHALE_RETURN_IF_ERROR(r.status);
+  return r.value;
 }
 
 Result<int64_t> Catalog::AllocateRowIds(uint64_t table_id, int64_t count) {
-  if (count < 1) return Status::InvalidArgument("row id count must be positive");
+  return ReserveIds(table_id, IdCounter::kRowId, count);
+}
+
+namespace {
+// The counter names of the ReserveIds / SetCounter commands.
+// DO NOT CHANGE (they are part of the stored counter keys).
+std::string_view CounterName(IdCounter counter) {
+  return counter == IdCounter::kRowId ? "row_id" : "auto_inc";
+}
+}  // namespace
+
+Catalog::RowIdRange& Catalog::IdRangeLocked(uint64_t table_id, IdCounter counter) {
+  RowIdRange& r = row_ids_[{table_id, counter}];
+  const uint64_t generation = counter_generation_.load(std::memory_order_acquire);
+  if (r.generation != generation) r = RowIdRange{0, 0, generation};
+  return r;
+}
+
+int64_t Catalog::StoredCounter(uint64_t table_id, IdCounter counter) const {
   std::lock_guard lock(mu_);
-  auto it = row_ids_.find(table_id);
-  if (it == row_ids_.end()) {
-    // First use since start-up: continue after everything reserved before.
-    RowIdRange r;
-    std::string stored;
-    Status st = meta_->Get(RowIdKey(table_id), &stored);
-    if (st.ok()) {
-      r.next = std::stoll(stored);
-    } else if (st.IsNotFound()) {
-      r.next = 1;
-    } else {
-      return st;
-    }
-    r.limit = r.next;
-    it = row_ids_.emplace(table_id, r).first;
-  }
-  RowIdRange& r = it->second;
+  auto it = counters_.find(CounterKey(CounterName(counter), table_id));
+  return it == counters_.end() ? 1 : it->second;
+}
+
+Result<int64_t> Catalog::ReserveIds(uint64_t table_id, IdCounter counter, int64_t count) {
+  if (count < 1) return Status::InvalidArgument("id count must be positive");
+  std::lock_guard lock(id_mu_);
+  RowIdRange& r = IdRangeLocked(table_id, counter);
   if (r.limit - r.next < count) {
-    if (INT64_MAX - r.next < count + kRowIdBatch) {
-      return SqlError(ErrorCode::kDataOutOfRange, "row ids of table {} are exhausted", table_id);
-    }
-    int64_t limit = r.next + std::max(count, kRowIdBatch);
-    SHALE_RETURN_IF_ERROR(meta_->Put(RowIdKey(table_id), std::to_string(limit)));
+    // A new range; what is left of the old one is skipped unless the new
+    // one continues it.
+    const uint64_t generation = r.generation;
+    const int64_t want = std::max(count, kRowIdBatch);
+    SHALE_ASSIGN_OR_RETURN(int64_t first, ReserveIds(table_id, CounterName(counter), want, r.next, count));
+    const int64_t limit = INT64_MAX - first < want ? INT64_MAX : first + want;
+    if (first != r.limit || r.next == 0) r.next = first;
     r.limit = limit;
+    r.generation = generation;
   }
   int64_t first = r.next;
   r.next += count;
   return first;
+}
+
+Status Catalog::AdvanceIds(uint64_t table_id, IdCounter counter, int64_t next) {
+  std::lock_guard lock(id_mu_);
+  RowIdRange& r = IdRangeLocked(table_id, counter);
+  if (next <= r.next) return Status::OK();
+  if (next <= r.limit) {  // still inside the range this node reserved
+    r.next = next;
+    return Status::OK();
+  }
+  // The stored counter must pass `next`, so no node (nor this one after a
+  // restart) hands out an id below it again: reserve the one id before it.
+  const uint64_t generation = r.generation;
+  SHALE_ASSIGN_OR_RETURN(int64_t first, ReserveIds(table_id, CounterName(counter), 1, next - 1));
+  r.next = std::max(first, next);
+  r.limit = first + 1;
+  r.generation = generation;
+  return Status::OK();
+}
+
+Status Catalog::SetNextId(uint64_t table_id, IdCounter counter, int64_t next) {
+  if (next < 1) next = 1;
+  pb::Command cmd;
+  auto* op = cmd.mutable_set_counter();
+  op->set_counter(std::string(CounterName(counter)));
+  op->set_table_id(table_id);
+  op->set_value(next);
+  return Submit(cmd.SerializeAsString()).status;
+}
+
+Result<int64_t> Catalog::PeekNextId(uint64_t table_id, IdCounter counter) const {
+  const int64_t stored = StoredCounter(table_id, counter);
+  std::lock_guard lock(id_mu_);
+  auto it = row_ids_.find({table_id, counter});
+  if (it != row_ids_.end() && it->second.generation == counter_generation_.load(std::memory_order_acquire) &&
+      it->second.next < it->second.limit) {
+    return it->second.next;
+  }
+  return stored;
+}
+
+Status Catalog::ReleaseUnusedIds() {
+  if (detached_.load(std::memory_order_acquire)) return Status::OK();
+  std::lock_guard lock(id_mu_);
+  const uint64_t generation = counter_generation_.load(std::memory_order_acquire);
+  for (auto& [key, r] : row_ids_) {
+    if (r.limit == r.next || r.generation != generation) continue;
+    pb::Command cmd;
+    auto* op = cmd.mutable_set_counter();
+    op->set_counter(std::string(CounterName(key.second)));
+    op->set_table_id(key.first);
+    op->set_value(r.next);
+    op->set_expected(r.limit);  // only if no one reserved after this node
+    SHALE_RETURN_IF_ERROR(Submit(cmd.SerializeAsString()).status);
+    r.limit = r.next;
+  }
+  return Status::OK();
 }
 
 }  // namespace shale::catalog

@@ -1,7 +1,16 @@
 // Catalog: the databases and tables of the cluster, and for each table its
 // representations and their slices. Persisted in the node's MetaStore
 // (RocksDB) as protobuf messages (src/catalog/catalog.proto,
-// docs/formats/catalog.md); later it becomes state replicated by Raft.
+// docs/formats/catalog.md).
+//
+// Every change is a command (pb::Command, src/catalog/catalog_command.h).
+// The public mutators build one and hand it to the submitter: with a
+// cluster, shaled's submitter proposes it to the Raft metadata log and
+// returns once it is applied on this node (every node applies it, in log
+// order, through ApplyCommand); without one (unit tests, tools) the command
+// is applied here at once. Either way the checks (exists, version) run at
+// apply time, so two nodes racing to create one table get one winner and
+// one ER_TABLE_EXISTS_ERROR.
 //
 // Names: database and table names are case-sensitive (MySQL's
 // lower_case_table_names=0); column names are case-insensitive.
@@ -11,11 +20,19 @@
 //  2. TableDef objects are immutable once published; a change publishes a
 //     new one, so readers holding a shared_ptr see a consistent definition.
 //  3. Slice ids are never reused.
+//  4. Commands are applied in one order (the log's); each successful one is
+//     one atomic MetaStore batch that also records its log index under
+//     kAppliedIndexKey, so a restart re-applies only later entries.
+//  5. The table listener sees every change of a table, in apply order:
+//     kPrepare under the catalog lock before the write, kDone after the
+//     catalog lock is released.
 //
 // Thread-safety: all methods may be called concurrently.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -45,6 +62,10 @@ struct ColumnDef {
   // initializers of the fields above keep their meaning.)
   bool default_now = false;
   bool on_update_now = false;
+  // AUTO_INCREMENT: an integer column, the first column of some key; at
+  // most one per table. Values come from the table's kAutoIncrement id
+  // counter (Catalog::ReserveIds).
+  bool auto_increment = false;
 };
 
 // Name of the hidden row-id column. Users cannot name a column this way in a
@@ -52,6 +73,19 @@ struct ColumnDef {
 inline constexpr std::string_view kHiddenRowIdColumn = "__shale_row_id";
 // Row ids are reserved in the MetaStore this many at a time.
 inline constexpr int64_t kRowIdBatch = 1024;
+// Replicas per slice when CREATE TABLE does not say REPLICAS=n (capped at
+// the number of cluster members).
+inline constexpr uint32_t kDefaultReplicas = 2;
+// MetaStore key of the last Raft log index applied to the catalog and the
+// accounts (decimal). DO NOT CHANGE.
+inline constexpr std::string_view kAppliedIndexKey = "catalog/applied_index";
+
+// The per-table id counters the catalog hands out ids from. Stored under
+// their own MetaStore keys (docs/formats/catalog.md). DO NOT CHANGE values.
+enum class IdCounter : uint8_t {
+  kRowId = 0,          // the hidden row id of a table without a PRIMARY KEY
+  kAutoIncrement = 1,  // the table's AUTO_INCREMENT column
+};
 
 // One slice of a representation: rows whose distribution hash h satisfies
 // hash_begin <= h <= hash_end.
@@ -88,11 +122,17 @@ struct TableDef {
   std::vector<ColumnDef> columns;
   RepresentationDef primary;
   std::vector<RepresentationDef> indexes;  // secondary indexes, in definition order
+  // Bumped by every published change; ReplaceTable checks it.
+  uint64_t version = 0;
+  // Replicas per slice asked for (REPLICAS=n); 0: kDefaultReplicas.
+  uint32_t replicas = 0;
 
   // Index of the column named `name` (case-insensitive), or -1.
   int FindColumn(std::string_view name) const;
   // Position in `indexes` of the index named `name` (case-insensitive), or -1.
   int FindIndex(std::string_view name) const;
+  // Index of the AUTO_INCREMENT column, or -1.
+  int AutoIncrementColumn() const;
 };
 
 // The encoded primary key (memcomparable, src/common/value.h) of the
@@ -118,10 +158,57 @@ std::vector<Value> RepresentationKeyValues(const RepresentationDef& rep, const R
 std::string IndexEntryKey(const std::vector<Value>& index_values,
                           const std::vector<Value>& primary_values);
 
+// What applying one command gave: its status (the same on every node) and
+// a value (the first id reserved, 1 if something was created, the number of
+// tables dropped, ...).
+struct CommandResult {
+  Status status;
+  int64_t value = 0;
+};
+
+// Applies a serialized pb::Command through the cluster and returns its
+// result once it is applied on this node.
+using CommandSubmitter = std::function<CommandResult(const std::string& command)>;
+
+// Told about every change of a table's definition: before == nullptr for a
+// new table, after == nullptr for a dropped one. Called twice per change:
+// with kPrepare before the change is written (the node creates the storage
+// slices it will hold, so the catalog never names a local slice that does
+// not exist), and with kDone after it is published and the catalog lock is
+// released (the node drops the slices it no longer holds).
+enum class TableChangePhase : uint8_t { kPrepare = 1, kDone = 2 };
+using TableListener =
+    std::function<void(TableChangePhase phase, const TableDef* before, const TableDef* after)>;
+
+// The replica count a table asks for (TableDef::replicas or the default).
+inline uint32_t WantedReplicas(const TableDef& t) { return t.replicas ? t.replicas : kDefaultReplicas; }
+
 class Catalog {
  public:
   // Loads the catalog kept in `meta` (empty on a new node).
   static Result<std::unique_ptr<Catalog>> Load(storage::MetaStore* meta);
+
+  // Routes every change through `submit` from now on (shaled, with a
+  // cluster). REQUIRES: before statements run.
+  void SetSubmitter(CommandSubmitter submit) { submit_ = std::move(submit); }
+  // REQUIRES: before statements run.
+  void SetTableListener(TableListener listener) { listener_ = std::move(listener); }
+  // Applies a catalog command (see catalog_command.h) at log index `index`
+  // (0: not from a log). Commands of other kinds fail with InvalidArgument.
+  CommandResult ApplyCommand(const std::string& command, uint64_t index);
+  // The log index of the last command applied before this process loaded
+  // the catalog (entries at or below it are already reflected).
+  uint64_t loaded_applied_index() const { return loaded_applied_index_; }
+  // Every table (all databases), for system tables and snapshots.
+  std::vector<std::shared_ptr<const TableDef>> AllTables() const;
+  // The catalog part of a snapshot (catalog_command.h): databases, tables,
+  // next id and counters as serialized pb messages.
+  void SnapshotInto(std::string* state_bytes) const;
+  // Replaces every "catalog/" key of the MetaStore with the catalog of a
+  // snapshot's state (plus `extra`, e.g. the accounts), records `index` as
+  // applied, and reloads.
+  Status InstallSnapshot(const std::string& state_bytes, uint64_t index,
+                         std::vector<storage::MetaStore::Change> extra);
 
   // ER_DB_CREATE_EXISTS (1007) if it exists and !if_not_exists.
   Status CreateDatabase(const std::string& name, bool if_not_exists, bool* created);
@@ -155,8 +242,20 @@ class Catalog {
   // ER_BAD_DB_ERROR (1049) if the database is absent.
   Result<std::vector<std::string>> ListTables(const std::string& db) const;
 
-  // A fresh id for a table or slice, durable before it is returned.
+  // A fresh id for a table or slice, durable (and with a cluster, unique in
+  // the cluster) before it is returned.
   Result<uint64_t> NextId();
+
+  // Reserves `count` consecutive values of the per-table counter `counter`
+  // ("row_id" for the hidden primary key; other names, e.g.
+  // "auto_increment", are free for their users) and returns the first,
+  // which is at least `at_least`. Durable and, with a cluster, unique in the
+  // cluster (one Raft command). Values reserved are never handed out again,
+  // also across restarts. ER_AUTOINC_READ_FAILED (1467) when exhausted. With
+  // `min_count` > 0, fewer than `count` (but at least min_count) values are
+  // reserved when the counter would pass INT64_MAX: the range ends there.
+  Result<int64_t> ReserveIds(uint64_t table_id, std::string_view counter, int64_t count, int64_t at_least = 0,
+                             int64_t min_count = 0);
 
   // Reserves `count` consecutive row ids for the hidden primary key of table
   // `table_id` and returns the first. Ids are reserved durably in batches of
@@ -164,18 +263,76 @@ class Catalog {
   // handed out again (ids reserved but unused are skipped).
   Result<int64_t> AllocateRowIds(uint64_t table_id, int64_t count);
 
+  // Id counters (hidden row ids, AUTO_INCREMENT). ReserveIds is the one
+  // place ids are handed out: it hands out `count` consecutive ids of
+  // `counter` of table `table_id` and returns the first, reserving durably
+  // (the counter commands above: through the Raft log with a cluster) in
+  // batches of at least kRowIdBatch cached per node — so with several nodes
+  // ids interleave across nodes, as with InnoDB's auto_increment_offset —
+  // and an id handed out
+  // before a restart or crash is never handed out again (ids reserved but
+  // unused are skipped, unless ReleaseUnusedIds ran at a clean shutdown).
+  // A counter starts at 1. ER_AUTOINC_READ_FAILED (1467) when the ids run
+  // past INT64_MAX.
+  Result<int64_t> ReserveIds(uint64_t table_id, IdCounter counter, int64_t count);
+  // Moves the counter so the next id handed out is at least `next` (an
+  // explicit AUTO_INCREMENT value was inserted). Never moves it back.
+  Status AdvanceIds(uint64_t table_id, IdCounter counter, int64_t next);
+  // Sets the next id to exactly `next` (CREATE TABLE ... AUTO_INCREMENT=n,
+  // ALTER TABLE ... AUTO_INCREMENT=n, TRUNCATE), durably.
+  Status SetNextId(uint64_t table_id, IdCounter counter, int64_t next);
+  // The next id the counter would hand out (SHOW CREATE TABLE,
+  // information_schema.TABLES.AUTO_INCREMENT).
+  Result<int64_t> PeekNextId(uint64_t table_id, IdCounter counter) const;
+  // At a clean shutdown, after the last statement: stores each counter's
+  // next id instead of its reserved limit, so a restart continues where
+  // the ids stopped (as MySQL 8 persists AUTO_INCREMENT). A counter some
+  // other node reserved from since is left alone.
+  Status ReleaseUnusedIds();
+  // From now on every change fails (Unavailable) and ReleaseUnusedIds does
+  // nothing: shaled calls it before it stops the cluster node the submitter
+  // talks to.
+  void Detach() { detached_.store(true, std::memory_order_release); }
+
  private:
   explicit Catalog(storage::MetaStore* meta) : meta_(meta) {}
+  struct Changed {
+    std::shared_ptr<const TableDef> before, after;
+  };
+  CommandResult Submit(const std::string& command);
+  // The apply functions. REQUIRES: mu_ held; they add listener events.
+  CommandResult ApplyLocked(const std::string& command, uint64_t index, std::vector<Changed>* changed);
+  Status LoadLocked();  // REQUIRES: mu_ held
+  void Notify(TableChangePhase phase, const std::vector<Changed>& changed);
+  std::string CounterKey(std::string_view counter, uint64_t table_id) const;
 
   storage::MetaStore* meta_;
+  CommandSubmitter submit_;
+  TableListener listener_;
+  uint64_t loaded_applied_index_ = 0;
+  std::mutex apply_mu_;  // serializes ApplyCommand (and the listener calls)
   mutable std::mutex mu_;
+  std::map<std::string, int64_t> counters_;  // GUARDED_BY(mu_); MetaStore key -> next value
+  mutable std::mutex id_mu_;  // the caches of reserved ids below (never held while applying)
+  uint64_t id_cache_next_ = 0, id_cache_limit_ = 0;  // GUARDED_BY(id_mu_): NextId ids reserved via the cluster
   std::map<std::string, std::map<std::string, std::shared_ptr<const TableDef>>> dbs_;  // GUARDED_BY(mu_)
   uint64_t next_id_ = 1;  // GUARDED_BY(mu_)
   struct RowIdRange {
     int64_t next = 0;   // next id to hand out
     int64_t limit = 0;  // first id not reserved
+    uint64_t generation = 0;
   };
-  std::map<uint64_t, RowIdRange> row_ids_;  // GUARDED_BY(mu_); by table id
+  // Both counters' cached ranges, by (table id, counter). A range is only
+  // used while `generation` equals counter_generation_ (a SetNextId anywhere
+  // in the cluster bumps it, so every node drops its cached ranges).
+  std::map<std::pair<uint64_t, IdCounter>, RowIdRange> row_ids_;  // GUARDED_BY(id_mu_)
+  // The cached range of a counter, dropped when stale. REQUIRES: id_mu_ held.
+  RowIdRange& IdRangeLocked(uint64_t table_id, IdCounter counter);
+  // The counter's stored next value (1 if never reserved).
+  int64_t StoredCounter(uint64_t table_id, IdCounter counter) const;
+  std::atomic<uint64_t> counter_generation_{0};
+  // Set by Detach(): Submit refuses (shutdown, cluster stopped).
+  std::atomic<bool> detached_{false};
 };
 
 }  // namespace shale::catalog

@@ -13,6 +13,7 @@
 #include "src/cluster/raft.grpc.pb.h"
 #include "src/cluster/raft_codec.h"
 #include "src/cluster/raft_storage.h"
+#include "src/cluster/timestamp_service.h"
 #include "src/common/errors.h"
 #include "src/common/log.h"
 #include "storage/meta_store.h"
@@ -32,6 +33,36 @@ constexpr std::chrono::milliseconds kJoinRpcDeadline{6000};
 constexpr std::chrono::milliseconds kJoinCommitWait{5000};
 // The joiner thread's period.
 constexpr std::chrono::milliseconds kJoinRetry{500};
+// How long a metadata proposal may take, retries included, before the
+// statement gives up (its outcome then unknown to the caller).
+constexpr std::chrono::milliseconds kProposeDeadline{10000};
+// One forwarded proposal.
+constexpr std::chrono::milliseconds kProposeRpcDeadline{6000};
+
+void ToPb(const Status& st, StatusPb* out) {
+  out->set_code(static_cast<uint32_t>(st.code()));
+  out->set_mysql_code(st.code() == StatusCode::kSqlError ? st.mysql_code() : 0);
+  out->set_message(st.message());
+}
+
+Status FromPb(const StatusPb& pb) {
+  switch (static_cast<StatusCode>(pb.code())) {
+    case StatusCode::kOk: return Status::OK();
+    case StatusCode::kNotFound: return Status::NotFound(pb.message());
+    case StatusCode::kCorruption: return Status::Corruption(pb.message());
+    case StatusCode::kIOError: return Status::IOError(pb.message());
+    case StatusCode::kInvalidArgument: return Status::InvalidArgument(pb.message());
+    case StatusCode::kUnavailable: return Status::Unavailable(pb.message());
+    case StatusCode::kSqlError: return Status::Sql(static_cast<uint16_t>(pb.mysql_code()), pb.message());
+    default: return Status::Internal(pb.message());
+  }
+}
+
+// The retryable error of a metadata change that could not be ordered.
+Status NotOrdered(const std::string& node, const std::string& why) {
+  return Status::Sql(static_cast<uint16_t>(ErrorCode::kUnknownCom),
+                     fmt::format("Cluster metadata change not applied on node '{}': {}; retry", node, why));
+}
 
 std::shared_ptr<grpc::Channel> Dial(const std::string& address) {
   grpc::ChannelArguments args;
@@ -71,6 +102,13 @@ class ClusterNode::Service final : public RaftService::Service {
   }
   grpc::Status Join(grpc::ServerContext*, const JoinRequest* request, JoinResponse* response) override {
     return node_->HandleJoin(*request, response);
+  }
+  grpc::Status Propose(grpc::ServerContext*, const ProposeRequest* request, ProposeResponse* response) override {
+    return node_->HandlePropose(*request, response);
+  }
+  grpc::Status Timestamps(grpc::ServerContext*, const TimestampRequest* request,
+                          TimestampResponse* response) override {
+    return node_->HandleTimestamps(*request, response);
   }
 
  private:
@@ -204,6 +242,7 @@ void ClusterNode::Stop() {
   }
   started_ = false;
   has_quorum_.store(false, std::memory_order_release);
+  is_leader_.store(false, std::memory_order_release);
 }
 
 void ClusterNode::OnSend(raft::Message m) {
@@ -422,10 +461,12 @@ void ClusterNode::DetectFailures() {
     if (m.id == identity_.id || raft_->LastContact(m.id) + options_.election_timeout_ms > now) ++live;
   }
   if (live < config.voters.size() / 2 + 1) return;
-  for (const raft::Member& m : config.voters) {
-    if (m.id == identity_.id) continue;
-    const uint64_t last = raft_->LastContact(m.id);
+  for (const raft::Member& member : config.voters) {
+    if (member.id == identity_.id) continue;
+    const uint64_t last = raft_->LastContact(member.id);
     if (last + options_.node_timeout_ms > now) continue;
+    // A copy: proposing the change replaces the config `member` lives in.
+    const raft::Member m = member;
     auto idx = raft_->ProposeConfigChange(m, /*remove=*/true);
     if (idx.ok()) {
       log::Warn("cluster: node {} ({}, {}) silent for {} ms; removing it (index {})", m.id, m.name, m.address,
@@ -450,6 +491,159 @@ void ClusterNode::UpdateStatus() {
   epoch_.store(metadata_.epoch(), std::memory_order_release);
   term_.store(raft_->term(), std::memory_order_release);
   was_leader_ = raft_->role() == raft::Role::kLeader;
+  is_leader_.store(was_leader_, std::memory_order_release);
+  applied_cv_.notify_all();
+}
+
+bool ClusterNode::WaitApplied(std::unique_lock<std::mutex>& lock, uint64_t index,
+                              std::chrono::steady_clock::time_point until) {
+  while (raft_ != nullptr && metadata_.applied_index() < index) {
+    // A node cut off from the majority will not see the entry commit soon.
+    if (!HasQuorum()) break;
+    if (applied_cv_.wait_until(lock, until) == std::cv_status::timeout) break;
+  }
+  return raft_ != nullptr && metadata_.applied_index() >= index;
+}
+
+Result<std::pair<uint64_t, ApplyResult>> ClusterNode::ProposeAsLeader(std::unique_lock<std::mutex>& lock,
+                                                                      const std::string& bytes) {
+  const uint64_t term = raft_->term();
+  SHALE_ASSIGN_OR_RETURN(uint64_t index, raft_->Propose(bytes));
+  UpdateStatus();
+  const auto until = std::chrono::steady_clock::now() + kProposeDeadline;
+  if (!WaitApplied(lock, index, until)) {
+    if (!HasQuorum()) {
+      // As CheckQuorum says it (its lock is held here); the entry may still
+      // commit once the majority is back.
+      return Status::Sql(static_cast<uint16_t>(ErrorCode::kUnknownCom),
+                         fmt::format("Cluster has no quorum: node '{}' cannot reach a majority of the {} cluster "
+                                     "member(s); the statement's change may or may not be applied, retry later",
+                                     identity_.name, raft_ ? raft_->config().voters.size() : 0));
+    }
+    return NotOrdered(identity_.name, fmt::format("entry {} was not committed in time (lost its leader?)", index));
+  }
+  const auto* kept = metadata_.ResultAt(index);
+  if (kept == nullptr || kept->first != term) {
+    return NotOrdered(identity_.name, fmt::format("the leader changed and entry {} was replaced", index));
+  }
+  return std::make_pair(index, kept->second);
+}
+
+ApplyResult ClusterNode::ProposeCatalog(const std::string& command) {
+  MetadataCommandPb cmd;
+  cmd.set_catalog(command);
+  return ProposeMetadata(cmd);
+}
+
+ApplyResult ClusterNode::ProposeMetadata(const MetadataCommandPb& command) {
+  const std::string bytes = command.SerializeAsString();
+  const auto until = std::chrono::steady_clock::now() + kProposeDeadline;
+  std::string last_error = "no leader";
+  while (std::chrono::steady_clock::now() < until) {
+    std::unique_lock lock(mu_);
+    if (raft_ == nullptr) return ApplyResult{NotOrdered(identity_.name, "the node is stopping"), 0};
+    if (raft_->role() == raft::Role::kLeader) {
+      auto r = ProposeAsLeader(lock, bytes);
+      if (!r.ok()) return ApplyResult{r.status(), 0};
+      return r->second;
+    }
+    const raft::Member* leader = raft_->config().Find(raft_->leader());
+    if (leader == nullptr || leader->address.empty()) {
+      lock.unlock();
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      continue;
+    }
+    const std::string address = leader->address;
+    ProposeRequest request;
+    request.set_command(bytes);
+    request.set_epoch(metadata_.epoch());
+    lock.unlock();
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + kProposeRpcDeadline);
+    ProposeResponse response;
+    std::unique_ptr<RaftService::Stub> stub = RaftService::NewStub(Dial(address));
+    grpc::Status st = stub->Propose(&context, request, &response);
+    if (!st.ok()) {
+      last_error = fmt::format("leader at {}: {}", address, st.error_message());
+      if (st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+        return ApplyResult{NotOrdered(identity_.name, last_error), 0};  // may or may not have been appended
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      continue;
+    }
+    // Applied on the leader; wait until it is applied here too.
+    lock.lock();
+    if (!WaitApplied(lock, response.index(), until)) {
+      return ApplyResult{NotOrdered(identity_.name, fmt::format("entry {} committed on the leader but not yet "
+                                                                "applied on this node",
+                                                                response.index())),
+                         0};
+    }
+    return ApplyResult{FromPb(response.status()), response.value()};
+  }
+  return ApplyResult{NotOrdered(identity_.name, last_error), 0};
+}
+
+grpc::Status ClusterNode::HandlePropose(const ProposeRequest& request, ProposeResponse* response) {
+  std::unique_lock lock(mu_);
+  if (raft_ == nullptr) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "node is starting");
+  if (raft_->role() != raft::Role::kLeader) {
+    const raft::Member* leader = raft_->config().Find(raft_->leader());
+    if (leader == nullptr || leader->address.empty() || request.hops() >= 2 || leader->id == identity_.id) {
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, fmt::format("node {} knows no leader", identity_.id));
+    }
+    const std::string address = leader->address;
+    lock.unlock();
+    ProposeRequest forwarded = request;
+    forwarded.set_hops(request.hops() + 1);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + kProposeRpcDeadline);
+    std::unique_ptr<RaftService::Stub> stub = RaftService::NewStub(Dial(address));
+    return stub->Propose(&context, forwarded, response);
+  }
+  auto r = ProposeAsLeader(lock, request.command());
+  if (!r.ok()) return grpc::Status(grpc::StatusCode::UNAVAILABLE, r.status().message());
+  response->set_index(r->first);
+  response->set_term(raft_ ? raft_->term() : 0);
+  ToPb(r->second.status, response->mutable_status());
+  response->set_value(r->second.value);
+  return grpc::Status::OK;
+}
+
+grpc::Status ClusterNode::HandleTimestamps(const TimestampRequest& request, TimestampResponse* response) {
+  if (timestamp_service_ == nullptr) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "no timestamp service");
+  return timestamp_service_->Handle(request, response);
+}
+
+std::vector<std::string> ClusterNode::MemberNames() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> out;
+  for (const raft::Member& m : metadata_.members().voters) out.push_back(m.name);
+  if (out.empty()) out.push_back(identity_.name);
+  return out;
+}
+
+std::optional<NodeAddress> ClusterNode::AddressOf(const std::string& name) const {
+  for (const NodeStatus& n : Nodes()) {
+    if (n.name != name) continue;
+    return NodeAddress{n.id, n.address, n.sql_address, n.state == "online" || n.state == "member"};
+  }
+  return std::nullopt;
+}
+
+bool ClusterNode::IsLeader() const { return is_leader_.load(std::memory_order_acquire); }
+
+std::optional<std::string> ClusterNode::LeaderAddress() const {
+  std::lock_guard lock(mu_);
+  if (raft_ == nullptr || raft_->role() == raft::Role::kLeader) return std::nullopt;
+  const raft::Member* leader = raft_->config().Find(raft_->leader());
+  if (leader == nullptr || leader->address.empty()) return std::nullopt;
+  return leader->address;
+}
+
+uint64_t ClusterNode::TimestampHighWater() const {
+  std::lock_guard lock(mu_);
+  return metadata_.timestamp_high_water();
 }
 
 bool ClusterNode::NeedsJoin() {

@@ -26,6 +26,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <functional>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -52,6 +54,8 @@ class MetaStore;
 }
 
 namespace shale::cluster {
+
+class ClusterTimestamps;
 
 // The MetaStore key remembering the addresses this node was told to join
 // (newline-separated), so it can find its cluster again after a restart.
@@ -96,6 +100,14 @@ struct NodeStatus {
   std::optional<int64_t> last_heartbeat_ms;  // ms since last heard; none if unknown
 };
 
+// Where a node is, for the data path (AddressOf).
+struct NodeAddress {
+  std::string id;
+  std::string address;      // cluster (gRPC) host:port
+  std::string sql_address;  // MySQL host:port
+  bool live = false;        // a member heard from within the node timeout (this node: has a quorum)
+};
+
 class ClusterNode {
  public:
   // REQUIRES: store outlives the node.
@@ -127,9 +139,42 @@ class ClusterNode {
   uint64_t epoch() const { return epoch_.load(std::memory_order_acquire); }
   const NodeIdentity& identity() const { return identity_; }
 
+  // How applied entries reach the catalog. REQUIRES: before Start.
+  void SetMetadataHooks(MetadataHooks hooks) { metadata_.SetHooks(std::move(hooks)); }
+
+  // Appends a catalog command (a serialized shale.catalog.pb.Command) to the
+  // metadata log — directly on the leader, forwarded to it over gRPC on a
+  // follower — and returns its result once it is committed and applied on
+  // *this* node, so the caller's next statement sees it. Retries while
+  // there is no leader, up to a deadline; then ER_UNKNOWN_COM_ERROR (1047,
+  // 08S01): the outcome of a command that may have been appended is then
+  // unknown to the caller (it is applied everywhere or nowhere).
+  ApplyResult ProposeCatalog(const std::string& command);
+  // The same for any metadata command.
+  ApplyResult ProposeMetadata(const MetadataCommandPb& command);
+
+  // The applied members' names, in config order (placement of new slices).
+  std::vector<std::string> MemberNames() const;
+  // Where the member named `name` is; nullopt if no member has that name.
+  std::optional<NodeAddress> AddressOf(const std::string& name) const;
+  // Whether this node is the Raft leader now.
+  bool IsLeader() const;
+  // The leader's cluster address, if known and not this node.
+  std::optional<std::string> LeaderAddress() const;
+  // The applied timestamp high-water mark (timestamp_service.h).
+  uint64_t TimestampHighWater() const;
+  // The current Raft term (0 before Start).
+  uint64_t term() const { return term_.load(std::memory_order_acquire); }
+
+  // Serves RaftService.Timestamps. REQUIRES: before the RPC server starts;
+  // `service` outlives it.
+  void SetTimestampService(ClusterTimestamps* service) { timestamp_service_ = service; }
+
   // RaftService handlers (cluster_node.cc).
   grpc::Status HandleRaft(const RaftMessagePb& request, RaftMessagePb* reply);
   grpc::Status HandleJoin(const JoinRequest& request, JoinResponse* response);
+  grpc::Status HandlePropose(const ProposeRequest& request, ProposeResponse* response);
+  grpc::Status HandleTimestamps(const TimestampRequest& request, TimestampResponse* response);
 
  private:
   struct Peer;
@@ -146,6 +191,10 @@ class ClusterNode {
   std::vector<std::string> JoinTargets();  // REQUIRES: mu_ held
   void FillJoinResponse(JoinResponse* response);  // REQUIRES: mu_ held
   raft::Member SelfMember() const;
+  // Leader: appends `bytes` and waits until applied. REQUIRES: lock holds mu_.
+  Result<std::pair<uint64_t, ApplyResult>> ProposeAsLeader(std::unique_lock<std::mutex>& lock, const std::string& bytes);
+  // Waits until this node applied `index`. REQUIRES: lock holds mu_.
+  bool WaitApplied(std::unique_lock<std::mutex>& lock, uint64_t index, std::chrono::steady_clock::time_point until);
 
   const NodeIdentity identity_;
   ClusterOptions options_;  // rpc_address set before Start, then constant
@@ -164,12 +213,15 @@ class ClusterNode {
   // While a handler steps a request: the sender, and the reply Raft made.
   std::string capture_for_;                 // GUARDED_BY(mu_)
   std::optional<raft::Message> captured_;   // GUARDED_BY(mu_)
+  std::condition_variable applied_cv_;      // notified (under mu_) whenever entries may have been applied
+  ClusterTimestamps* timestamp_service_ = nullptr;  // set before serving
   uint64_t last_quorum_ms_ = 0;             // GUARDED_BY(mu_)
   bool was_leader_ = false;                 // GUARDED_BY(mu_)
 
   std::atomic<bool> has_quorum_{false};
   std::atomic<uint64_t> epoch_{0};
   std::atomic<uint64_t> term_{0};
+  std::atomic<bool> is_leader_{false};
 
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;

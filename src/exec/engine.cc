@@ -1,6 +1,8 @@
 #include "src/exec/engine.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <shared_mutex>
 #include <set>
 
 #include "shale/version.h"
@@ -36,6 +38,9 @@ std::map<std::string, Value> DefaultGlobals(const EngineOptions& o) {
       {"innodb_lock_wait_timeout", i(50)},
       {"interactive_timeout", i(28800)},
       {"license", s("Proprietary")},
+      // LOAD DATA LOCAL INFILE allowed (MySQL 8.0's default is OFF,
+      // MariaDB's ON); server-side files never (secure_file_priv NULL).
+      {"local_infile", i(1)},
       {"lower_case_table_names", i(0)},
       {"max_allowed_packet", i(64 << 20)},
       {"net_buffer_length", i(16384)},
@@ -44,6 +49,7 @@ std::map<std::string, Value> DefaultGlobals(const EngineOptions& o) {
       {"protocol_version", i(10)},
       {"query_cache_size", i(0)},
       {"query_cache_type", s("OFF")},
+      {"secure_file_priv", Value::Null()},
       {"sql_mode", s("ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,"
                      "ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION")},
       {"sql_select_limit", i(INT64_MAX)},
@@ -67,7 +73,14 @@ Engine::Engine(EngineOptions options) : options_(std::move(options)) {
   globals_ = std::make_shared<const std::map<std::string, Value>>(DefaultGlobals(options_));
 }
 
-Engine::~Engine() = default;
+Engine::~Engine() {
+  // A clean shutdown gives back the id counters' unused reservations, so
+  // AUTO_INCREMENT continues where it stopped after a restart.
+  if (catalog_) {
+    Status st = catalog_->ReleaseUnusedIds();
+    if (!st.ok()) log::Warn("engine: saving id counters failed: {}", st.ToString());
+  }
+}
 
 Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
   if (options.data_dir.empty()) return Status::InvalidArgument("engine: no data directory");
@@ -84,37 +97,123 @@ Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
   SHALE_ASSIGN_OR_RETURN(engine->catalog_, catalog::Catalog::Load(engine->meta_.get()));
   SHALE_ASSIGN_OR_RETURN(engine->accounts_, catalog::Accounts::Load(engine->meta_.get()));
 
-  // Slices no table refers to were left by a CREATE or DROP TABLE that was
-  // interrupted (the catalog change is the commit point): remove them.
-  std::set<storage::SliceId> referenced;
-  size_t tables = 0;
-  for (const std::string& db : engine->catalog_->ListDatabases()) {
-    SHALE_ASSIGN_OR_RETURN(auto names, engine->catalog_->ListTables(db));
-    for (const std::string& name : names) {
-      SHALE_ASSIGN_OR_RETURN(auto table, engine->catalog_->GetTable(db, name));
-      for (const auto& s : table->primary.slices) referenced.insert(s.id);
-      for (const auto& index : table->indexes) {
-        for (const auto& s : index.slices) referenced.insert(s.id);
+  engine->catalog_->SetTableListener(
+      [e = engine.get()](catalog::TableChangePhase phase, const catalog::TableDef* before,
+                         const catalog::TableDef* after) { e->OnTableChange(phase, before, after); });
+
+  // Every slice this node holds a replica of must exist (a catalog change
+  // is written only after its new local slices were made).
+  size_t tables = 0, local = 0;
+  for (const auto& table : engine->catalog_->AllTables()) {
+    ++tables;
+    std::vector<const catalog::RepresentationDef*> reps{&table->primary};
+    for (const auto& index : table->indexes) reps.push_back(&index);
+    for (const catalog::RepresentationDef* rep : reps) {
+      for (const auto& s : rep->slices) {
+        if (!engine->HoldsReplica(s)) continue;
+        ++local;
+        if (!engine->slices_->GetSlice(s.id).ok()) {
+          return Status::Corruption(fmt::format("slice {} is in the catalog but missing from {}/slices", s.id,
+                                                options.data_dir));
+        }
       }
-      ++tables;
     }
   }
-  for (storage::SliceId id : engine->slices_->ListSlices()) {
+  if (!options.defer_orphan_cleanup) SHALE_RETURN_IF_ERROR(engine->ReconcileSlices());
+  log::Info("engine open: data directory {}, {} tables, {} local slice replicas", options.data_dir, tables, local);
+  return engine;
+}
+
+std::vector<std::string> Engine::PlacementNodes() const {
+  if (cluster_hooks_.members) {
+    std::vector<std::string> names = cluster_hooks_.members();
+    if (!names.empty()) return names;
+  }
+  return {options_.node_name};
+}
+
+ProtectionSummary Engine::Protection() const {
+  ProtectionSummary p;
+  const size_t members = PlacementNodes().size();
+  for (const auto& table : catalog_->AllTables()) {
+    const size_t wanted = std::min<size_t>(catalog::WantedReplicas(*table), members);
+    auto count = [&](const catalog::RepresentationDef& rep) {
+      for (const auto& s : rep.slices) {
+        ++p.slices;
+        if (s.replicas.size() < wanted) ++p.under_protected;
+        if (s.replicas.empty()) ++p.lost;
+      }
+    };
+    count(table->primary);
+    for (const auto& index : table->indexes) count(index);
+  }
+  return p;
+}
+
+bool Engine::HoldsReplica(const catalog::SliceDef& slice) const {
+  return std::find(slice.replicas.begin(), slice.replicas.end(), options_.node_name) != slice.replicas.end();
+}
+
+Status Engine::ReconcileSlices() {
+  // Slices no table refers to were left by a CREATE or DROP that was
+  // interrupted, or are replicas this node no longer holds: remove them.
+  std::set<storage::SliceId> referenced;
+  for (const auto& table : catalog_->AllTables()) {
+    for (const auto& s : table->primary.slices) referenced.insert(s.id);
+    for (const auto& index : table->indexes) {
+      for (const auto& s : index.slices) referenced.insert(s.id);
+    }
+  }
+  for (storage::SliceId id : slices_->ListSlices()) {
     if (!referenced.count(id)) {
       log::Warn("dropping orphan slice {} (no table refers to it)", id);
-      std::unique_lock<std::shared_mutex> no_gc(engine->txn_->slice_drop_mutex());
-      SHALE_RETURN_IF_ERROR(engine->slices_->DropSlice(id));
+      std::unique_lock<std::shared_mutex> no_gc(txn_->slice_drop_mutex());
+      SHALE_RETURN_IF_ERROR(slices_->DropSlice(id));
     }
   }
-  for (storage::SliceId id : referenced) {
-    if (!engine->slices_->GetSlice(id).ok()) {
-      return Status::Corruption(fmt::format("slice {} is in the catalog but missing from {}/slices",
-                                            id, options.data_dir));
+  return Status::OK();
+}
+
+void Engine::OnTableChange(catalog::TableChangePhase phase, const catalog::TableDef* before,
+                           const catalog::TableDef* after) {
+  auto local_slices = [&](const catalog::TableDef* t) {
+    std::set<storage::SliceId> out;
+    if (t == nullptr) return out;
+    auto add = [&](const catalog::RepresentationDef& rep) {
+      for (const auto& s : rep.slices) {
+        if (HoldsReplica(s)) out.insert(s.id);
+      }
+    };
+    add(t->primary);
+    for (const auto& index : t->indexes) add(index);
+    return out;
+  };
+  const std::set<storage::SliceId> had = local_slices(before);
+  const std::set<storage::SliceId> has = local_slices(after);
+  if (phase == catalog::TableChangePhase::kPrepare) {
+    // New replicas here: create them (empty) before the catalog names them.
+    // One made earlier by the statement itself (an index built before its
+    // definition is published) is kept as it is.
+    for (storage::SliceId id : has) {
+      if (had.count(id) || slices_->GetSlice(id).ok()) continue;
+      auto made = slices_->CreateSlice(id);
+      if (!made.ok()) {
+        log::Error("slice {} of {}.{}: cannot create this node's replica: {}", id, after->db, after->name,
+                   made.status().ToString());
+      }
+    }
+    return;
+  }
+  // Replicas no longer here: drop them.
+  std::unique_lock<std::shared_mutex> no_gc(txn_->slice_drop_mutex());
+  for (storage::SliceId id : had) {
+    if (has.count(id)) continue;
+    Status st = slices_->DropSlice(id);
+    if (!st.ok() && !st.IsNotFound()) {
+      // An orphan now; the next start removes it.
+      log::Warn("drop of slice {} of {}.{} failed: {}", id, before->db, before->name, st.ToString());
     }
   }
-  log::Info("engine open: data directory {}, {} tables, {} slices", options.data_dir, tables,
-            referenced.size());
-  return engine;
 }
 
 std::map<std::string, Value> Engine::global_variables() const {

@@ -33,6 +33,10 @@ struct EngineOptions {
   std::string node_name = "node1";
   // The slice store: buffer pool, WAL mode, checkpoints (storage/slice.h).
   storage::SliceStoreOptions storage;
+  // Leave slices no table refers to until ReconcileSlices() is called
+  // (shaled: after the cluster replayed its metadata log, which may still
+  // publish them). Default: false (Open removes them).
+  bool defer_orphan_cleanup = false;
 };
 
 // What the cluster layer (src/cluster) tells the executor. shaled sets them
@@ -45,6 +49,22 @@ struct ClusterHooks {
   // The rows of system.nodes, in the order of SystemNodesColumns()
   // (src/exec/system_tables.h).
   std::function<std::vector<std::vector<Value>>()> nodes;
+  // The names of the cluster's members, where new slices' replicas go
+  // (empty function: this node alone).
+  std::function<std::vector<std::string>()> members;
+  // Whether the member named `name` is live (heard from within the node
+  // timeout); empty function: only this node, which is.
+  std::function<bool(const std::string& name)> is_live;
+};
+
+// How well the slices are protected (system.protection,
+// Shale_under_protected_slices).
+struct ProtectionSummary {
+  uint64_t slices = 0;
+  // Slices with fewer replicas than they want: REPLICAS=n (default 2)
+  // capped at the member count. Reprotection (a later task) restores them.
+  uint64_t under_protected = 0;
+  uint64_t lost = 0;  // slices with no replica left
 };
 
 class Engine {
@@ -81,8 +101,23 @@ class Engine {
   void SetClusterHooks(ClusterHooks hooks) { cluster_hooks_ = std::move(hooks); }
   const ClusterHooks& cluster_hooks() const { return cluster_hooks_; }
 
+  // The node names new slices' replicas may be placed on: the cluster's
+  // members, or this node alone.
+  std::vector<std::string> PlacementNodes() const;
+  // Whether this node holds a replica of `slice` (its name is among the
+  // replicas).
+  bool HoldsReplica(const catalog::SliceDef& slice) const;
+  // Counts the under-protected slices of every table.
+  ProtectionSummary Protection() const;
+  // Drops the storage slices no table refers to (see
+  // EngineOptions::defer_orphan_cleanup).
+  Status ReconcileSlices();
+
  private:
   explicit Engine(EngineOptions options);
+  // The catalog's table listener: creates and drops this node's replicas.
+  void OnTableChange(catalog::TableChangePhase phase, const catalog::TableDef* before,
+                     const catalog::TableDef* after);
 
   EngineOptions options_;
   std::unique_ptr<storage::MetaStore> meta_;

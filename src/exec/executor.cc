@@ -14,6 +14,8 @@
 #include "src/common/datetime.h"
 #include "src/common/errors.h"
 #include "src/common/log.h"
+#include "src/common/warnings.h"
+#include "src/exec/auto_increment.h"
 
 namespace shale::exec {
 namespace {
@@ -860,10 +862,19 @@ std::string DupEntryText(const std::vector<Value>& key) {
 
 // Converts every column of `row` to its column type and checks NOT NULL, as
 // a write of row number `n` of the statement (for messages).
+// Whether the statement runs in a strict sql_mode (errors for values that
+// do not fit their column; else they are adjusted with warnings).
+bool StrictMode() { return t_statement == nullptr || t_statement->strict_mode; }
+
+Result<Value> CoerceForMode(const Value& v, const catalog::ColumnDef& col, uint64_t row) {
+  if (StrictMode()) return CoerceToColumn(v, col.type, col.name);
+  return CoerceToColumnNonStrict(v, col.type, col.name, row);
+}
+
 Status CoerceRow(const catalog::TableDef& table, uint64_t n, Row* row) {
   for (size_t c = 0; c < table.columns.size(); ++c) {
     const catalog::ColumnDef& col = table.columns[c];
-    auto v = CoerceToColumn((*row)[c], col.type, col.name);
+    auto v = CoerceForMode((*row)[c], col, n);
     if (!v.ok()) {
       // Messages from CoerceToColumn say "at row 1"; name the real row.
       std::string msg = v.status().message();
@@ -1164,6 +1175,8 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
       rows[i][row_id_col] = Value::Int(first + static_cast<int64_t>(i));
     }
   }
+  SHALE_ASSIGN_OR_RETURN(AutoIncrementRows auto_increment,
+                         AutoIncrementRows::Assign(engine->catalog(), table, &rows));
   for (size_t i = 0; i < rows.size(); ++i) SHALE_RETURN_IF_ERROR(CoerceRow(table, i + 1, &rows[i]));
 
   // 2. Check keys and write. In a transaction each row's keys are locked
@@ -1176,6 +1189,7 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
   TableWriter writer(engine, table);
   using sierra::InsertConflict;
   uint64_t affected = 0;
+  uint64_t duplicates = 0;  // for the OK info: StatementResult::duplicates
   // The row holding a key of `r` (primary first, then the UNIQUE indexes in
   // order) and the representation it conflicts in.
   auto find_conflict = [&](const Row& r, size_t* rep) -> Result<std::optional<Row>> {
@@ -1203,7 +1217,8 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
     }
     return existing;
   };
-  for (const Row& r : rows) {
+  for (size_t row_index = 0; row_index < rows.size(); ++row_index) {
+    const Row& r = rows[row_index];
     size_t rep = 0;
     SHALE_RETURN_IF_ERROR(writer.LockRowKeys(r));
     std::optional<Row> existing;
@@ -1214,6 +1229,7 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
     }
     if (!existing) {
       writer.Put(r);
+      auto_increment.Inserted(row_index, r);
       ++affected;
       continue;
     }
@@ -1224,16 +1240,26 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
                           DupEntryText(catalog::RepresentationKeyValues(table.primary, r)), table.name);
         }
         return writer.DupEntry(rep, r);
-      case InsertConflict::kIgnore:
-        break;  // MySQL: a 1062 warning; the row is skipped
+      case InsertConflict::kIgnore: {
+        // MySQL: a 1062 warning; the row is skipped.
+        Status dup = rep == 0 ? SqlError(ErrorCode::kDupEntry, "Duplicate entry '{}' for key '{}.PRIMARY'",
+                                         DupEntryText(catalog::RepresentationKeyValues(table.primary, r)),
+                                         table.name)
+                              : writer.DupEntry(rep, r);
+        PushWarning("Warning", dup.mysql_code(), dup.message());
+        ++duplicates;
+        break;
+      }
       case InsertConflict::kReplace:
         // Every row holding one of the new row's keys goes, then it is inserted.
         while (existing) {
           writer.Delete(*existing);
           ++affected;
+          ++duplicates;
           SHALE_ASSIGN_OR_RETURN(existing, lock_conflict(r, &rep));
         }
         writer.Put(r);
+        auto_increment.Inserted(row_index, r);
         ++affected;
         break;
       case InsertConflict::kUpdate: {
@@ -1262,7 +1288,9 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
         }
         SHALE_RETURN_IF_ERROR(writer.CheckUnique(updated));
         writer.Put(updated);
+        auto_increment.Updated(updated);
         affected += 2;
+        ++duplicates;
         break;
       }
     }
@@ -1270,6 +1298,10 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
   SHALE_RETURN_IF_ERROR(writer.Commit());
   StatementResult result;
   result.affected_rows = affected;
+  result.records = rows.size();
+  result.duplicates = duplicates;
+  result.last_insert_id = auto_increment.insert_id();
+  if (auto_increment.generated()) result.generated_insert_id = *auto_increment.generated();
   return result;
 }
 
@@ -1295,9 +1327,13 @@ std::vector<Row> FirstMatchPerRow(const catalog::TableDef& table, std::vector<Ro
   return out;
 }
 
+Result<StatementResult> ApplyModify(Engine* engine, const PhysicalOperator& op, std::vector<Row> targets,
+                                    uint64_t* matched_rows = nullptr);
+Result<StatementResult> ExecuteStackedModify(Engine* engine, const PhysicalOperator& op);
+
 Result<StatementResult> ExecuteModify(Engine* engine, const PhysicalOperator& op) {
+  if (op.stacked_target) return ExecuteStackedModify(engine, op);
   const catalog::TableDef& table = *op.table;
-  const bool is_update = op.kind == PhysicalKind::kUpdate;
   std::unique_lock<std::mutex> lock;
   if (!CurrentTxn()) lock = std::unique_lock<std::mutex>(engine->TableWriteMutex(table.id));
   SHALE_RETURN_IF_ERROR(CheckTableUnchanged(engine, op));
@@ -1333,6 +1369,16 @@ Result<StatementResult> ExecuteModify(Engine* engine, const PhysicalOperator& op
     }
     SHALE_RETURN_IF_ERROR(drained);
   }
+  return ApplyModify(engine, op, std::move(targets));
+}
+
+// The changes of one UPDATE or DELETE to its table, from the target rows
+// read (REQUIRES: the caller holds what ExecuteModify takes: the table's
+// write lock without a transaction, the rows' locks with one).
+Result<StatementResult> ApplyModify(Engine* engine, const PhysicalOperator& op, std::vector<Row> targets,
+                                    uint64_t* matched_rows) {
+  const catalog::TableDef& table = *op.table;
+  const bool is_update = op.kind == PhysicalKind::kUpdate;
   const size_t width = table.columns.size();
   const bool multi_table = !targets.empty() && targets[0].size() > width;
   if (multi_table) targets = FirstMatchPerRow(table, std::move(targets));
@@ -1358,7 +1404,7 @@ Result<StatementResult> ExecuteModify(Engine* engine, const PhysicalOperator& op
         return SqlError(ErrorCode::kBadNull, "Column '{}' cannot be null", def.name);
       }
       // Converted at once, so later assignments see the stored value.
-      auto coerced = CoerceToColumn(v, def.type, def.name);
+      auto coerced = CoerceForMode(v, def, matched);
       if (!coerced.ok()) {
         std::string msg = coerced.status().message();
         auto at = msg.rfind("at row 1");
@@ -1395,6 +1441,76 @@ Result<StatementResult> ExecuteModify(Engine* engine, const PhysicalOperator& op
   StatementResult result;
   result.affected_rows = changed;
   if (is_update) result.info = fmt::format("Rows matched: {}  Changed: {}  Warnings: 0", matched, changed);
+  if (matched_rows != nullptr) *matched_rows = matched;
+  return result;
+}
+
+// A multi-table UPDATE or DELETE writing several tables (stacked target
+// operators, sierra/logical.h): the joined rows are read once, as a locking
+// read, then each table is changed from its slice of them, all in the
+// statement's transaction (so all or none).
+Result<StatementResult> ExecuteStackedModify(Engine* engine, const PhysicalOperator& op) {
+  std::vector<const PhysicalOperator*> ops;  // the first target first
+  const PhysicalOperator* rows_plan = &op;
+  while (rows_plan->stacked_target) {
+    ops.insert(ops.begin(), rows_plan);
+    rows_plan = rows_plan->children[0].get();
+  }
+  std::vector<std::unique_lock<std::mutex>> locks;
+  if (!CurrentTxn()) {
+    std::vector<uint64_t> ids;
+    for (const PhysicalOperator* o : ops) ids.push_back(o->table->id);
+    std::sort(ids.begin(), ids.end());
+    for (uint64_t id : ids) locks.emplace_back(engine->TableWriteMutex(id));
+  }
+  for (const PhysicalOperator* o : ops) SHALE_RETURN_IF_ERROR(CheckTableUnchanged(engine, *o));
+  std::vector<Row> rows;
+  {
+    std::optional<txn::LockMode> saved_mode;
+    uint64_t saved_table = 0;
+    if (CurrentTxn()) {
+      saved_mode = t_statement->locking_read;
+      saved_table = t_statement->lock_table_id;
+      t_statement->locking_read = txn::LockMode::kExclusive;
+      t_statement->lock_table_id = 0;  // the rows of every table joined
+    }
+    auto drain = [&]() -> Status {
+      SHALE_ASSIGN_OR_RETURN(auto source, Build(engine, *rows_plan));
+      Row row;
+      while (true) {
+        SHALE_ASSIGN_OR_RETURN(bool more, source->Next(&row));
+        if (!more) break;
+        rows.push_back(std::move(row));
+        row = Row();
+      }
+      return Status::OK();
+    };
+    Status drained = drain();
+    if (CurrentTxn()) {
+      t_statement->locking_read = saved_mode;
+      t_statement->lock_table_id = saved_table;
+    }
+    SHALE_RETURN_IF_ERROR(drained);
+  }
+  uint64_t matched = 0;
+  uint64_t changed = 0;
+  for (const PhysicalOperator* o : ops) {
+    std::vector<Row> targets;
+    targets.reserve(rows.size());
+    for (const Row& r : rows) {
+      const auto begin = r.begin() + static_cast<std::ptrdiff_t>(o->offset);
+      targets.emplace_back(begin, begin + static_cast<std::ptrdiff_t>(o->limit));
+    }
+    uint64_t m = 0;
+    SHALE_ASSIGN_OR_RETURN(StatementResult r, ApplyModify(engine, *o, std::move(targets), &m));
+    matched += m;
+    changed += r.affected_rows;
+  }
+  StatementResult result;
+  result.affected_rows = changed;
+  if (op.kind == PhysicalKind::kUpdate) {
+    result.info = fmt::format("Rows matched: {}  Changed: {}  Warnings: 0", matched, changed);
+  }
   return result;
 }
 

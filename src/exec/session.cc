@@ -3,6 +3,7 @@
 #include <cctype>
 #include <shared_mutex>
 
+#include "src/common/user_variables.h"
 #include "src/common/warnings.h"
 
 #include "planner/planner.h"
@@ -10,6 +11,7 @@
 #include "rebalancer/placement.h"
 #include "src/common/errors.h"
 #include "src/common/log.h"
+#include "src/exec/auto_increment.h"
 #include "src/exec/engine.h"
 #include "src/exec/executor.h"
 #include "src/exec/system_tables.h"
@@ -20,32 +22,43 @@ namespace shale::exec {
 namespace ast = sql::ast;
 namespace {
 
-// Replicas per slice on a node that has no cluster yet.
-constexpr uint32_t kDefaultReplicas = 2;
-
 StatementResult Ok(uint64_t affected = 0) {
   StatementResult r;
   r.affected_rows = affected;
   return r;
 }
 
-// Creates `count` empty slices for `rep`, appending them to rep->slices and
-// their ids to *created (so the caller can undo).
-Status CreateSlicesFor(Engine* engine, uint32_t count, catalog::RepresentationDef* rep,
-                       std::vector<storage::SliceId>* created) {
-  auto placements = rebalancer::PlaceNewRepresentation(count, kDefaultReplicas,
-                                                       {engine->options().node_name});
+// Cuts `rep` into `count` new slices with `replicas` replicas each, placed
+// over the cluster's members (rebalancer::PlaceNewRepresentation), with ids
+// from the catalog. With `create_local`, the slices this node holds a
+// replica of are created now (an index is built into them before its
+// definition is published) and their ids added to *created (so the caller
+// can undo); otherwise every node creates its replicas when it applies the
+// catalog change (Engine::OnTableChange).
+Status PlaceSlicesFor(Engine* engine, uint32_t count, uint32_t replicas, catalog::RepresentationDef* rep,
+                      bool create_local, std::vector<storage::SliceId>* created) {
+  auto placements = rebalancer::PlaceNewRepresentation(count, replicas, engine->PlacementNodes());
   for (const auto& p : placements) {
     catalog::SliceDef s;
     SHALE_ASSIGN_OR_RETURN(s.id, engine->catalog()->NextId());
     s.hash_begin = p.hash_begin;
     s.hash_end = p.hash_end;
     s.replicas = p.replicas;
-    SHALE_RETURN_IF_ERROR(engine->slices()->CreateSlice(s.id).status());
-    created->push_back(s.id);
+    if (create_local && engine->HoldsReplica(s)) {
+      SHALE_RETURN_IF_ERROR(engine->slices()->CreateSlice(s.id).status());
+      created->push_back(s.id);
+    }
     rep->slices.push_back(std::move(s));
   }
   return Status::OK();
+}
+
+// An index of an existing table: as many slices as the primary key, with the
+// table's replica count.
+Status CreateSlicesFor(Engine* engine, const catalog::TableDef& table, catalog::RepresentationDef* rep,
+                       std::vector<storage::SliceId>* created) {
+  return PlaceSlicesFor(engine, static_cast<uint32_t>(table.primary.slices.size()), catalog::WantedReplicas(table),
+                        rep, /*create_local=*/true, created);
 }
 
 void DropCreatedSlices(Engine* engine, const std::vector<storage::SliceId>& created) {
@@ -59,24 +72,24 @@ Status RunCreateTable(Engine* engine, sql::CreateTableCmd cmd) {
     if (cmd.if_not_exists) return Status::OK();
     return SqlError(ErrorCode::kTableExists, "Table '{}' already exists", cmd.def.name);
   }
-  uint32_t count = cmd.slices ? cmd.slices : engine->options().default_slices;
+  // About one slice per node: SLICES=n, else the larger of the node's
+  // default and the member count.
+  const std::vector<std::string> nodes = engine->PlacementNodes();
+  const uint32_t count =
+      cmd.slices ? cmd.slices : std::max<uint32_t>(engine->options().default_slices, static_cast<uint32_t>(nodes.size()));
+  cmd.def.replicas = cmd.replicas;
+  const uint32_t replicas = catalog::WantedReplicas(cmd.def);
   SHALE_ASSIGN_OR_RETURN(cmd.def.id, cat->NextId());
   std::vector<storage::SliceId> created;
-  Status st = CreateSlicesFor(engine, count, &cmd.def.primary, &created);
+  SHALE_RETURN_IF_ERROR(PlaceSlicesFor(engine, count, replicas, &cmd.def.primary, false, &created));
   // Each secondary index is its own representation with its own slices.
-  for (size_t i = 0; st.ok() && i < cmd.def.indexes.size(); ++i) {
-    st = CreateSlicesFor(engine, count, &cmd.def.indexes[i], &created);
+  for (size_t i = 0; i < cmd.def.indexes.size(); ++i) {
+    SHALE_RETURN_IF_ERROR(PlaceSlicesFor(engine, count, replicas, &cmd.def.indexes[i], false, &created));
   }
-  if (!st.ok()) {
-    DropCreatedSlices(engine, created);
-    return st;
-  }
-  // The catalog write is the commit point: slices made before it are
-  // orphans if it fails, removed now or at the next start.
+  // The catalog change is the commit point; applying it creates every
+  // node's replicas (before the change is written).
   bool made = false;
-  st = cat->CreateTable(std::move(cmd.def), cmd.if_not_exists, &made);
-  if (!st.ok() || !made) DropCreatedSlices(engine, created);
-  return st;
+  return cat->CreateTable(std::move(cmd.def), cmd.if_not_exists, &made);
 }
 
 void DropRepresentationSlices(Engine* engine, const catalog::TableDef& t,
@@ -169,7 +182,7 @@ Status RunAlterColumns(Engine* engine, const sql::AlterTableCmd& cmd) {
   std::vector<storage::SliceId> created;
   Status st;
   for (catalog::RepresentationDef& index : def.indexes) {
-    st = CreateSlicesFor(engine, static_cast<uint32_t>(def.primary.slices.size()), &index, &created);
+    st = CreateSlicesFor(engine, def, &index, &created);
     if (st.ok()) st = BuildIndex(engine, def, index, &new_rows);
     if (!st.ok()) break;
   }
@@ -227,7 +240,7 @@ Status RunAlterTable(Engine* engine, const sql::AlterTableCmd& cmd) {
   for (const catalog::RepresentationDef& add : cmd.add_indexes) {
     catalog::RepresentationDef rep = add;
     rep.slices.clear();
-    st = CreateSlicesFor(engine, static_cast<uint32_t>(table->primary.slices.size()), &rep, &created);
+    st = CreateSlicesFor(engine, *table, &rep, &created);
     if (!st.ok()) break;
     st = BuildIndex(engine, def, rep);
     if (!st.ok()) break;
@@ -239,12 +252,6 @@ Status RunAlterTable(Engine* engine, const sql::AlterTableCmd& cmd) {
     return st;
   }
   for (const auto& rep : dropped) DropRepresentationSlices(engine, *table, rep);
-  return Status::OK();
-}
-
-Status DropSlicesOf(Engine* engine, const catalog::TableDef& t) {
-  DropRepresentationSlices(engine, t, t.primary);
-  for (const auto& index : t.indexes) DropRepresentationSlices(engine, t, index);
   return Status::OK();
 }
 
@@ -405,6 +412,7 @@ Result<StatementResult> Session::RunInTransaction(const std::function<Result<Sta
   context.lock_wait_timeout = LockWaitTimeout();
   context.interrupt = &interrupted_;
   context.written_tables = tables;
+  context.strict_mode = StrictSqlMode();
   Result<StatementResult> r = [&] {
     StatementScope scope(&context);
     return run();
@@ -446,6 +454,26 @@ void LocalizeTimestamps(std::vector<Row>* rows) {
     }
   }
 }
+
+// The OK packet's info text, as MySQL writes it, once the statement's
+// warnings are counted: "Records: 3  Duplicates: 0  Warnings: 0" for an
+// INSERT/REPLACE of several rows or of a SELECT (none for one row), and the
+// real warning count in texts the executor wrote ("Rows matched: ...").
+void SetOkInfo(const ast::Statement& stmt, StatementResult* r) {
+  if (r->is_result_set) return;
+  if (const auto* insert = std::get_if<ast::InsertStmt>(&stmt)) {
+    if (insert->select != nullptr || insert->rows.size() > 1) {
+      r->info = fmt::format("Records: {}  Duplicates: {}  Warnings: {}", r->records, r->duplicates, r->warnings);
+    }
+    return;
+  }
+  constexpr std::string_view kNoWarnings = "Warnings: 0";
+  if (r->warnings > 0 && r->info.size() >= kNoWarnings.size() &&
+      r->info.compare(r->info.size() - kNoWarnings.size(), kNoWarnings.size(), kNoWarnings) == 0) {
+    r->info.resize(r->info.size() - kNoWarnings.size());
+    r->info += fmt::format("Warnings: {}", r->warnings);
+  }
+}
 }  // namespace
 
 std::vector<Result<StatementResult>> Session::Execute(std::string_view sql) {
@@ -469,6 +497,7 @@ std::vector<Result<StatementResult>> Session::Execute(std::string_view sql) {
     std::vector<SqlWarning> raised;
     Result<StatementResult> result = [&] {
       ScopedWarningSink sink(&raised);
+      ScopedUserVariables user_variables(&user_variables_);
       ScopedTemporalContext clock(StatementClock());
       Result<StatementResult> r = ExecuteStatement(stmt, is_show_warnings ? previous : std::vector<Warning>{});
       // TIMESTAMPs leave the session as local times of its time_zone.
@@ -487,6 +516,7 @@ std::vector<Result<StatementResult>> Session::Execute(std::string_view sql) {
       break;
     }
     result->warnings = static_cast<uint16_t>(warnings_.size());
+    SetOkInfo(stmt, &*result);
     row_count_ = result->is_result_set ? -1 : static_cast<int64_t>(result->affected_rows);
     results.push_back(std::move(result));
   }
@@ -531,13 +561,40 @@ Result<StatementResult> Session::ExecuteStatement(const ast::Statement& stmt,
     SHALE_RETURN_IF_ERROR(CheckPlanPrivileges(*set->user_values));
   }
   Result<StatementResult> result = ExecuteBound(stmt, &bound);
-  // LAST_INSERT_ID(expr) is remembered once its statement succeeded, and is
-  // that statement's insert id.
-  if (result.ok() && set_last_insert_id.has_value()) {
+  if (result.ok()) {
+    Status after = AfterAutoIncrementStatement(stmt);
+    if (!after.ok()) result = after;
+  }
+  // An AUTO_INCREMENT value the statement generated is LAST_INSERT_ID()
+  // from now on (it wins over LAST_INSERT_ID(expr) in the same statement,
+  // as in MariaDB); LAST_INSERT_ID(expr) is remembered once its statement
+  // succeeded, and is that statement's insert id.
+  if (result.ok() && result->generated_insert_id != 0) {
+    last_insert_id_ = result->generated_insert_id;
+    result->last_insert_id = last_insert_id_;
+  } else if (result.ok() && set_last_insert_id.has_value()) {
     last_insert_id_ = *set_last_insert_id;
     if (!result->is_result_set) result->last_insert_id = last_insert_id_;
   }
   return result;
+}
+
+bool Session::StrictSqlMode() const {
+  auto it = variables_.find("sql_mode");
+  if (it == variables_.end() || it->second.is_null()) return true;
+  std::string mode = it->second.ToText();
+  for (char& c : mode) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  // SET sql_mode = TRADITIONAL is kept as written; it implies STRICT_*.
+  return mode.find("STRICT_TRANS_TABLES") != std::string::npos ||
+         mode.find("STRICT_ALL_TABLES") != std::string::npos || mode.find("TRADITIONAL") != std::string::npos;
+}
+
+Status Session::AfterAutoIncrementStatement(const ast::Statement& stmt) {
+  // TRUNCATE starts the AUTO_INCREMENT values again at 1 (as InnoDB).
+  const auto* del = std::get_if<ast::DeleteStmt>(&stmt);
+  if (del == nullptr || !del->truncate) return Status::OK();
+  const std::string db = del->table.name.db.empty() ? current_db_ : del->table.name.db;
+  return ResetAutoIncrement(engine_, db, del->table.name.table);
 }
 
 sql::BindContext Session::MakeBindContext(const std::map<std::string, Value>* globals) const {
@@ -623,8 +680,8 @@ Result<StatementResult> Session::ExecuteBound(const ast::Statement& stmt, sql::B
           SHALE_RETURN_IF_ERROR(EndTransaction());
           std::vector<std::shared_ptr<const catalog::TableDef>> dropped;
           bool existed = engine_->catalog()->DatabaseExists(cmd.name);
+          // Applying the drop removes every node's replicas.
           SHALE_RETURN_IF_ERROR(engine_->catalog()->DropDatabase(cmd.name, cmd.if_exists, &dropped));
-          for (const auto& t : dropped) SHALE_RETURN_IF_ERROR(DropSlicesOf(engine_, *t));
           if (!existed) {
             warnings_.push_back({"Note", static_cast<uint16_t>(ErrorCode::kDbDropExists),
                                  fmt::format("Can't drop database '{}'; database doesn't exist", cmd.name)});
@@ -640,7 +697,11 @@ Result<StatementResult> Session::ExecuteBound(const ast::Statement& stmt, sql::B
           std::string name = cmd.def.name;
           std::string db = cmd.def.db;
           sierra::LogicalPtr as_select = std::move(cmd.as_select);
+          const std::optional<int64_t> first_auto_increment = cmd.auto_increment;
           SHALE_RETURN_IF_ERROR(RunCreateTable(engine_, std::move(cmd)));
+          if (first_auto_increment && !existed) {
+            SHALE_RETURN_IF_ERROR(StartAutoIncrement(engine_, db, name, *first_auto_increment));
+          }
           if (as_select && !existed) {
             // CREATE TABLE ... AS SELECT: insert the query's rows (a NULL
             // hidden row id gets a fresh one); on failure the table goes.
@@ -661,7 +722,6 @@ Result<StatementResult> Session::ExecuteBound(const ast::Statement& stmt, sql::B
                               : Result<StatementResult>(physical.status());
             if (!inserted.ok()) {
               (void)engine_->catalog()->DropTable(db, name);
-              (void)DropSlicesOf(engine_, *table);
               return inserted.status();
             }
             StatementResult r = Ok(inserted->affected_rows);
@@ -693,7 +753,6 @@ Result<StatementResult> Session::ExecuteBound(const ast::Statement& stmt, sql::B
               continue;
             }
             SHALE_RETURN_IF_ERROR(engine_->catalog()->DropTable(db, name));
-            SHALE_RETURN_IF_ERROR(DropSlicesOf(engine_, **table));
           }
           return Ok();
         } else if constexpr (std::is_same_v<T, sql::ExplainCmd>) {
@@ -705,6 +764,9 @@ Result<StatementResult> Session::ExecuteBound(const ast::Statement& stmt, sql::B
             SHALE_RETURN_IF_ERROR(RunAlterColumns(engine_, cmd));
           } else if (!cmd.add_indexes.empty() || !cmd.drop_indexes.empty()) {
             SHALE_RETURN_IF_ERROR(RunAlterTable(engine_, cmd));
+          }
+          if (cmd.auto_increment) {
+            SHALE_RETURN_IF_ERROR(AlterAutoIncrement(engine_, cmd.db, cmd.table, *cmd.auto_increment));
           }
           if (cmd.rename_to) {
             SHALE_RETURN_IF_ERROR(engine_->catalog()->RenameTable(cmd.db, cmd.table, cmd.rename_to->first,

@@ -12,9 +12,11 @@
 #include <vector>
 
 #include "shale/version.h"
+#include "src/catalog/catalog_command.h"
 #include "src/cluster/cluster_node.h"
 #include "src/cluster/node_identity.h"
 #include "src/cluster/rpc_server.h"
+#include "src/cluster/timestamp_service.h"
 #include "src/common/log.h"
 #include "src/exec/engine.h"
 #include "src/server/server.h"
@@ -54,6 +56,8 @@ int main(int argc, char** argv) {
   eo.node_name = opts.node_name;
   eo.default_slices = opts.default_slices;
   eo.storage = opts.storage;
+  // Orphan slices are removed once the metadata log is replayed (below).
+  eo.defer_orphan_cleanup = true;
   auto engine = exec::Engine::Open(eo);
   if (!engine.ok()) return Fail(engine.status());
 
@@ -69,6 +73,25 @@ int main(int argc, char** argv) {
   co.heartbeat_interval_ms = opts.heartbeat_interval_ms;
   co.node_timeout_ms = opts.node_timeout_ms;
   cluster::ClusterNode cluster_node(*identity, co, (*engine)->meta());
+  // The catalog and the accounts are state of the metadata log: every node
+  // applies their commands in log order (src/catalog/catalog_command.h).
+  catalog::Catalog* catalog = (*engine)->catalog();
+  catalog::Accounts* accounts = (*engine)->accounts();
+  cluster_node.SetMetadataHooks(cluster::MetadataHooks{
+      [catalog, accounts](const std::string& command, uint64_t index) {
+        catalog::CommandResult r = catalog::ApplyCatalogCommand(catalog, accounts, command, index);
+        return cluster::ApplyResult{std::move(r.status), r.value};
+      },
+      [catalog, accounts] { return catalog::SnapshotCatalogState(*catalog, *accounts); },
+      [catalog, accounts](const std::string& state, uint64_t index) {
+        Status restored = catalog::RestoreCatalogState(catalog, accounts, state, index);
+        if (!restored.ok()) log::Error("cluster: installing the catalog snapshot failed: {}", restored.ToString());
+      }});
+
+  // Cluster timestamps (src/cluster/timestamp_service.h): the leader hands
+  // them out; installed into the oracle once the node runs.
+  cluster::ClusterTimestamps timestamps(&cluster_node, (*engine)->txn()->oracle());
+  cluster_node.SetTimestampService(&timestamps);
 
   cluster::RpcServer rpc(*identity);
   rpc.AddService(cluster_node.service());
@@ -78,6 +101,18 @@ int main(int argc, char** argv) {
   cluster_node.SetRpcAddress(fmt::format("{}:{}", advertise, rpc.port()));
   st = cluster_node.Start();
   if (!st.ok()) return Fail(st);
+  // The log is replayed (a lone voter applies it in Start): slices nothing
+  // refers to now are orphans.
+  st = (*engine)->ReconcileSlices();
+  if (!st.ok()) return Fail(st);
+  // From now on every catalog and account change goes through the log.
+  auto submit = [node = &cluster_node](const std::string& command) {
+    cluster::ApplyResult r = node->ProposeCatalog(command);
+    return catalog::CommandResult{std::move(r.status), r.value};
+  };
+  catalog->SetSubmitter(submit);
+  accounts->SetSubmitter(submit);
+  (*engine)->txn()->oracle()->SetSource(&timestamps);
   (*engine)->SetClusterHooks(exec::ClusterHooks{
       [node = &cluster_node] { return node->CheckQuorum(); },
       [node = &cluster_node] {
@@ -89,6 +124,11 @@ int main(int argc, char** argv) {
                           n.last_heartbeat_ms ? Value::Int(*n.last_heartbeat_ms) : Value::Null()});
         }
         return rows;
+      },
+      [node = &cluster_node] { return node->MemberNames(); },
+      [node = &cluster_node](const std::string& name) {
+        auto where = node->AddressOf(name);
+        return where.has_value() && where->live;
       }});
 
   boost::asio::io_context io;
@@ -131,7 +171,15 @@ int main(int argc, char** argv) {
   for (unsigned i = 1; i < threads; ++i) pool.emplace_back([&] { io.run(); });
   io.run();
   for (auto& t : pool) t.join();
+  // Give back the id counters' unused reservations through the log while
+  // the cluster still runs; afterwards the catalog refuses changes (the
+  // engine outlives the cluster node its submitter talks to).
+  if (Status released = catalog->ReleaseUnusedIds(); !released.ok()) {
+    log::Warn("shaled: saving id counters failed: {}", released.ToString());
+  }
+  catalog->Detach();
   rpc.Shutdown();
+  (*engine)->txn()->oracle()->SetSource(nullptr);
   cluster_node.Stop();
   log::Info("shaled: stopped");
   return 0;

@@ -4,6 +4,49 @@ namespace shale::sql {
 
 bool IsSystemDb(std::string_view db) { return db == kSystemDb; }
 
+namespace {
+
+// A column of system.<table>.
+sierra::ColumnInfo SystemColumn(const char* table, std::string name, SqlType type, bool nullable) {
+  sierra::ColumnInfo c;
+  c.name = name;
+  c.org_name = std::move(name);
+  c.table = table;
+  c.org_table = table;
+  c.db = std::string(kSystemDb);
+  c.type = type;
+  c.nullable = nullable;
+  return c;
+}
+
+}  // namespace
+
+std::vector<sierra::ColumnInfo> SystemSlicesColumns() {
+  auto col = [](std::string name, SqlType type, bool nullable) {
+    return SystemColumn("slices", std::move(name), type, nullable);
+  };
+  return {col("db", SqlType::Varchar(64), false),
+          col("table_name", SqlType::Varchar(64), false),
+          col("representation", SqlType::Varchar(64), false),
+          col("slice_id", SqlType::BigInt(), false),
+          col("hash_begin", SqlType::Decimal(20, 0), false),
+          col("hash_end", SqlType::Decimal(20, 0), false),
+          col("replicas", SqlType::Varchar(255), false),
+          col("ranking_replica", SqlType::Varchar(64), true),
+          col("replica_count", SqlType::BigInt(), false),
+          col("wanted_replicas", SqlType::BigInt(), false),
+          col("rows", SqlType::BigInt(), true),
+          col("bytes", SqlType::BigInt(), true)};
+}
+
+std::vector<sierra::ColumnInfo> SystemProtectionColumns() {
+  auto col = [](std::string name, SqlType type, bool nullable) {
+    return SystemColumn("protection", std::move(name), type, nullable);
+  };
+  return {col("status", SqlType::Varchar(64), false), col("slices", SqlType::BigInt(), false),
+          col("under_protected_slices", SqlType::BigInt(), false), col("lost_slices", SqlType::BigInt(), false)};
+}
+
 std::vector<sierra::ColumnInfo> SystemNodesColumns() {
   auto col = [](std::string name, SqlType type, bool nullable) {
     sierra::ColumnInfo c;

@@ -42,6 +42,20 @@ using SystemTableFn = std::function<Result<GeneratedTable>(const std::string& ta
 // last_heartbeat_ms (NULL when this node does not know).
 std::vector<sierra::ColumnInfo> SystemNodesColumns();
 
+// The columns of system.slices (one row per slice of every representation,
+// docs/cluster.md): db, table_name, representation, slice_id, hash_begin,
+// hash_end (DECIMAL(20,0): the slice owns distribution hashes in
+// [hash_begin, hash_end]), replicas (node names, comma-separated, the
+// ranking one first), ranking_replica (NULL when none is left),
+// replica_count, wanted_replicas (REPLICAS=n capped at the member count),
+// rows and bytes (of this node's replica; NULL where it holds none).
+std::vector<sierra::ColumnInfo> SystemSlicesColumns();
+
+// The columns of system.protection (one row): status ('fully protected' or
+// 'N slices under-protected'), slices, under_protected_slices, lost_slices
+// (no replica left).
+std::vector<sierra::ColumnInfo> SystemProtectionColumns();
+
 // Whether `stmt` may run on a node that cannot reach a majority of the
 // cluster: it neither reads nor writes replicated data. True for SET, SHOW,
 // USE, transaction control, and SELECTs whose every table (FROM, joins,

@@ -11,9 +11,17 @@
 // flight, so a snapshot never sees a commit half applied and never misses
 // one that a later snapshot sees below the same timestamp.
 //
+// In a cluster the timestamps must be the cluster's, so snapshots are
+// consistent across nodes: shaled sets a TimestampSource (the cluster
+// timestamp service, src/cluster/timestamp_service.h, which asks the
+// metadata leader) and from then on BeginCommit, FinishCommit and
+// ReadTimestamp go to it, with the same meaning. Without a source (unit
+// tests, tools) the oracle is the node-local one described above.
+//
 // Thread-safety: all methods may be called concurrently.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -23,6 +31,16 @@
 #include "storage/meta_store.h"
 
 namespace shale::txn {
+
+// A source of commit and read timestamps with TimestampOracle's semantics
+// (above). Implemented by the cluster timestamp service.
+class TimestampSource {
+ public:
+  virtual ~TimestampSource() = default;
+  virtual Result<uint64_t> BeginCommit() = 0;
+  virtual void FinishCommit(uint64_t ts) = 0;
+  virtual uint64_t ReadTimestamp() = 0;
+};
 
 class TimestampOracle {
  public:
@@ -37,8 +55,13 @@ class TimestampOracle {
   // Every commit at or below this timestamp is applied (and none above it
   // that is not yet applied is at or below it).
   uint64_t ReadTimestamp() const;
-  // The last timestamp handed out.
+  // The last timestamp handed out by the local oracle (with a source: the
+  // last before the source was set).
   uint64_t last() const;
+
+  // From now on BeginCommit/FinishCommit/ReadTimestamp go to `source`.
+  // REQUIRES: source outlives the oracle's use; no commit in flight.
+  void SetSource(TimestampSource* source) { source_.store(source, std::memory_order_release); }
 
  private:
   TimestampOracle(storage::MetaStore* meta, uint64_t block) : meta_(meta), block_(block) {}
@@ -50,6 +73,7 @@ class TimestampOracle {
   uint64_t last_ = 0;       // GUARDED_BY(mu_)
   uint64_t reserved_ = 0;   // GUARDED_BY(mu_): persisted high-water mark
   std::set<uint64_t> in_flight_;  // GUARDED_BY(mu_)
+  std::atomic<TimestampSource*> source_{nullptr};
 };
 
 }  // namespace shale::txn

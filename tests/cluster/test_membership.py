@@ -42,15 +42,25 @@ def agreed(nodes, names):
     return len(leaders) == 1 and len(epochs) == 1 and (leaders.pop(), epochs.pop())
 
 
+SERVES_CALLS = [0]
+
+
 def serves(node, db):
-    """The node runs statements that touch data: DDL and DML and a read."""
+    """The node runs statements that touch data: DDL and DML and a read.
+
+    Each call makes a new table with REPLICAS=3, so every member at that time
+    holds a replica of every slice and the DML runs on the node's own
+    replicas (statements that need another node's replica are the data
+    path's, issue 6)."""
+    SERVES_CALLS[0] += 1
+    table = "%s.t%d" % (db, SERVES_CALLS[0])
     conn = node.connect()
     try:
         cur = conn.cursor()
         cur.execute("CREATE DATABASE IF NOT EXISTS %s" % db)
-        cur.execute("CREATE TABLE IF NOT EXISTS %s.t (id INT PRIMARY KEY, v INT)" % db)
-        cur.execute("REPLACE INTO %s.t VALUES (1, %d)" % (db, int(time.time())))
-        cur.execute("SELECT COUNT(*) FROM %s.t" % db)
+        cur.execute("CREATE TABLE IF NOT EXISTS %s (id INT PRIMARY KEY, v INT) REPLICAS=3" % table)
+        cur.execute("REPLACE INTO %s VALUES (1, %d)" % (table, int(time.time())))
+        cur.execute("SELECT COUNT(*) FROM %s" % table)
         return cur.fetchone()[0] == 1
     finally:
         conn.close()

@@ -1,0 +1,310 @@
+// The catalog and accounts as a replicated state machine: several nodes'
+// catalogs fed the same command log (as the Raft metadata log feeds them in
+// shaled) stay identical, conflicting commands fail alike everywhere, a
+// restart re-applies only what is not yet in the MetaStore, and a snapshot
+// rebuilds a node's catalog and accounts.
+#include "src/catalog/catalog_command.h"
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "src/catalog/catalog.pb.h"
+#include "src/common/testing/temp_dir.h"
+#include "storage/meta_store.h"
+
+namespace shale::catalog {
+namespace {
+
+// One node: its MetaStore, catalog and accounts, and what its table
+// listener was told.
+struct Node {
+  std::string dir;
+  std::unique_ptr<storage::MetaStore> meta;
+  std::unique_ptr<Catalog> catalog;
+  std::unique_ptr<Accounts> accounts;
+  std::vector<std::string> events;  // "+db.t" created, "-db.t" dropped, "~db.t" changed (kDone)
+  std::set<uint64_t> prepared;      // tables told kPrepare
+};
+
+// Nodes sharing one ordered command log: Submit appends a command and
+// applies it on every node in log order; the submitter gets its own node's
+// result, as ClusterNode::ProposeCatalog returns it.
+class ReplicatedCatalogTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (int i = 0; i < 3; ++i) AddNode();
+  }
+
+  Node& AddNode() {
+    auto n = std::make_unique<Node>();
+    n->dir = dir_.path() + "/node" + std::to_string(nodes_.size());
+    Node& node = *n;
+    nodes_.push_back(std::move(n));
+    Open(node);
+    return node;
+  }
+
+  void Open(Node& node) {
+    node.accounts.reset();
+    node.catalog.reset();
+    node.meta.reset();
+    auto meta = storage::MetaStore::Open(node.dir);
+    ASSERT_TRUE(meta.ok()) << meta.status().ToString();
+    node.meta = std::move(meta).value();
+    auto cat = Catalog::Load(node.meta.get());
+    ASSERT_TRUE(cat.ok()) << cat.status().ToString();
+    node.catalog = std::move(cat).value();
+    auto acc = Accounts::Load(node.meta.get());
+    ASSERT_TRUE(acc.ok()) << acc.status().ToString();
+    node.accounts = std::move(acc).value();
+    Node* self = &node;
+    node.catalog->SetTableListener([self](TableChangePhase phase, const TableDef* before, const TableDef* after) {
+      if (phase == TableChangePhase::kPrepare) {
+        self->prepared.insert(after ? after->id : before->id);
+        return;
+      }
+      const TableDef* t = after ? after : before;
+      self->events.push_back((before == nullptr ? "+" : after == nullptr ? "-" : "~") + t->db + "." + t->name);
+    });
+    auto submit = [this, self](const std::string& command) { return Submit(self, command); };
+    node.catalog->SetSubmitter(submit);
+    node.accounts->SetSubmitter(submit);
+  }
+
+  CommandResult Submit(Node* from, const std::string& command) {
+    log_.push_back(command);
+    const uint64_t index = log_.size();
+    for (auto& n : nodes_) {
+      if (n->catalog != nullptr) CatchUp(*n);  // a node that is down catches up later
+    }
+    EXPECT_EQ(applied_[from], index);
+    return last_result_[from];
+  }
+
+  // Applies every log entry the node has not applied yet.
+  void CatchUp(Node& n) {
+    while (applied_[&n] < log_.size()) {
+      const uint64_t index = ++applied_[&n];
+      last_result_[&n] = ApplyCatalogCommand(n.catalog.get(), n.accounts.get(), log_[index - 1], index);
+    }
+  }
+
+  TableDef MakeTable(Node& n, const std::string& db, const std::string& name) {
+    TableDef t;
+    t.id = *n.catalog->NextId();
+    t.db = db;
+    t.name = name;
+    t.columns.push_back({"id", SqlType::Int(), false, std::nullopt});
+    t.primary.name = "PRIMARY";
+    t.primary.key_columns = {0};
+    for (int i = 0; i < 3; ++i) {
+      SliceDef s;
+      s.id = *n.catalog->NextId();
+      s.hash_begin = i == 0 ? 0 : (UINT64_MAX / 3) * static_cast<uint64_t>(i) + 1;
+      s.hash_end = i == 2 ? UINT64_MAX : (UINT64_MAX / 3) * static_cast<uint64_t>(i + 1);
+      s.replicas = {"node" + std::to_string(i % 3 + 1), "node" + std::to_string((i + 1) % 3 + 1)};
+      t.primary.slices.push_back(s);
+    }
+    return t;
+  }
+
+  std::string State(Node& n) {
+    pb::State s;
+    s.ParseFromString(SnapshotCatalogState(*n.catalog, *n.accounts));
+    s.clear_applied_index();
+    return s.SerializeAsString();
+  }
+
+  testing::TempDir dir_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::vector<std::string> log_;
+  std::map<Node*, uint64_t> applied_;
+  std::map<Node*, CommandResult> last_result_;
+};
+
+TEST_F(ReplicatedCatalogTest, EveryNodeAppliesTheSameChanges) {
+  Node& a = *nodes_[0];
+  Node& b = *nodes_[1];
+  bool created = false;
+  ASSERT_TRUE(a.catalog->CreateDatabase("d", false, &created).ok());
+  EXPECT_TRUE(created);
+  ASSERT_TRUE(b.catalog->CreateTable(MakeTable(b, "d", "t"), false, &created).ok());
+  ASSERT_TRUE(a.catalog->CreateTable(MakeTable(a, "d", "u"), false, &created).ok());
+  ASSERT_TRUE(nodes_[2]->catalog->RenameTable("d", "u", "d", "v").ok());
+  auto t = a.catalog->GetTable("d", "t");
+  ASSERT_TRUE(t.ok());
+  TableDef changed = **t;
+  changed.columns.push_back({"x", SqlType::BigInt(), true, std::nullopt});
+  ASSERT_TRUE(b.catalog->ReplaceTable(*t, changed).ok());
+  // Computed from the old version: refused everywhere.
+  EXPECT_EQ(a.catalog->ReplaceTable(*t, changed).mysql_code(), 1412);
+  for (auto& n : nodes_) {
+    EXPECT_EQ(State(*n), State(a));
+    EXPECT_EQ(*n->catalog->ListTables("d"), (std::vector<std::string>{"t", "v"}));
+    EXPECT_EQ((*n->catalog->GetTable("d", "t"))->columns.size(), 2u);
+    EXPECT_EQ(n->events, (std::vector<std::string>{"+d.t", "+d.u", "~d.v", "~d.t"}));
+  }
+}
+
+TEST_F(ReplicatedCatalogTest, ConflictingCreatesHaveOneWinner) {
+  Node& a = *nodes_[0];
+  Node& b = *nodes_[1];
+  bool created = false;
+  ASSERT_TRUE(a.catalog->CreateDatabase("d", false, &created).ok());
+  // Both nodes checked that t is absent; their commands reach the log in
+  // turn and the second fails with 1050 on every node.
+  TableDef ta = MakeTable(a, "d", "t");
+  TableDef tb = MakeTable(b, "d", "t");
+  EXPECT_TRUE(a.catalog->CreateTable(ta, false, &created).ok());
+  EXPECT_EQ(b.catalog->CreateTable(tb, false, &created).mysql_code(), 1050);
+  EXPECT_EQ(b.catalog->CreateDatabase("d", false, &created).mysql_code(), 1007);
+  for (auto& n : nodes_) EXPECT_EQ((*n->catalog->GetTable("d", "t"))->id, ta.id);
+  // The same with IF NOT EXISTS: no error, nothing created.
+  EXPECT_TRUE(b.catalog->CreateTable(tb, true, &created).ok());
+  EXPECT_FALSE(created);
+  EXPECT_EQ(b.catalog->DropTable("d", "nope").mysql_code(), 1051);
+}
+
+TEST_F(ReplicatedCatalogTest, IdsAreUniqueAcrossNodes) {
+  std::set<int64_t> seen;
+  for (int round = 0; round < 40; ++round) {
+    Node& n = *nodes_[static_cast<size_t>(round) % 3];
+    auto id = n.catalog->NextId();
+    ASSERT_TRUE(id.ok());
+    EXPECT_TRUE(seen.insert(static_cast<int64_t>(*id)).second) << *id;
+    auto rows = n.catalog->AllocateRowIds(7, 3);
+    ASSERT_TRUE(rows.ok());
+    for (int64_t r = *rows; r < *rows + 3; ++r) EXPECT_TRUE(seen.insert(-r).second) << "row id " << r;
+    auto ai = n.catalog->ReserveIds(7, "auto_increment", 2, 100);
+    ASSERT_TRUE(ai.ok());
+    EXPECT_GE(*ai, 100);
+    EXPECT_TRUE(seen.insert(1000000 + *ai).second && seen.insert(1000000 + *ai + 1).second) << *ai;
+  }
+  EXPECT_FALSE(nodes_[0]->catalog->ReserveIds(7, "", 1).ok());
+  EXPECT_FALSE(nodes_[0]->catalog->ReserveIds(7, "row_id", 0).ok());
+}
+
+TEST_F(ReplicatedCatalogTest, AccountsReplicate) {
+  Account u;
+  u.user = "u";
+  u.host = "%";
+  u.plugin = "mysql_native_password";
+  bool existed = true;
+  ASSERT_TRUE(nodes_[1]->accounts->Create(u, &existed).ok());
+  EXPECT_FALSE(existed);
+  ASSERT_TRUE(nodes_[1]->accounts->Create(u, &existed).ok());
+  EXPECT_TRUE(existed);
+  ASSERT_TRUE(*nodes_[2]->accounts->Change("u", "%", "d", "", kPrivSelect, false, true));
+  ASSERT_TRUE(*nodes_[0]->accounts->SetCredential("u", "%", "mysql_native_password", "cred"));
+  for (auto& n : nodes_) {
+    auto a = n->accounts->Find("u", "%");
+    ASSERT_TRUE(a.has_value());
+    EXPECT_EQ(a->credential, "cred");
+    EXPECT_EQ(a->PrivilegesOn("d", ""), kPrivSelect);
+  }
+  EXPECT_TRUE(*nodes_[0]->accounts->Drop("u", "%"));
+  EXPECT_FALSE(*nodes_[0]->accounts->Drop("u", "%"));
+  for (auto& n : nodes_) EXPECT_FALSE(n->accounts->Find("u", "%").has_value());
+}
+
+TEST_F(ReplicatedCatalogTest, RestartReappliesOnlyNewEntries) {
+  Node& a = *nodes_[0];
+  bool created = false;
+  ASSERT_TRUE(a.catalog->CreateDatabase("d", false, &created).ok());
+  ASSERT_TRUE(a.catalog->CreateTable(MakeTable(a, "d", "t"), false, &created).ok());
+  ASSERT_TRUE(a.catalog->DropTable("d", "t").ok());
+  ASSERT_TRUE(a.catalog->CreateTable(MakeTable(a, "d", "t"), false, &created).ok());
+  const std::string before = State(a);
+  const uint64_t t_id = (*a.catalog->GetTable("d", "t"))->id;
+  // Restart: the MetaStore has everything; Raft replays the whole log
+  // (nothing was snapshotted) and every entry is skipped.
+  Open(a);
+  EXPECT_EQ(a.catalog->loaded_applied_index(), log_.size());
+  applied_[&a] = 0;
+  CatchUp(a);
+  EXPECT_EQ(State(a), before);
+  EXPECT_EQ((*a.catalog->GetTable("d", "t"))->id, t_id);
+  // A node that was down for some entries catches up from its index.
+  Node& c = *nodes_[2];
+  const size_t down_at = log_.size();
+  c.accounts.reset();
+  c.catalog.reset();
+  ASSERT_TRUE(a.catalog->CreateTable(MakeTable(a, "d", "later"), false, &created).ok());
+  ASSERT_TRUE(a.catalog->DropTable("d", "t").ok());
+  Open(c);
+  EXPECT_EQ(c.catalog->loaded_applied_index(), down_at);
+  EXPECT_GT(log_.size(), down_at + 1);
+  CatchUp(c);
+  EXPECT_EQ(State(c), State(a));
+  EXPECT_EQ(*c.catalog->ListTables("d"), std::vector<std::string>{"later"});
+}
+
+TEST_F(ReplicatedCatalogTest, SnapshotRebuildsANode) {
+  Node& a = *nodes_[0];
+  bool created = false;
+  ASSERT_TRUE(a.catalog->CreateDatabase("d", false, &created).ok());
+  ASSERT_TRUE(a.catalog->CreateDatabase("e", false, &created).ok());
+  ASSERT_TRUE(a.catalog->CreateTable(MakeTable(a, "d", "t"), false, &created).ok());
+  ASSERT_TRUE(a.catalog->CreateTable(MakeTable(a, "e", "gone"), false, &created).ok());
+  ASSERT_TRUE(*a.catalog->AllocateRowIds((*a.catalog->GetTable("d", "t"))->id, 5) >= 1);
+  Account u;
+  u.user = "snap";
+  u.host = "localhost";
+  bool existed = false;
+  ASSERT_TRUE(a.accounts->Create(u, &existed).ok());
+  const std::string state = SnapshotCatalogState(*a.catalog, *a.accounts);
+
+  // A fresh node with a different catalog of its own gets the snapshot.
+  Node& fresh = AddNode();
+  ASSERT_TRUE(fresh.catalog->ApplyCommand([] {
+    pb::Command cmd;
+    cmd.mutable_create_database()->set_name("stale");
+    return cmd.SerializeAsString();
+  }(), 0).status.ok());
+  ASSERT_TRUE(RestoreCatalogState(fresh.catalog.get(), fresh.accounts.get(), state, log_.size()).ok());
+  EXPECT_EQ(State(fresh), State(a));
+  EXPECT_FALSE(fresh.catalog->DatabaseExists("stale"));
+  EXPECT_TRUE(fresh.accounts->Find("snap", "localhost").has_value());
+  EXPECT_EQ(fresh.events, (std::vector<std::string>{"+d.t", "+e.gone"}));
+  // A node restarted on it keeps it, and a snapshot older than what the
+  // MetaStore holds is not installed again.
+  Open(fresh);
+  EXPECT_EQ(State(fresh), State(a));
+  ASSERT_TRUE(RestoreCatalogState(fresh.catalog.get(), fresh.accounts.get(), "garbage", log_.size()).ok());
+  EXPECT_EQ(State(fresh), State(a));
+  // Row ids reserved before the snapshot are not handed out again.
+  auto next = fresh.catalog->ReserveIds((*fresh.catalog->GetTable("d", "t"))->id, "row_id", 1);
+  ASSERT_TRUE(next.ok());
+  EXPECT_GT(*next, kRowIdBatch);
+}
+
+TEST_F(ReplicatedCatalogTest, RemovedNodeLeavesEverySlice) {
+  Node& a = *nodes_[0];
+  bool created = false;
+  ASSERT_TRUE(a.catalog->CreateDatabase("d", false, &created).ok());
+  ASSERT_TRUE(a.catalog->CreateTable(MakeTable(a, "d", "t"), false, &created).ok());
+  pb::Command cmd;
+  cmd.mutable_remove_node_replicas()->set_node("node2");
+  CommandResult r = Submit(&a, cmd.SerializeAsString());
+  ASSERT_TRUE(r.status.ok());
+  EXPECT_EQ(r.value, 2);  // node2 held two of the three slices
+  for (auto& n : nodes_) {
+    auto t = *n->catalog->GetTable("d", "t");
+    for (const SliceDef& s : t->primary.slices) {
+      EXPECT_EQ(std::count(s.replicas.begin(), s.replicas.end(), "node2"), 0);
+      EXPECT_FALSE(s.replicas.empty());
+    }
+    // Slice 1 (node2, node3) is now ranked by node3; slice 0 keeps node1.
+    EXPECT_EQ(t->primary.slices[0].replicas, (std::vector<std::string>{"node1"}));
+    EXPECT_EQ(t->primary.slices[1].replicas, (std::vector<std::string>{"node3"}));
+    EXPECT_EQ(n->events.back(), "~d.t");
+  }
+}
+
+}  // namespace
+}  // namespace shale::catalog

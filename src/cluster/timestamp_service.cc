@@ -1,0 +1,298 @@
+#include "src/cluster/timestamp_service.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "src/cluster/cluster_node.h"
+#include "src/cluster/raft.grpc.pb.h"
+#include "src/common/errors.h"
+#include "src/common/log.h"
+
+namespace shale::cluster {
+namespace {
+
+constexpr std::chrono::milliseconds kRpcDeadline{3000};
+
+Status NoTimestamps(const std::string& why) {
+  return Status::Sql(static_cast<uint16_t>(ErrorCode::kUnknownCom),
+                     fmt::format("Cluster timestamp service unavailable: {}; retry", why));
+}
+
+}  // namespace
+
+// One caller's request in a follower's batch.
+struct ClusterTimestamps::Pending {
+  uint32_t begin = 0;
+  bool read = false;
+  std::vector<uint64_t> begun;
+  uint64_t read_ts = 0;
+  Status status;
+  bool done = false;
+};
+
+ClusterTimestamps::ClusterTimestamps(ClusterNode* node, const txn::TimestampOracle* local,
+                                     TimestampServiceOptions options)
+    : node_(node), local_(local), options_(options) {
+  reporter_ = std::thread([this] { ReportLoop(); });
+}
+
+ClusterTimestamps::~ClusterTimestamps() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (reporter_.joinable()) reporter_.join();
+}
+
+uint64_t ClusterTimestamps::NowMs() const {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
+Status ClusterTimestamps::EnsureLeader(std::unique_lock<std::mutex>& lock) {
+  const uint64_t term = node_->term();
+  if (!node_->IsLeader()) return NoTimestamps("this node is not the metadata leader");
+  if (leader_term_ == term && term != 0) return Status::OK();
+  // A new term: fence off every timestamp an earlier leader may have
+  // handed out. The fence entry commits after every earlier entry, so once
+  // it is applied the applied mark covers all of them.
+  MetadataCommandPb fence;
+  fence.set_timestamp_high_water(std::max(node_->TimestampHighWater(), local_->last()) + 1);
+  ApplyResult r = node_->ProposeMetadata(fence);
+  if (!r.status.ok()) return r.status;
+  if (node_->term() != term || !node_->IsLeader()) return NoTimestamps("the metadata leader changed");
+  last_ = static_cast<uint64_t>(r.value);
+  reserved_ = last_;
+  in_flight_.clear();
+  reported_.clear();
+  last_seen_ms_.clear();
+  serving_since_ms_ = NowMs();
+  leader_term_ = term;
+  log::Info("cluster: timestamp service starts on the leader in term {} after {}", term, last_);
+  (void)lock;
+  return Status::OK();
+}
+
+uint64_t ClusterTimestamps::WatermarkLocked() {
+  const uint64_t now = NowMs();
+  const std::string self = node_->identity().id;
+  // Commits of nodes not heard from for a while no longer count.
+  for (auto it = last_seen_ms_.begin(); it != last_seen_ms_.end();) {
+    if (it->first != self && it->second + options_.expire_ms < now) {
+      for (auto f = in_flight_.begin(); f != in_flight_.end();) {
+        f = f->second == it->first ? in_flight_.erase(f) : std::next(f);
+      }
+      reported_.erase(it->first);
+      it = last_seen_ms_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  uint64_t oldest = UINT64_MAX;
+  if (!in_flight_.empty()) oldest = in_flight_.begin()->first;
+  for (const auto& [node, set] : reported_) {
+    if (!set.empty()) oldest = std::min(oldest, *set.begin());
+  }
+  return oldest == UINT64_MAX ? last_ : std::min(last_, oldest - 1);
+}
+
+Status ClusterTimestamps::LeaderServe(const std::string& node, uint32_t begin, const std::vector<uint64_t>& finished,
+                                      const std::vector<uint64_t>& in_flight, bool read, std::vector<uint64_t>* begun,
+                                      uint64_t* read_ts) {
+  std::unique_lock lock(leader_mu_);
+  SHALE_RETURN_IF_ERROR(EnsureLeader(lock));
+  last_seen_ms_[node] = NowMs();
+  for (uint64_t ts : finished) in_flight_.erase(ts);
+  if (node != node_->identity().id) {
+    std::set<uint64_t>& reported = reported_[node];
+    reported = std::set<uint64_t>(in_flight.begin(), in_flight.end());
+    for (uint64_t ts : finished) reported.erase(ts);
+  }
+  if (begin > 0) {
+    if (last_ + begin > reserved_) {
+      MetadataCommandPb mark;
+      mark.set_timestamp_high_water(last_ + begin + options_.block);
+      ApplyResult r = node_->ProposeMetadata(mark);
+      if (!r.status.ok()) return r.status;
+      if (static_cast<uint64_t>(r.value) != last_ + begin + options_.block || !node_->IsLeader()) {
+        leader_term_ = 0;  // someone else fenced: no longer ours to hand out
+        return NoTimestamps("the metadata leader changed");
+      }
+      reserved_ = static_cast<uint64_t>(r.value);
+    }
+    for (uint32_t i = 0; i < begin; ++i) {
+      const uint64_t ts = ++last_;
+      in_flight_[ts] = node;
+      begun->push_back(ts);
+    }
+  }
+  if (read) {
+    // A new leader waits until every node had the chance to report the
+    // commits it has in flight.
+    while (NowMs() < serving_since_ms_ + options_.grace_ms && node_->MemberNames().size() > 1) {
+      lock.unlock();
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      lock.lock();
+      if (leader_term_ == 0) return NoTimestamps("the metadata leader changed");
+    }
+    *read_ts = WatermarkLocked();
+  }
+  return Status::OK();
+}
+
+grpc::Status ClusterTimestamps::Handle(const TimestampRequest& request, TimestampResponse* response) {
+  std::vector<uint64_t> begun;
+  uint64_t read_ts = 0;
+  std::vector<uint64_t> finished(request.finished().begin(), request.finished().end());
+  std::vector<uint64_t> in_flight(request.in_flight().begin(), request.in_flight().end());
+  Status st = LeaderServe(request.node(), request.begin(), finished, in_flight, request.read(), &begun, &read_ts);
+  if (!st.ok()) return grpc::Status(grpc::StatusCode::UNAVAILABLE, st.message());
+  for (uint64_t ts : begun) response->add_begun(ts);
+  response->set_read(read_ts);
+  response->set_leader_term(node_->term());
+  return grpc::Status::OK;
+}
+
+Result<uint64_t> ClusterTimestamps::BeginCommit() {
+  Pending p;
+  p.begin = 1;
+  Call(&p);
+  SHALE_RETURN_IF_ERROR(p.status);
+  if (p.begun.size() != 1) return NoTimestamps("no timestamp was handed out");
+  return p.begun[0];
+}
+
+void ClusterTimestamps::FinishCommit(uint64_t ts) {
+  {
+    std::lock_guard lock(mu_);
+    mine_.erase(ts);
+    finished_.push_back(ts);
+  }
+  // Reported now, so a snapshot taken on any node after the commit was
+  // acknowledged sees it. (On failure it is reported with the next batch.)
+  Pending p;
+  Call(&p);
+}
+
+uint64_t ClusterTimestamps::ReadTimestamp() {
+  Pending p;
+  p.read = true;
+  Call(&p);
+  std::lock_guard lock(mu_);
+  if (!p.status.ok()) {
+    // No leader to ask: the last watermark learned is an older but
+    // consistent snapshot.
+    log::Debug("cluster: read timestamp from cache ({}): {}", last_read_, p.status.ToString());
+    return last_read_;
+  }
+  last_read_ = std::max(last_read_, p.read_ts);
+  return p.read_ts;
+}
+
+void ClusterTimestamps::Call(Pending* p) {
+  if (node_->IsLeader()) {
+    // On the leader: no batching, no RPC.
+    std::vector<uint64_t> finished;
+    {
+      std::lock_guard lock(mu_);
+      finished.swap(finished_);
+    }
+    Status st = LeaderServe(node_->identity().id, p->begin, finished, {}, p->read, &p->begun, &p->read_ts);
+    std::lock_guard lock(mu_);
+    if (!st.ok()) finished_.insert(finished_.end(), finished.begin(), finished.end());
+    for (uint64_t ts : p->begun) mine_.insert(ts);
+    p->status = st;
+    p->done = true;
+    return;
+  }
+  std::unique_lock lock(mu_);
+  queue_.push_back(p);
+  while (!p->done) {
+    if (sending_) {
+      cv_.wait(lock);
+      continue;
+    }
+    // This caller sends the batch: everything queued, every finish.
+    sending_ = true;
+    std::vector<Pending*> batch;
+    batch.swap(queue_);
+    std::vector<uint64_t> finished;
+    finished.swap(finished_);
+    std::vector<uint64_t> in_flight(mine_.begin(), mine_.end());
+    last_sent_ms_ = NowMs();
+    lock.unlock();
+    uint32_t begin = 0;
+    bool read = false;
+    for (Pending* q : batch) {
+      begin += q->begin;
+      read = read || q->read;
+    }
+    std::vector<uint64_t> begun;
+    uint64_t read_ts = 0;
+    Status st;
+    if (node_->IsLeader()) {
+      st = LeaderServe(node_->identity().id, begin, finished, in_flight, read, &begun, &read_ts);
+    } else if (auto leader = node_->LeaderAddress(); !leader) {
+      st = NoTimestamps("no metadata leader is known");
+    } else {
+      TimestampRequest request;
+      request.set_node(node_->identity().id);
+      request.set_begin(begin);
+      request.set_read(read);
+      request.set_epoch(node_->epoch());
+      for (uint64_t ts : finished) request.add_finished(ts);
+      for (uint64_t ts : in_flight) request.add_in_flight(ts);
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + kRpcDeadline);
+      TimestampResponse response;
+      auto stub = RaftService::NewStub(grpc::CreateChannel(*leader, grpc::InsecureChannelCredentials()));
+      grpc::Status rpc = stub->Timestamps(&context, request, &response);
+      if (!rpc.ok()) {
+        st = NoTimestamps(fmt::format("leader {}: {}", *leader, rpc.error_message()));
+      } else {
+        begun.assign(response.begun().begin(), response.begun().end());
+        read_ts = response.read();
+      }
+    }
+    lock.lock();
+    if (!st.ok()) {
+      // Finishes are reported again with the next batch.
+      finished_.insert(finished_.end(), finished.begin(), finished.end());
+    }
+    size_t next = 0;
+    for (Pending* q : batch) {
+      q->status = st;
+      for (uint32_t i = 0; st.ok() && i < q->begin && next < begun.size(); ++i) {
+        q->begun.push_back(begun[next]);
+        mine_.insert(begun[next]);
+        ++next;
+      }
+      q->read_ts = read_ts;
+      q->done = true;
+    }
+    sending_ = false;
+    cv_.notify_all();
+  }
+}
+
+void ClusterTimestamps::ReportLoop() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    cv_.wait_for(lock, std::chrono::milliseconds(10));
+    if (stopping_) return;
+    const bool due = !finished_.empty() ||
+                     (!mine_.empty() && NowMs() >= last_sent_ms_ + options_.report_interval_ms);
+    if (!due || sending_) continue;
+    Pending p;  // no begin, no read: only reports
+    lock.unlock();
+    Call(&p);
+    lock.lock();
+  }
+}
+
+}  // namespace shale::cluster
