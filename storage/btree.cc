@@ -473,10 +473,12 @@ Status BTree::FixUnderflow(Path* path) {
   return Status::OK();
 }
 
-Status BTree::ScanLeaf(std::string_view seek, bool has_seek, bool inclusive, size_t limit, std::vector<Entry>* out,
-                       std::string* fence, bool* has_fence, bool* truncated) const {
+Status BTree::ScanLeaf(std::string_view seek, bool has_seek, bool inclusive, const KeyRange& range, size_t limit,
+                       std::vector<Entry>* out, size_t* count, std::string* fence, bool* has_fence, bool* truncated,
+                       bool* past_end) const {
   *has_fence = false;
   *truncated = false;
+  *past_end = false;
   SHALE_ASSIGN_OR_RETURN(PageGuard g, FetchNode(root_, LatchMode::kShared, kAnyLevel));
   while (!IsLeaf(g.data())) {
     SlottedPage p(const_cast<char*>(g.data()));
@@ -496,11 +498,25 @@ Status BTree::ScanLeaf(std::string_view seek, bool has_seek, bool inclusive, siz
     if (found && !inclusive) ++i;
   }
   for (; i < leaf.slot_count(); ++i) {
-    if (out->size() >= limit) {
+    if (*count >= limit) {
       *truncated = true;
       break;
     }
-    out->emplace_back(leaf.KeyAt(i), leaf.ValueAt(i));
+    std::string_view key = leaf.KeyAt(i);
+    if (range.has_end) {  // stop at the end instead of copying rows the scan drops
+      int c = key.compare(range.end);
+      if (c > 0 || (c == 0 && !range.end_inclusive)) {
+        *past_end = true;
+        break;
+      }
+    }
+    if (*count < out->size()) {
+      (*out)[*count].first.assign(key);
+      (*out)[*count].second.assign(leaf.ValueAt(i));
+    } else {
+      out->emplace_back(key, leaf.ValueAt(i));
+    }
+    ++*count;
   }
   return Status::OK();
 }
@@ -551,10 +567,10 @@ class BTreeIterator final : public SliceIterator {
     inclusive_ = range_.start_inclusive;
     Fill();
   }
-  bool Valid() const override { return pos_ < buf_.size(); }
+  bool Valid() const override { return pos_ < count_; }
   void Next() override {
     ++pos_;
-    if (pos_ >= buf_.size()) Fill();
+    if (pos_ >= count_) Fill();
   }
   std::string_view key() const override { return buf_[pos_].first; }
   std::string_view value() const override { return buf_[pos_].second; }
@@ -567,45 +583,44 @@ class BTreeIterator final : public SliceIterator {
     return c > 0 || (c == 0 && !range_.end_inclusive);
   }
 
-  // Loads the next non-empty leaf's worth of rows, or ends the scan.
+  // Loads the next non-empty leaf's worth of rows, or ends the scan. The
+  // buffer's strings are reused from one leaf to the next.
   void Fill() {
-    buf_.clear();
+    count_ = 0;
     pos_ = 0;
     while (!done_) {
-      std::string fence;
       bool has_fence = false;
       bool truncated = false;
+      bool past_end = false;
       // Small first batch (short scans copy little), larger ones after.
       size_t limit = fills_++ == 0 ? kFirstBatch : kBatch;
-      Status s = tree_->ScanLeaf(seek_, has_seek_, inclusive_, limit, &buf_, &fence, &has_fence, &truncated);
+      Status s = tree_->ScanLeaf(seek_, has_seek_, inclusive_, range_, limit, &buf_, &count_, &fence_, &has_fence,
+                                 &truncated, &past_end);
       if (!s.ok()) {
         status_ = s;
-        buf_.clear();
+        count_ = 0;
         done_ = true;
         return;
       }
-      size_t keep = 0;
-      while (keep < buf_.size() && !PastEnd(buf_[keep].first)) ++keep;
-      if (keep < buf_.size()) {
-        buf_.resize(keep);
+      if (past_end) {
         done_ = true;
+        return;
       }
-      if (done_) return;
       if (truncated) {  // continue after the last row taken
-        seek_ = buf_.back().first;
+        seek_.assign(buf_[count_ - 1].first);
         has_seek_ = true;
         inclusive_ = false;
         return;
       }
       // Rows below the fence were all taken from this leaf; continue there.
-      if (!has_fence || PastEnd(fence)) {
+      if (!has_fence || PastEnd(fence_)) {
         done_ = true;
       } else {
-        seek_ = std::move(fence);
+        seek_.assign(fence_);
         has_seek_ = true;
         inclusive_ = true;
       }
-      if (!buf_.empty()) return;
+      if (count_ > 0) return;
     }
   }
 
@@ -615,12 +630,14 @@ class BTreeIterator final : public SliceIterator {
   const BTree* tree_;
   const KeyRange range_;
   size_t fills_ = 0;
-  std::vector<Entry> buf_;
+  std::vector<Entry> buf_;  // entries [0, count_) are the current batch
+  size_t count_ = 0;
   size_t pos_ = 0;
   bool done_ = false;
   bool has_seek_ = false;
   bool inclusive_ = true;
   std::string seek_;
+  std::string fence_;
   Status status_;
 };
 

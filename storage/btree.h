@@ -150,12 +150,14 @@ class BTree {
   // Merges underflowing pages from the leaf up; collapses the root.
   Status FixUnderflow(Path* path);
   // One leaf's worth of a scan: up to `limit` entries >= seek (> seek if
-  // !inclusive) appended to *out (*truncated if the leaf had more), and the
-  // leaf's upper fence (lowest key the next leaf may hold) in *fence if
-  // there is one.
-  Status ScanLeaf(std::string_view seek, bool has_seek, bool inclusive, size_t limit,
-                  std::vector<std::pair<std::string, std::string>>* out, std::string* fence, bool* has_fence,
-                  bool* truncated) const;
+  // !inclusive) and inside `range`'s end, stored into (*out)[*count...]
+  // (reusing the strings already there; *count grows), *truncated if the
+  // leaf had more, *past_end if an entry past the range's end was reached
+  // (the scan is over), and the leaf's upper fence (lowest key the next leaf
+  // may hold) in *fence if there is one.
+  Status ScanLeaf(std::string_view seek, bool has_seek, bool inclusive, const KeyRange& range, size_t limit,
+                  std::vector<std::pair<std::string, std::string>>* out, size_t* count, std::string* fence,
+                  bool* has_fence, bool* truncated, bool* past_end) const;
   Status CollectPages(PageId id, std::vector<PageId>* out) const;
   Status CheckSubtree(PageId id, int expected_level, const std::string* lo, const std::string* hi,
                       BTreeCheck* out) const;

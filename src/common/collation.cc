@@ -173,13 +173,22 @@ std::string SortKey(std::string_view s, uint16_t id) {
   if (id == kCollationBinary) return std::string(s);
   s = StripTrailingSpaces(s);
   if (!IsCaseInsensitive(id)) return std::string(s);
-  std::string out;
-  out.reserve(s.size() * 2);
+  // At most two weight bytes per input byte: write in place, then trim.
+  std::string out(s.size() * 2, '\0');
+  char* p = out.data();
   for (size_t i = 0; i < s.size();) {
-    uint16_t w = GeneralCiWeight(NextCodePoint(s, &i));
-    out.push_back(static_cast<char>(w >> 8));
-    out.push_back(static_cast<char>(w & 0xFF));
+    const auto b = static_cast<unsigned char>(s[i]);
+    uint16_t w;
+    if (b < 0x80) {  // ASCII: weight without decoding
+      w = GeneralCiWeight(b);
+      ++i;
+    } else {
+      w = GeneralCiWeight(NextCodePoint(s, &i));
+    }
+    *p++ = static_cast<char>(w >> 8);
+    *p++ = static_cast<char>(w & 0xFF);
   }
+  out.resize(static_cast<size_t>(p - out.data()));
   return out;
 }
 
