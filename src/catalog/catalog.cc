@@ -86,6 +86,7 @@ std::string SerializeTable(const TableDef& t) {
   }
   SerializeRepresentation(t.primary, m.mutable_primary());
   for (const RepresentationDef& index : t.indexes) SerializeRepresentation(index, m.add_indexes());
+  m.set_compression(t.compression);
   return m.SerializeAsString();
 }
 
@@ -123,6 +124,7 @@ Result<std::shared_ptr<const TableDef>> ParseTable(std::string_view bytes) {
     SHALE_RETURN_IF_ERROR(ParseRepresentation(pi, t->columns.size(), &index));
     t->indexes.push_back(std::move(index));
   }
+  t->compression = m.compression();
   return std::shared_ptr<const TableDef>(std::move(t));
 }
 

@@ -88,6 +88,9 @@ struct TableDef {
   std::vector<ColumnDef> columns;
   RepresentationDef primary;
   std::vector<RepresentationDef> indexes;  // secondary indexes, in definition order
+  // Page compression of the table's slices on disk (table option
+  // COMPRESSION=): "" for none, "zlib" or "zstd".
+  std::string compression;
 
   // Index of the column named `name` (case-insensitive), or -1.
   int FindColumn(std::string_view name) const;

@@ -31,8 +31,16 @@ StatementResult Ok(uint64_t affected = 0) {
 
 // Creates `count` empty slices for `rep`, appending them to rep->slices and
 // their ids to *created (so the caller can undo).
+// The storage options of a table's slices (its COMPRESSION= option).
+storage::SliceOptions SliceOptionsOf(const catalog::TableDef& table) {
+  storage::SliceOptions options;
+  if (table.compression == "zlib") options.compression = storage::PageCompression::kZlib;
+  if (table.compression == "zstd") options.compression = storage::PageCompression::kZstd;
+  return options;
+}
+
 Status CreateSlicesFor(Engine* engine, uint32_t count, catalog::RepresentationDef* rep,
-                       std::vector<storage::SliceId>* created) {
+                       std::vector<storage::SliceId>* created, const storage::SliceOptions& options = {}) {
   auto placements = rebalancer::PlaceNewRepresentation(count, kDefaultReplicas,
                                                        {engine->options().node_name});
   for (const auto& p : placements) {
@@ -41,7 +49,7 @@ Status CreateSlicesFor(Engine* engine, uint32_t count, catalog::RepresentationDe
     s.hash_begin = p.hash_begin;
     s.hash_end = p.hash_end;
     s.replicas = p.replicas;
-    SHALE_RETURN_IF_ERROR(engine->slices()->CreateSlice(s.id).status());
+    SHALE_RETURN_IF_ERROR(engine->slices()->CreateSlice(s.id, options).status());
     created->push_back(s.id);
     rep->slices.push_back(std::move(s));
   }
@@ -62,10 +70,11 @@ Status RunCreateTable(Engine* engine, sql::CreateTableCmd cmd) {
   uint32_t count = cmd.slices ? cmd.slices : engine->options().default_slices;
   SHALE_ASSIGN_OR_RETURN(cmd.def.id, cat->NextId());
   std::vector<storage::SliceId> created;
-  Status st = CreateSlicesFor(engine, count, &cmd.def.primary, &created);
+  const storage::SliceOptions slice_options = SliceOptionsOf(cmd.def);
+  Status st = CreateSlicesFor(engine, count, &cmd.def.primary, &created, slice_options);
   // Each secondary index is its own representation with its own slices.
   for (size_t i = 0; st.ok() && i < cmd.def.indexes.size(); ++i) {
-    st = CreateSlicesFor(engine, count, &cmd.def.indexes[i], &created);
+    st = CreateSlicesFor(engine, count, &cmd.def.indexes[i], &created, slice_options);
   }
   if (!st.ok()) {
     DropCreatedSlices(engine, created);
@@ -169,7 +178,8 @@ Status RunAlterColumns(Engine* engine, const sql::AlterTableCmd& cmd) {
   std::vector<storage::SliceId> created;
   Status st;
   for (catalog::RepresentationDef& index : def.indexes) {
-    st = CreateSlicesFor(engine, static_cast<uint32_t>(def.primary.slices.size()), &index, &created);
+    st = CreateSlicesFor(engine, static_cast<uint32_t>(def.primary.slices.size()), &index, &created,
+                         SliceOptionsOf(def));
     if (st.ok()) st = BuildIndex(engine, def, index, &new_rows);
     if (!st.ok()) break;
   }
@@ -227,7 +237,8 @@ Status RunAlterTable(Engine* engine, const sql::AlterTableCmd& cmd) {
   for (const catalog::RepresentationDef& add : cmd.add_indexes) {
     catalog::RepresentationDef rep = add;
     rep.slices.clear();
-    st = CreateSlicesFor(engine, static_cast<uint32_t>(table->primary.slices.size()), &rep, &created);
+    st = CreateSlicesFor(engine, static_cast<uint32_t>(table->primary.slices.size()), &rep, &created,
+                         SliceOptionsOf(*table));
     if (!st.ok()) break;
     st = BuildIndex(engine, def, rep);
     if (!st.ok()) break;

@@ -1,5 +1,6 @@
 #include "src/sql/binder.h"
 
+#include <cctype>
 #include <strings.h>
 
 #include <algorithm>
@@ -2312,6 +2313,19 @@ std::optional<Result<SqlType>> BindStringColumnType(const ast::ColumnDefinition&
 
 // ---- CREATE TABLE -------------------------------------------------------------
 
+// The table option COMPRESSION= (MySQL's page compression): 'zlib', 'zstd'
+// (an extension: it compresses better and faster, docs/storage.md), or
+// 'none'/'' for none, case-insensitive, stored as "", "zlib" or "zstd". Any
+// other algorithm is ER_ILLEGAL_HA_CREATE_OPTION, as InnoDB reports it.
+static Result<std::string> TableCompressionOption(const std::string& given) {
+  std::string lower;
+  for (char c : given) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  if (lower.empty() || lower == "none") return std::string();
+  if (lower == "zlib" || lower == "zstd") return lower;
+  return SqlError(ErrorCode::kIllegalHaCreateOption,
+                  "Table storage engine 'Shale' does not support the create option 'COMPRESSION'");
+}
+
 Result<BoundStatement> Binder::BindCreateTable(const ast::CreateTableStmt& s) {
   CreateTableCmd cmd;
   cmd.if_not_exists = s.if_not_exists;
@@ -2320,6 +2334,7 @@ Result<BoundStatement> Binder::BindCreateTable(const ast::CreateTableStmt& s) {
   SHALE_ASSIGN_OR_RETURN(def.db, ResolveDb(s.table.db));
   def.name = s.table.table;
   SHALE_RETURN_IF_ERROR(CheckTableName(def.name));
+  SHALE_ASSIGN_OR_RETURN(def.compression, TableCompressionOption(s.compression));
   if (!ctx_.catalog->DatabaseExists(def.db)) {
     return SqlError(ErrorCode::kBadDb, "Unknown database '{}'", def.db);
   }
@@ -2327,6 +2342,7 @@ Result<BoundStatement> Binder::BindCreateTable(const ast::CreateTableStmt& s) {
     // The same columns, keys and slice count; no rows.
     SHALE_ASSIGN_OR_RETURN(auto like, ResolveTable(*s.like));
     def.columns = like->columns;
+    def.compression = like->compression;
     def.primary.name = like->primary.name;
     def.primary.key_columns = like->primary.key_columns;
     def.primary.distribution_columns = like->primary.distribution_columns;
@@ -2890,6 +2906,7 @@ std::string ShowCreateTableSql(const catalog::TableDef& t) {
   }
   for (size_t i = 0; i < lines.size(); ++i) out += lines[i] + (i + 1 < lines.size() ? ",\n" : "\n");
   out += fmt::format(") SLICES={}", t.primary.slices.size());
+  if (!t.compression.empty()) out += fmt::format(" COMPRESSION='{}'", t.compression);
   return out;
 }
 
