@@ -28,6 +28,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -92,15 +93,24 @@ class Engines {
     return error_;
   }
 
-  ~Engines() {
+  // Closes the engines and removes their directories. Runs from atexit,
+  // registered again after each engine is opened, so the last registration
+  // runs before the static objects RocksDB (and the slice store) created
+  // while opening are destroyed -- this object itself was constructed before
+  // them and is destroyed after them, too late to close a DB.
+  static void CloseAll() { Get().Close(); }
+  void Close() {
     for (auto& s : stores_) s.reset();
     db_.reset();
+    std::lock_guard<std::mutex> l(mu_);
     std::error_code ec;
     for (const std::string& d : dirs_) std::filesystem::remove_all(d, ec);
+    dirs_.clear();
   }
 
  private:
   Engines() = default;
+  static void CloseAtExit() { std::atexit(&Engines::CloseAll); }
   void Fail(const std::string& e) {
     std::lock_guard<std::mutex> l(mu_);
     error_ = e;
@@ -117,6 +127,7 @@ class Engines {
     o.buffer_pool_bytes = CacheBytes();
     o.wal.sync_mode = mode;
     auto store = SliceStore::Open(NewDir("store-bench"), o);
+    CloseAtExit();
     if (!store.ok()) return Fail(store.status().ToString());
     auto slice = (*store)->CreateSlice(1);
     if (!slice.ok()) return Fail(slice.status().ToString());
@@ -140,6 +151,7 @@ class Engines {
     o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
     rocksdb::DB* raw = nullptr;
     rocksdb::Status s = rocksdb::DB::Open(o, NewDir("rocksdb-bench"), &raw);
+    CloseAtExit();
     if (!s.ok()) return Fail(s.ToString());
     db_.reset(raw);
     for (uint64_t i = 0; i < Keys();) {
