@@ -14,6 +14,8 @@ PACKAGES=(
   librocksdb-dev
   llvm-15-dev
   zlib1g-dev libfmt-dev libssl-dev
+  # bench/micro/page_compression_bench.cc: zstd against zlib for pages
+  libzstd-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   # clients used by the tests; Go for tests/clients/go, python3-venv for the
   # virtualenv below

@@ -32,8 +32,10 @@ bool IsLeaf(const char* page) { return GetPageType(page) == PageType::kLeaf; }
 void Rebuild(char* page, PageId id, PageType type, uint8_t level, PageId link, const std::vector<Entry>& entries,
              size_t from, size_t to) {
   uint64_t lsn = GetPageLsn(page);
+  uint8_t disk_compression = GetPageDiskCompression(page);
   InitPage(page, id, type, level);
   SetPageLsn(page, lsn);
+  SetPageDiskCompression(page, disk_compression);
   SlottedPage sp(page);
   sp.set_link(link);
   for (size_t i = from; i < to; ++i) {
@@ -137,8 +139,9 @@ std::unique_ptr<BTree> BTree::Attach(BufferPool* pool, PageId root) {
   return std::unique_ptr<BTree>(new BTree(pool, root));
 }
 
-Result<PageId> BTree::CreateRoot(BufferPool* pool) {
+Result<PageId> BTree::CreateRoot(BufferPool* pool, uint8_t disk_compression) {
   SHALE_ASSIGN_OR_RETURN(PageGuard g, pool->NewPage(PageType::kLeaf, 0));
+  SetPageDiskCompression(g.mutable_data(), disk_compression);
   return g.page_id();
 }
 
@@ -306,13 +309,18 @@ Status BTree::ReserveSplitPages(const Path& path, size_t level, std::vector<Page
   }
   for (size_t k = 0; k < need; ++k) {
     SHALE_ASSIGN_OR_RETURN(PageGuard g, pool_->NewPage(PageType::kLeaf, 0));
+    SetPageDiskCompression(g.mutable_data(), disk_compression_);
     spares->push_back(std::move(g));
   }
   return Status::OK();
 }
 
 Result<PageGuard> BTree::TakeSpare(std::vector<PageGuard>* spares) {
-  if (spares->empty()) return pool_->NewPage(PageType::kLeaf, 0);  // not reached: the reservation is an upper bound
+  if (spares->empty()) {  // not reached: the reservation is an upper bound
+    SHALE_ASSIGN_OR_RETURN(PageGuard g, pool_->NewPage(PageType::kLeaf, 0));
+    SetPageDiskCompression(g.mutable_data(), disk_compression_);
+    return g;
+  }
   PageGuard g = std::move(spares->back());
   spares->pop_back();
   return g;

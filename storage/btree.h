@@ -86,7 +86,11 @@ class BTree {
   // so one bad page does not keep the rest of a store from opening.
   static std::unique_ptr<BTree> Attach(BufferPool* pool, PageId root);
   // Allocates an empty root leaf for a new tree and returns its page id.
-  static Result<PageId> CreateRoot(BufferPool* pool);
+  // `disk_compression` (a PageCompression value) is stamped on its pages.
+  static Result<PageId> CreateRoot(BufferPool* pool, uint8_t disk_compression = 0);
+  // Pages this tree allocates from now on ask to be stored on disk with
+  // this PageCompression (page header byte 28). Call before concurrent use.
+  void set_disk_compression(uint8_t c) { disk_compression_ = c; }
 
   // Frees every page of the tree, the root included, onto the pool's free
   // list. The tree must not be used afterwards.
@@ -164,6 +168,7 @@ class BTree {
 
   BufferPool* const pool_;
   const PageId root_;
+  uint8_t disk_compression_ = 0;
 };
 
 }  // namespace shale::storage

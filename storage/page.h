@@ -50,6 +50,9 @@ enum class PageType : uint8_t {
   kLeaf = 3,      // B+tree leaf: cells are key -> value
   kInternal = 4,  // B+tree internal node: cells are key -> child page id
   kOverflow = 5,  // part of a large value: `link` is the next part (slice_store.cc)
+  // Only on disk, never in memory: a compressed image of a page whose header
+  // asks for compression (page_file.cc, docs/formats/page-format.md).
+  kCompressed = 6,
 };
 
 // Byte offsets of the header fields (little-endian). See page-format.md.
@@ -62,7 +65,8 @@ inline constexpr size_t kPageId = 8;      // u64 this page's id
 inline constexpr size_t kLsn = 16;        // u64 LSN of the last change (WAL)
 inline constexpr size_t kCellStart = 24;  // u16 lowest byte of the cell area
 inline constexpr size_t kFragBytes = 26;  // u16 bytes of dead cells
-inline constexpr size_t kReserved = 28;   // u32 zero
+inline constexpr size_t kDiskCompression = 28;  // u8 PageCompression to store this page with (0 = none)
+inline constexpr size_t kReserved = 29;   // 3 bytes zero
 inline constexpr size_t kLink = 32;       // u64 leftmost child / next free page
 }  // namespace page_layout
 
@@ -94,6 +98,12 @@ inline PageId GetPageId(const char* page) { return LoadU64(page + page_layout::k
 inline uint64_t GetPageLsn(const char* page) { return LoadU64(page + page_layout::kLsn); }
 inline void SetPageLsn(char* page, uint64_t lsn) { StoreU64(page + page_layout::kLsn, lsn); }
 inline PageId GetPageLink(const char* page) { return LoadU64(page + page_layout::kLink); }
+// How the page wants to be stored on disk (storage::PageCompression value);
+// set by the tree or slice owning the page, kept when the tree rewrites it.
+inline uint8_t GetPageDiskCompression(const char* page) {
+  return static_cast<uint8_t>(page[page_layout::kDiskCompression]);
+}
+inline void SetPageDiskCompression(char* page, uint8_t c) { page[page_layout::kDiskCompression] = static_cast<char>(c); }
 inline void SetPageLink(char* page, PageId link) { StoreU64(page + page_layout::kLink, link); }
 
 // Zeroes the page and writes a fresh header: no slots, empty cell area.

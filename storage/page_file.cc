@@ -2,8 +2,11 @@
 #include "storage/page_file.h"
 
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
+#include <zstd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -15,6 +18,7 @@
 #include "src/common/log.h"
 #include "storage/crc32c.h"
 #include "storage/file_io.h"
+#include "storage/kill_point.h"
 
 namespace shale::storage {
 
@@ -40,6 +44,103 @@ void EncodeMeta(const PageFileMeta& m, char* page) {
   StoreU64(page + kMetaFreeHead, m.free_head);
   StoreU64(page + kMetaCheckpointLsn, m.checkpoint_lsn);
   SealPage(page);
+}
+
+// Compressed page images on disk (docs/formats/page-format.md "Compressed
+// pages"): a 40-byte header, then the zlib or zstd frame of the whole
+// sealed page.
+// The image's own CRC32C covers bytes [4, 40 + compressed length), what is
+// on disk; the rest of the 16 KiB slot is a hole in the file.
+constexpr size_t kCompAlgorithm = 5;   // u8 PageCompression
+constexpr size_t kCompLength = 24;     // u32 compressed bytes
+constexpr size_t kCompData = kPageHeaderSize;
+constexpr size_t kFsBlock = 4096;
+// Only worth it if at least one file-system block is saved.
+constexpr size_t kCompMaxLength = kPageSize - kFsBlock - kCompData;
+
+// Builds in `out` (kPageSize bytes, zero after the image) the compressed
+// image of the sealed page `page`; returns the bytes used, or 0 if it does
+// not compress well enough (the page is then stored as it is).
+constexpr uint8_t kAlgoZlib = 1;  // storage::PageCompression::kZlib
+constexpr uint8_t kAlgoZstd = 2;  // storage::PageCompression::kZstd
+
+size_t CompressImage(const char* page, PageId id, char* out) {
+  std::memset(out, 0, kPageSize);
+  const uint8_t algo = GetPageDiskCompression(page);
+  size_t len = 0;
+  if (algo == kAlgoZlib) {
+    uLongf n = kCompMaxLength;
+    if (::compress2(reinterpret_cast<Bytef*>(out + kCompData), &n, reinterpret_cast<const Bytef*>(page), kPageSize,
+                    Z_BEST_SPEED) != Z_OK) {
+      return 0;  // Z_BUF_ERROR: larger than kCompMaxLength
+    }
+    len = n;
+  } else if (algo == kAlgoZstd) {
+    len = ZSTD_compress(out + kCompData, kCompMaxLength, page, kPageSize, 1);
+    if (ZSTD_isError(len)) return 0;  // dstSize_tooSmall: larger than kCompMaxLength
+  } else {
+    return 0;
+  }
+  out[page_layout::kType] = static_cast<char>(PageType::kCompressed);
+  out[kCompAlgorithm] = static_cast<char>(algo);
+  StoreU64(out + page_layout::kPageId, id);
+  StoreU64(out + page_layout::kLsn, GetPageLsn(page));
+  StoreU32(out + kCompLength, static_cast<uint32_t>(len));
+  StoreU32(out + page_layout::kCrc, crc32c::Value(out + 4, kCompData + len - 4));
+  return kCompData + len;
+}
+
+// If `buf` holds a compressed image, checks it and replaces it by the page
+// it holds (still to be verified by VerifyPage).
+Status ExpandImage(char* buf, PageId id, const std::string& path) {
+  if (GetPageType(buf) != PageType::kCompressed) return Status::OK();
+  const uint32_t len = LoadU32(buf + kCompLength);
+  const uint8_t algo = static_cast<uint8_t>(buf[kCompAlgorithm]);
+  if (len > kPageSize - kCompData || (algo != kAlgoZlib && algo != kAlgoZstd)) {
+    return Status::Corruption(fmt::format("data file {}: page {} has a bad compressed image header", path, id));
+  }
+  const uint32_t crc = crc32c::Value(buf + 4, kCompData + len - 4);
+  if (LoadU32(buf + page_layout::kCrc) != crc) {
+    return Status::Corruption(fmt::format("data file {}: page {} fails its checksum (stored {:08x}, computed {:08x}, "
+                                          "compressed image)", path, id, LoadU32(buf + page_layout::kCrc), crc));
+  }
+  if (GetPageId(buf) != id) {
+    return Status::Corruption(fmt::format("data file {}: page {} holds the image of page {} (misdirected write)", path,
+                                          id, GetPageId(buf)));
+  }
+  alignas(64) char page[kPageSize];
+  bool ok;
+  if (algo == kAlgoZlib) {
+    uLongf out_len = kPageSize;
+    ok = ::uncompress(reinterpret_cast<Bytef*>(page), &out_len, reinterpret_cast<const Bytef*>(buf + kCompData), len) ==
+             Z_OK &&
+         out_len == kPageSize;
+  } else {
+    ok = ZSTD_decompress(page, kPageSize, buf + kCompData, len) == kPageSize;
+  }
+  if (!ok) {
+    return Status::Corruption(fmt::format("data file {}: page {}: compressed image does not inflate to a page", path, id));
+  }
+  std::memcpy(buf, page, kPageSize);
+  return Status::OK();
+}
+
+// Writes page `id` (a sealed image) in place, compressed if it asks to be
+// and compresses enough; the unused blocks of a compressed page's slot are
+// punched out of the file.
+Status WritePageInPlace(int fd, const std::string& path, const char* page, PageId id) {
+  if (GetPageDiskCompression(page) == 0) return WriteAllAt(fd, path, page, kPageSize, id * kPageSize);
+  alignas(64) char image[kPageSize];
+  const size_t used = CompressImage(page, id, image);
+  if (used == 0) return WriteAllAt(fd, path, page, kPageSize, id * kPageSize);
+  SHALE_RETURN_IF_ERROR(WriteAllAt(fd, path, image, kPageSize, id * kPageSize));
+  const size_t keep = (used + kFsBlock - 1) / kFsBlock * kFsBlock;
+  if (::fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(id * kPageSize + keep),
+                  static_cast<off_t>(kPageSize - keep)) != 0 &&
+      errno != EOPNOTSUPP) {
+    return ErrnoStatus(fmt::format("cannot punch the unused blocks of compressed page {}", id), path, errno);
+  }
+  return Status::OK();
 }
 
 Status ReadExactAt(int fd, const std::string& path, char* buf, size_t n, uint64_t offset, PageId id,
@@ -93,7 +194,8 @@ Result<std::unique_ptr<PageFile>> PageFile::Open(const std::string& path) {
   if (s.ok() && (GetPageType(buf.data()) != PageType::kMeta || LoadU64(buf.data() + kMetaMagic) != kMagic)) {
     s = Status::Corruption(fmt::format("data file {}: page 0 is not a meta page", path));
   }
-  if (s.ok() && LoadU32(buf.data() + kMetaVersion) != kPageFormatVersion) {
+  if (s.ok() && (LoadU32(buf.data() + kMetaVersion) < kOldestPageFormatVersion ||
+                 LoadU32(buf.data() + kMetaVersion) > kPageFormatVersion)) {
     s = Status::Corruption(fmt::format("data file {}: page format version {} (this build reads {})", path,
                                        LoadU32(buf.data() + kMetaVersion), kPageFormatVersion));
   }
@@ -135,6 +237,7 @@ Status PageFile::ReadPage(PageId id, char* buf) const {
   if (s.ok() && short_read) {
     s = Status::Corruption(fmt::format("data file {}: page {} is past the end of the file", path_, id));
   }
+  if (s.ok()) s = ExpandImage(buf, id, path_);
   if (s.ok()) s = VerifyPage(buf, id, path_);
   if (!s.ok()) log::Error("{}", s.message());
   return s;
@@ -157,6 +260,7 @@ Status PageFile::WritePage(PageId id, const char* buf) {
     } else {
       slot = spill_slots_++;
     }
+    spill_in_use_.fetch_add(1, std::memory_order_relaxed);
   }
   Status s = WriteAllAt(spill_fd_, spill_path_, copy, kPageSize, static_cast<uint64_t>(slot) * kPageSize);
   std::lock_guard<std::mutex> l(overlay_mu_);
@@ -165,15 +269,21 @@ Status PageFile::WritePage(PageId id, const char* buf) {
     return s;
   }
   InstallLocked(id, OverlayEntry{0, nullptr, slot});
+  TEST_KillPoint("spill-write");
   return Status::OK();
 }
 
 void PageFile::ReleaseSlotLocked(int64_t slot) {
   if (slot < 0) return;
-  if (checkpoint_active_) {
+  // Only a slot the running checkpoint will read must wait for its end;
+  // others are reused at once, so the spill file does not grow by every
+  // page rewritten during a checkpoint.
+  if (checkpoint_active_ && static_cast<size_t>(slot) < slot_in_checkpoint_.size() &&
+      slot_in_checkpoint_[static_cast<size_t>(slot)]) {
     deferred_free_.push_back(slot);
   } else {
     free_slots_.push_back(slot);
+    spill_in_use_.fetch_sub(1, std::memory_order_relaxed);
   }
 }
 
@@ -227,8 +337,12 @@ CheckpointSet PageFile::BeginCheckpoint(uint64_t lsn) {
   set.meta.checkpoint_lsn = lsn;
   std::lock_guard<std::mutex> l(overlay_mu_);
   checkpoint_active_ = true;
+  slot_in_checkpoint_.assign(static_cast<size_t>(spill_slots_), false);
   set.pages.reserve(overlay_.size());
-  for (const auto& [id, e] : overlay_) set.pages.push_back({id, e.gen, e.image, e.slot});
+  for (const auto& [id, e] : overlay_) {
+    set.pages.push_back({id, e.gen, e.image, e.slot});
+    if (e.slot >= 0) slot_in_checkpoint_[static_cast<size_t>(e.slot)] = true;
+  }
   std::sort(set.pages.begin(), set.pages.end(),
             [](const CheckpointSet::Entry& a, const CheckpointSet::Entry& b) { return a.id < b.id; });
   return set;
@@ -268,20 +382,24 @@ Status PageFile::WriteCheckpoint(const CheckpointSet& set) {
     }
     if (s.ok()) s = VerifyPage(buf.data(), set.pages[i].id, spill_path_);
     if (s.ok()) s = WriteAllAt(dw, dw_path_, buf.data(), kPageSize, at);
+    if (i == set.pages.size() / 2) TEST_KillPoint("checkpoint-dw");
   }
   if (s.ok()) s = WriteAllAt(dw, dw_path_, meta_page.data(), kPageSize, at);
   if (s.ok() && ::fdatasync(dw) != 0) s = ErrnoStatus("cannot sync double-write file", dw_path_, errno);
   ::close(dw);
   SHALE_RETURN_IF_ERROR(s);
   // 2. In place, synced; 3. the meta page last, synced.
-  for (const CheckpointSet::Entry& e : set.pages) {
+  for (size_t i = 0; i < set.pages.size(); ++i) {
+    const CheckpointSet::Entry& e = set.pages[i];
     {
       std::lock_guard<std::mutex> l(overlay_mu_);
       SHALE_RETURN_IF_ERROR(ReadEntry(e, buf.data()));
     }
-    SHALE_RETURN_IF_ERROR(WriteAllAt(fd_, path_, buf.data(), kPageSize, e.id * kPageSize));
+    SHALE_RETURN_IF_ERROR(WritePageInPlace(fd_, path_, buf.data(), e.id));
+    if (i == set.pages.size() / 2) TEST_KillPoint("checkpoint-inplace");
   }
   SHALE_RETURN_IF_ERROR(Sync());
+  TEST_KillPoint("checkpoint-meta");
   SHALE_RETURN_IF_ERROR(WriteAllAt(fd_, path_, meta_page.data(), kPageSize, 0));
   return Sync();
 }
@@ -289,6 +407,7 @@ Status PageFile::WriteCheckpoint(const CheckpointSet& set) {
 void PageFile::EndCheckpoint(const CheckpointSet& set, bool written) {
   std::lock_guard<std::mutex> l(overlay_mu_);
   checkpoint_active_ = false;
+  slot_in_checkpoint_.clear();
   if (written) {
     for (const CheckpointSet::Entry& e : set.pages) {
       auto it = overlay_.find(e.id);
@@ -299,6 +418,7 @@ void PageFile::EndCheckpoint(const CheckpointSet& set, bool written) {
     }
   }
   for (int64_t slot : deferred_free_) free_slots_.push_back(slot);
+  spill_in_use_.fetch_sub(deferred_free_.size(), std::memory_order_relaxed);
   deferred_free_.clear();
 }
 
@@ -360,7 +480,8 @@ Status PageFile::VerifyOnDisk(uint64_t* pages) const {
     bool short_read = false;
     SHALE_RETURN_IF_ERROR(ReadExactAt(fd_, path_, buf.data(), kPageSize, id * kPageSize, id, &short_read));
     if (short_read) continue;  // allocated after the last checkpoint: not on disk yet
-    Status s = VerifyPage(buf.data(), id, path_);
+    Status s = ExpandImage(buf.data(), id, path_);
+    if (s.ok()) s = VerifyPage(buf.data(), id, path_);
     if (!s.ok()) {
       log::Error("{}", s.message());
       return s;

@@ -36,6 +36,7 @@
 // overlay_mu_. One checkpoint runs at a time (the caller's duty).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -48,8 +49,13 @@
 
 namespace shale::storage {
 
-// The meta page's format version. Bump on incompatible change.
-inline constexpr uint32_t kPageFormatVersion = 1;
+// The meta page's format version. Bump on incompatible change. Version 2
+// added compressed page images, version-2 slice catalog entries and WAL
+// record types 5 and 6; this build still opens version-1 files (and
+// rewrites them as version 2 at the next checkpoint), older builds refuse
+// version 2.
+inline constexpr uint32_t kPageFormatVersion = 2;
+inline constexpr uint32_t kOldestPageFormatVersion = 1;
 
 struct PageFileMeta {
   PageId root = kInvalidPageId;           // B+tree root; kInvalidPageId if none yet
@@ -115,6 +121,9 @@ class PageFile {
   void EndCheckpoint(const CheckpointSet& set, bool written);
   // Pages in the overlay (spilled or captured), for tests and stats.
   size_t overlay_pages() const;
+  // Slots of the spill file in use (pages evicted since the last checkpoint
+  // and not yet checkpointed). Cheap: no lock.
+  size_t spilled_pages() const { return spill_in_use_.load(std::memory_order_relaxed); }
   // Reads and verifies every page of the data file as on disk (no overlay):
   // Corruption naming the first bad page. *pages counts the pages read.
   Status VerifyOnDisk(uint64_t* pages) const;
@@ -150,7 +159,9 @@ class PageFile {
   int64_t spill_slots_ = 0;                           // GUARDED_BY(overlay_mu_): slots ever used
   std::vector<int64_t> free_slots_;                   // GUARDED_BY(overlay_mu_)
   std::vector<int64_t> deferred_free_;                // GUARDED_BY(overlay_mu_): freed during a checkpoint
+  std::vector<bool> slot_in_checkpoint_;              // GUARDED_BY(overlay_mu_): read by the running checkpoint
   bool checkpoint_active_ = false;                    // GUARDED_BY(overlay_mu_)
+  std::atomic<size_t> spill_in_use_{0};               // slots taken and not back in free_slots_
 };
 
 }  // namespace shale::storage

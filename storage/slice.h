@@ -97,7 +97,7 @@ struct SliceStats {
 
 // How a slice's pages are stored on disk (the table option COMPRESSION).
 // Values are written to disk: DO NOT CHANGE.
-enum class PageCompression : uint8_t { kNone = 0, kZlib = 1 };
+enum class PageCompression : uint8_t { kNone = 0, kZlib = 1, kZstd = 2 };
 
 struct SliceOptions {
   // Compression of the slice's pages in the data file. Default: kNone.
@@ -155,6 +155,11 @@ struct SliceStoreOptions {
   // Default: 30000 ms and 64 MiB.
   uint32_t checkpoint_interval_ms = 30000;
   uint64_t checkpoint_wal_bytes = 64ull << 20;
+  // A checkpoint also runs as soon as this many bytes of pages changed since
+  // the last one have been evicted to the spill file, which bounds the spill
+  // file (it holds those pages until a checkpoint writes them). 0 disables.
+  // Default: 1 GiB.
+  uint64_t checkpoint_spill_bytes = 1ull << 30;
   // Verify every page of the data file and the structure of every slice's
   // tree at open, failing the open on damage. Default: false.
   bool verify_at_open = false;
@@ -166,6 +171,9 @@ struct SliceStoreStats {
   uint64_t checkpoints = 0;
   uint64_t checkpoint_lsn = 0;
   uint64_t overlay_pages = 0;  // pages changed since the last checkpoint and evicted
+  uint64_t spilled_pages = 0;  // of those, in the spill file
+  // Longest time writers were paused for a checkpoint's capture, and the last.
+  uint64_t checkpoint_pause_max_us = 0, checkpoint_pause_last_us = 0;
   uint64_t data_pages = 0;     // pages allocated in the data file
 };
 

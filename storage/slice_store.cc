@@ -222,7 +222,7 @@ bool DecodeCatalogEntry(std::string_view v, CatalogEntry* e) {
       !r.done()) {
     return false;
   }
-  if (compression > static_cast<uint8_t>(PageCompression::kZlib) || state > static_cast<uint8_t>(SliceState::kSplitting)) {
+  if (compression > static_cast<uint8_t>(PageCompression::kZstd) || state > static_cast<uint8_t>(SliceState::kSplitting)) {
     return false;
   }
   e->options.compression = static_cast<PageCompression>(compression);
@@ -259,7 +259,9 @@ class BTreeSlice final : public Slice {
  public:
   BTreeSlice(BTreeSliceStore* store, SliceId id, std::unique_ptr<BTree> tree, const CatalogEntry& entry)
       : store_(store), id_(id), tree_(std::move(tree)), options_(entry.options), build_(entry.build),
-        rows_(static_cast<int64_t>(entry.rows)), bytes_(static_cast<int64_t>(entry.bytes)) {}
+        rows_(static_cast<int64_t>(entry.rows)), bytes_(static_cast<int64_t>(entry.bytes)) {
+    tree_->set_disk_compression(static_cast<uint8_t>(options_.compression));
+  }
 
   SliceId id() const override { return id_; }
   Status Get(std::string_view key, std::string* value) const override;
@@ -447,6 +449,7 @@ class BTreeSliceStore final : public SliceStore {
   std::mutex checkpoint_mu_;  // one checkpoint at a time
   std::atomic<uint64_t> checkpoint_lsn_{0};
   std::atomic<uint64_t> checkpoints_{0};
+  std::atomic<uint64_t> pause_last_us_{0}, pause_max_us_{0};  // checkpoint capture pauses
   std::atomic<uint64_t> idle_lsn_{UINT64_MAX};  // WAL end after the last checkpoint's own record
   std::mutex ckpt_thread_mu_;
   std::condition_variable ckpt_cv_;
@@ -597,6 +600,7 @@ Status BTreeSlice::WriteOverflow(std::string_view value, std::string* ref) {
     size_t n = std::min(kOvCapacity, value.size() - from);
     SHALE_ASSIGN_OR_RETURN(PageGuard g, pool->NewPage(PageType::kOverflow));
     char* p = g.mutable_data();
+    SetPageDiskCompression(p, static_cast<uint8_t>(options_.compression));
     StoreU64(p + kOvNonce, nonce);
     StoreU32(p + kOvLength, static_cast<uint32_t>(n));
     std::memcpy(p + kOvData, value.data() + from, n);
@@ -828,7 +832,7 @@ Status BTreeSliceStore::Replay(uint64_t lsn, WalRecordType type, std::string_vie
       uint64_t snapshot_ts = 0;
       if (payload.size() == 18) {
         uint8_t c = static_cast<uint8_t>(payload[8]), st = static_cast<uint8_t>(payload[9]);
-        if (c > static_cast<uint8_t>(PageCompression::kZlib) || st > static_cast<uint8_t>(SliceState::kSplitting)) {
+        if (c > static_cast<uint8_t>(PageCompression::kZstd) || st > static_cast<uint8_t>(SliceState::kSplitting)) {
           return bad("bad slice options");
         }
         options.compression = static_cast<PageCompression>(c);
@@ -890,7 +894,7 @@ Status BTreeSliceStore::ApplyBatches(const std::vector<std::pair<SliceId, const 
 
 Result<BTreeSlice*> BTreeSliceStore::ApplyCreate(SliceId id, const SliceOptions& options, SliceState state,
                                                  uint64_t snapshot_ts) {
-  SHALE_ASSIGN_OR_RETURN(PageId root, BTree::CreateRoot(pool_.get()));
+  SHALE_ASSIGN_OR_RETURN(PageId root, BTree::CreateRoot(pool_.get(), static_cast<uint8_t>(options.compression)));
   CatalogEntry entry;
   entry.root = root;
   entry.options = options;
@@ -950,7 +954,7 @@ Result<Slice*> BTreeSliceStore::Create(SliceId id, const SliceOptions& options, 
   if (FindSlice(id) != nullptr) {
     return Status::InvalidArgument(fmt::format("slice {} already exists in {}", id, dir_));
   }
-  if (options.compression > PageCompression::kZlib) {
+  if (options.compression > PageCompression::kZstd) {
     return Status::InvalidArgument(fmt::format("slice {}: unknown page compression {}", id,
                                                static_cast<int>(options.compression)));
   }
@@ -1237,8 +1241,11 @@ Status BTreeSliceStore::Write(const std::vector<std::pair<SliceId, const WriteBa
 }
 
 void BTreeSliceStore::MaybeWakeCheckpointer() {
-  if (options_.checkpoint_wal_bytes == 0) return;
-  if (wal_->next_lsn() - checkpoint_lsn_.load(std::memory_order_relaxed) >= options_.checkpoint_wal_bytes) {
+  if (options_.checkpoint_wal_bytes != 0 &&
+      wal_->next_lsn() - checkpoint_lsn_.load(std::memory_order_relaxed) >= options_.checkpoint_wal_bytes) {
+    ckpt_cv_.notify_one();
+  } else if (options_.checkpoint_spill_bytes != 0 &&
+             file_->spilled_pages() * kPageSize >= options_.checkpoint_spill_bytes) {
     ckpt_cv_.notify_one();
   }
 }
@@ -1252,6 +1259,7 @@ Status BTreeSliceStore::Checkpoint() {
     if (!failed_.ok()) return failed_;
   }
   PauseWriters();
+  const auto paused_at = std::chrono::steady_clock::now();
   // The slices' figures (and states) as of this LSN go into the catalog, so
   // recovery starts from them and replay adjusts them exactly.
   Status stats;
@@ -1272,6 +1280,10 @@ Status BTreeSliceStore::Checkpoint() {
   const size_t captured = pool_->CaptureDirty();
   CheckpointSet set = file_->BeginCheckpoint(lsn);
   ResumeWriters();
+  const uint64_t pause_us = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - paused_at).count());
+  pause_last_us_.store(pause_us);
+  if (pause_us > pause_max_us_.load()) pause_max_us_.store(pause_us);
   if (set.pages.empty() && lsn == idle_lsn_.load()) {
     file_->EndCheckpoint(set, true);  // nothing changed since the last one
     return Status::OK();
@@ -1334,6 +1346,9 @@ SliceStoreStats BTreeSliceStore::GetStoreStats() const {
   s.checkpoints = checkpoints_.load();
   s.checkpoint_lsn = checkpoint_lsn_.load();
   s.overlay_pages = file_->overlay_pages();
+  s.spilled_pages = file_->spilled_pages();
+  s.checkpoint_pause_max_us = pause_max_us_.load();
+  s.checkpoint_pause_last_us = pause_last_us_.load();
   s.data_pages = file_->meta().page_count;
   return s;
 }

@@ -346,3 +346,47 @@ TEST(SliceStoreTest, ConcurrentCreateAndGet) {
 
 }  // namespace
 }  // namespace shale::storage
+
+namespace shale::storage {
+namespace {
+
+// Pages changed since the last checkpoint and evicted wait in the spill
+// file until a checkpoint writes them; with checkpoint_spill_bytes a
+// checkpoint starts once that much is spilled, which bounds the file.
+TEST(SliceStoreTest, SpillVolumeTriggersACheckpoint) {
+  uint64_t unbounded_spill = 0;
+  for (bool bounded : {false, true}) {
+    SCOPED_TRACE(bounded ? "spill bound 2 MiB" : "no spill bound");
+    shale::testing::TempDir dir;
+    SliceStoreOptions opts;
+    opts.buffer_pool_bytes = 4 << 20;
+    opts.checkpoint_interval_ms = 0;
+    opts.checkpoint_wal_bytes = 0;  // only the spill volume may trigger one
+    opts.checkpoint_spill_bytes = bounded ? 2 << 20 : 0;
+    opts.wal.sync_mode = WalSyncMode::kAsync;
+    auto store = SliceStore::Open(dir.path(), opts);
+    ASSERT_TRUE(store.ok());
+    Slice* s = *(*store)->CreateSlice(1);
+    for (int i = 0; i < 3000; ++i) {
+      WriteBatch b;
+      b.Put("k" + std::to_string(i * 7919 % 3001), std::string(5000 + i % 3000, static_cast<char>('a' + i % 26)));
+      ASSERT_TRUE(s->Write(b).ok());
+    }
+    const uint64_t spill = std::filesystem::file_size(dir.path() + "/data.spill");
+    SliceStoreStats st = (*store)->GetStoreStats();
+    if (bounded) {
+      EXPECT_GE(st.checkpoints, 2u);
+      // Writes continue during a checkpoint, so the file overshoots the
+      // bound by what they spill meanwhile; it stays well below the
+      // unbounded case.
+      EXPECT_LT(spill * 3, unbounded_spill * 2) << "bounded " << spill << " vs unbounded " << unbounded_spill;
+    } else {
+      EXPECT_EQ(0u, st.checkpoints);
+      EXPECT_GT(spill, 12u << 20) << "without the bound every change waits in the spill file";
+      unbounded_spill = spill;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace shale::storage

@@ -15,13 +15,23 @@
 // Data files live in fresh directories under $TMPDIR (default /tmp),
 // removed at exit.
 //
+// Each benchmark also runs with 2 threads (":threads:2"; real time, and
+// items_per_second summed over the threads): reads and scans share the
+// loaded engine, inserts write disjoint fresh keys.
+//
+// The engines are loaded once per process, on first use (at 10M keys that
+// is most of the run: three loads of 10M rows).
+//
 // Every benchmark checks its answers (values read are the ones written for
 // their keys; scans are sorted and full) and reports an error otherwise.
 #include <stdlib.h>
 
+#include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <string>
 
@@ -60,64 +70,79 @@ std::string TempDir(const char* what) {
   return tmpl;
 }
 
-// One engine loaded with Keys() keys, built on first use.
+// The engines, each loaded with Keys() keys on first use (so a filtered run
+// loads only what it measures: at 10M keys, leave out the *Durable
+// benchmarks to skip loading the durable store).
 class Engines {
  public:
   static Engines& Get() {
     static Engines e;
     return e;
   }
-  SliceStore* store(WalSyncMode mode) { return mode == WalSyncMode::kDurable ? durable_.get() : async_.get(); }
-  Slice* slice(WalSyncMode mode) { return mode == WalSyncMode::kDurable ? durable_slice_ : async_slice_; }
-  rocksdb::DB* db() { return db_.get(); }
-  const std::string& error() const { return error_; }
+  Slice* slice(WalSyncMode mode) {
+    const int i = mode == WalSyncMode::kDurable ? 0 : 1;
+    std::call_once(store_once_[i], [&] { LoadStore(mode, i); });
+    return slices_[i];
+  }
+  rocksdb::DB* db() {
+    std::call_once(db_once_, [&] { LoadRocks(); });
+    return db_.get();
+  }
+  std::string error() {
+    std::lock_guard<std::mutex> l(mu_);
+    return error_;
+  }
 
-  ~Engines() {
-    durable_.reset();
-    async_.reset();
+  // Closes the engines and removes their directories. Runs from atexit,
+  // registered again after each engine is opened, so the last registration
+  // runs before the static objects RocksDB (and the slice store) created
+  // while opening are destroyed -- this object itself was constructed before
+  // them and is destroyed after them, too late to close a DB.
+  static void CloseAll() { Get().Close(); }
+  void Close() {
+    for (auto& s : stores_) s.reset();
     db_.reset();
+    std::lock_guard<std::mutex> l(mu_);
     std::error_code ec;
     for (const std::string& d : dirs_) std::filesystem::remove_all(d, ec);
+    dirs_.clear();
   }
 
  private:
-  Engines() {
-    for (WalSyncMode mode : {WalSyncMode::kDurable, WalSyncMode::kAsync}) {
-      std::string dir = TempDir("store-bench");
-      dirs_.push_back(dir);
-      SliceStoreOptions o;
-      o.buffer_pool_bytes = CacheBytes();
-      o.wal.sync_mode = mode;
-      auto store = SliceStore::Open(dir, o);
-      if (!store.ok()) {
-        error_ = store.status().ToString();
-        return;
-      }
-      auto slice = (*store)->CreateSlice(1);
-      if (!slice.ok()) {
-        error_ = slice.status().ToString();
-        return;
-      }
-      for (uint64_t i = 0; i < Keys();) {
-        WriteBatch b;
-        for (uint64_t j = 0; j < 1000 && i < Keys(); ++j, ++i) b.Put(KeyOf(i), ValueOf(KeyOf(i)));
-        Status s = (*slice)->Write(b);
-        if (!s.ok()) {
-          error_ = s.ToString();
-          return;
-        }
-      }
-      (void)(*store)->Checkpoint();
-      if (mode == WalSyncMode::kDurable) {
-        durable_ = std::move(*store);
-        durable_slice_ = *slice;
-      } else {
-        async_ = std::move(*store);
-        async_slice_ = *slice;
-      }
-    }
-    std::string dir = TempDir("rocksdb-bench");
+  Engines() = default;
+  static void CloseAtExit() { std::atexit(&Engines::CloseAll); }
+  void Fail(const std::string& e) {
+    std::lock_guard<std::mutex> l(mu_);
+    error_ = e;
+  }
+  std::string NewDir(const char* what) {
+    std::string dir = TempDir(what);
+    std::lock_guard<std::mutex> l(mu_);
     dirs_.push_back(dir);
+    return dir;
+  }
+
+  void LoadStore(WalSyncMode mode, int i) {
+    SliceStoreOptions o;
+    o.buffer_pool_bytes = CacheBytes();
+    o.wal.sync_mode = mode;
+    auto store = SliceStore::Open(NewDir("store-bench"), o);
+    CloseAtExit();
+    if (!store.ok()) return Fail(store.status().ToString());
+    auto slice = (*store)->CreateSlice(1);
+    if (!slice.ok()) return Fail(slice.status().ToString());
+    for (uint64_t k = 0; k < Keys();) {
+      WriteBatch b;
+      for (uint64_t j = 0; j < 1000 && k < Keys(); ++j, ++k) b.Put(KeyOf(k), ValueOf(KeyOf(k)));
+      Status s = (*slice)->Write(b);
+      if (!s.ok()) return Fail(s.ToString());
+    }
+    (void)(*store)->Checkpoint();
+    stores_[i] = std::move(*store);
+    slices_[i] = *slice;
+  }
+
+  void LoadRocks() {
     rocksdb::Options o;
     o.create_if_missing = true;
     o.compression = rocksdb::kNoCompression;
@@ -125,44 +150,49 @@ class Engines {
     t.block_cache = rocksdb::NewLRUCache(CacheBytes());
     o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
     rocksdb::DB* raw = nullptr;
-    rocksdb::Status s = rocksdb::DB::Open(o, dir, &raw);
-    if (!s.ok()) {
-      error_ = s.ToString();
-      return;
-    }
+    rocksdb::Status s = rocksdb::DB::Open(o, NewDir("rocksdb-bench"), &raw);
+    CloseAtExit();
+    if (!s.ok()) return Fail(s.ToString());
     db_.reset(raw);
     for (uint64_t i = 0; i < Keys();) {
       rocksdb::WriteBatch b;
       for (uint64_t j = 0; j < 1000 && i < Keys(); ++j, ++i) b.Put(KeyOf(i), ValueOf(KeyOf(i)));
       s = db_->Write(rocksdb::WriteOptions(), &b);
-      if (!s.ok()) {
-        error_ = s.ToString();
-        return;
-      }
+      if (!s.ok()) return Fail(s.ToString());
     }
     (void)db_->Flush(rocksdb::FlushOptions());
   }
 
-  std::vector<std::string> dirs_;
-  std::unique_ptr<SliceStore> durable_, async_;
-  Slice* durable_slice_ = nullptr;
-  Slice* async_slice_ = nullptr;
+  std::mutex mu_;
+  std::vector<std::string> dirs_;  // GUARDED_BY(mu_)
+  std::string error_;              // GUARDED_BY(mu_)
+  std::once_flag store_once_[2], db_once_;
+  std::unique_ptr<SliceStore> stores_[2];
+  Slice* slices_[2] = {nullptr, nullptr};
   std::unique_ptr<rocksdb::DB> db_;
-  std::string error_;
 };
 
+// Reports items_per_second (summed over threads) when the benchmark ends.
+struct CountItems {
+  benchmark::State& state;
+  ~CountItems() { state.SetItemsProcessed(static_cast<int64_t>(state.iterations())); }
+};
+
+// REQUIRES: the engine the benchmark uses was asked for first (loading it).
 bool Ready(benchmark::State& state) {
-  if (!Engines::Get().error().empty()) {
-    state.SkipWithError(Engines::Get().error().c_str());
+  const std::string error = Engines::Get().error();
+  if (!error.empty()) {
+    state.SkipWithError(error.c_str());
     return false;
   }
   return true;
 }
 
 void BM_SliceStore_PointRead(benchmark::State& state) {
-  if (!Ready(state)) return;
   Slice* slice = Engines::Get().slice(WalSyncMode::kAsync);
-  std::mt19937_64 rng(1);
+  if (!Ready(state) || slice == nullptr) return;
+  CountItems count{state};
+  std::mt19937_64 rng(1 + state.thread_index());
   std::string v;
   for (auto _ : state) {
     std::string k = KeyOf(rng() % Keys());
@@ -173,12 +203,13 @@ void BM_SliceStore_PointRead(benchmark::State& state) {
     }
   }
 }
-BENCHMARK(BM_SliceStore_PointRead);
+BENCHMARK(BM_SliceStore_PointRead)->Threads(1)->Threads(2)->UseRealTime();
 
 void BM_RocksDB_PointRead(benchmark::State& state) {
-  if (!Ready(state)) return;
   rocksdb::DB* db = Engines::Get().db();
-  std::mt19937_64 rng(1);
+  if (!Ready(state) || db == nullptr) return;
+  CountItems count{state};
+  std::mt19937_64 rng(1 + state.thread_index());
   std::string v;
   for (auto _ : state) {
     std::string k = KeyOf(rng() % Keys());
@@ -189,15 +220,16 @@ void BM_RocksDB_PointRead(benchmark::State& state) {
     }
   }
 }
-BENCHMARK(BM_RocksDB_PointRead);
+BENCHMARK(BM_RocksDB_PointRead)->Threads(1)->Threads(2)->UseRealTime();
 
 void SliceInsert(benchmark::State& state, WalSyncMode mode) {
-  if (!Ready(state)) return;
   Slice* slice = Engines::Get().slice(mode);
-  static uint64_t next[2] = {0, 0};
-  uint64_t& n = next[mode == WalSyncMode::kDurable ? 0 : 1];
+  if (!Ready(state) || slice == nullptr) return;
+  CountItems count{state};
+  static std::atomic<uint64_t> next[2] = {0, 0};
+  std::atomic<uint64_t>& n = next[mode == WalSyncMode::kDurable ? 0 : 1];
   for (auto _ : state) {
-    std::string k = KeyOf(Keys() + n++) + "i";
+    std::string k = KeyOf(Keys() + n.fetch_add(1)) + "i";
     WriteBatch b;
     b.Put(k, ValueOf(k));
     if (!slice->Write(b).ok()) {
@@ -208,17 +240,18 @@ void SliceInsert(benchmark::State& state, WalSyncMode mode) {
 }
 void BM_SliceStore_InsertDurable(benchmark::State& state) { SliceInsert(state, WalSyncMode::kDurable); }
 void BM_SliceStore_InsertAsync(benchmark::State& state) { SliceInsert(state, WalSyncMode::kAsync); }
-BENCHMARK(BM_SliceStore_InsertDurable);
-BENCHMARK(BM_SliceStore_InsertAsync);
+BENCHMARK(BM_SliceStore_InsertDurable)->Threads(1)->Threads(2)->UseRealTime();
+BENCHMARK(BM_SliceStore_InsertAsync)->Threads(1)->Threads(2)->UseRealTime();
 
 void RocksInsert(benchmark::State& state, bool sync) {
-  if (!Ready(state)) return;
   rocksdb::DB* db = Engines::Get().db();
-  static uint64_t next = 0;
+  if (!Ready(state) || db == nullptr) return;
+  CountItems count{state};
+  static std::atomic<uint64_t> next{0};
   rocksdb::WriteOptions wo;
   wo.sync = sync;
   for (auto _ : state) {
-    std::string k = KeyOf(Keys() + next++) + "i";
+    std::string k = KeyOf(Keys() + next.fetch_add(1)) + "i";
     if (!db->Put(wo, k, ValueOf(k)).ok()) {
       state.SkipWithError("insert failed");
       return;
@@ -227,15 +260,16 @@ void RocksInsert(benchmark::State& state, bool sync) {
 }
 void BM_RocksDB_InsertDurable(benchmark::State& state) { RocksInsert(state, true); }
 void BM_RocksDB_InsertAsync(benchmark::State& state) { RocksInsert(state, false); }
-BENCHMARK(BM_RocksDB_InsertDurable);
-BENCHMARK(BM_RocksDB_InsertAsync);
+BENCHMARK(BM_RocksDB_InsertDurable)->Threads(1)->Threads(2)->UseRealTime();
+BENCHMARK(BM_RocksDB_InsertAsync)->Threads(1)->Threads(2)->UseRealTime();
 
 constexpr int kScanRows = 10;
 
 void BM_SliceStore_Scan10(benchmark::State& state) {
-  if (!Ready(state)) return;
   Slice* slice = Engines::Get().slice(WalSyncMode::kAsync);
-  std::mt19937_64 rng(2);
+  if (!Ready(state) || slice == nullptr) return;
+  CountItems count{state};
+  std::mt19937_64 rng(2 + state.thread_index());
   for (auto _ : state) {
     KeyRange r;
     r.has_start = true;
@@ -257,12 +291,13 @@ void BM_SliceStore_Scan10(benchmark::State& state) {
     benchmark::DoNotOptimize(n);
   }
 }
-BENCHMARK(BM_SliceStore_Scan10);
+BENCHMARK(BM_SliceStore_Scan10)->Threads(1)->Threads(2)->UseRealTime();
 
 void BM_RocksDB_Scan10(benchmark::State& state) {
-  if (!Ready(state)) return;
   rocksdb::DB* db = Engines::Get().db();
-  std::mt19937_64 rng(2);
+  if (!Ready(state) || db == nullptr) return;
+  CountItems count{state};
+  std::mt19937_64 rng(2 + state.thread_index());
   for (auto _ : state) {
     std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
     int n = 0;
@@ -281,7 +316,7 @@ void BM_RocksDB_Scan10(benchmark::State& state) {
     benchmark::DoNotOptimize(n);
   }
 }
-BENCHMARK(BM_RocksDB_Scan10);
+BENCHMARK(BM_RocksDB_Scan10)->Threads(1)->Threads(2)->UseRealTime();
 
 }  // namespace
 }  // namespace shale::storage

@@ -89,6 +89,7 @@ void TableToPb(const TableDef& t, pb::Table* out) {
   }
   SerializeRepresentation(t.primary, m.mutable_primary());
   for (const RepresentationDef& index : t.indexes) SerializeRepresentation(index, m.add_indexes());
+  m.set_compression(t.compression);
 }
 
 std::string SerializeTable(const TableDef& t) {
@@ -130,6 +131,7 @@ Result<std::shared_ptr<const TableDef>> TableFromPb(const pb::Table& m) {
     SHALE_RETURN_IF_ERROR(ParseRepresentation(pi, t->columns.size(), &index));
     t->indexes.push_back(std::move(index));
   }
+  t->compression = m.compression();
   return std::shared_ptr<const TableDef>(std::move(t));
 }
 
@@ -142,6 +144,13 @@ Result<std::shared_ptr<const TableDef>> ParseTable(std::string_view bytes) {
 }
 
 }  // namespace
+
+storage::SliceOptions SliceOptionsOf(const TableDef& table) {
+  storage::SliceOptions options;
+  if (table.compression == "zlib") options.compression = storage::PageCompression::kZlib;
+  if (table.compression == "zstd") options.compression = storage::PageCompression::kZstd;
+  return options;
+}
 
 std::string EncodeKey(const std::vector<Value>& key_values) {
   std::string out;

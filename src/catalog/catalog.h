@@ -126,6 +126,9 @@ struct TableDef {
   uint64_t version = 0;
   // Replicas per slice asked for (REPLICAS=n); 0: kDefaultReplicas.
   uint32_t replicas = 0;
+  // Page compression of the table's slices on disk (table option
+  // COMPRESSION=): "" for none, "zlib" or "zstd".
+  std::string compression;
 
   // Index of the column named `name` (case-insensitive), or -1.
   int FindColumn(std::string_view name) const;
@@ -134,6 +137,10 @@ struct TableDef {
   // Index of the AUTO_INCREMENT column, or -1.
   int AutoIncrementColumn() const;
 };
+
+// The storage options of a table's slices (its COMPRESSION= option):
+// every slice of the table and of its indexes is created with them.
+storage::SliceOptions SliceOptionsOf(const TableDef& table);
 
 // The encoded primary key (memcomparable, src/common/value.h) of the
 // primary-key values `key_values`, in key column order.

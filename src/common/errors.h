@@ -49,6 +49,7 @@ enum class ErrorCode : uint16_t {
   kWrongDbName = 1102,          // ER_WRONG_DB_NAME
   kWrongTableName = 1103,       // ER_WRONG_TABLE_NAME
   kDataTooLong = 1406,          // ER_DATA_TOO_LONG
+  kIllegalHaCreateOption = 1478,  // ER_ILLEGAL_HA_CREATE_OPTION (unknown COMPRESSION=)
   kTruncatedWrongValue = 1292,  // ER_TRUNCATED_WRONG_VALUE
   kWrongValueForVar = 1231,     // ER_WRONG_VALUE_FOR_VAR
   kDataOutOfRange = 1264,       // ER_WARN_DATA_OUT_OF_RANGE

@@ -196,7 +196,7 @@ void Engine::OnTableChange(catalog::TableChangePhase phase, const catalog::Table
     // definition is published) is kept as it is.
     for (storage::SliceId id : has) {
       if (had.count(id) || slices_->GetSlice(id).ok()) continue;
-      auto made = slices_->CreateSlice(id);
+      auto made = slices_->CreateSlice(id, catalog::SliceOptionsOf(*after));
       if (!made.ok()) {
         log::Error("slice {} of {}.{}: cannot create this node's replica: {}", id, after->db, after->name,
                    made.status().ToString());

@@ -36,7 +36,8 @@ StatementResult Ok(uint64_t affected = 0) {
 // can undo); otherwise every node creates its replicas when it applies the
 // catalog change (Engine::OnTableChange).
 Status PlaceSlicesFor(Engine* engine, uint32_t count, uint32_t replicas, catalog::RepresentationDef* rep,
-                      bool create_local, std::vector<storage::SliceId>* created) {
+                      bool create_local, std::vector<storage::SliceId>* created,
+                      const storage::SliceOptions& options = {}) {
   auto placements = rebalancer::PlaceNewRepresentation(count, replicas, engine->PlacementNodes());
   for (const auto& p : placements) {
     catalog::SliceDef s;
@@ -45,7 +46,7 @@ Status PlaceSlicesFor(Engine* engine, uint32_t count, uint32_t replicas, catalog
     s.hash_end = p.hash_end;
     s.replicas = p.replicas;
     if (create_local && engine->HoldsReplica(s)) {
-      SHALE_RETURN_IF_ERROR(engine->slices()->CreateSlice(s.id).status());
+      SHALE_RETURN_IF_ERROR(engine->slices()->CreateSlice(s.id, options).status());
       created->push_back(s.id);
     }
     rep->slices.push_back(std::move(s));
@@ -58,7 +59,7 @@ Status PlaceSlicesFor(Engine* engine, uint32_t count, uint32_t replicas, catalog
 Status CreateSlicesFor(Engine* engine, const catalog::TableDef& table, catalog::RepresentationDef* rep,
                        std::vector<storage::SliceId>* created) {
   return PlaceSlicesFor(engine, static_cast<uint32_t>(table.primary.slices.size()), catalog::WantedReplicas(table),
-                        rep, /*create_local=*/true, created);
+                        rep, /*create_local=*/true, created, catalog::SliceOptionsOf(table));
 }
 
 void DropCreatedSlices(Engine* engine, const std::vector<storage::SliceId>& created) {

@@ -202,6 +202,7 @@ struct CreateTableStmt {
   std::optional<uint32_t> replicas;      // REPLICAS=n
   std::string charset;    // [DEFAULT] CHARSET= / CHARACTER SET= table option; empty: none
   std::string collation;  // [DEFAULT] COLLATE= table option; empty: none
+  std::string compression;  // COMPRESSION= table option ('zlib', 'none'); empty: none given
   std::optional<TableName> like;         // CREATE TABLE t LIKE u
   std::shared_ptr<const SelectStmt> as_select;  // CREATE TABLE t [AS] SELECT ...
 };

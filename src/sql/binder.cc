@@ -1,5 +1,6 @@
 #include "src/sql/binder.h"
 
+#include <cctype>
 #include <strings.h>
 
 #include <algorithm>
@@ -2627,6 +2628,19 @@ std::optional<Result<SqlType>> BindStringColumnType(const ast::ColumnDefinition&
 
 // ---- CREATE TABLE -------------------------------------------------------------
 
+// The table option COMPRESSION= (MySQL's page compression): 'zlib', 'zstd'
+// (an extension: it compresses better and faster, docs/storage.md), or
+// 'none'/'' for none, case-insensitive, stored as "", "zlib" or "zstd". Any
+// other algorithm is ER_ILLEGAL_HA_CREATE_OPTION, as InnoDB reports it.
+static Result<std::string> TableCompressionOption(const std::string& given) {
+  std::string lower;
+  for (char c : given) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  if (lower.empty() || lower == "none") return std::string();
+  if (lower == "zlib" || lower == "zstd") return lower;
+  return SqlError(ErrorCode::kIllegalHaCreateOption,
+                  "Table storage engine 'Shale' does not support the create option 'COMPRESSION'");
+}
+
 Result<BoundStatement> Binder::BindCreateTable(const ast::CreateTableStmt& s) {
   CreateTableCmd cmd;
   cmd.if_not_exists = s.if_not_exists;
@@ -2636,6 +2650,7 @@ Result<BoundStatement> Binder::BindCreateTable(const ast::CreateTableStmt& s) {
   SHALE_ASSIGN_OR_RETURN(def.db, ResolveDb(s.table.db));
   def.name = s.table.table;
   SHALE_RETURN_IF_ERROR(CheckTableName(def.name));
+  SHALE_ASSIGN_OR_RETURN(def.compression, TableCompressionOption(s.compression));
   if (!ctx_.catalog->DatabaseExists(def.db)) {
     return SqlError(ErrorCode::kBadDb, "Unknown database '{}'", def.db);
   }
@@ -2643,6 +2658,7 @@ Result<BoundStatement> Binder::BindCreateTable(const ast::CreateTableStmt& s) {
     // The same columns, keys and slice count; no rows.
     SHALE_ASSIGN_OR_RETURN(auto like, ResolveTable(*s.like));
     def.columns = like->columns;
+    def.compression = like->compression;
     def.primary.name = like->primary.name;
     def.primary.key_columns = like->primary.key_columns;
     def.primary.distribution_columns = like->primary.distribution_columns;
@@ -3220,6 +3236,8 @@ std::string ShowCreateTableSql(const catalog::TableDef& t, int64_t auto_incremen
   if (auto_increment > 1) out += fmt::format(" AUTO_INCREMENT={}", auto_increment);
   out += fmt::format(" SLICES={}", t.primary.slices.size());
   if (t.replicas != 0) out += fmt::format(" REPLICAS={}", t.replicas);
+  out += fmt::format(") SLICES={}", t.primary.slices.size());
+  if (!t.compression.empty()) out += fmt::format(" COMPRESSION='{}'", t.compression);
   return out;
 }
 

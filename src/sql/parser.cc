@@ -934,6 +934,8 @@ Result<ast::CreateTableStmt> Parser::ParseCreateTable() {
       target = &s.charset;
     } else if (AcceptKeyword("COLLATE")) {
       target = &s.collation;
+    } else if (AcceptKeyword("COMPRESSION")) {
+      target = &s.compression;
     } else if (!AcceptKeyword("ENGINE") && !AcceptKeyword("COMMENT") &&
                !AcceptKeyword("ROW_FORMAT")) {
       return ErrorHere();

@@ -32,9 +32,18 @@ COMMIT's transfer is in the log, no transfer that was never committed is,
 and every balance equals its initial amount plus the logged transfers (so
 no transaction is half there). Deadlock victims (1213) retry.
 
+--kill-points (groups mode) places most kills exactly: each round the
+server is started with SHALE_TEST_KILL_AT=<point>:<n> (storage/kill_point.h)
+and SIGKILLs itself the n-th time it passes that point -- half way through
+writing a checkpoint's double-write file, half way through its in-place page
+writes, between those and the meta page, or right after a page flush to the
+spill file -- or, if it has not died within the round, is killed as usual.
+A kill point may also fire in the checkpoint that ends recovery; the driver
+then starts the server again (a crash during recovery).
+
 Usage: crash_driver.py --shaled build/src/shaled [--rounds N] [--seconds S]
        [--clients C] [--seed X] [--wal-sync durable|async] [--mode groups|bank]
-       [--keep]
+       [--kill-points] [--keep]
 Exit status 0 when every round verified.
 """
 import argparse
@@ -291,6 +300,8 @@ def main():
     ap.add_argument("--wal-sync", default="durable", choices=["durable", "async"])
     ap.add_argument("--keep", action="store_true", help="keep the data directory")
     ap.add_argument("--mode", default="groups", choices=["groups", "bank"])
+    ap.add_argument("--kill-points", action="store_true",
+                    help="kill inside checkpoints and page flushes (SHALE_TEST_KILL_AT)")
     args = ap.parse_args()
     rnd = random.Random(args.seed)
     if args.mode == "bank":
@@ -310,8 +321,33 @@ def main():
         print("FAIL: " + msg, flush=True)
 
     acked = {}  # client -> {group -> version (None: deleted)}; each client thread owns its dict
+    kill_points = ["checkpoint-dw", "checkpoint-inplace", "checkpoint-meta", "spill-write"]
+    planned = [None]  # the kill point armed for the running server
+
+    def start_node(timeout=20.0):
+        """Starts the server, armed with a kill point if --kill-points; a
+        kill point that fires during recovery's own checkpoint is a crash
+        during recovery: start again, unarmed."""
+        planned[0] = None
+        if args.kill_points:
+            point = rnd.choice(kill_points)
+            planned[0] = point
+            os.environ["SHALE_TEST_KILL_AT"] = "%s:%d" % (point, rnd.randint(1, 6 if point == "spill-write" else 3))
+        try:
+            node.start(timeout=timeout)
+        except RuntimeError as e:
+            if "exited with -9" not in str(e):
+                raise
+            print("  kill point %s fired during recovery; starting again" % planned[0], flush=True)
+            planned[0] = None
+            os.environ.pop("SHALE_TEST_KILL_AT", None)
+            node.start(timeout=timeout)
+        finally:
+            os.environ.pop("SHALE_TEST_KILL_AT", None)
+
+    fired = {}
     try:
-        node.start()
+        start_node()
         conn = pymysql.connect(host="127.0.0.1", port=node.port, user="root", autocommit=True)
         conn.cursor().execute("CREATE DATABASE crash")
         conn.cursor().execute(
@@ -323,13 +359,19 @@ def main():
             clients = [Client(node.port, c, acked.setdefault(c, {}), rnd.random()) for c in range(args.clients)]
             for c in clients:
                 c.start()
-            time.sleep(rnd.uniform(0.3, args.seconds))
+            deadline = time.time() + rnd.uniform(0.3, args.seconds)
+            while time.time() < deadline and node.proc.poll() is None:
+                time.sleep(0.02)
+            how = "kill -9"
+            if node.proc.poll() is not None:
+                how = "kill point %s" % planned[0]
+                fired[planned[0]] = fired.get(planned[0], 0) + 1
             node.kill()
             for c in clients:
                 c.join(timeout=60)
             statements = sum(c.count for c in clients)
             total += statements
-            node.start(timeout=120)  # recovery + page verification happen here
+            start_node(timeout=120)  # recovery + page verification happen here
             states = group_states(read_table(node.port), fail)
             doubt = {c.in_doubt[0]: c.in_doubt for c in clients if c.in_doubt is not None}
             all_acked = {g: v for mine in acked.values() for g, v in mine.items()}
@@ -348,11 +390,14 @@ def main():
                         mine[g] = have  # async mode may lose the last flush interval, never atomicity
                     else:
                         fail("group %d: version %s after the crash, acknowledged %s" % (g, have, want))
-            print("round %d: %d statements acknowledged, %d in doubt, %d groups live, verified" %
-                  (rnd_no, statements, len(doubt), len(states)), flush=True)
+            print("round %d (%s): %d statements acknowledged, %d in doubt, %d groups live, verified" %
+                  (rnd_no, how, statements, len(doubt), len(states)), flush=True)
             if failures:
                 break
+        os.environ.pop("SHALE_TEST_KILL_AT", None)
         node.stop()
+        if args.kill_points:
+            print("kill points that fired: %s" % (fired or "none"), flush=True)
         print("crash driver: %d rounds, %d statements, %s" %
               (rnd_no, total, "FAILED" if failures else "every acknowledged statement survived"), flush=True)
     except Exception as e:  # noqa: BLE001 - report and fail
