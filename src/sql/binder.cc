@@ -3236,7 +3236,6 @@ std::string ShowCreateTableSql(const catalog::TableDef& t, int64_t auto_incremen
   if (auto_increment > 1) out += fmt::format(" AUTO_INCREMENT={}", auto_increment);
   out += fmt::format(" SLICES={}", t.primary.slices.size());
   if (t.replicas != 0) out += fmt::format(" REPLICAS={}", t.replicas);
-  out += fmt::format(") SLICES={}", t.primary.slices.size());
   if (!t.compression.empty()) out += fmt::format(" COMPRESSION='{}'", t.compression);
   return out;
 }
