@@ -117,6 +117,8 @@ struct PhysicalOperator {
   uint64_t limit = std::numeric_limits<uint64_t>::max();  // kLimit
   uint64_t offset = 0;                                    // kLimit
   sierra::InsertConflict insert_conflict = sierra::InsertConflict::kError;  // kInsert
+  // kUpdate/kDelete writing one of several tables: as LogicalOperator's.
+  bool stacked_target = false;
   sierra::ApplyKind apply_kind = sierra::ApplyKind::kScalar;  // kApply
   bool correlated = false;                                    // kApply
   sierra::CompareOp compare_op = sierra::CompareOp::kEq;      // kApply

@@ -56,7 +56,7 @@ std::optional<Value> KeyConstant(const Value& v, const SqlType& t) {
   // Strings: the key form under the column's collation (keys hold weight
   // strings). ENUM keys are ordered by index while ENUM comparisons with a
   // string compare text, so they give no bounds.
-  if (t.is_string() && t.id != TypeId::kEnum && v.is_string()) return KeyForm(v, t);
+  if (t.is_string() && t.id != TypeId::kEnum && t.id != TypeId::kSet && v.is_string()) return KeyForm(v, t);
   return std::nullopt;
 }
 
@@ -551,6 +551,7 @@ Result<PhysicalPtr> Plan(const LogicalOperator& logical) {
       op->table = logical.table;
       op->update_columns = logical.update_columns;
       op->insert_conflict = logical.insert_conflict;
+      op->stacked_target = logical.stacked_target;
       SHALE_ASSIGN_OR_RETURN(auto c, Plan(*logical.children[0]));
       op->children.push_back(std::move(c));
       return op;

@@ -1,3 +1,4 @@
+#include "src/common/user_variables.h"
 #include "sierra/eval.h"
 
 #include <algorithm>
@@ -220,6 +221,14 @@ Value Pad(const std::string& s, int64_t n, const std::string& pad, bool left) {
 }
 
 Result<Value> EvaluateFunction(const Expr& e, const Row& row) {
+  if (e.function == ScalarFunction::kGetUserVar) return GetUserVariable(e.children[0]->constant.ToText());
+  if (e.function == ScalarFunction::kSetUserVar) {
+    // NULL is assigned too, so this is not one of the NULL-in, NULL-out
+    // functions below.
+    SHALE_ASSIGN_OR_RETURN(Value v, Evaluate(*e.children[1], row));
+    SetUserVariable(e.children[0]->constant.ToText(), v);
+    return v;
+  }
   std::vector<Value> args;
   for (const ExprPtr& c : e.children) {
     SHALE_ASSIGN_OR_RETURN(Value v, Evaluate(*c, row));
@@ -456,6 +465,24 @@ Result<Value> EvaluateFunction(const Expr& e, const Row& row) {
     }
     case ScalarFunction::kStrcmp: {
       return Value::Int(CompareStrings(args[0].ToText(), args[1].ToText(), e.collation));
+    }
+    case ScalarFunction::kFindInSet: {
+      // Names compare under the operands' collation; a name holding a
+      // comma is never found.
+      const std::string needle = args[0].ToText();
+      const std::string list = args[1].ToText();
+      if (list.empty() || needle.find(',') != std::string::npos) return Value::Int(0);
+      int64_t position = 1;
+      size_t start = 0;
+      while (true) {
+        const size_t comma = list.find(',', start);
+        const std::string_view item =
+            std::string_view(list).substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        if (CompareStrings(item, needle, e.collation) == 0) return Value::Int(position);
+        if (comma == std::string::npos) return Value::Int(0);
+        start = comma + 1;
+        ++position;
+      }
     }
     case ScalarFunction::kLength:
       return Value::Int(static_cast<int64_t>(args[0].ToText().size()));

@@ -351,6 +351,15 @@ ExprPtr Expr::Function(ScalarFunction f, std::vector<ExprPtr> args) {
                  f == ScalarFunction::kLog || f == ScalarFunction::kLog2 ||
                  f == ScalarFunction::kLog10 || f == ScalarFunction::kPower;
       break;
+    case ScalarFunction::kGetUserVar:
+      // The binder sets the type of the value the variable had when bound.
+      type = SqlType::Varchar(0);
+      nullable = true;
+      break;
+    case ScalarFunction::kSetUserVar:
+      type = args[1]->type;
+      nullable = args[1]->nullable;
+      break;
     case ScalarFunction::kGreatest:
     case ScalarFunction::kLeast: {
       std::vector<SqlType> types;
@@ -364,6 +373,7 @@ ExprPtr Expr::Function(ScalarFunction f, std::vector<ExprPtr> args) {
     case ScalarFunction::kCharLength:
     case ScalarFunction::kAscii:
     case ScalarFunction::kStrcmp:
+    case ScalarFunction::kFindInSet:
       type = SqlType::BigInt();
       break;
     case ScalarFunction::kSubstring:
@@ -479,6 +489,10 @@ std::string Expr::ToString() const {
       std::string args;
       for (size_t i = 0; i < children.size(); ++i) args += (i ? ", " : "") + children[i]->ToString();
       if (function == ScalarFunction::kCast) return fmt::format("cast({} as {})", args, type.ToString());
+      if (function == ScalarFunction::kGetUserVar) return "@" + children[0]->constant.ToText();
+      if (function == ScalarFunction::kSetUserVar) {
+        return fmt::format("(@{} := {})", children[0]->constant.ToText(), children[1]->ToString());
+      }
       if (IsTemporalFunction(function)) return fmt::format("{}({})", TemporalFunctionName(function), args);
       return fmt::format("{}({})", kNames[static_cast<int>(function)], args);
     }

@@ -79,6 +79,12 @@ enum class ScalarFunction : uint8_t {
   kUnhex = 39,      // UNHEX(s): NULL if not hex
   kSpace = 40,      // SPACE(n)
   kStrcmp = 41,     // STRCMP(a, b): -1, 0, 1
+  // User variables read and assigned per row (@x := expr in a query), from
+  // 90 on: (name constant) and (name constant, value). They read and write
+  // the statement thread's variables (src/common/user_variables.h).
+  kGetUserVar = 90,  // @name, where the statement also assigns it
+  kSetUserVar = 91,  // @name := value: assigns, yields the value
+  kFindInSet = 42,  // FIND_IN_SET(s, list): 1-based position of s in the comma-separated list, else 0
   // Date and time functions (sierra/temporal.h), from 100 on. The binder
   // sets their result types; a unit argument is an integer constant
   // (shale::IntervalUnit), an fsp argument an integer constant.

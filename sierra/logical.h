@@ -132,6 +132,12 @@ struct LogicalOperator {
   ApplyKind apply_kind = ApplyKind::kScalar;              // kApply
   bool correlated = false;                                // kApply: children[1] has outer references
   CompareOp compare_op = CompareOp::kEq;                  // kApply: kAny, kAll
+  // kUpdate/kDelete of a multi-table statement writing several tables: the
+  // operators are stacked (each one's child is the previous target's, the
+  // bottom one's the joined rows), and each reads columns
+  // [offset, offset + limit) of the joined rows: its table's columns, then
+  // its values (src/sql/binder.cc StackTargets, src/exec/executor.cc).
+  bool stacked_target = false;
 
   static LogicalPtr Values(std::vector<ColumnInfo> columns, std::vector<std::vector<ExprPtr>> rows);
   static LogicalPtr Scan(std::shared_ptr<const catalog::TableDef> table, const std::string& alias);

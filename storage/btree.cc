@@ -505,6 +505,42 @@ Status BTree::ScanLeaf(std::string_view seek, bool has_seek, bool inclusive, siz
   return Status::OK();
 }
 
+Status BTree::Seek(std::string_view start, std::string_view last, std::string* key, std::string* value) const {
+  std::string resume;  // where the search continues when a leaf has nothing >= start
+  std::string fence;  // the leaf's tightest upper fence, copied: the page is released
+  std::string_view seek = start;
+  for (;;) {
+    bool has_fence = false;
+    SHALE_ASSIGN_OR_RETURN(PageGuard g, FetchNode(root_, LatchMode::kShared, kAnyLevel));
+    while (!IsLeaf(g.data())) {
+      SlottedPage p(const_cast<char*>(g.data()));
+      size_t c = ChildIndexFor(p, seek);
+      if (c < p.slot_count()) {  // the deepest fence is the tightest
+        fence.assign(p.KeyAt(c));
+        has_fence = true;
+      }
+      SHALE_ASSIGN_OR_RETURN(PageGuard child, FetchNode(ChildAtIndex(p, c), LatchMode::kShared, p.level() - 1));
+      g = std::move(child);  // latch coupling: the parent is released now
+    }
+    SlottedPage leaf(const_cast<char*>(g.data()));
+    bool found = false;
+    size_t i = leaf.LowerBound(seek, &found);
+    if (i < leaf.slot_count()) {
+      std::string_view k = leaf.KeyAt(i);
+      if (k > last) return Status::NotFound("no key in the seek range");
+      if (key != nullptr) key->assign(k);
+      if (value != nullptr) value->assign(leaf.ValueAt(i));
+      return Status::OK();
+    }
+    // Every key of this leaf is below `seek`: continue at the next leaf,
+    // whose keys start at the fence (only when `seek` falls between a
+    // leaf's last key and its upper fence).
+    if (!has_fence || fence > last) return Status::NotFound("no key in the seek range");
+    resume.assign(fence);
+    seek = resume;
+  }
+}
+
 // --- Iterator ----------------------------------------------------------------
 
 class BTreeIterator final : public SliceIterator {

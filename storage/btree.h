@@ -101,6 +101,12 @@ class BTree {
   Status Delete(std::string_view key);
   // Rows of `range` in key order (see the iterator contract above).
   std::unique_ptr<SliceIterator> NewIterator(const KeyRange& range) const;
+  // The first entry whose key is >= `start` and <= `last` (memcmp order):
+  // its key into *key and value into *value (either may be null); NotFound
+  // when there is none. One descent with shared latches and no iterator or
+  // batch copy: the point-read primitive under MvccSlice::Get (a row's
+  // newest visible version is the first key at or after a seek key).
+  Status Seek(std::string_view start, std::string_view last, std::string* key, std::string* value) const;
 
   PageId root() const { return root_; }
 

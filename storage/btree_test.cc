@@ -208,6 +208,56 @@ TEST(BTreeTest, EntryLimits) {
   ExpectTreeEquals(h.tree(), model);
 }
 
+// Seek (the first key in [start, last]) against the model's lower_bound,
+// after deleting runs of keys so that many probes fall between a leaf's last
+// key and its upper fence (the seek then continues at the next leaf).
+TEST(BTreeTest, SeekMatchesModelAcrossLeafGaps) {
+  shale::testing::TempDir dir;
+  TreeHarness h(dir.path(), 32);
+  Model model;
+  for (int i = 0; i < 6000; ++i) {
+    std::string key = fmt::format("k{:06}", i) + std::string(100, 'p');
+    std::string value = fmt::format("v{}", i);
+    ASSERT_TRUE(h.tree()->Put(key, value).ok());
+    model[key] = value;
+  }
+  // Delete runs of 40 keys out of every 100 (not enough to empty whole
+  // leaves everywhere, enough to leave gaps before many fences).
+  for (int i = 0; i < 6000; ++i) {
+    if (i % 100 < 60) continue;
+    std::string key = fmt::format("k{:06}", i) + std::string(100, 'p');
+    ASSERT_TRUE(h.tree()->Delete(key).ok());
+    model.erase(key);
+  }
+  auto check = h.tree()->TEST_Check();
+  ASSERT_TRUE(check.ok()) << check.status().ToString();
+  ASSERT_GE(check->height, 2u);
+  std::mt19937 rnd(7);
+  for (int probe = 0; probe < 20000; ++probe) {
+    const int i = static_cast<int>(rnd() % 6100);
+    std::string start = fmt::format("k{:06}", i);  // a prefix: below the key of i
+    std::string last = fmt::format("k{:06}", i + static_cast<int>(rnd() % 60));
+    auto want = model.lower_bound(start);
+    const bool want_found = want != model.end() && want->first <= last;
+    std::string key, value;
+    Status st = h.tree()->Seek(start, last, &key, &value);
+    if (!want_found) {
+      ASSERT_TRUE(st.IsNotFound()) << start << " " << last << ": " << st.ToString() << " " << key;
+      continue;
+    }
+    ASSERT_TRUE(st.ok()) << start << ": " << st.ToString();
+    ASSERT_EQ(key, want->first);
+    ASSERT_EQ(value, want->second);
+    // Key and value outputs are optional.
+    ASSERT_TRUE(h.tree()->Seek(start, last, nullptr, nullptr).ok());
+  }
+  std::string key;
+  EXPECT_TRUE(h.tree()->Seek("l", "z", &key, nullptr).IsNotFound());  // past every key
+  EXPECT_TRUE(h.tree()->Seek("a", "b", &key, nullptr).IsNotFound());  // before every key
+  ASSERT_TRUE(h.tree()->Seek("", "\xff", &key, nullptr).ok());
+  EXPECT_EQ(key, model.begin()->first);
+}
+
 // Small keys: wide pages, many leaves; the pool holds under a tenth of the
 // data at its peak.
 TEST(BTreeTest, RandomizedAgainstModelSmallKeys) {

@@ -96,36 +96,33 @@ uint64_t SnapshotRegistry::Horizon(uint64_t if_none) const {
 }
 
 Status MvccSlice::Get(const ReadOptions& options, std::string_view key, std::string* value) const {
-  KeyRange r;
-  r.has_start = true;
-  r.start = EncodeVersionKey(key, options.snapshot);
-  r.has_end = true;
-  r.end = EncodeVersionKey(key, 0);
-  auto it = slice_->NewIterator(r);
-  if (it->Valid()) {
-    std::string_view v = it->value();
-    if (v.empty() || (v[0] != kPutTag && v[0] != kTombstoneTag)) {
-      return Status::Corruption(fmt::format("slice {}: bad version tag", slice_->id()));
-    }
-    if (v[0] == kTombstoneTag) return Status::NotFound("deleted");
-    value->assign(v.data() + 1, v.size() - 1);
-    return Status::OK();
+  // The newest version visible at the snapshot is the first versioned key
+  // at or after (key, snapshot) that is still a version of `key`: one seek,
+  // no iterator (invariant 1).
+  std::string start = EncodeVersionKey(key, options.snapshot);
+  std::string last = EncodeVersionKey(key, 0);
+  Status s = slice_->Seek(start, last, nullptr, value);
+  if (s.IsNotFound()) return Status::NotFound("no visible version");
+  SHALE_RETURN_IF_ERROR(s);
+  if (value->empty() || ((*value)[0] != kPutTag && (*value)[0] != kTombstoneTag)) {
+    return Status::Corruption(fmt::format("slice {}: bad version tag", slice_->id()));
   }
-  SHALE_RETURN_IF_ERROR(it->status());
-  return Status::NotFound("no visible version");
+  if ((*value)[0] == kTombstoneTag) {
+    value->clear();
+    return Status::NotFound("deleted");
+  }
+  value->erase(0, 1);  // the tag
+  return Status::OK();
 }
 
 Result<bool> MvccSlice::HasNewerVersion(std::string_view key, uint64_t start_ts) const {
   if (start_ts == kLatestSnapshot) return false;
-  KeyRange r;
-  r.has_start = true;
-  r.start = EncodeVersionKey(key, kLatestSnapshot);
-  r.has_end = true;
-  r.end = EncodeVersionKey(key, start_ts + 1);
-  auto it = slice_->NewIterator(r);
-  bool newer = it->Valid();
-  SHALE_RETURN_IF_ERROR(it->status());
-  return newer;
+  std::string start = EncodeVersionKey(key, kLatestSnapshot);
+  std::string last = EncodeVersionKey(key, start_ts + 1);
+  Status s = slice_->Seek(start, last, nullptr, nullptr);
+  if (s.IsNotFound()) return false;
+  SHALE_RETURN_IF_ERROR(s);
+  return true;
 }
 
 Status MvccSlice::Write(const WriteBatch& batch, uint64_t start_ts, uint64_t commit_ts) {

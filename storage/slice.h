@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -86,10 +87,42 @@ class SliceIterator {
   virtual Status status() const = 0;           // an error ends iteration
 };
 
+// Exact figures, maintained by every write and recovered exactly after a
+// crash (the slice catalog stores them at each checkpoint; replay adjusts
+// them record by record).
 struct SliceStats {
-  uint64_t rows = 0;
-  uint64_t bytes = 0;  // keys + values as stored
+  uint64_t rows = 0;   // stored entries (for an MvccSlice: row versions)
+  uint64_t bytes = 0;  // their keys + values (uncompressed)
 };
+
+// How a slice's pages are stored on disk (the table option COMPRESSION).
+// Values are written to disk: DO NOT CHANGE.
+enum class PageCompression : uint8_t { kNone = 0, kZlib = 1 };
+
+struct SliceOptions {
+  // Compression of the slice's pages in the data file. Default: kNone.
+  PageCompression compression = PageCompression::kNone;
+};
+
+// A slice's lifecycle state. Values are written to disk: DO NOT CHANGE.
+enum class SliceState : uint8_t {
+  kReady = 0,      // complete
+  kBuilding = 1,   // being filled from a snapshot stream (LoadChunk); survives a crash, resumable
+  kSplitting = 2,  // a target of a running SplitSlice; dropped at open after a crash
+};
+
+struct SliceBuildState {
+  SliceState state = SliceState::kReady;
+  uint64_t snapshot_ts = 0;  // kBuilding: the snapshot the stream reads
+  bool has_resume_key = false;
+  std::string resume_key;    // kBuilding: the last key the applied chunks covered
+};
+
+// The distribution hash of a stored key, for SplitSlice. Storage does not
+// know how keys are hashed; the cluster passes its function (for MvccSlice
+// data it decodes the user key with DecodeVersionKey first, so all versions
+// of a row go to the same side).
+using KeyHashFn = std::function<uint64_t(std::string_view stored_key)>;
 
 class Slice {
  public:
@@ -102,6 +135,12 @@ class Slice {
   // Rows of `range` in key order, from a snapshot taken now (invariant 2).
   virtual std::unique_ptr<SliceIterator> NewIterator(const KeyRange& range) const = 0;
   virtual SliceStats GetStats() const = 0;
+  // The first row whose key is in [start, last] (memcmp order, both
+  // inclusive): its key into *key and row into *value (either may be
+  // null); NotFound when there is none. The point-read primitive of
+  // MvccSlice::Get. The default opens an iterator; the B+tree slice store
+  // overrides it with one descent of the tree (BTree::Seek).
+  virtual Status Seek(std::string_view start, std::string_view last, std::string* key, std::string* value) const;
 };
 
 struct SliceStoreOptions {
@@ -152,13 +191,47 @@ class SliceStore {
   // SHOW STATUS `Shale_wal_buffer_wait_us`.
   virtual uint64_t WalBufferWaitMicros() const = 0;
 
-  // Fails if the slice exists.
-  virtual Result<Slice*> CreateSlice(SliceId id) = 0;
+  // Fails if the slice exists. The options are stored with the slice.
+  virtual Result<Slice*> CreateSlice(SliceId id, const SliceOptions& options = {}) = 0;
   // NotFound if the slice does not exist. The pointer lives until DropSlice.
   virtual Result<Slice*> GetSlice(SliceId id) = 0;
   // Removes the slice and its data. REQUIRES: no concurrent use of it.
   virtual Status DropSlice(SliceId id) = 0;
   virtual std::vector<SliceId> ListSlices() const = 0;
+  // NotFound if the slice does not exist.
+  virtual Result<SliceOptions> GetSliceOptions(SliceId id) const = 0;
+
+  // --- What the rebalancer needs (docs/storage.md "Copying and splitting") ---
+  //
+  // Building a replica from a snapshot stream (storage/slice_stream.h):
+  // CreateBuildingSlice makes an empty slice in state kBuilding for a copy
+  // of the rows visible at `snapshot_ts`; LoadChunk applies one chunk of
+  // stored entries and records `resume_key` with it, atomically (one WAL
+  // record); FinishBuild makes it kReady. Ordinary writes (SliceStore::Write)
+  // to a building slice are allowed at any time: they are the writes the
+  // source takes during the copy, at commit timestamps above snapshot_ts, so
+  // their versions never collide with the streamed ones and are kept as they
+  // are. After a crash a building slice is still there in kBuilding with the
+  // resume key of its last applied chunk (GetBuildState): the copy resumes
+  // after it (chunks are idempotent), or the caller drops the slice.
+  // REQUIRES: no garbage collection on a building slice before FinishBuild.
+  virtual Result<Slice*> CreateBuildingSlice(SliceId id, uint64_t snapshot_ts, const SliceOptions& options = {}) = 0;
+  // InvalidArgument unless the slice is kBuilding.
+  virtual Status LoadChunk(SliceId id, const WriteBatch& entries, std::string_view resume_key) = 0;
+  virtual Status FinishBuild(SliceId id) = 0;
+  virtual Result<SliceBuildState> GetBuildState(SliceId id) const = 0;
+
+  // Splits `source` by hash: creates `low` holding exactly the entries with
+  // hash(key) < split_hash and `high` holding the others (every stored entry,
+  // so every MVCC version), with `options`. The source stays as it is (the
+  // caller drops it once it routes to the new slices) and may take writes
+  // and garbage collection during the split: those that land while the
+  // split runs are applied to the new slices too. Atomic with respect to
+  // crashes: after a crash during the split both new slices are dropped at
+  // open (state kSplitting); after it returned both are complete. Writes to
+  // the source after it returned are not copied.
+  virtual Status SplitSlice(SliceId source, uint64_t split_hash, const KeyHashFn& hash, SliceId low, SliceId high,
+                            const SliceOptions& options = {}) = 0;
 };
 
 }  // namespace shale::storage

@@ -39,6 +39,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -84,6 +85,18 @@ SliceId CatalogId(std::string_view k) {
   for (char c : k) id = (id << 8) | static_cast<uint8_t>(c);
   return id;
 }
+
+// A slice's catalog value. Version 1 (8 bytes) is only the root page id;
+// version 2 (docs/formats/page-format.md "Slice catalog"):
+//   u64 root, u64 rows, u64 bytes, u8 compression, u8 state,
+//   u64 snapshot_ts, u8 has_resume_key, u32 resume key length, resume key.
+struct CatalogEntry {
+  PageId root = kInvalidPageId;
+  bool stats_known = true;  // false for a version-1 entry
+  uint64_t rows = 0, bytes = 0;
+  SliceOptions options;
+  SliceBuildState build;
+};
 
 void PutU32(std::string* out, uint32_t v) {
   char b[4];
@@ -181,21 +194,79 @@ std::string U64Payload(uint64_t v) {
   return s;
 }
 
+std::string EncodeCatalogEntry(const CatalogEntry& e) {
+  std::string out;
+  PutU64(&out, e.root);
+  PutU64(&out, e.rows);
+  PutU64(&out, e.bytes);
+  out.push_back(static_cast<char>(e.options.compression));
+  out.push_back(static_cast<char>(e.build.state));
+  PutU64(&out, e.build.snapshot_ts);
+  out.push_back(e.build.has_resume_key ? 1 : 0);
+  PutU32(&out, static_cast<uint32_t>(e.build.resume_key.size()));
+  out.append(e.build.resume_key);
+  return out;
+}
+
+bool DecodeCatalogEntry(std::string_view v, CatalogEntry* e) {
+  PayloadReader r(v);
+  if (v.size() == 8) {
+    e->root = LoadU64(v.data());
+    e->stats_known = false;
+    return true;
+  }
+  uint8_t compression = 0, state = 0, has_resume = 0;
+  uint32_t n = 0;
+  if (!r.U64(&e->root) || !r.U64(&e->rows) || !r.U64(&e->bytes) || !r.U8(&compression) || !r.U8(&state) ||
+      !r.U64(&e->build.snapshot_ts) || !r.U8(&has_resume) || !r.U32(&n) || !r.Bytes(n, &e->build.resume_key) ||
+      !r.done()) {
+    return false;
+  }
+  if (compression > static_cast<uint8_t>(PageCompression::kZlib) || state > static_cast<uint8_t>(SliceState::kSplitting)) {
+    return false;
+  }
+  e->options.compression = static_cast<PageCompression>(compression);
+  e->build.state = static_cast<SliceState>(state);
+  e->build.has_resume_key = has_resume != 0;
+  return true;
+}
+
+// kCreateSlice payload: u64 id (version 1), optionally followed by u8
+// compression, u8 state, u64 snapshot_ts (version 2).
+std::string EncodeCreatePayload(SliceId id, const SliceOptions& options, SliceState state, uint64_t snapshot_ts) {
+  std::string out;
+  PutU64(&out, id);
+  out.push_back(static_cast<char>(options.compression));
+  out.push_back(static_cast<char>(state));
+  PutU64(&out, snapshot_ts);
+  return out;
+}
+
 class BTreeSliceStore;
 
 // --- BTreeSlice ----------------------------------------------------------------
 
+// Writes to a slice being split are also applied to the two new slices
+// (SliceStore::SplitSlice): set and cleared only while writers are paused,
+// read only by writers inside the write gate.
+struct SplitMirror {
+  SliceId low = 0, high = 0;
+  uint64_t split_hash = 0;
+  const KeyHashFn* hash = nullptr;
+};
+
 class BTreeSlice final : public Slice {
  public:
-  // `fresh`: created empty now, so the stats are known without a scan.
-  BTreeSlice(BTreeSliceStore* store, SliceId id, std::unique_ptr<BTree> tree, bool fresh)
-      : store_(store), id_(id), tree_(std::move(tree)), stats_known_(fresh) {}
+  BTreeSlice(BTreeSliceStore* store, SliceId id, std::unique_ptr<BTree> tree, const CatalogEntry& entry)
+      : store_(store), id_(id), tree_(std::move(tree)), options_(entry.options), build_(entry.build),
+        rows_(static_cast<int64_t>(entry.rows)), bytes_(static_cast<int64_t>(entry.bytes)) {}
 
   SliceId id() const override { return id_; }
   Status Get(std::string_view key, std::string* value) const override;
   Status Write(const WriteBatch& batch) override;
   std::unique_ptr<SliceIterator> NewIterator(const KeyRange& range) const override;
   SliceStats GetStats() const override;
+  Status Seek(std::string_view start, std::string_view last, std::string* key, std::string* value) const override;
 
   // Applying logged changes. REQUIRES: inside EnterWrite/ExitWrite.
   Status ApplyPut(std::string_view key, std::string_view value);
@@ -203,6 +274,7 @@ class BTreeSlice final : public Slice {
   // Frees every page: overflow chains, then the tree. REQUIRES: no other use.
   Status FreeAll();
   BTree* tree() const { return tree_.get(); }
+  const SliceOptions& options() const { return options_; }
 
   // The row behind a stored (tagged) leaf value. *stale: an overflow chain
   // changed under us (invariant 4); the caller re-reads the key.
@@ -211,6 +283,24 @@ class BTreeSlice final : public Slice {
   // named file and page).
   Status Annotate(Status s) const;
 
+  // Recounts rows and bytes by a scan (a version-1 catalog entry at open).
+  // REQUIRES: no concurrent writers.
+  Status Recount();
+  // The slice's catalog value now; *dirty tells whether the figures or the
+  // state changed since the last call with clear_dirty.
+  CatalogEntry Entry(bool clear_dirty, bool* dirty) const;
+  SliceBuildState build_state() const {
+    std::lock_guard<std::mutex> l(stats_mu_);
+    return build_;
+  }
+  void set_build_state(SliceBuildState b) {
+    std::lock_guard<std::mutex> l(stats_mu_);
+    build_ = std::move(b);
+    dirty_ = true;
+  }
+
+  SplitMirror mirror;  // see SplitMirror; mirror.hash == nullptr: none
+
  private:
   Status WriteOverflow(std::string_view value, std::string* ref);
   Status FreeOverflow(std::string_view stored);
@@ -218,11 +308,14 @@ class BTreeSlice final : public Slice {
   BTreeSliceStore* const store_;
   const SliceId id_;
   std::unique_ptr<BTree> tree_;
-  // Maintained by Apply*; computed by a scan on first GetStats after open.
+  const SliceOptions options_;
+  // Exact figures maintained by Apply*, stored in the catalog at each
+  // checkpoint (so recovery = the checkpoint's figures + the replayed changes).
   mutable std::mutex stats_mu_;
-  mutable bool stats_known_;          // GUARDED_BY(stats_mu_)
-  mutable int64_t rows_ = 0;          // GUARDED_BY(stats_mu_)
-  mutable int64_t bytes_ = 0;         // GUARDED_BY(stats_mu_)
+  SliceBuildState build_;  // GUARDED_BY(stats_mu_)
+  int64_t rows_ = 0;       // GUARDED_BY(stats_mu_)
+  int64_t bytes_ = 0;      // GUARDED_BY(stats_mu_)
+  mutable bool dirty_ = true;  // GUARDED_BY(stats_mu_): not yet in the catalog
 };
 
 class BTreeSliceIterator final : public SliceIterator {
@@ -282,10 +375,17 @@ class BTreeSliceStore final : public SliceStore {
 
   Status OpenAndRecover();
 
-  Result<Slice*> CreateSlice(SliceId id) override;
+  Result<Slice*> CreateSlice(SliceId id, const SliceOptions& options) override;
   Result<Slice*> GetSlice(SliceId id) override;
   Status DropSlice(SliceId id) override;
   std::vector<SliceId> ListSlices() const override;
+  Result<SliceOptions> GetSliceOptions(SliceId id) const override;
+  Result<Slice*> CreateBuildingSlice(SliceId id, uint64_t snapshot_ts, const SliceOptions& options) override;
+  Status LoadChunk(SliceId id, const WriteBatch& entries, std::string_view resume_key) override;
+  Status FinishBuild(SliceId id) override;
+  Result<SliceBuildState> GetBuildState(SliceId id) const override;
+  Status SplitSlice(SliceId source, uint64_t split_hash, const KeyHashFn& hash, SliceId low, SliceId high,
+                    const SliceOptions& options) override;
   Status Write(const std::vector<std::pair<SliceId, const WriteBatch*>>& batches) override;
   Status Checkpoint() override;
   Status Verify(uint64_t* pages_checked) override;
@@ -304,8 +404,22 @@ class BTreeSliceStore final : public SliceStore {
   BTreeSlice* FindSlice(SliceId id) const;
   // The effects of WAL records, live and in replay (invariant 1).
   Status ApplyBatches(const std::vector<std::pair<SliceId, const WriteBatch*>>& batches);
-  Result<BTreeSlice*> ApplyCreate(SliceId id);
+  Result<BTreeSlice*> ApplyCreate(SliceId id, const SliceOptions& options, SliceState state, uint64_t snapshot_ts);
   Status ApplyDrop(SliceId id);
+  Status ApplyLoadChunk(SliceId id, std::string_view resume_key, const WriteBatch& entries);
+  Status ApplySliceStates(const std::vector<std::pair<SliceId, SliceState>>& states);
+  // Stores a slice's catalog value (stats, state, resume key).
+  Status PutCatalogEntry(const BTreeSlice* slice);
+  // Appends one WAL record and applies it with `apply`, inside the write
+  // gate; a failure after logging makes the store refuse writes (invariant 3).
+  // With `paused` the caller already holds the writers paused.
+  Status LogAndApply(WalRecordType type, std::string_view payload, const std::function<Status()>& apply,
+                     bool paused = false);
+  Result<Slice*> Create(SliceId id, const SliceOptions& options, SliceState state, uint64_t snapshot_ts);
+  // Adds to *extra the ops of `batches` mirrored into the targets of running
+  // splits. REQUIRES: inside the write gate (mirrors only change while paused).
+  void MirrorSplits(const std::vector<std::pair<SliceId, const WriteBatch*>>& batches,
+                    std::vector<std::pair<SliceId, WriteBatch>>* extra) const;
   Status Replay(uint64_t lsn, WalRecordType type, std::string_view payload);
   void CheckpointLoop();
   void MaybeWakeCheckpointer();
@@ -328,6 +442,7 @@ class BTreeSliceStore final : public SliceStore {
   int active_writers_ = 0;    // GUARDED_BY(gate_mu_)
   bool pause_wanted_ = false;  // GUARDED_BY(gate_mu_)
   Status failed_;              // GUARDED_BY(gate_mu_): sticky (invariant 3)
+  int splits_running_ = 0;     // changed only while writers are paused; read inside the gate
 
   std::mutex checkpoint_mu_;  // one checkpoint at a time
   std::atomic<uint64_t> checkpoint_lsn_{0};
@@ -410,28 +525,65 @@ Status BTreeSlice::Write(const WriteBatch& batch) {
   return store_->Write(one);
 }
 
+Status BTreeSlice::Seek(std::string_view start, std::string_view last, std::string* key,
+                        std::string* value) const {
+  std::string found_key;
+  std::string stored;
+  for (int attempt = 0;; ++attempt) {
+    Status s = tree_->Seek(start, last, &found_key, value != nullptr ? &stored : nullptr);
+    if (!s.ok()) return s.IsNotFound() ? s : Annotate(s);
+    bool stale = false;
+    if (value != nullptr) {
+      s = Resolve(stored, value, &stale);
+      if (!s.ok()) return Annotate(s);
+    }
+    if (!stale) break;
+    // An overflow chain changed under us (the row was rewritten or deleted
+    // meanwhile): seek again from the same key.
+    if (attempt > 100) {
+      return Status::Unavailable(fmt::format("slice {}: value keeps changing under the reader", id_));
+    }
+  }
+  if (key != nullptr) *key = std::move(found_key);
+  return Status::OK();
+}
+
 std::unique_ptr<SliceIterator> BTreeSlice::NewIterator(const KeyRange& range) const {
   return std::make_unique<BTreeSliceIterator>(this, tree_->NewIterator(range));
 }
 
 SliceStats BTreeSlice::GetStats() const {
   std::lock_guard<std::mutex> l(stats_mu_);
-  if (!stats_known_) {
-    int64_t rows = 0, bytes = 0;
-    auto it = NewIterator(KeyRange::All());
-    for (; it->Valid(); it->Next()) {
-      ++rows;
-      bytes += static_cast<int64_t>(it->key().size() + it->value().size());
-    }
-    if (!it->status().ok()) return SliceStats{};
-    // Writes racing with the scan may be counted twice or not at all: the
-    // figures are estimates until the slice store keeps them on disk.
-    rows_ = rows;
-    bytes_ = bytes;
-    stats_known_ = true;
-  }
   return SliceStats{static_cast<uint64_t>(std::max<int64_t>(rows_, 0)),
                     static_cast<uint64_t>(std::max<int64_t>(bytes_, 0))};
+}
+
+Status BTreeSlice::Recount() {
+  int64_t rows = 0, bytes = 0;
+  auto it = NewIterator(KeyRange::All());
+  for (; it->Valid(); it->Next()) {
+    ++rows;
+    bytes += static_cast<int64_t>(it->key().size() + it->value().size());
+  }
+  SHALE_RETURN_IF_ERROR(it->status());
+  std::lock_guard<std::mutex> l(stats_mu_);
+  rows_ = rows;
+  bytes_ = bytes;
+  dirty_ = true;
+  return Status::OK();
+}
+
+CatalogEntry BTreeSlice::Entry(bool clear_dirty, bool* dirty) const {
+  std::lock_guard<std::mutex> l(stats_mu_);
+  CatalogEntry e;
+  e.root = tree_->root();
+  e.rows = static_cast<uint64_t>(std::max<int64_t>(rows_, 0));
+  e.bytes = static_cast<uint64_t>(std::max<int64_t>(bytes_, 0));
+  e.options = options_;
+  e.build = build_;
+  if (dirty != nullptr) *dirty = dirty_;
+  if (clear_dirty) dirty_ = false;
+  return e;
 }
 
 Status BTreeSlice::WriteOverflow(std::string_view value, std::string* ref) {
@@ -501,6 +653,7 @@ Status BTreeSlice::ApplyPut(std::string_view key, std::string_view value) {
   std::lock_guard<std::mutex> l(stats_mu_);
   if (!existed) ++rows_;
   bytes_ += static_cast<int64_t>(key.size() + value.size()) - old_bytes;
+  dirty_ = true;
   return Status::OK();
 }
 
@@ -517,6 +670,7 @@ Status BTreeSlice::ApplyDelete(std::string_view key) {
   std::lock_guard<std::mutex> l(stats_mu_);
   --rows_;
   bytes_ -= old_bytes;
+  dirty_ = true;
   return Status::OK();
 }
 
@@ -592,18 +746,27 @@ Status BTreeSliceStore::OpenAndRecover() {
   pool_options.frames = std::max<uint64_t>(options_.buffer_pool_bytes, 4ull << 20) / kPageSize;
   pool_ = std::make_unique<BufferPool>(file_.get(), pool_options);
   SHALE_ASSIGN_OR_RETURN(catalog_, BTree::Open(pool_.get()));
+  std::vector<BTreeSlice*> unknown_stats;
   {
     auto it = catalog_->NewIterator(KeyRange::All());
     for (; it->Valid(); it->Next()) {
-      if (it->key().size() != 8 || it->value().size() != 8) {
+      CatalogEntry entry;
+      if (it->key().size() != 8 || !DecodeCatalogEntry(it->value(), &entry)) {
         return Status::Corruption(fmt::format("data file {}: bad slice catalog entry", data_path_));
       }
       SliceId id = CatalogId(it->key());
-      PageId root = LoadU64(it->value().data());
       // Not read now: a damaged slice fails its statements, not the node.
-      slices_.emplace(id, std::make_unique<BTreeSlice>(this, id, BTree::Attach(pool_.get(), root), false));
+      auto slice = std::make_unique<BTreeSlice>(this, id, BTree::Attach(pool_.get(), entry.root), entry);
+      if (!entry.stats_known) unknown_stats.push_back(slice.get());
+      slices_.emplace(id, std::move(slice));
     }
     SHALE_RETURN_IF_ERROR(it->status());
+  }
+  // A version-1 catalog entry has no figures: count them once, before any
+  // change (they reach the catalog at the next checkpoint).
+  for (BTreeSlice* slice : unknown_stats) {
+    Status s = slice->Recount();
+    if (!s.ok()) log::Error("slice store {}: cannot count slice {}: {}", dir_, slice->id(), s.ToString());
   }
   const uint64_t from = file_->meta().checkpoint_lsn;
   checkpoint_lsn_.store(from);
@@ -615,7 +778,18 @@ Status BTreeSliceStore::OpenAndRecover() {
   SHALE_ASSIGN_OR_RETURN(wal_, Wal::Open(dir_ + "/wal", options_.wal, from, replay));
   log::Info("slice store {}: {} slices, checkpoint LSN {}, replayed {} WAL records up to LSN {}", dir_,
             slices_.size(), from, replayed, wal_->next_lsn());
-  if (replayed > 0) SHALE_RETURN_IF_ERROR(Checkpoint());
+  // The targets of a split the crash interrupted are incomplete: drop them
+  // (SliceState::kSplitting). Building slices stay, resumable.
+  std::vector<SliceId> unfinished;
+  for (const auto& [id, slice] : slices_) {
+    if (slice->build_state().state == SliceState::kSplitting) unfinished.push_back(id);
+  }
+  for (SliceId id : unfinished) {
+    log::Warn("slice store {}: dropping slice {}, the target of an interrupted split", dir_, id);
+    SHALE_RETURN_IF_ERROR(DropSlice(id));
+    ++replayed;
+  }
+  if (replayed > 0 || !unknown_stats.empty()) SHALE_RETURN_IF_ERROR(Checkpoint());
   if (options_.verify_at_open) {
     uint64_t pages = 0;
     SHALE_RETURN_IF_ERROR(Verify(&pages));
@@ -643,11 +817,55 @@ Status BTreeSliceStore::Replay(uint64_t lsn, WalRecordType type, std::string_vie
     }
     case WalRecordType::kCreateSlice:
     case WalRecordType::kDropSlice: {
-      if (payload.size() != 8) return bad("bad slice record");
+      if (payload.size() != 8 && (type == WalRecordType::kDropSlice || payload.size() != 18)) {
+        return bad("bad slice record");
+      }
       SliceId id = LoadU64(payload.data());
       if (type == WalRecordType::kDropSlice) return ApplyDrop(id);
       if (FindSlice(id) != nullptr) return bad(fmt::format("create of existing slice {}", id));
-      return ApplyCreate(id).status();
+      SliceOptions options;
+      SliceState state = SliceState::kReady;
+      uint64_t snapshot_ts = 0;
+      if (payload.size() == 18) {
+        uint8_t c = static_cast<uint8_t>(payload[8]), st = static_cast<uint8_t>(payload[9]);
+        if (c > static_cast<uint8_t>(PageCompression::kZlib) || st > static_cast<uint8_t>(SliceState::kSplitting)) {
+          return bad("bad slice options");
+        }
+        options.compression = static_cast<PageCompression>(c);
+        state = static_cast<SliceState>(st);
+        snapshot_ts = LoadU64(payload.data() + 10);
+      }
+      return ApplyCreate(id, options, state, snapshot_ts).status();
+    }
+    case WalRecordType::kLoadChunk: {
+      PayloadReader r(payload);
+      uint64_t id = 0;
+      uint32_t n = 0;
+      std::string resume;
+      if (!r.U64(&id) || !r.U32(&n) || !r.Bytes(n, &resume)) return bad("bad load chunk");
+      std::vector<std::pair<SliceId, WriteBatch>> decoded;
+      if (!DecodeBatchPayload(payload.substr(12 + n), &decoded) || decoded.size() != 1 || decoded[0].first != id) {
+        return bad("bad load chunk");
+      }
+      if (FindSlice(id) == nullptr) return bad(fmt::format("load chunk for missing slice {}", id));
+      return ApplyLoadChunk(id, resume, decoded[0].second);
+    }
+    case WalRecordType::kSliceState: {
+      PayloadReader r(payload);
+      uint32_t count = 0;
+      if (!r.U32(&count)) return bad("bad slice state record");
+      std::vector<std::pair<SliceId, SliceState>> states;
+      for (uint32_t i = 0; i < count; ++i) {
+        uint64_t id = 0;
+        uint8_t st = 0;
+        if (!r.U64(&id) || !r.U8(&st) || st > static_cast<uint8_t>(SliceState::kSplitting)) {
+          return bad("bad slice state record");
+        }
+        if (FindSlice(id) == nullptr) return bad(fmt::format("state of missing slice {}", id));
+        states.emplace_back(id, static_cast<SliceState>(st));
+      }
+      if (!r.done()) return bad("bad slice state record");
+      return ApplySliceStates(states);
     }
     case WalRecordType::kCheckpoint:
       return Status::OK();
@@ -670,11 +888,17 @@ Status BTreeSliceStore::ApplyBatches(const std::vector<std::pair<SliceId, const 
   return Status::OK();
 }
 
-Result<BTreeSlice*> BTreeSliceStore::ApplyCreate(SliceId id) {
+Result<BTreeSlice*> BTreeSliceStore::ApplyCreate(SliceId id, const SliceOptions& options, SliceState state,
+                                                 uint64_t snapshot_ts) {
   SHALE_ASSIGN_OR_RETURN(PageId root, BTree::CreateRoot(pool_.get()));
-  SHALE_RETURN_IF_ERROR(catalog_->Put(CatalogKey(id), U64Payload(root)));
+  CatalogEntry entry;
+  entry.root = root;
+  entry.options = options;
+  entry.build.state = state;
+  entry.build.snapshot_ts = snapshot_ts;
+  SHALE_RETURN_IF_ERROR(catalog_->Put(CatalogKey(id), EncodeCatalogEntry(entry)));
   SHALE_ASSIGN_OR_RETURN(auto tree, BTree::OpenAt(pool_.get(), root));
-  auto slice = std::make_unique<BTreeSlice>(this, id, std::move(tree), /*fresh=*/true);
+  auto slice = std::make_unique<BTreeSlice>(this, id, std::move(tree), entry);
   BTreeSlice* raw = slice.get();
   std::unique_lock<std::shared_mutex> l(slices_mu_);
   slices_[id] = std::move(slice);
@@ -694,37 +918,55 @@ Status BTreeSliceStore::ApplyDrop(SliceId id) {
   return slice->FreeAll();
 }
 
-Result<Slice*> BTreeSliceStore::CreateSlice(SliceId id) {
-  if (FindSlice(id) != nullptr) {
-    return Status::InvalidArgument(fmt::format("slice {} already exists in {}", id, dir_));
-  }
-  EnterWrite();
+Status BTreeSliceStore::LogAndApply(WalRecordType type, std::string_view payload,
+                                    const std::function<Status()>& apply, bool paused) {
+  if (!paused) EnterWrite();
   Status s;
   {
     std::lock_guard<std::mutex> l(gate_mu_);
     s = failed_;
   }
-  BTreeSlice* raw = nullptr;
   if (s.ok()) {
-    auto lsn = wal_->Append(WalRecordType::kCreateSlice, U64Payload(id));
+    auto lsn = wal_->Append(type, payload);
     if (!lsn.ok()) {
       s = lsn.status();
     } else {
-      auto created = ApplyCreate(id);
-      if (created.ok()) {
-        raw = created.value();
-      } else {
-        s = created.status();
+      s = apply();
+      if (!s.ok()) {
         std::lock_guard<std::mutex> l(gate_mu_);
         failed_ = s;
-        log::Error("slice store {}: create of slice {} failed after logging: {}; refusing writes until restart",
-                   dir_, id, s.ToString());
+        log::Error("slice store {}: a logged change (record type {}) failed to apply: {}; refusing writes until "
+                   "restart", dir_, static_cast<int>(type), s.ToString());
       }
     }
   }
-  ExitWrite();
-  SHALE_RETURN_IF_ERROR(s);
+  if (!paused) ExitWrite();
+  MaybeWakeCheckpointer();
+  return s;
+}
+
+Result<Slice*> BTreeSliceStore::Create(SliceId id, const SliceOptions& options, SliceState state,
+                                       uint64_t snapshot_ts) {
+  if (FindSlice(id) != nullptr) {
+    return Status::InvalidArgument(fmt::format("slice {} already exists in {}", id, dir_));
+  }
+  if (options.compression > PageCompression::kZlib) {
+    return Status::InvalidArgument(fmt::format("slice {}: unknown page compression {}", id,
+                                               static_cast<int>(options.compression)));
+  }
+  BTreeSlice* raw = nullptr;
+  const std::string payload = options.compression == PageCompression::kNone && state == SliceState::kReady
+                                  ? U64Payload(id)  // version 1: readable by older builds
+                                  : EncodeCreatePayload(id, options, state, snapshot_ts);
+  SHALE_RETURN_IF_ERROR(LogAndApply(WalRecordType::kCreateSlice, payload, [&]() -> Status {
+    SHALE_ASSIGN_OR_RETURN(raw, ApplyCreate(id, options, state, snapshot_ts));
+    return Status::OK();
+  }));
   return static_cast<Slice*>(raw);
+}
+
+Result<Slice*> BTreeSliceStore::CreateSlice(SliceId id, const SliceOptions& options) {
+  return Create(id, options, SliceState::kReady, 0);
 }
 
 Result<Slice*> BTreeSliceStore::GetSlice(SliceId id) {
@@ -735,28 +977,201 @@ Result<Slice*> BTreeSliceStore::GetSlice(SliceId id) {
 
 Status BTreeSliceStore::DropSlice(SliceId id) {
   if (FindSlice(id) == nullptr) return Status::NotFound(fmt::format("slice {} does not exist in {}", id, dir_));
-  EnterWrite();
-  Status s;
-  {
-    std::lock_guard<std::mutex> l(gate_mu_);
-    s = failed_;
+  return LogAndApply(WalRecordType::kDropSlice, U64Payload(id), [&] { return ApplyDrop(id); });
+}
+
+Result<SliceOptions> BTreeSliceStore::GetSliceOptions(SliceId id) const {
+  BTreeSlice* slice = FindSlice(id);
+  if (slice == nullptr) return Status::NotFound(fmt::format("slice {} does not exist in {}", id, dir_));
+  return slice->options();
+}
+
+Result<SliceBuildState> BTreeSliceStore::GetBuildState(SliceId id) const {
+  BTreeSlice* slice = FindSlice(id);
+  if (slice == nullptr) return Status::NotFound(fmt::format("slice {} does not exist in {}", id, dir_));
+  return slice->build_state();
+}
+
+Status BTreeSliceStore::PutCatalogEntry(const BTreeSlice* slice) {
+  return catalog_->Put(CatalogKey(slice->id()), EncodeCatalogEntry(slice->Entry(false, nullptr)));
+}
+
+Result<Slice*> BTreeSliceStore::CreateBuildingSlice(SliceId id, uint64_t snapshot_ts, const SliceOptions& options) {
+  return Create(id, options, SliceState::kBuilding, snapshot_ts);
+}
+
+Status BTreeSliceStore::ApplyLoadChunk(SliceId id, std::string_view resume_key, const WriteBatch& entries) {
+  std::vector<std::pair<SliceId, const WriteBatch*>> one{{id, &entries}};
+  SHALE_RETURN_IF_ERROR(ApplyBatches(one));
+  BTreeSlice* slice = FindSlice(id);
+  SliceBuildState b = slice->build_state();
+  b.has_resume_key = true;
+  b.resume_key.assign(resume_key);
+  slice->set_build_state(std::move(b));
+  return PutCatalogEntry(slice);
+}
+
+Status BTreeSliceStore::LoadChunk(SliceId id, const WriteBatch& entries, std::string_view resume_key) {
+  BTreeSlice* slice = FindSlice(id);
+  if (slice == nullptr) return Status::NotFound(fmt::format("slice {} does not exist in {}", id, dir_));
+  if (slice->build_state().state != SliceState::kBuilding) {
+    return Status::InvalidArgument(fmt::format("slice {} is not being built", id));
   }
-  if (s.ok()) {
-    auto lsn = wal_->Append(WalRecordType::kDropSlice, U64Payload(id));
-    if (!lsn.ok()) {
-      s = lsn.status();
-    } else {
-      s = ApplyDrop(id);
-      if (!s.ok()) {
-        std::lock_guard<std::mutex> l(gate_mu_);
-        failed_ = s;
-        log::Error("slice store {}: drop of slice {} failed after logging: {}; refusing writes until restart", dir_,
-                   id, s.ToString());
-      }
+  if (resume_key.size() > kMaxKeyBytes) {
+    return Status::InvalidArgument(fmt::format("slice {}: resume key of {} bytes exceeds the limit", id,
+                                               resume_key.size()));
+  }
+  for (const WriteOp& op : entries.ops()) {
+    if (op.key.size() > kMaxKeyBytes) {
+      return Status::InvalidArgument(
+          fmt::format("slice {}: key of {} bytes exceeds the limit of {}", id, op.key.size(), kMaxKeyBytes));
     }
   }
-  ExitWrite();
-  MaybeWakeCheckpointer();
+  std::string payload;
+  PutU64(&payload, id);
+  PutU32(&payload, static_cast<uint32_t>(resume_key.size()));
+  payload.append(resume_key);
+  std::vector<std::pair<SliceId, const WriteBatch*>> one{{id, &entries}};
+  payload.append(EncodeBatchPayload(one));
+  return LogAndApply(WalRecordType::kLoadChunk, payload, [&] { return ApplyLoadChunk(id, resume_key, entries); });
+}
+
+Status BTreeSliceStore::ApplySliceStates(const std::vector<std::pair<SliceId, SliceState>>& states) {
+  for (const auto& [id, state] : states) {
+    BTreeSlice* slice = FindSlice(id);
+    if (slice == nullptr) return Status::NotFound(fmt::format("slice {} does not exist in {}", id, dir_));
+    SliceBuildState b = slice->build_state();
+    b.state = state;
+    if (state == SliceState::kReady) {
+      b.has_resume_key = false;
+      b.resume_key.clear();
+    }
+    slice->set_build_state(std::move(b));
+    SHALE_RETURN_IF_ERROR(PutCatalogEntry(slice));
+  }
+  return Status::OK();
+}
+
+namespace {
+std::string EncodeStatesPayload(const std::vector<std::pair<SliceId, SliceState>>& states) {
+  std::string out;
+  PutU32(&out, static_cast<uint32_t>(states.size()));
+  for (const auto& [id, state] : states) {
+    PutU64(&out, id);
+    out.push_back(static_cast<char>(state));
+  }
+  return out;
+}
+}  // namespace
+
+Status BTreeSliceStore::FinishBuild(SliceId id) {
+  BTreeSlice* slice = FindSlice(id);
+  if (slice == nullptr) return Status::NotFound(fmt::format("slice {} does not exist in {}", id, dir_));
+  if (slice->build_state().state != SliceState::kBuilding) {
+    return Status::InvalidArgument(fmt::format("slice {} is not being built", id));
+  }
+  std::vector<std::pair<SliceId, SliceState>> states{{id, SliceState::kReady}};
+  return LogAndApply(WalRecordType::kSliceState, EncodeStatesPayload(states),
+                     [&] { return ApplySliceStates(states); });
+}
+
+void BTreeSliceStore::MirrorSplits(const std::vector<std::pair<SliceId, const WriteBatch*>>& batches,
+                                   std::vector<std::pair<SliceId, WriteBatch>>* extra) const {
+  for (const auto& [id, batch] : batches) {
+    BTreeSlice* slice = FindSlice(id);
+    if (slice == nullptr || slice->mirror.hash == nullptr) continue;
+    const SplitMirror& m = slice->mirror;
+    WriteBatch low, high;
+    for (const WriteOp& op : batch->ops()) {
+      WriteBatch& to = (*m.hash)(op.key) < m.split_hash ? low : high;
+      if (op.kind == WriteOp::Kind::kPut) {
+        to.Put(op.key, op.value);
+      } else {
+        to.Delete(op.key);
+      }
+    }
+    if (!low.empty()) extra->emplace_back(m.low, std::move(low));
+    if (!high.empty()) extra->emplace_back(m.high, std::move(high));
+  }
+}
+
+Status BTreeSliceStore::SplitSlice(SliceId source, uint64_t split_hash, const KeyHashFn& hash, SliceId low,
+                                   SliceId high, const SliceOptions& options) {
+  BTreeSlice* src = FindSlice(source);
+  if (src == nullptr) return Status::NotFound(fmt::format("slice {} does not exist in {}", source, dir_));
+  if (low == high || low == source || high == source) {
+    return Status::InvalidArgument(fmt::format("split of slice {}: the new slices need two other ids", source));
+  }
+  if (src->build_state().state != SliceState::kReady) {
+    return Status::InvalidArgument(fmt::format("split of slice {}: the slice is not complete", source));
+  }
+  SHALE_RETURN_IF_ERROR(Create(low, options, SliceState::kSplitting, 0).status());
+  auto made_high = Create(high, options, SliceState::kSplitting, 0);
+  if (!made_high.ok()) {
+    Status dropped = DropSlice(low);
+    if (!dropped.ok()) log::Error("slice store {}: cannot drop slice {}: {}", dir_, low, dropped.ToString());
+    return made_high.status();
+  }
+  // From now on every write to the source also goes to the new slices.
+  PauseWriters();
+  src->mirror = SplitMirror{low, high, split_hash, &hash};
+  ++splits_running_;
+  ResumeWriters();
+  auto stop_mirroring = [&] {
+    PauseWriters();
+    src->mirror = SplitMirror{};
+    --splits_running_;
+    ResumeWriters();
+  };
+  // Copy in chunks, each read and written with writers paused, so no write
+  // to the source falls between reading an entry and copying it.
+  constexpr size_t kChunkBytes = 1 << 20;
+  std::string cursor;
+  bool has_cursor = false;
+  Status s;
+  for (bool done = false; s.ok() && !done;) {
+    PauseWriters();
+    WriteBatch lo, hi;
+    size_t bytes = 0;
+    KeyRange range;
+    if (has_cursor) {
+      range.has_start = true;
+      range.start = cursor;
+      range.start_inclusive = false;
+    }
+    auto it = src->NewIterator(range);
+    for (; it->Valid() && bytes < kChunkBytes; it->Next()) {
+      (hash(it->key()) < split_hash ? lo : hi).Put(std::string(it->key()), std::string(it->value()));
+      bytes += it->key().size() + it->value().size();
+      cursor.assign(it->key());
+      has_cursor = true;
+    }
+    done = !it->Valid();
+    s = it->status();
+    if (s.ok() && (!lo.empty() || !hi.empty())) {
+      std::vector<std::pair<SliceId, const WriteBatch*>> batches;
+      if (!lo.empty()) batches.emplace_back(low, &lo);
+      if (!hi.empty()) batches.emplace_back(high, &hi);
+      const std::string payload = EncodeBatchPayload(batches);
+      s = LogAndApply(WalRecordType::kBatch, payload, [&] { return ApplyBatches(batches); }, /*paused=*/true);
+    }
+    if (s.ok() && done) {
+      // Both complete, in one record; the mirror goes with the same pause.
+      std::vector<std::pair<SliceId, SliceState>> states{{low, SliceState::kReady}, {high, SliceState::kReady}};
+      s = LogAndApply(WalRecordType::kSliceState, EncodeStatesPayload(states),
+                      [&] { return ApplySliceStates(states); }, /*paused=*/true);
+      src->mirror = SplitMirror{};
+      --splits_running_;
+    }
+    ResumeWriters();
+  }
+  if (!s.ok()) {
+    if (src->mirror.hash != nullptr) stop_mirroring();
+    for (SliceId id : {low, high}) {
+      Status dropped = DropSlice(id);
+      if (!dropped.ok()) log::Error("slice store {}: cannot drop slice {}: {}", dir_, id, dropped.ToString());
+    }
+  }
   return s;
 }
 
@@ -781,19 +1196,33 @@ Status BTreeSliceStore::Write(const std::vector<std::pair<SliceId, const WriteBa
     }
   }
   if (!any) return Status::OK();
-  const std::string payload = EncodeBatchPayload(batches);
+  std::string payload = EncodeBatchPayload(batches);
   EnterWrite();
   Status s;
   {
     std::lock_guard<std::mutex> l(gate_mu_);
     s = failed_;
   }
+  // A slice being split: its writes go to the new slices too, in the same
+  // record (so replay needs no hash function).
+  std::vector<std::pair<SliceId, WriteBatch>> mirrored;
+  std::vector<std::pair<SliceId, const WriteBatch*>> with_mirrors;
+  const std::vector<std::pair<SliceId, const WriteBatch*>>* apply = &batches;
+  if (splits_running_ > 0) {
+    MirrorSplits(batches, &mirrored);
+    if (!mirrored.empty()) {
+      with_mirrors = batches;
+      for (const auto& [id, b] : mirrored) with_mirrors.emplace_back(id, &b);
+      payload = EncodeBatchPayload(with_mirrors);
+      apply = &with_mirrors;
+    }
+  }
   if (s.ok()) {
     auto lsn = wal_->Append(WalRecordType::kBatch, payload);
     if (!lsn.ok()) {
       s = lsn.status();
     } else {
-      s = ApplyBatches(batches);
+      s = ApplyBatches(*apply);
       if (!s.ok()) {
         std::lock_guard<std::mutex> l(gate_mu_);
         failed_ = s;
@@ -823,6 +1252,22 @@ Status BTreeSliceStore::Checkpoint() {
     if (!failed_.ok()) return failed_;
   }
   PauseWriters();
+  // The slices' figures (and states) as of this LSN go into the catalog, so
+  // recovery starts from them and replay adjusts them exactly.
+  Status stats;
+  {
+    std::shared_lock<std::shared_mutex> l(slices_mu_);
+    for (const auto& [id, slice] : slices_) {
+      bool dirty = false;
+      CatalogEntry e = slice->Entry(true, &dirty);
+      if (dirty) stats = catalog_->Put(CatalogKey(id), EncodeCatalogEntry(e));
+      if (!stats.ok()) break;
+    }
+  }
+  if (!stats.ok()) {
+    ResumeWriters();
+    return stats;
+  }
   const uint64_t lsn = wal_->next_lsn();
   const size_t captured = pool_->CaptureDirty();
   CheckpointSet set = file_->BeginCheckpoint(lsn);

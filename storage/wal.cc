@@ -46,7 +46,7 @@ void EncodeRecord(uint64_t lsn, WalRecordType type, std::string_view payload, st
   StoreU32(p, RecordCrc(lsn, p + 4, kHeaderSize - 4 + payload.size()));
 }
 
-bool KnownType(uint8_t t) { return t >= 1 && t <= 4; }
+bool KnownType(uint8_t t) { return t >= 1 && t <= static_cast<uint8_t>(WalRecordType::kSliceState); }
 
 std::optional<uint64_t> ParseSegmentName(const std::string& name) {
   if (name.size() != 4 + 16 + 4 || !name.starts_with("wal-") || !name.ends_with(".log")) return std::nullopt;

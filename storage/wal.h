@@ -68,6 +68,8 @@ enum class WalRecordType : uint8_t {
   kCreateSlice = 2,  // u64 slice id
   kDropSlice = 3,    // u64 slice id
   kCheckpoint = 4,   // u64 checkpoint LSN: pages hold every record before it
+  kLoadChunk = 5,    // a chunk of a slice being built, with its resume key (slice_store.cc)
+  kSliceState = 6,   // new lifecycle states of slices (slice_store.cc)
 };
 
 struct WalStats {

@@ -79,6 +79,7 @@ void TableToPb(const TableDef& t, pb::Table* out) {
     pc->set_hidden(c.hidden);
     pc->set_default_now(c.default_now);
     pc->set_on_update_now(c.on_update_now);
+    pc->set_auto_increment(c.auto_increment);
     if (c.default_value) {
       pc->set_has_default(true);
       std::string row;
@@ -114,6 +115,7 @@ Result<std::shared_ptr<const TableDef>> TableFromPb(const pb::Table& m) {
     c.hidden = pc.hidden();
     c.default_now = pc.default_now();
     c.on_update_now = pc.on_update_now();
+    c.auto_increment = pc.auto_increment();
     if (pc.has_default()) {
       Row row;
       SHALE_RETURN_IF_ERROR(DecodeRow(pc.default_row(), &row));
@@ -197,6 +199,13 @@ const SliceDef& RepresentationDef::SliceForHash(uint64_t h) const {
   auto it = std::upper_bound(slices.begin(), slices.end(), h,
                              [](uint64_t v, const SliceDef& s) { return v < s.hash_begin; });
   return *(it - 1);
+}
+
+int TableDef::AutoIncrementColumn() const {
+  for (size_t i = 0; i < columns.size(); ++i) {
+    if (columns[i].auto_increment) return static_cast<int>(i);
+  }
+  return -1;
 }
 
 int TableDef::FindColumn(std::string_view name) const {
@@ -371,6 +380,9 @@ Status Catalog::InstallSnapshot(const std::string& state_bytes, uint64_t index,
 }
 
 CommandResult Catalog::Submit(const std::string& command) {
+  if (detached_.load(std::memory_order_acquire)) {
+    return CommandResult{Status::Unavailable("catalog: detached from the cluster (shutting down)"), 0};
+  }
   if (submit_) return submit_(command);
   return ApplyCommand(command, 0);
 }
@@ -546,13 +558,35 @@ CommandResult Catalog::ApplyLocked(const std::string& command, uint64_t index, s
       auto c = counters_.find(key);
       const int64_t stored = c == counters_.end() ? 1 : c->second;
       const int64_t first = std::max(stored, op.at_least());
-      if (INT64_MAX - first < op.count()) {
-        return Failed(SqlError(ErrorCode::kDataOutOfRange, "{} values of table {} are exhausted", op.counter(),
-                               op.table_id()));
+      int64_t count = op.count();
+      if (INT64_MAX - first < count) {
+        // A shorter range up to INT64_MAX when the caller accepts one.
+        if (op.min_count() < 1 || INT64_MAX - first < op.min_count()) {
+          return Failed(
+              SqlError(ErrorCode::kAutoincReadFailed, "Failed to read auto-increment value from storage engine"));
+        }
+        count = INT64_MAX - first;
       }
-      if (Status st = write({{key, std::to_string(first + op.count())}}); !st.ok()) return Failed(st);
-      counters_[key] = first + op.count();
+      if (Status st = write({{key, std::to_string(first + count)}}); !st.ok()) return Failed(st);
+      counters_[key] = first + count;
       return CommandResult{Status::OK(), first};
+    }
+    case pb::Command::kSetCounter: {
+      const auto& op = cmd.set_counter();
+      if (op.counter().empty() || op.counter() == "next_id" || op.value() < 1) {
+        return Failed(Status::InvalidArgument("bad counter command"));
+      }
+      const std::string key = CounterKey(op.counter(), op.table_id());
+      auto c = counters_.find(key);
+      const int64_t stored = c == counters_.end() ? 1 : c->second;
+      // Compare-and-set: someone reserved since; leave the counter alone.
+      if (op.expected() != 0 && stored != op.expected()) return CommandResult{Status::OK(), 0};
+      if (Status st = write({{key, std::to_string(op.value())}}); !st.ok()) return Failed(st);
+      counters_[key] = op.value();
+      // Every node drops its cached ranges of every counter (a reset must not
+      // leave a node handing out ids from before it).
+      if (op.expected() == 0) counter_generation_.fetch_add(1, std::memory_order_acq_rel);
+      return CommandResult{Status::OK(), 1};
     }
     case pb::Command::kRemoveNodeReplicas: {
       const std::string& node = cmd.remove_node_replicas().node();
@@ -707,7 +741,8 @@ Result<uint64_t> Catalog::NextId() {
   return first;
 }
 
-Result<int64_t> Catalog::ReserveIds(uint64_t table_id, std::string_view counter, int64_t count, int64_t at_least) {
+Result<int64_t> Catalog::ReserveIds(uint64_t table_id, std::string_view counter, int64_t count, int64_t at_least,
+                                    int64_t min_count) {
   if (count < 1) return Status::InvalidArgument("id count must be positive");
   if (counter.empty() || counter == "next_id" || counter.find('/') != std::string_view::npos) {
     return Status::InvalidArgument(fmt::format("bad counter name '{}'", counter));
@@ -718,25 +753,112 @@ Result<int64_t> Catalog::ReserveIds(uint64_t table_id, std::string_view counter,
   op->set_table_id(table_id);
   op->set_count(count);
   op->set_at_least(at_least);
+  op->set_min_count(min_count);
   CommandResult r = Submit(cmd.SerializeAsString());
   SHALE_RETURN_IF_ERROR(r.status);
   return r.value;
 }
 
 Result<int64_t> Catalog::AllocateRowIds(uint64_t table_id, int64_t count) {
-  if (count < 1) return Status::InvalidArgument("row id count must be positive");
+  return ReserveIds(table_id, IdCounter::kRowId, count);
+}
+
+namespace {
+// The counter names of the ReserveIds / SetCounter commands.
+// DO NOT CHANGE (they are part of the stored counter keys).
+std::string_view CounterName(IdCounter counter) {
+  return counter == IdCounter::kRowId ? "row_id" : "auto_inc";
+}
+}  // namespace
+
+Catalog::RowIdRange& Catalog::IdRangeLocked(uint64_t table_id, IdCounter counter) {
+  RowIdRange& r = row_ids_[{table_id, counter}];
+  const uint64_t generation = counter_generation_.load(std::memory_order_acquire);
+  if (r.generation != generation) r = RowIdRange{0, 0, generation};
+  return r;
+}
+
+int64_t Catalog::StoredCounter(uint64_t table_id, IdCounter counter) const {
+  std::lock_guard lock(mu_);
+  auto it = counters_.find(CounterKey(CounterName(counter), table_id));
+  return it == counters_.end() ? 1 : it->second;
+}
+
+Result<int64_t> Catalog::ReserveIds(uint64_t table_id, IdCounter counter, int64_t count) {
+  if (count < 1) return Status::InvalidArgument("id count must be positive");
   std::lock_guard lock(id_mu_);
-  RowIdRange& r = row_ids_[table_id];
+  RowIdRange& r = IdRangeLocked(table_id, counter);
   if (r.limit - r.next < count) {
-    // A new range; what is left of the old one is skipped.
-    const int64_t n = std::max(count, kRowIdBatch);
-    SHALE_ASSIGN_OR_RETURN(int64_t first, ReserveIds(table_id, "row_id", n));
-    if (first != r.limit) r.next = first;  // else the new range extends the old one
-    r.limit = first + n;
+    // A new range; what is left of the old one is skipped unless the new
+    // one continues it.
+    const uint64_t generation = r.generation;
+    const int64_t want = std::max(count, kRowIdBatch);
+    SHALE_ASSIGN_OR_RETURN(int64_t first, ReserveIds(table_id, CounterName(counter), want, r.next, count));
+    const int64_t limit = INT64_MAX - first < want ? INT64_MAX : first + want;
+    if (first != r.limit || r.next == 0) r.next = first;
+    r.limit = limit;
+    r.generation = generation;
   }
   int64_t first = r.next;
   r.next += count;
   return first;
+}
+
+Status Catalog::AdvanceIds(uint64_t table_id, IdCounter counter, int64_t next) {
+  std::lock_guard lock(id_mu_);
+  RowIdRange& r = IdRangeLocked(table_id, counter);
+  if (next <= r.next) return Status::OK();
+  if (next <= r.limit) {  // still inside the range this node reserved
+    r.next = next;
+    return Status::OK();
+  }
+  // The stored counter must pass `next`, so no node (nor this one after a
+  // restart) hands out an id below it again: reserve the one id before it.
+  const uint64_t generation = r.generation;
+  SHALE_ASSIGN_OR_RETURN(int64_t first, ReserveIds(table_id, CounterName(counter), 1, next - 1));
+  r.next = std::max(first, next);
+  r.limit = first + 1;
+  r.generation = generation;
+  return Status::OK();
+}
+
+Status Catalog::SetNextId(uint64_t table_id, IdCounter counter, int64_t next) {
+  if (next < 1) next = 1;
+  pb::Command cmd;
+  auto* op = cmd.mutable_set_counter();
+  op->set_counter(std::string(CounterName(counter)));
+  op->set_table_id(table_id);
+  op->set_value(next);
+  return Submit(cmd.SerializeAsString()).status;
+}
+
+Result<int64_t> Catalog::PeekNextId(uint64_t table_id, IdCounter counter) const {
+  const int64_t stored = StoredCounter(table_id, counter);
+  std::lock_guard lock(id_mu_);
+  auto it = row_ids_.find({table_id, counter});
+  if (it != row_ids_.end() && it->second.generation == counter_generation_.load(std::memory_order_acquire) &&
+      it->second.next < it->second.limit) {
+    return it->second.next;
+  }
+  return stored;
+}
+
+Status Catalog::ReleaseUnusedIds() {
+  if (detached_.load(std::memory_order_acquire)) return Status::OK();
+  std::lock_guard lock(id_mu_);
+  const uint64_t generation = counter_generation_.load(std::memory_order_acquire);
+  for (auto& [key, r] : row_ids_) {
+    if (r.limit == r.next || r.generation != generation) continue;
+    pb::Command cmd;
+    auto* op = cmd.mutable_set_counter();
+    op->set_counter(std::string(CounterName(key.second)));
+    op->set_table_id(key.first);
+    op->set_value(r.next);
+    op->set_expected(r.limit);  // only if no one reserved after this node
+    SHALE_RETURN_IF_ERROR(Submit(cmd.SerializeAsString()).status);
+    r.limit = r.next;
+  }
+  return Status::OK();
 }
 
 }  // namespace shale::catalog

@@ -30,6 +30,7 @@
 // Thread-safety: all methods may be called concurrently.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -61,6 +62,10 @@ struct ColumnDef {
   // initializers of the fields above keep their meaning.)
   bool default_now = false;
   bool on_update_now = false;
+  // AUTO_INCREMENT: an integer column, the first column of some key; at
+  // most one per table. Values come from the table's kAutoIncrement id
+  // counter (Catalog::ReserveIds).
+  bool auto_increment = false;
 };
 
 // Name of the hidden row-id column. Users cannot name a column this way in a
@@ -74,6 +79,13 @@ inline constexpr uint32_t kDefaultReplicas = 2;
 // MetaStore key of the last Raft log index applied to the catalog and the
 // accounts (decimal). DO NOT CHANGE.
 inline constexpr std::string_view kAppliedIndexKey = "catalog/applied_index";
+
+// The per-table id counters the catalog hands out ids from. Stored under
+// their own MetaStore keys (docs/formats/catalog.md). DO NOT CHANGE values.
+enum class IdCounter : uint8_t {
+  kRowId = 0,          // the hidden row id of a table without a PRIMARY KEY
+  kAutoIncrement = 1,  // the table's AUTO_INCREMENT column
+};
 
 // One slice of a representation: rows whose distribution hash h satisfies
 // hash_begin <= h <= hash_end.
@@ -119,6 +131,8 @@ struct TableDef {
   int FindColumn(std::string_view name) const;
   // Position in `indexes` of the index named `name` (case-insensitive), or -1.
   int FindIndex(std::string_view name) const;
+  // Index of the AUTO_INCREMENT column, or -1.
+  int AutoIncrementColumn() const;
 };
 
 // The encoded primary key (memcomparable, src/common/value.h) of the
@@ -237,14 +251,48 @@ class Catalog {
   // "auto_increment", are free for their users) and returns the first,
   // which is at least `at_least`. Durable and, with a cluster, unique in the
   // cluster (one Raft command). Values reserved are never handed out again,
-  // also across restarts. ER_DATA_OUT_OF_RANGE when exhausted.
-  Result<int64_t> ReserveIds(uint64_t table_id, std::string_view counter, int64_t count, int64_t at_least = 0);
+  // also across restarts. ER_AUTOINC_READ_FAILED (1467) when exhausted. With
+  // `min_count` > 0, fewer than `count` (but at least min_count) values are
+  // reserved when the counter would pass INT64_MAX: the range ends there.
+  Result<int64_t> ReserveIds(uint64_t table_id, std::string_view counter, int64_t count, int64_t at_least = 0,
+                             int64_t min_count = 0);
 
   // Reserves `count` consecutive row ids for the hidden primary key of table
   // `table_id` and returns the first. Ids are reserved durably in batches of
   // at least kRowIdBatch, so ids handed out before a restart are never
   // handed out again (ids reserved but unused are skipped).
   Result<int64_t> AllocateRowIds(uint64_t table_id, int64_t count);
+
+  // Id counters (hidden row ids, AUTO_INCREMENT). ReserveIds is the one
+  // place ids are handed out: it hands out `count` consecutive ids of
+  // `counter` of table `table_id` and returns the first, reserving durably
+  // (the counter commands above: through the Raft log with a cluster) in
+  // batches of at least kRowIdBatch cached per node — so with several nodes
+  // ids interleave across nodes, as with InnoDB's auto_increment_offset —
+  // and an id handed out
+  // before a restart or crash is never handed out again (ids reserved but
+  // unused are skipped, unless ReleaseUnusedIds ran at a clean shutdown).
+  // A counter starts at 1. ER_AUTOINC_READ_FAILED (1467) when the ids run
+  // past INT64_MAX.
+  Result<int64_t> ReserveIds(uint64_t table_id, IdCounter counter, int64_t count);
+  // Moves the counter so the next id handed out is at least `next` (an
+  // explicit AUTO_INCREMENT value was inserted). Never moves it back.
+  Status AdvanceIds(uint64_t table_id, IdCounter counter, int64_t next);
+  // Sets the next id to exactly `next` (CREATE TABLE ... AUTO_INCREMENT=n,
+  // ALTER TABLE ... AUTO_INCREMENT=n, TRUNCATE), durably.
+  Status SetNextId(uint64_t table_id, IdCounter counter, int64_t next);
+  // The next id the counter would hand out (SHOW CREATE TABLE,
+  // information_schema.TABLES.AUTO_INCREMENT).
+  Result<int64_t> PeekNextId(uint64_t table_id, IdCounter counter) const;
+  // At a clean shutdown, after the last statement: stores each counter's
+  // next id instead of its reserved limit, so a restart continues where
+  // the ids stopped (as MySQL 8 persists AUTO_INCREMENT). A counter some
+  // other node reserved from since is left alone.
+  Status ReleaseUnusedIds();
+  // From now on every change fails (Unavailable) and ReleaseUnusedIds does
+  // nothing: shaled calls it before it stops the cluster node the submitter
+  // talks to.
+  void Detach() { detached_.store(true, std::memory_order_release); }
 
  private:
   explicit Catalog(storage::MetaStore* meta) : meta_(meta) {}
@@ -265,15 +313,26 @@ class Catalog {
   std::mutex apply_mu_;  // serializes ApplyCommand (and the listener calls)
   mutable std::mutex mu_;
   std::map<std::string, int64_t> counters_;  // GUARDED_BY(mu_); MetaStore key -> next value
-  std::mutex id_mu_;  // the caches of reserved ids below (never held while applying)
+  mutable std::mutex id_mu_;  // the caches of reserved ids below (never held while applying)
   uint64_t id_cache_next_ = 0, id_cache_limit_ = 0;  // GUARDED_BY(id_mu_): NextId ids reserved via the cluster
   std::map<std::string, std::map<std::string, std::shared_ptr<const TableDef>>> dbs_;  // GUARDED_BY(mu_)
   uint64_t next_id_ = 1;  // GUARDED_BY(mu_)
   struct RowIdRange {
     int64_t next = 0;   // next id to hand out
     int64_t limit = 0;  // first id not reserved
+    uint64_t generation = 0;
   };
-  std::map<uint64_t, RowIdRange> row_ids_;  // GUARDED_BY(id_mu_); by table id
+  // Both counters' cached ranges, by (table id, counter). A range is only
+  // used while `generation` equals counter_generation_ (a SetNextId anywhere
+  // in the cluster bumps it, so every node drops its cached ranges).
+  std::map<std::pair<uint64_t, IdCounter>, RowIdRange> row_ids_;  // GUARDED_BY(id_mu_)
+  // The cached range of a counter, dropped when stale. REQUIRES: id_mu_ held.
+  RowIdRange& IdRangeLocked(uint64_t table_id, IdCounter counter);
+  // The counter's stored next value (1 if never reserved).
+  int64_t StoredCounter(uint64_t table_id, IdCounter counter) const;
+  std::atomic<uint64_t> counter_generation_{0};
+  // Set by Detach(): Submit refuses (shutdown, cluster stopped).
+  std::atomic<bool> detached_{false};
 };
 
 }  // namespace shale::catalog

@@ -189,6 +189,49 @@ TEST_F(ReplicatedCatalogTest, IdsAreUniqueAcrossNodes) {
   EXPECT_FALSE(nodes_[0]->catalog->ReserveIds(7, "row_id", 0).ok());
 }
 
+TEST_F(ReplicatedCatalogTest, AutoIncrementCountersAcrossNodes) {
+  constexpr IdCounter kAuto = IdCounter::kAutoIncrement;
+  Node& a = *nodes_[0];
+  Node& b = *nodes_[1];
+  // Each node reserves its own batch: ids interleave but never repeat.
+  std::set<int64_t> seen;
+  for (int i = 0; i < 5; ++i) {
+    for (Node* n : {&a, &b}) {
+      auto id = n->catalog->ReserveIds(9, kAuto, 1);
+      ASSERT_TRUE(id.ok());
+      EXPECT_TRUE(seen.insert(*id).second) << *id;
+    }
+  }
+  // An explicit value on one node moves the counter for every node's next
+  // batch; no node hands out an id at or below it from a new batch.
+  ASSERT_TRUE(a.catalog->AdvanceIds(9, kAuto, 1000000).ok());
+  auto after = a.catalog->ReserveIds(9, kAuto, 1);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(*after, 1000000);
+  // A reset (TRUNCATE) on node a makes node b drop its cached batch too.
+  ASSERT_TRUE(a.catalog->SetNextId(9, kAuto, 1).ok());
+  for (Node* n : {&a, &b}) {
+    auto first = n->catalog->ReserveIds(9, kAuto, 1);
+    ASSERT_TRUE(first.ok());
+    EXPECT_LT(*first, 1000000) << "a node kept ids from before the reset";
+  }
+  // Giving back an unused batch is compare-and-set: node a reserved after
+  // node b, so b's give-back must not lower the counter under a's batch.
+  auto b_next = b.catalog->ReserveIds(9, kAuto, 1);
+  ASSERT_TRUE(b_next.ok());
+  ASSERT_TRUE(a.catalog->SetNextId(9, kAuto, 5000).ok());
+  ASSERT_TRUE(b.catalog->ReserveIds(9, kAuto, 1).ok());  // b: a new batch from 5000
+  auto a_id = a.catalog->ReserveIds(9, kAuto, 1);        // a: the batch after b's
+  ASSERT_TRUE(a_id.ok());
+  ASSERT_TRUE(b.catalog->ReleaseUnusedIds().ok());
+  auto next = a.catalog->PeekNextId(9, kAuto);
+  ASSERT_TRUE(next.ok());
+  EXPECT_GT(*next, *a_id);
+  auto c_id = nodes_[2]->catalog->ReserveIds(9, kAuto, 1);
+  ASSERT_TRUE(c_id.ok());
+  EXPECT_GT(*c_id, *a_id) << "node b's give-back lowered the counter under node a's batch";
+}
+
 TEST_F(ReplicatedCatalogTest, AccountsReplicate) {
   Account u;
   u.user = "u";

@@ -283,6 +283,55 @@ TEST_F(CatalogTest, RowIdsNeverRepeatAcrossReload) {
   EXPECT_FALSE(catalog_->AllocateRowIds(43, 0).ok());
 }
 
+TEST_F(CatalogTest, AutoIncrementCounterMovesAndSurvivesRestarts) {
+  constexpr IdCounter kAuto = IdCounter::kAutoIncrement;
+  // Counters start at 1, separately from the hidden row ids.
+  ASSERT_EQ(*catalog_->ReserveIds(7, IdCounter::kRowId, 5), 1);
+  EXPECT_EQ(*catalog_->PeekNextId(7, kAuto), 1);
+  ASSERT_EQ(*catalog_->ReserveIds(7, kAuto, 3), 1);
+  EXPECT_EQ(*catalog_->PeekNextId(7, kAuto), 4);
+  // An explicit value moves the counter forward, never back.
+  ASSERT_TRUE(catalog_->AdvanceIds(7, kAuto, 100).ok());
+  ASSERT_TRUE(catalog_->AdvanceIds(7, kAuto, 50).ok());
+  EXPECT_EQ(*catalog_->ReserveIds(7, kAuto, 1), 100);
+  // A crash (no ReleaseUnusedIds) skips what was reserved, never repeats.
+  Reopen();
+  auto after_crash = catalog_->ReserveIds(7, kAuto, 1);
+  ASSERT_TRUE(after_crash.ok());
+  EXPECT_GT(*after_crash, 100);
+  // A clean shutdown keeps the exact next value.
+  ASSERT_TRUE(catalog_->SetNextId(7, kAuto, 20).ok());
+  ASSERT_EQ(*catalog_->ReserveIds(7, kAuto, 2), 20);
+  ASSERT_TRUE(catalog_->ReleaseUnusedIds().ok());
+  Reopen();
+  EXPECT_EQ(*catalog_->PeekNextId(7, kAuto), 22);
+  EXPECT_EQ(*catalog_->ReserveIds(7, kAuto, 1), 22);
+  // Running out of values is 1467.
+  ASSERT_TRUE(catalog_->SetNextId(8, kAuto, INT64_MAX - 1).ok());
+  EXPECT_EQ(*catalog_->ReserveIds(8, kAuto, 1), INT64_MAX - 1);
+  auto exhausted = catalog_->ReserveIds(8, kAuto, 2);
+  ASSERT_FALSE(exhausted.ok());
+  EXPECT_EQ(exhausted.status().mysql_code(), 1467);
+}
+
+TEST_F(CatalogTest, AutoIncrementAttributePersistsAndDropForgetsCounter) {
+  CreateDb("d");
+  TableDef t = MakeTable("d", "a");
+  t.columns[0].auto_increment = true;
+  const uint64_t id = t.id;
+  bool created = false;
+  ASSERT_TRUE(catalog_->CreateTable(t, false, &created).ok());
+  ASSERT_TRUE(catalog_->SetNextId(id, IdCounter::kAutoIncrement, 500).ok());
+  Reopen();
+  auto loaded = catalog_->GetTable("d", "a");
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_EQ((*loaded)->AutoIncrementColumn(), 0);
+  EXPECT_FALSE((*loaded)->columns[1].auto_increment);
+  EXPECT_EQ(*catalog_->PeekNextId(id, IdCounter::kAutoIncrement), 500);
+  ASSERT_TRUE(catalog_->DropTable("d", "a").ok());
+  EXPECT_EQ(*catalog_->PeekNextId(id, IdCounter::kAutoIncrement), 1);
+}
+
 TEST_F(CatalogTest, HiddenColumnPersistsAndDropForgetsRowIds) {
   CreateDb("d");
   TableDef t = MakeTable("d", "h");

@@ -190,7 +190,27 @@ int CompareStrings(std::string_view a, std::string_view b, uint16_t id) {
   } else if (!IsCaseInsensitive(id)) {
     c = StripTrailingSpaces(a).compare(StripTrailingSpaces(b));
   } else {
-    c = SortKey(a, id).compare(SortKey(b, id));
+    // The weight strings of SortKey compared as memcmp would, one weight at
+    // a time and without building them: equal weights go on, the first
+    // differing weight decides, and a string that ends first sorts first.
+    a = StripTrailingSpaces(a);
+    b = StripTrailingSpaces(b);
+    size_t i = 0, j = 0;
+    while (i < a.size() && j < b.size()) {
+      const auto x = static_cast<unsigned char>(a[i]), y = static_cast<unsigned char>(b[j]);
+      uint16_t wa, wb;
+      if (x < 0x80 && y < 0x80) {  // ASCII on both sides: the common case
+        wa = GeneralCiWeight(x);
+        wb = GeneralCiWeight(y);
+        ++i;
+        ++j;
+      } else {
+        wa = GeneralCiWeight(NextCodePoint(a, &i));
+        wb = GeneralCiWeight(NextCodePoint(b, &j));
+      }
+      if (wa != wb) return wa < wb ? -1 : 1;
+    }
+    c = (i < a.size()) - (j < b.size());
   }
   return c < 0 ? -1 : (c > 0 ? 1 : 0);
 }

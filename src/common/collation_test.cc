@@ -1,5 +1,9 @@
 #include "src/common/collation.h"
 
+#include <random>
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "src/common/json.h"
@@ -31,6 +35,35 @@ TEST(CollationTest, SortKeyOrderMatchesCompare) {
         int c = CompareStrings(x, y, coll);
         int k = SortKey(x, coll).compare(SortKey(y, coll));
         EXPECT_EQ(c, k < 0 ? -1 : (k > 0 ? 1 : 0)) << x << " vs " << y << " in " << coll;
+      }
+    }
+  }
+}
+
+// CompareStrings under _ci walks both strings weight by weight; it must give
+// exactly the memcmp order of the SortKey weight strings, also for
+// multi-byte, malformed and truncated UTF-8, trailing spaces and prefixes.
+TEST(CollationTest, StreamingCompareMatchesSortKeysOnRandomStrings) {
+  const std::vector<std::string> pieces = {"a", "A", "z", "Z", " ", "\xC3\xA9", "\xC3\x89", "\xC3\x9F", "s",
+                                           "\xCE\xB1", "\xE2\x82\xAC", "\xF0\x9F\x98\x80", "\xC3", "\x80",
+                                           "\xFF", "\xE2\x82", "0", "~"};
+  std::mt19937 rnd(3);
+  std::vector<std::string> words;
+  for (int n = 0; n < 400; ++n) {
+    std::string w;
+    const int len = static_cast<int>(rnd() % 7);
+    for (int i = 0; i < len; ++i) w += pieces[rnd() % pieces.size()];
+    words.push_back(w);
+    words.push_back(w + " ");  // trailing space: equal under PAD SPACE
+    if (!w.empty()) words.push_back(w.substr(0, w.size() - 1));  // a prefix, maybe cut mid-character
+  }
+  for (uint16_t coll : {kCollationUtf8mb4GeneralCi, kCollationUtf8mb3GeneralCi}) {
+    for (size_t i = 0; i < words.size(); ++i) {
+      for (size_t j = i; j < words.size(); j += 1 + rnd() % 7) {
+        const int k = SortKey(words[i], coll).compare(SortKey(words[j], coll));
+        ASSERT_EQ(CompareStrings(words[i], words[j], coll), k < 0 ? -1 : (k > 0 ? 1 : 0))
+            << "'" << words[i] << "' vs '" << words[j] << "'";
+        ASSERT_EQ(CompareStrings(words[j], words[i], coll), k < 0 ? 1 : (k > 0 ? -1 : 0));
       }
     }
   }

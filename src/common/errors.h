@@ -56,6 +56,8 @@ enum class ErrorCode : uint16_t {
   kNoDefaultForField = 1364,    // ER_NO_DEFAULT_FOR_FIELD
   kPrimaryCantHaveNull = 1171,  // ER_PRIMARY_CANT_HAVE_NULL
   kWrongFieldSpec = 1063,       // ER_WRONG_FIELD_SPEC
+  kWrongAutoKey = 1075,         // ER_WRONG_AUTO_KEY
+  kAutoincReadFailed = 1467,    // ER_AUTOINC_READ_FAILED
   kTooBigFieldLength = 1074,    // ER_TOO_BIG_FIELDLENGTH
   kUnknownTable = 1109,         // ER_UNKNOWN_TABLE
   kWrongArguments = 1210,       // ER_WRONG_ARGUMENTS
@@ -118,12 +120,22 @@ enum class ErrorCode : uint16_t {
   kCantAggregate2Collations = 1267,  // ER_CANT_AGGREGATE_2COLLATIONS
   kUnknownCollation = 1273,     // ER_UNKNOWN_COLLATION
   kDuplicatedValueInType = 1291,  // ER_DUPLICATED_VALUE_IN_TYPE
+  kTooBigSet = 1097,            // ER_TOO_BIG_SET
+  kIllegalValueForType = 1367,  // ER_ILLEGAL_VALUE_FOR_TYPE
   kInvalidJsonText = 3140,      // ER_INVALID_JSON_TEXT
   // Transactions (src/txn, src/exec/session.cc).
   kLockWaitTimeout = 1205,      // ER_LOCK_WAIT_TIMEOUT
   kLockDeadlock = 1213,         // ER_LOCK_DEADLOCK
   kCantChangeTxCharacteristics = 1568,  // ER_CANT_CHANGE_TX_CHARACTERISTICS
   kCantExecuteInReadOnlyTransaction = 1792,  // ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION
+  // LOAD DATA (src/exec/load_data.cc).
+  kWrongFieldTerminators = 1083,  // ER_WRONG_FIELD_TERMINATORS
+  kNotAllowedCommand = 1148,    // ER_NOT_ALLOWED_COMMAND
+  kWarnTooFewRecords = 1261,    // ER_WARN_TOO_FEW_RECORDS
+  kWarnTooManyRecords = 1262,   // ER_WARN_TOO_MANY_RECORDS
+  kWarnNullToNotNull = 1263,    // ER_WARN_NULL_TO_NOTNULL
+  kOptionPreventsStatement = 1290,  // ER_OPTION_PREVENTS_STATEMENT
+  kClientLocalFilesDisabled = 3948,  // ER_CLIENT_LOCAL_FILES_DISABLED
 };
 
 // SQLSTATE of a MySQL error number ("HY000" when the table has none).

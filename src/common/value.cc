@@ -104,6 +104,19 @@ std::string SqlType::ToString() const {
       return out + ")";
     }
     case TypeId::kJson: return "json";
+    case TypeId::kSet: {
+      std::string out = "set(";
+      for (size_t i = 0; i < elements.size(); ++i) {
+        if (i > 0) out += ',';
+        out += '\'';
+        for (char c : elements[i]) {
+          if (c == '\'') out += '\'';
+          out += c;
+        }
+        out += '\'';
+      }
+      return out + ")";
+    }
   }
   return "unknown";
 }
@@ -123,6 +136,11 @@ uint32_t SqlType::MaxBytes() const {
       size_t longest = 0;
       for (const std::string& e : elements) longest = std::max(longest, e.size());
       return static_cast<uint32_t>(longest * 4);
+    }
+    case TypeId::kSet: {
+      size_t all = elements.empty() ? 0 : elements.size() - 1;  // the commas
+      for (const std::string& e : elements) all += e.size();
+      return static_cast<uint32_t>(all * 4);
     }
     default:
       return length;
@@ -358,9 +376,47 @@ uint32_t EnumIndex(const SqlType& t, std::string_view text) {
   return 0;
 }
 
+std::optional<uint64_t> SetBits(const SqlType& t, std::string_view text) {
+  const uint16_t coll = t.collation == 0 ? kDefaultCollation : t.collation;
+  uint64_t bits = 0;
+  if (text.empty()) return bits;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    const std::string_view name = text.substr(start, comma == std::string_view::npos ? std::string_view::npos
+                                                                                      : comma - start);
+    bool found = false;
+    for (size_t i = 0; i < t.elements.size() && !found; ++i) {
+      if (CompareStrings(t.elements[i], name, coll) == 0) {
+        bits |= uint64_t{1} << i;
+        found = true;
+      }
+    }
+    // An empty name between commas is ignored, as MySQL does.
+    if (!found && !name.empty()) return std::nullopt;
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return bits;
+}
+
+std::string SetText(const SqlType& t, uint64_t bits) {
+  std::string out;
+  for (size_t i = 0; i < t.elements.size() && i < 64; ++i) {
+    if (!(bits & (uint64_t{1} << i))) continue;
+    if (!out.empty()) out += ',';
+    out += t.elements[i];
+  }
+  return out;
+}
+
 int CompareOfType(const Value& a, const Value& b, const SqlType& t) {
   if (t.id == TypeId::kEnum && a.is_string() && b.is_string()) {
     uint32_t x = EnumIndex(t, a.as_string()), y = EnumIndex(t, b.as_string());
+    return x < y ? -1 : (x > y ? 1 : 0);
+  }
+  if (t.id == TypeId::kSet && a.is_string() && b.is_string()) {
+    uint64_t x = SetBits(t, a.as_string()).value_or(0), y = SetBits(t, b.as_string()).value_or(0);
     return x < y ? -1 : (x > y ? 1 : 0);
   }
   return CompareValuesCollated(a, b, t.Collation());
@@ -369,6 +425,7 @@ int CompareOfType(const Value& a, const Value& b, const SqlType& t) {
 Value KeyForm(const Value& v, const SqlType& t) {
   if (!v.is_string() || !t.is_string()) return v;
   if (t.id == TypeId::kEnum) return Value::Int(EnumIndex(t, v.as_string()));
+  if (t.id == TypeId::kSet) return Value::Int(static_cast<int64_t>(SetBits(t, v.as_string()).value_or(0)));
   const uint16_t coll = t.Collation();
   if (coll == kCollationBinary) return v;
   return Value::String(SortKey(v.as_string(), coll));
@@ -564,6 +621,18 @@ Result<Value> CoerceToColumn(const Value& v, const SqlType& t, std::string_view 
       if (n < 1 || static_cast<uint64_t>(n) > t.elements.size()) return EnumTruncated(column);
       return Value::String(t.elements[n - 1]);
     }
+    case TypeId::kSet: {
+      // A string names members; a number is their bitmask.
+      if (v.is_string()) {
+        std::optional<uint64_t> bits = SetBits(t, v.as_string());
+        if (!bits) return EnumTruncated(column);
+        return Value::String(SetText(t, *bits));
+      }
+      const int64_t n = ToInt64Lenient(v);
+      const size_t count = t.elements.size();
+      if (n < 0 || (count < 64 && static_cast<uint64_t>(n) >= (uint64_t{1} << count))) return EnumTruncated(column);
+      return Value::String(SetText(t, static_cast<uint64_t>(n)));
+    }
     case TypeId::kJson: {
       std::string s = v.ToText();
       JsonError error;
@@ -578,6 +647,96 @@ Result<Value> CoerceToColumn(const Value& v, const SqlType& t, std::string_view 
       break;
   }
   return Status::Internal("column of unknown type");
+}
+
+namespace {
+
+// "at row 1" in a conversion message becomes "at row N".
+std::string AtRow(std::string msg, uint64_t row) {
+  const auto at = msg.rfind("at row 1");
+  if (at != std::string::npos) msg = msg.substr(0, at) + fmt::format("at row {}", row);
+  return msg;
+}
+
+// The largest DECIMAL(p,s) / FLOAT(M,D) value as text: p - s nines, then s.
+std::string MaxDigits(uint32_t precision, uint32_t scale, bool negative) {
+  std::string out = negative ? "-" : "";
+  out += precision > scale ? std::string(precision - scale, '9') : "0";
+  if (scale > 0) out += "." + std::string(scale, '9');
+  return out;
+}
+
+// The first `n` characters (UTF-8 code points) of `s`.
+std::string FirstChars(const std::string& s, uint64_t n) {
+  size_t i = 0;
+  uint64_t chars = 0;
+  while (i < s.size() && chars < n) {
+    ++i;
+    while (i < s.size() && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) ++i;
+    ++chars;
+  }
+  return s.substr(0, i);
+}
+
+}  // namespace
+
+Result<Value> CoerceToColumnNonStrict(const Value& v, const SqlType& t, std::string_view column, uint64_t row) {
+  Result<Value> strict = CoerceToColumn(v, t, column);
+  if (strict.ok()) return strict;
+  const uint16_t code = strict.status().mysql_code();
+  if (code != 1264 && code != 1265 && code != 1366 && code != 1292 && code != 1406) return strict;
+  uint16_t warning = code;
+  std::string message = AtRow(strict.status().message(), row);
+  if (code == 1406 || code == 1292) {
+    warning = 1265;
+    message = fmt::format("Data truncated for column '{}' at row {}", column, row);
+  }
+  Result<Value> adjusted = strict.status();
+  if (t.is_integer()) {
+    int64_t lo = 0, hi = 0;
+    IntegerRange(t, &lo, &hi);
+    adjusted = Value::Int(std::clamp(ToInt64Lenient(v), lo, hi));
+  } else if (t.id == TypeId::kYear) {
+    adjusted = Value::Int(0);
+  } else if (t.is_decimal() || t.is_floating()) {
+    const double x = ToDoubleLenient(v);
+    adjusted = CoerceToColumn(Value::Double(x), t, column);
+    if (!adjusted.ok()) {
+      const bool fixed = t.is_decimal() || t.scale != kNotFixedDecimals;
+      if (fixed) {
+        adjusted = CoerceToColumn(Value::String(MaxDigits(t.length, t.scale, x < 0)), t, column);
+      } else {
+        const double max = t.id == TypeId::kFloat ? static_cast<double>(std::numeric_limits<float>::max())
+                                                  : std::numeric_limits<double>::max();
+        adjusted = Value::Double(x < 0 ? -max : max);
+      }
+    }
+  } else if (t.id == TypeId::kEnum) {
+    adjusted = Value::String("");
+  } else if (t.id == TypeId::kSet) {
+    // The members it names, unknown names dropped.
+    const std::string text = v.ToText();
+    uint64_t bits = 0;
+    size_t start = 0;
+    while (start <= text.size()) {
+      const size_t comma = text.find(',', start);
+      const std::string name = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      if (auto b = SetBits(t, name)) bits |= *b;
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    adjusted = Value::String(SetText(t, bits));
+  } else if (t.is_temporal()) {
+    adjusted = Value::Temporal(t.id, 0, t.scale);
+  } else if (t.is_string() && t.id != TypeId::kJson) {
+    // Too long: cut to the length (characters for CHAR/VARCHAR, else bytes).
+    const std::string text = v.ToText();
+    const bool chars = t.id == TypeId::kVarchar || t.id == TypeId::kChar;
+    adjusted = CoerceToColumn(Value::String(chars ? FirstChars(text, t.length) : text.substr(0, t.length)), t, column);
+  }
+  if (!adjusted.ok()) return strict;
+  PushWarning("Warning", warning, std::move(message));
+  return adjusted;
 }
 
 // ---- key encoding -----------------------------------------------------------

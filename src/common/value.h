@@ -49,6 +49,8 @@ enum class TypeId : uint8_t {
   kBlob = 14,       // TINYBLOB/BLOB/MEDIUMBLOB/LONGBLOB: length = max bytes, as TEXT
   kEnum = 15,       // ENUM('a', ...): `elements`; held as the element's text, ordered by its index
   kJson = 16,       // JSON: valid JSON text (checked when stored), compared as binary text
+  kSet = 17,        // SET('a', ...): `elements` (at most 64); held as its canonical text (the
+                    // members in definition order, comma-separated), ordered by its bitmask
 };
 
 // The max byte lengths that name the TEXT and BLOB kinds.
@@ -106,7 +108,7 @@ struct SqlType {
   static SqlType Temporal(TypeId id, int fsp);  // with MySQL's display length
   // Every string and binary kind (the values are Value::String).
   bool is_string() const {
-    return id == TypeId::kVarchar || (id >= TypeId::kChar && id <= TypeId::kJson);
+    return id == TypeId::kVarchar || (id >= TypeId::kChar && id <= TypeId::kJson) || id == TypeId::kSet;
   }
   // BINARY, VARBINARY, BLOB kinds: bytes, binary collation.
   bool is_binary_string() const {
@@ -203,6 +205,14 @@ Value KeyForm(const Value& v, const SqlType& t);
 // t's collation, trailing spaces ignored), or 0.
 uint32_t EnumIndex(const SqlType& t, std::string_view text);
 
+// The bitmask of SET type t's members named by `text` (comma-separated,
+// each compared under t's collation, trailing spaces ignored; '' is 0), or
+// nullopt if a name is not a member.
+std::optional<uint64_t> SetBits(const SqlType& t, std::string_view text);
+// The canonical text of SET members `bits`: the names in definition order,
+// comma-separated. REQUIRES: bits < 2^elements.size().
+std::string SetText(const SqlType& t, uint64_t bits);
+
 // The numeric prefix of a string as MySQL reads it in a numeric context:
 // leading whitespace, sign, digits, fraction, exponent. Returns the bytes
 // consumed (0 if there is no number; *out is then 0).
@@ -234,6 +244,17 @@ std::string FormatFloat(float f);
 // truncated", e.g. 1.555 into DECIMAL(5,2)) goes to the thread's
 // WarningSink (src/common/warnings.h).
 Result<Value> CoerceToColumn(const Value& v, const SqlType& t, std::string_view column);
+
+// CoerceToColumn outside strict sql_mode (neither STRICT_TRANS_TABLES nor
+// STRICT_ALL_TABLES): a value that does not fit is stored adjusted, as
+// MySQL does, with a warning on the thread's WarningSink naming row `row`:
+// numbers out of range are clipped to the type's limits (1264), strings
+// that are no number read as 0 (1366), numbers with trailing text by their
+// numeric prefix (1265), too-long strings are cut (1265), unknown ENUM
+// values become '' and unknown SET members are dropped (1265), invalid
+// dates and times become the zero value (1265). Other errors (JSON text)
+// stay errors.
+Result<Value> CoerceToColumnNonStrict(const Value& v, const SqlType& t, std::string_view column, uint64_t row);
 
 // ---- memcomparable key encoding --------------------------------------------
 // Appends `v` (of column type `t`) so that memcmp order of the output equals

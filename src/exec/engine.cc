@@ -38,6 +38,9 @@ std::map<std::string, Value> DefaultGlobals(const EngineOptions& o) {
       {"innodb_lock_wait_timeout", i(50)},
       {"interactive_timeout", i(28800)},
       {"license", s("Proprietary")},
+      // LOAD DATA LOCAL INFILE allowed (MySQL 8.0's default is OFF,
+      // MariaDB's ON); server-side files never (secure_file_priv NULL).
+      {"local_infile", i(1)},
       {"lower_case_table_names", i(0)},
       {"max_allowed_packet", i(64 << 20)},
       {"net_buffer_length", i(16384)},
@@ -46,6 +49,7 @@ std::map<std::string, Value> DefaultGlobals(const EngineOptions& o) {
       {"protocol_version", i(10)},
       {"query_cache_size", i(0)},
       {"query_cache_type", s("OFF")},
+      {"secure_file_priv", Value::Null()},
       {"sql_mode", s("ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,"
                      "ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION")},
       {"sql_select_limit", i(INT64_MAX)},
@@ -66,10 +70,17 @@ std::map<std::string, Value> DefaultGlobals(const EngineOptions& o) {
 }  // namespace
 
 Engine::Engine(EngineOptions options) : options_(std::move(options)) {
-  globals_ = DefaultGlobals(options_);
+  globals_ = std::make_shared<const std::map<std::string, Value>>(DefaultGlobals(options_));
 }
 
-Engine::~Engine() = default;
+Engine::~Engine() {
+  // A clean shutdown gives back the id counters' unused reservations, so
+  // AUTO_INCREMENT continues where it stopped after a restart.
+  if (catalog_) {
+    Status st = catalog_->ReleaseUnusedIds();
+    if (!st.ok()) log::Warn("engine: saving id counters failed: {}", st.ToString());
+  }
+}
 
 Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
   if (options.data_dir.empty()) return Status::InvalidArgument("engine: no data directory");
@@ -207,6 +218,11 @@ void Engine::OnTableChange(catalog::TableChangePhase phase, const catalog::Table
 
 std::map<std::string, Value> Engine::global_variables() const {
   std::lock_guard lock(globals_mu_);
+  return *globals_;
+}
+
+std::shared_ptr<const std::map<std::string, Value>> Engine::GlobalVariablesSnapshot() const {
+  std::lock_guard lock(globals_mu_);
   return globals_;
 }
 
@@ -220,15 +236,39 @@ bool Engine::IsReadOnlyVariable(const std::string& name) {
 
 Status Engine::SetGlobalVariable(const std::string& name, Value value) {
   std::lock_guard lock(globals_mu_);
-  auto it = globals_.find(name);
-  if (it == globals_.end()) {
+  auto it = globals_->find(name);
+  if (it == globals_->end()) {
     return SqlError(ErrorCode::kUnknownSystemVariable, "Unknown system variable '{}'", name);
   }
   if (IsReadOnlyVariable(name)) {
     return SqlError(ErrorCode::kIncorrectGlobalLocalVar, "Variable '{}' is a read only variable", name);
   }
-  it->second = std::move(value);
+  auto next = std::make_shared<std::map<std::string, Value>>(*globals_);
+  (*next)[name] = std::move(value);
+  globals_ = std::move(next);
   return Status::OK();
+}
+
+Result<txn::SliceHandle> Engine::RouteSlice(const catalog::TableDef& table, const catalog::SliceDef& def) {
+  txn::SliceHandle h;
+  h.id = def.id;
+  txn::DataRouter* router = txn_->router();
+  const bool only_here =
+      router == nullptr || def.replicas.empty() || (def.replicas.size() == 1 && def.replicas[0] == router->self());
+  if (!only_here) {
+    h.replicas = &def.replicas;
+    h.router = router;
+    if (def.replicas[0] != router->self()) return h;  // read at the ranking replica's node
+  }
+  auto slice = slices_->GetSlice(def.id);
+  if (!slice.ok()) {
+    log::Error("slice {} of table {}.{} is not available on this node: {}", def.id, table.db, table.name,
+               slice.status().ToString());
+    return Status::Unavailable(
+        fmt::format("slice {} of table {}.{} has no replica on this node", def.id, table.db, table.name));
+  }
+  h.local = *slice;
+  return h;
 }
 
 std::mutex& Engine::TableWriteMutex(uint64_t table_id) {

@@ -83,6 +83,10 @@ class Engine {
   txn::TxnManager* txn() { return txn_.get(); }
   // Global system variables (a copy); sessions copy them at connect.
   std::map<std::string, Value> global_variables() const;
+  // The same, shared and immutable: what every statement reads (binding
+  // @@global.x) without copying the map. SET GLOBAL publishes a new map;
+  // a snapshot taken before keeps the old values.
+  std::shared_ptr<const std::map<std::string, Value>> GlobalVariablesSnapshot() const;
   // SET GLOBAL: changes the global value (new sessions start with it).
   // ER_UNKNOWN_SYSTEM_VARIABLE (1193) if unknown, ER_INCORRECT_GLOBAL_LOCAL_VAR
   // (1238) if read-only.
@@ -93,6 +97,15 @@ class Engine {
   // checks under it that the definitions it wrote with are still current)
   // and with writes made outside transactions.
   std::mutex& TableWriteMutex(uint64_t table_id);
+  // Where reads and writes of slice `def` of `table` go (docs/cluster.md
+  // "Data path"): reads to the ranking replica, through this node's replica
+  // when it ranks (or no data router is set), else over the router; writes
+  // to every replica at commit. Unavailable when the ranking replica should
+  // be here but is missing.
+  Result<txn::SliceHandle> RouteSlice(const catalog::TableDef& table, const catalog::SliceDef& def);
+  // The cluster data path (src/cluster/slice_service.h), set by shaled.
+  // REQUIRES: called before statements run; outlives the engine's use.
+  void SetDataRouter(txn::DataRouter* router) { txn_->SetRouter(router); }
   // REQUIRES: called before statements run (not thread-safe against them).
   void SetClusterHooks(ClusterHooks hooks) { cluster_hooks_ = std::move(hooks); }
   const ClusterHooks& cluster_hooks() const { return cluster_hooks_; }
@@ -122,7 +135,8 @@ class Engine {
   std::unique_ptr<catalog::Catalog> catalog_;
   std::unique_ptr<catalog::Accounts> accounts_;
   mutable std::mutex globals_mu_;
-  std::map<std::string, Value> globals_;  // GUARDED_BY(globals_mu_)
+  // Copy on write: replaced, never changed in place, by SetGlobalVariable.
+  std::shared_ptr<const std::map<std::string, Value>> globals_;  // GUARDED_BY(globals_mu_)
   std::mutex table_mutexes_mu_;
   std::map<uint64_t, std::unique_ptr<std::mutex>> table_mutexes_;  // GUARDED_BY(table_mutexes_mu_)
   ClusterHooks cluster_hooks_;  // set once before serving

@@ -14,6 +14,8 @@
 #include "src/common/datetime.h"
 #include "src/common/errors.h"
 #include "src/common/log.h"
+#include "src/common/warnings.h"
+#include "src/exec/auto_increment.h"
 
 namespace shale::exec {
 namespace {
@@ -41,15 +43,16 @@ txn::Transaction* CurrentTxn() { return t_statement ? t_statement->txn : nullptr
 // Reads a row of a slice: through the statement's transaction (its snapshot,
 // or the newest committed version when `latest`, overlaid by its own
 // writes), or without one the newest committed version.
-Status ReadRow(storage::Slice* slice, std::string_view key, bool latest, std::string* value) {
+// The slice may be on another node (txn::SliceHandle, docs/cluster.md).
+Status ReadRow(const txn::SliceHandle& slice, std::string_view key, bool latest, std::string* value) {
   if (txn::Transaction* t = CurrentTxn()) return t->Get(slice, key, latest, value);
-  return storage::MvccSlice(slice).Get(storage::ReadOptions{}, key, value);
+  return txn::ReadLatest(slice, key, value);
 }
 
-std::unique_ptr<storage::SliceIterator> ReadRange(storage::Slice* slice, const storage::KeyRange& range,
+std::unique_ptr<storage::SliceIterator> ReadRange(const txn::SliceHandle& slice, const storage::KeyRange& range,
                                                   bool latest) {
   if (txn::Transaction* t = CurrentTxn()) return t->NewIterator(slice, range, latest);
-  return storage::MvccSlice(slice).NewIterator(storage::ReadOptions{}, range);
+  return txn::ScanLatest(slice, range);
 }
 
 // The lock mode reads of `table` take in this statement, if any.
@@ -68,19 +71,20 @@ std::string LockName(char kind, uint64_t id, std::string_view key) {
   return name;
 }
 
-Status AcquireLock(const std::string& name, txn::LockMode mode) {
+// `at`: the slice whose ranking replica's node holds the lock (null: here).
+Status AcquireLock(const std::string& name, txn::LockMode mode, const txn::SliceHandle* at = nullptr) {
   txn::Transaction* t = CurrentTxn();
   if (!t) return Status::OK();
   if (t->HoldsLock(name, mode)) return Status::OK();
-  return t->Lock(name, mode, t_statement->lock_wait_timeout, t_statement->interrupt);
+  return t->Lock(name, mode, t_statement->lock_wait_timeout, t_statement->interrupt, at);
 }
 
 // Locks the row with primary key `pk_key` of `table` in `mode`, then reads
 // its newest committed version (the lock keeps it from changing): NotFound
 // if it is gone.
-Status LockAndReadRow(const catalog::TableDef& table, storage::Slice* slice, std::string_view pk_key,
+Status LockAndReadRow(const catalog::TableDef& table, const txn::SliceHandle& slice, std::string_view pk_key,
                       txn::LockMode mode, std::string* value) {
-  SHALE_RETURN_IF_ERROR(AcquireLock(LockName('R', table.id, pk_key), mode));
+  SHALE_RETURN_IF_ERROR(AcquireLock(LockName('R', table.id, pk_key), mode, &slice));
   return ReadRow(slice, pk_key, /*latest=*/true, value);
 }
 
@@ -93,18 +97,10 @@ class RowSource {
 
 Result<std::unique_ptr<RowSource>> Build(Engine* engine, const PhysicalOperator& op);
 
-// The local replica of a slice. With one node every replica is local; a
-// slice with no local replica needs the cluster layer (not yet built).
-Result<storage::Slice*> LocalSlice(Engine* engine, const catalog::TableDef& table,
-                                   const catalog::SliceDef& def) {
-  auto slice = engine->slices()->GetSlice(def.id);
-  if (!slice.ok()) {
-    log::Error("slice {} of table {}.{} is not available on this node: {}", def.id, table.db,
-               table.name, slice.status().ToString());
-    return Status::Unavailable(fmt::format("slice {} of table {}.{} has no replica on this node",
-                                           def.id, table.db, table.name));
-  }
-  return *slice;
+// Where a slice's reads go: this node's replica, or its ranking replica on
+// another node (Engine::RouteSlice).
+Result<txn::SliceHandle> LocalSlice(Engine* engine, const catalog::TableDef& table, const catalog::SliceDef& def) {
+  return engine->RouteSlice(table, def);
 }
 
 Status RowCorrupt(const catalog::TableDef& table, const catalog::SliceDef& def, const Status& st) {
@@ -140,7 +136,7 @@ class PointGetSource : public RowSource {
   Result<bool> Next(Row* row) override {
     if (done_) return false;
     done_ = true;
-    SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, LocalSlice(engine_, *op_.table, op_.slices[0]));
+    SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, LocalSlice(engine_, *op_.table, op_.slices[0]));
     std::string value;
     auto lock = LockingReadOf(*op_.table);
     Status st = lock ? LockAndReadRow(*op_.table, slice, op_.key, *lock, &value)
@@ -176,7 +172,7 @@ class EntryStream {
       if (!open_) {
         // Merging needs every slice's iterator; otherwise one at a time.
         for (size_t i = 0; i < (merge_ ? op_.slices.size() : std::min<size_t>(1, op_.slices.size())); ++i) {
-          SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, LocalSlice(engine_, *op_.table, op_.slices[i]));
+          SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, LocalSlice(engine_, *op_.table, op_.slices[i]));
           iters_.push_back(ReadRange(slice, range, latest_));
         }
         open_ = true;
@@ -207,7 +203,7 @@ class EntryStream {
           SHALE_RETURN_IF_ERROR(iters_[0]->status());
           iters_.clear();
           if (++pos_ < op_.slices.size()) {
-            SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, LocalSlice(engine_, *op_.table, op_.slices[pos_]));
+            SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, LocalSlice(engine_, *op_.table, op_.slices[pos_]));
             iters_.push_back(ReadRange(slice, range, latest_));
           }
         }
@@ -293,7 +289,7 @@ class SliceScanSource : public RowSource {
       }
       if (lock_) {
         // Lock, then re-read: the row may have changed or gone meanwhile.
-        SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, LocalSlice(engine_, *op_.table, *def));
+        SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, LocalSlice(engine_, *op_.table, *def));
         Status st = LockAndReadRow(*op_.table, slice, key, *lock_, &locked_);
         if (from_stream) stream_.Advance();
         from_stream = false;
@@ -349,7 +345,7 @@ class IndexScanSource : public RowSource {
       }
       const catalog::SliceDef& def =
           table.primary.SliceForHash(catalog::DistributionHash(table.primary, pk));
-      SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, LocalSlice(engine_, table, def));
+      SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, LocalSlice(engine_, table, def));
       std::string value;
       const std::string pk_key = catalog::EncodeKey(pk);
       Status st = lock_ ? LockAndReadRow(table, slice, pk_key, *lock_, &value)
@@ -448,15 +444,39 @@ class SortSource : public RowSource {
       SHALE_ASSIGN_OR_RETURN(bool more, child_->Next(&r));
       if (!more) break;
       Row keys;
+      keys.reserve(op_.sort_keys.size());
       for (const auto& k : op_.sort_keys) {
         SHALE_ASSIGN_OR_RETURN(Value v, sierra::Evaluate(*k.expr, r));
         keys.push_back(std::move(v));
       }
       rows_.emplace_back(std::move(keys), std::move(r));
     }
+    // A string key whose values are all strings (or NULL) is replaced by its
+    // weight strings once per row (KeyForm: their byte order is the
+    // collation's order; ENUMs become their indexes), so the O(n log n)
+    // comparisons are byte compares instead of collation walks.
+    std::vector<bool> key_form(op_.sort_keys.size(), false);
+    for (size_t i = 0; i < op_.sort_keys.size(); ++i) {
+      const SqlType& type = op_.sort_keys[i].expr->type;
+      if (!type.is_string()) continue;
+      bool all_strings = true;
+      for (const auto& [keys, row] : rows_) all_strings = all_strings && (keys[i].is_null() || keys[i].is_string());
+      if (!all_strings) continue;
+      for (auto& [keys, row] : rows_) keys[i] = KeyForm(keys[i], type);
+      key_form[i] = true;
+    }
     std::stable_sort(rows_.begin(), rows_.end(), [&](const auto& a, const auto& b) {
       for (size_t i = 0; i < op_.sort_keys.size(); ++i) {
-        int c = CompareForSort(a.first[i], b.first[i], op_.sort_keys[i].expr->type);
+        const Value& x = a.first[i];
+        const Value& y = b.first[i];
+        int c;
+        if (key_form[i]) {
+          // NULL first; weight strings (and ENUM indexes) compare as bytes / numbers.
+          c = x.is_null() || y.is_null() ? (x.is_null() == y.is_null() ? 0 : (x.is_null() ? -1 : 1))
+                                         : CompareValuesCollated(x, y, kCollationBinary);
+        } else {
+          c = CompareForSort(x, y, op_.sort_keys[i].expr->type);
+        }
         if (c != 0) return op_.sort_keys[i].desc ? c > 0 : c < 0;
       }
       return false;
@@ -836,10 +856,19 @@ std::string DupEntryText(const std::vector<Value>& key) {
 
 // Converts every column of `row` to its column type and checks NOT NULL, as
 // a write of row number `n` of the statement (for messages).
+// Whether the statement runs in a strict sql_mode (errors for values that
+// do not fit their column; else they are adjusted with warnings).
+bool StrictMode() { return t_statement == nullptr || t_statement->strict_mode; }
+
+Result<Value> CoerceForMode(const Value& v, const catalog::ColumnDef& col, uint64_t row) {
+  if (StrictMode()) return CoerceToColumn(v, col.type, col.name);
+  return CoerceToColumnNonStrict(v, col.type, col.name, row);
+}
+
 Status CoerceRow(const catalog::TableDef& table, uint64_t n, Row* row) {
   for (size_t c = 0; c < table.columns.size(); ++c) {
     const catalog::ColumnDef& col = table.columns[c];
-    auto v = CoerceToColumn((*row)[c], col.type, col.name);
+    auto v = CoerceForMode((*row)[c], col, n);
     if (!v.ok()) {
       // Messages from CoerceToColumn say "at row 1"; name the real row.
       std::string msg = v.status().message();
@@ -882,7 +911,7 @@ class TableWriter {
   TableWriter(Engine* engine, const catalog::TableDef& table)
       : engine_(engine), table_(table), changes_(1 + table.indexes.size()),
         slices_(1 + table.indexes.size()) {
-    for (size_t r = 0; r < slices_.size(); ++r) slices_[r].resize(Rep(r).slices.size(), nullptr);
+    for (size_t r = 0; r < slices_.size(); ++r) slices_[r].resize(Rep(r).slices.size());
   }
 
   const catalog::RepresentationDef& Rep(size_t r) const {
@@ -893,7 +922,7 @@ class TableWriter {
   Result<bool> RowExists(const std::string& key, size_t slice_index) {
     auto it = changes_[0].find(key);
     if (it != changes_[0].end()) return it->second.value.has_value();
-    SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, SliceAt(0, slice_index));
+    SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, SliceAt(0, slice_index));
     std::string existing;
     Status st = ReadRow(slice, key, /*latest=*/true, &existing);
     if (st.ok()) return true;
@@ -912,7 +941,7 @@ class TableWriter {
       value = *it->second.value;
     } else {
       size_t index = SliceIndexOf(table_.primary, pk);
-      SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, SliceAt(0, index));
+      SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, SliceAt(0, index));
       Status st = ReadRow(slice, key, /*latest=*/true, &value);
       if (st.IsNotFound()) return std::optional<Row>();
       SHALE_RETURN_IF_ERROR(st);
@@ -944,7 +973,7 @@ class TableWriter {
         if (it->second.value) found = *it->second.value;
       }
       if (!found) {
-        SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, SliceAt(r, SliceIndexOf(rep, values)));
+        SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, SliceAt(r, SliceIndexOf(rep, values)));
         storage::KeyRange range;
         range.has_start = true;
         range.start = prefix;
@@ -997,15 +1026,19 @@ class TableWriter {
   // (or one unique value) go one after the other.
   Status LockRowKeys(const Row& row) {
     if (!CurrentTxn()) return Status::OK();
-    SHALE_RETURN_IF_ERROR(AcquireLock(LockName('R', table_.id, catalog::EncodeKey(catalog::PrimaryKeyValues(table_, row))),
-                                   txn::LockMode::kExclusive));
+    // Each lock lives at the ranking replica's node of the slice it names.
+    std::vector<Value> pk = catalog::PrimaryKeyValues(table_, row);
+    SHALE_ASSIGN_OR_RETURN(txn::SliceHandle pk_slice, SliceAt(0, SliceIndexOf(table_.primary, pk)));
+    SHALE_RETURN_IF_ERROR(AcquireLock(LockName('R', table_.id, catalog::EncodeKey(pk)), txn::LockMode::kExclusive,
+                                      &pk_slice));
     for (size_t r = 1; r < changes_.size(); ++r) {
       const catalog::RepresentationDef& rep = Rep(r);
       if (!rep.unique || rep.slices.empty()) continue;
       std::vector<Value> values = catalog::RepresentationKeyValues(rep, row);
       if (HasNull(values)) continue;
+      SHALE_ASSIGN_OR_RETURN(txn::SliceHandle lock_slice, SliceAt(r, 0));
       SHALE_RETURN_IF_ERROR(AcquireLock(LockName('U', rep.slices[0].id, catalog::EncodeKey(values)),
-                                     txn::LockMode::kExclusive));
+                                        txn::LockMode::kExclusive, &lock_slice));
     }
     return Status::OK();
   }
@@ -1016,11 +1049,11 @@ class TableWriter {
       bool any = false;
       for (size_t r = 0; r < changes_.size(); ++r) {
         for (auto& [key, change] : changes_[r]) {
-          SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, SliceAt(r, change.slice_index));
+          SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, SliceAt(r, change.slice_index));
           if (change.value) {
-            t->Put(slice->id(), key, std::move(*change.value));
+            t->Put(slice, key, std::move(*change.value));
           } else {
-            t->Delete(slice->id(), key);
+            t->Delete(slice, key);
           }
           any = true;
         }
@@ -1035,6 +1068,7 @@ class TableWriter {
     // store as one atomic write: one WAL record for the whole statement.
     std::vector<std::vector<storage::WriteBatch>> batches(changes_.size());
     std::vector<std::pair<storage::SliceId, const storage::WriteBatch*>> writes;
+    txn::Placement placement;
     for (size_t r = 0; r < changes_.size(); ++r) {
       batches[r].resize(Rep(r).slices.size());
       for (auto& [key, change] : changes_[r]) {
@@ -1048,12 +1082,13 @@ class TableWriter {
     for (size_t r = 0; r < batches.size(); ++r) {
       for (size_t i = 0; i < batches[r].size(); ++i) {
         if (batches[r][i].empty()) continue;
-        SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, SliceAt(r, i));
-        writes.emplace_back(slice->id(), &batches[r][i]);
+        SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, SliceAt(r, i));
+        writes.emplace_back(slice.id, &batches[r][i]);
+        if (slice.replicas) placement[slice.id] = *slice.replicas;
       }
     }
     if (writes.empty()) return Status::OK();
-    return engine_->txn()->CommitBatches(writes);
+    return engine_->txn()->CommitBatches(writes, &placement);
   }
 
  private:
@@ -1062,12 +1097,12 @@ class TableWriter {
     std::optional<std::string> value;  // nullopt: delete
   };
 
-  Result<storage::Slice*> SliceAt(size_t r, size_t index) {
-    storage::Slice*& s = slices_[r][index];
+  Result<txn::SliceHandle> SliceAt(size_t r, size_t index) {
+    std::optional<txn::SliceHandle>& s = slices_[r][index];
     if (!s) {
       SHALE_ASSIGN_OR_RETURN(s, LocalSlice(engine_, table_, Rep(r).slices[index]));
     }
-    return s;
+    return *s;
   }
 
   void Change(const Row& row, bool put) {
@@ -1091,7 +1126,7 @@ class TableWriter {
   const catalog::TableDef& table_;
   // std::map keeps each batch in key order.
   std::vector<std::map<std::string, PendingChange>> changes_;
-  std::vector<std::vector<storage::Slice*>> slices_;
+  std::vector<std::vector<std::optional<txn::SliceHandle>>> slices_;
 };
 
 // A write runs against the definition it was planned with: if an index was
@@ -1140,6 +1175,8 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
       rows[i][row_id_col] = Value::Int(first + static_cast<int64_t>(i));
     }
   }
+  SHALE_ASSIGN_OR_RETURN(AutoIncrementRows auto_increment,
+                         AutoIncrementRows::Assign(engine->catalog(), table, &rows));
   for (size_t i = 0; i < rows.size(); ++i) SHALE_RETURN_IF_ERROR(CoerceRow(table, i + 1, &rows[i]));
 
   // 2. Check keys and write. In a transaction each row's keys are locked
@@ -1152,6 +1189,7 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
   TableWriter writer(engine, table);
   using sierra::InsertConflict;
   uint64_t affected = 0;
+  uint64_t duplicates = 0;  // for the OK info: StatementResult::duplicates
   // The row holding a key of `r` (primary first, then the UNIQUE indexes in
   // order) and the representation it conflicts in.
   auto find_conflict = [&](const Row& r, size_t* rep) -> Result<std::optional<Row>> {
@@ -1179,7 +1217,8 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
     }
     return existing;
   };
-  for (const Row& r : rows) {
+  for (size_t row_index = 0; row_index < rows.size(); ++row_index) {
+    const Row& r = rows[row_index];
     size_t rep = 0;
     SHALE_RETURN_IF_ERROR(writer.LockRowKeys(r));
     std::optional<Row> existing;
@@ -1190,6 +1229,7 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
     }
     if (!existing) {
       writer.Put(r);
+      auto_increment.Inserted(row_index, r);
       ++affected;
       continue;
     }
@@ -1200,16 +1240,26 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
                           DupEntryText(catalog::RepresentationKeyValues(table.primary, r)), table.name);
         }
         return writer.DupEntry(rep, r);
-      case InsertConflict::kIgnore:
-        break;  // MySQL: a 1062 warning; the row is skipped
+      case InsertConflict::kIgnore: {
+        // MySQL: a 1062 warning; the row is skipped.
+        Status dup = rep == 0 ? SqlError(ErrorCode::kDupEntry, "Duplicate entry '{}' for key '{}.PRIMARY'",
+                                         DupEntryText(catalog::RepresentationKeyValues(table.primary, r)),
+                                         table.name)
+                              : writer.DupEntry(rep, r);
+        PushWarning("Warning", dup.mysql_code(), dup.message());
+        ++duplicates;
+        break;
+      }
       case InsertConflict::kReplace:
         // Every row holding one of the new row's keys goes, then it is inserted.
         while (existing) {
           writer.Delete(*existing);
           ++affected;
+          ++duplicates;
           SHALE_ASSIGN_OR_RETURN(existing, lock_conflict(r, &rep));
         }
         writer.Put(r);
+        auto_increment.Inserted(row_index, r);
         ++affected;
         break;
       case InsertConflict::kUpdate: {
@@ -1238,7 +1288,9 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
         }
         SHALE_RETURN_IF_ERROR(writer.CheckUnique(updated));
         writer.Put(updated);
+        auto_increment.Updated(updated);
         affected += 2;
+        ++duplicates;
         break;
       }
     }
@@ -1246,6 +1298,10 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
   SHALE_RETURN_IF_ERROR(writer.Commit());
   StatementResult result;
   result.affected_rows = affected;
+  result.records = rows.size();
+  result.duplicates = duplicates;
+  result.last_insert_id = auto_increment.insert_id();
+  if (auto_increment.generated()) result.generated_insert_id = *auto_increment.generated();
   return result;
 }
 
@@ -1271,9 +1327,13 @@ std::vector<Row> FirstMatchPerRow(const catalog::TableDef& table, std::vector<Ro
   return out;
 }
 
+Result<StatementResult> ApplyModify(Engine* engine, const PhysicalOperator& op, std::vector<Row> targets,
+                                    uint64_t* matched_rows = nullptr);
+Result<StatementResult> ExecuteStackedModify(Engine* engine, const PhysicalOperator& op);
+
 Result<StatementResult> ExecuteModify(Engine* engine, const PhysicalOperator& op) {
+  if (op.stacked_target) return ExecuteStackedModify(engine, op);
   const catalog::TableDef& table = *op.table;
-  const bool is_update = op.kind == PhysicalKind::kUpdate;
   std::unique_lock<std::mutex> lock;
   if (!CurrentTxn()) lock = std::unique_lock<std::mutex>(engine->TableWriteMutex(table.id));
   SHALE_RETURN_IF_ERROR(CheckTableUnchanged(engine, op));
@@ -1309,6 +1369,16 @@ Result<StatementResult> ExecuteModify(Engine* engine, const PhysicalOperator& op
     }
     SHALE_RETURN_IF_ERROR(drained);
   }
+  return ApplyModify(engine, op, std::move(targets));
+}
+
+// The changes of one UPDATE or DELETE to its table, from the target rows
+// read (REQUIRES: the caller holds what ExecuteModify takes: the table's
+// write lock without a transaction, the rows' locks with one).
+Result<StatementResult> ApplyModify(Engine* engine, const PhysicalOperator& op, std::vector<Row> targets,
+                                    uint64_t* matched_rows) {
+  const catalog::TableDef& table = *op.table;
+  const bool is_update = op.kind == PhysicalKind::kUpdate;
   const size_t width = table.columns.size();
   const bool multi_table = !targets.empty() && targets[0].size() > width;
   if (multi_table) targets = FirstMatchPerRow(table, std::move(targets));
@@ -1334,7 +1404,7 @@ Result<StatementResult> ExecuteModify(Engine* engine, const PhysicalOperator& op
         return SqlError(ErrorCode::kBadNull, "Column '{}' cannot be null", def.name);
       }
       // Converted at once, so later assignments see the stored value.
-      auto coerced = CoerceToColumn(v, def.type, def.name);
+      auto coerced = CoerceForMode(v, def, matched);
       if (!coerced.ok()) {
         std::string msg = coerced.status().message();
         auto at = msg.rfind("at row 1");
@@ -1371,6 +1441,76 @@ Result<StatementResult> ExecuteModify(Engine* engine, const PhysicalOperator& op
   StatementResult result;
   result.affected_rows = changed;
   if (is_update) result.info = fmt::format("Rows matched: {}  Changed: {}  Warnings: 0", matched, changed);
+  if (matched_rows != nullptr) *matched_rows = matched;
+  return result;
+}
+
+// A multi-table UPDATE or DELETE writing several tables (stacked target
+// operators, sierra/logical.h): the joined rows are read once, as a locking
+// read, then each table is changed from its slice of them, all in the
+// statement's transaction (so all or none).
+Result<StatementResult> ExecuteStackedModify(Engine* engine, const PhysicalOperator& op) {
+  std::vector<const PhysicalOperator*> ops;  // the first target first
+  const PhysicalOperator* rows_plan = &op;
+  while (rows_plan->stacked_target) {
+    ops.insert(ops.begin(), rows_plan);
+    rows_plan = rows_plan->children[0].get();
+  }
+  std::vector<std::unique_lock<std::mutex>> locks;
+  if (!CurrentTxn()) {
+    std::vector<uint64_t> ids;
+    for (const PhysicalOperator* o : ops) ids.push_back(o->table->id);
+    std::sort(ids.begin(), ids.end());
+    for (uint64_t id : ids) locks.emplace_back(engine->TableWriteMutex(id));
+  }
+  for (const PhysicalOperator* o : ops) SHALE_RETURN_IF_ERROR(CheckTableUnchanged(engine, *o));
+  std::vector<Row> rows;
+  {
+    std::optional<txn::LockMode> saved_mode;
+    uint64_t saved_table = 0;
+    if (CurrentTxn()) {
+      saved_mode = t_statement->locking_read;
+      saved_table = t_statement->lock_table_id;
+      t_statement->locking_read = txn::LockMode::kExclusive;
+      t_statement->lock_table_id = 0;  // the rows of every table joined
+    }
+    auto drain = [&]() -> Status {
+      SHALE_ASSIGN_OR_RETURN(auto source, Build(engine, *rows_plan));
+      Row row;
+      while (true) {
+        SHALE_ASSIGN_OR_RETURN(bool more, source->Next(&row));
+        if (!more) break;
+        rows.push_back(std::move(row));
+        row = Row();
+      }
+      return Status::OK();
+    };
+    Status drained = drain();
+    if (CurrentTxn()) {
+      t_statement->locking_read = saved_mode;
+      t_statement->lock_table_id = saved_table;
+    }
+    SHALE_RETURN_IF_ERROR(drained);
+  }
+  uint64_t matched = 0;
+  uint64_t changed = 0;
+  for (const PhysicalOperator* o : ops) {
+    std::vector<Row> targets;
+    targets.reserve(rows.size());
+    for (const Row& r : rows) {
+      const auto begin = r.begin() + static_cast<std::ptrdiff_t>(o->offset);
+      targets.emplace_back(begin, begin + static_cast<std::ptrdiff_t>(o->limit));
+    }
+    uint64_t m = 0;
+    SHALE_ASSIGN_OR_RETURN(StatementResult r, ApplyModify(engine, *o, std::move(targets), &m));
+    matched += m;
+    changed += r.affected_rows;
+  }
+  StatementResult result;
+  result.affected_rows = changed;
+  if (op.kind == PhysicalKind::kUpdate) {
+    result.info = fmt::format("Rows matched: {}  Changed: {}  Warnings: 0", matched, changed);
+  }
   return result;
 }
 
@@ -1432,8 +1572,8 @@ Status BuildIndex(Engine* engine, const catalog::TableDef& table,
   }
   for (const catalog::SliceDef& def : table.primary.slices) {
     if (rows) break;
-    SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, LocalSlice(engine, table, def));
-    auto it = storage::MvccSlice(slice).NewIterator(storage::ReadOptions{}, storage::KeyRange::All());
+    SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, LocalSlice(engine, table, def));
+    auto it = txn::ScanLatest(slice, storage::KeyRange::All());
     for (; it->Valid(); it->Next()) {
       Row row;
       Status decoded = DecodeRow(it->value(), &row);
@@ -1445,14 +1585,16 @@ Status BuildIndex(Engine* engine, const catalog::TableDef& table,
   // All of the index's slices in one atomic write.
   std::vector<storage::WriteBatch> batches(entries.size());
   std::vector<std::pair<storage::SliceId, const storage::WriteBatch*>> writes;
+  txn::Placement placement;
   for (size_t i = 0; i < entries.size(); ++i) {
     if (entries[i].empty()) continue;
     for (auto& [key, value] : entries[i]) batches[i].Put(key, std::move(value));
-    SHALE_ASSIGN_OR_RETURN(storage::Slice * slice, LocalSlice(engine, table, index.slices[i]));
-    writes.emplace_back(slice->id(), &batches[i]);
+    SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, LocalSlice(engine, table, index.slices[i]));
+    writes.emplace_back(slice.id, &batches[i]);
+    if (slice.replicas) placement[slice.id] = *slice.replicas;
   }
   if (writes.empty()) return Status::OK();
-  return engine->txn()->CommitBatches(writes);
+  return engine->txn()->CommitBatches(writes, &placement);
 }
 
 }  // namespace shale::exec

@@ -55,6 +55,10 @@ struct StatementContext {
   // Tables whose rows the transaction wrote, by id (filled by the executor;
   // the session checks at commit that their definitions did not change).
   std::map<uint64_t, std::shared_ptr<const catalog::TableDef>>* written_tables = nullptr;
+  // sql_mode has STRICT_TRANS_TABLES or STRICT_ALL_TABLES: a value that does
+  // not fit its column fails the statement; otherwise INSERT and UPDATE
+  // store it adjusted with a warning (CoerceToColumnNonStrict).
+  bool strict_mode = true;
 };
 
 class StatementScope {

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <shared_mutex>
 
+#include "src/common/user_variables.h"
 #include "src/common/warnings.h"
 
 #include "planner/planner.h"
@@ -10,6 +11,7 @@
 #include "rebalancer/placement.h"
 #include "src/common/errors.h"
 #include "src/common/log.h"
+#include "src/exec/auto_increment.h"
 #include "src/exec/engine.h"
 #include "src/exec/executor.h"
 #include "src/exec/system_tables.h"
@@ -410,6 +412,7 @@ Result<StatementResult> Session::RunInTransaction(const std::function<Result<Sta
   context.lock_wait_timeout = LockWaitTimeout();
   context.interrupt = &interrupted_;
   context.written_tables = tables;
+  context.strict_mode = StrictSqlMode();
   Result<StatementResult> r = [&] {
     StatementScope scope(&context);
     return run();
@@ -451,6 +454,26 @@ void LocalizeTimestamps(std::vector<Row>* rows) {
     }
   }
 }
+
+// The OK packet's info text, as MySQL writes it, once the statement's
+// warnings are counted: "Records: 3  Duplicates: 0  Warnings: 0" for an
+// INSERT/REPLACE of several rows or of a SELECT (none for one row), and the
+// real warning count in texts the executor wrote ("Rows matched: ...").
+void SetOkInfo(const ast::Statement& stmt, StatementResult* r) {
+  if (r->is_result_set) return;
+  if (const auto* insert = std::get_if<ast::InsertStmt>(&stmt)) {
+    if (insert->select != nullptr || insert->rows.size() > 1) {
+      r->info = fmt::format("Records: {}  Duplicates: {}  Warnings: {}", r->records, r->duplicates, r->warnings);
+    }
+    return;
+  }
+  constexpr std::string_view kNoWarnings = "Warnings: 0";
+  if (r->warnings > 0 && r->info.size() >= kNoWarnings.size() &&
+      r->info.compare(r->info.size() - kNoWarnings.size(), kNoWarnings.size(), kNoWarnings) == 0) {
+    r->info.resize(r->info.size() - kNoWarnings.size());
+    r->info += fmt::format("Warnings: {}", r->warnings);
+  }
+}
 }  // namespace
 
 std::vector<Result<StatementResult>> Session::Execute(std::string_view sql) {
@@ -474,6 +497,7 @@ std::vector<Result<StatementResult>> Session::Execute(std::string_view sql) {
     std::vector<SqlWarning> raised;
     Result<StatementResult> result = [&] {
       ScopedWarningSink sink(&raised);
+      ScopedUserVariables user_variables(&user_variables_);
       ScopedTemporalContext clock(StatementClock());
       Result<StatementResult> r = ExecuteStatement(stmt, is_show_warnings ? previous : std::vector<Warning>{});
       // TIMESTAMPs leave the session as local times of its time_zone.
@@ -492,6 +516,7 @@ std::vector<Result<StatementResult>> Session::Execute(std::string_view sql) {
       break;
     }
     result->warnings = static_cast<uint16_t>(warnings_.size());
+    SetOkInfo(stmt, &*result);
     row_count_ = result->is_result_set ? -1 : static_cast<int64_t>(result->affected_rows);
     results.push_back(std::move(result));
   }
@@ -517,8 +542,9 @@ Result<StatementResult> Session::ExecuteStatement(const ast::Statement& stmt,
   }
   if (const auto* admin = std::get_if<ast::AdminStmt>(&stmt)) return ExecuteAdmin(*admin);
   SHALE_RETURN_IF_ERROR(CheckPrivileges(stmt));
-  const std::map<std::string, Value> globals = engine_->global_variables();
-  sql::BindContext ctx = MakeBindContext(&globals);
+  // Shared, not copied: a statement reads the globals as of its start.
+  const std::shared_ptr<const std::map<std::string, Value>> globals = engine_->GlobalVariablesSnapshot();
+  sql::BindContext ctx = MakeBindContext(globals.get());
   std::optional<uint64_t> set_last_insert_id;
   ctx.set_last_insert_id = &set_last_insert_id;
   for (const Warning& w : shown_warnings) {
@@ -535,13 +561,40 @@ Result<StatementResult> Session::ExecuteStatement(const ast::Statement& stmt,
     SHALE_RETURN_IF_ERROR(CheckPlanPrivileges(*set->user_values));
   }
   Result<StatementResult> result = ExecuteBound(stmt, &bound);
-  // LAST_INSERT_ID(expr) is remembered once its statement succeeded, and is
-  // that statement's insert id.
-  if (result.ok() && set_last_insert_id.has_value()) {
+  if (result.ok()) {
+    Status after = AfterAutoIncrementStatement(stmt);
+    if (!after.ok()) result = after;
+  }
+  // An AUTO_INCREMENT value the statement generated is LAST_INSERT_ID()
+  // from now on (it wins over LAST_INSERT_ID(expr) in the same statement,
+  // as in MariaDB); LAST_INSERT_ID(expr) is remembered once its statement
+  // succeeded, and is that statement's insert id.
+  if (result.ok() && result->generated_insert_id != 0) {
+    last_insert_id_ = result->generated_insert_id;
+    result->last_insert_id = last_insert_id_;
+  } else if (result.ok() && set_last_insert_id.has_value()) {
     last_insert_id_ = *set_last_insert_id;
     if (!result->is_result_set) result->last_insert_id = last_insert_id_;
   }
   return result;
+}
+
+bool Session::StrictSqlMode() const {
+  auto it = variables_.find("sql_mode");
+  if (it == variables_.end() || it->second.is_null()) return true;
+  std::string mode = it->second.ToText();
+  for (char& c : mode) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  // SET sql_mode = TRADITIONAL is kept as written; it implies STRICT_*.
+  return mode.find("STRICT_TRANS_TABLES") != std::string::npos ||
+         mode.find("STRICT_ALL_TABLES") != std::string::npos || mode.find("TRADITIONAL") != std::string::npos;
+}
+
+Status Session::AfterAutoIncrementStatement(const ast::Statement& stmt) {
+  // TRUNCATE starts the AUTO_INCREMENT values again at 1 (as InnoDB).
+  const auto* del = std::get_if<ast::DeleteStmt>(&stmt);
+  if (del == nullptr || !del->truncate) return Status::OK();
+  const std::string db = del->table.name.db.empty() ? current_db_ : del->table.name.db;
+  return ResetAutoIncrement(engine_, db, del->table.name.table);
 }
 
 sql::BindContext Session::MakeBindContext(const std::map<std::string, Value>* globals) const {
@@ -644,7 +697,11 @@ Result<StatementResult> Session::ExecuteBound(const ast::Statement& stmt, sql::B
           std::string name = cmd.def.name;
           std::string db = cmd.def.db;
           sierra::LogicalPtr as_select = std::move(cmd.as_select);
+          const std::optional<int64_t> first_auto_increment = cmd.auto_increment;
           SHALE_RETURN_IF_ERROR(RunCreateTable(engine_, std::move(cmd)));
+          if (first_auto_increment && !existed) {
+            SHALE_RETURN_IF_ERROR(StartAutoIncrement(engine_, db, name, *first_auto_increment));
+          }
           if (as_select && !existed) {
             // CREATE TABLE ... AS SELECT: insert the query's rows (a NULL
             // hidden row id gets a fresh one); on failure the table goes.
@@ -707,6 +764,9 @@ Result<StatementResult> Session::ExecuteBound(const ast::Statement& stmt, sql::B
             SHALE_RETURN_IF_ERROR(RunAlterColumns(engine_, cmd));
           } else if (!cmd.add_indexes.empty() || !cmd.drop_indexes.empty()) {
             SHALE_RETURN_IF_ERROR(RunAlterTable(engine_, cmd));
+          }
+          if (cmd.auto_increment) {
+            SHALE_RETURN_IF_ERROR(AlterAutoIncrement(engine_, cmd.db, cmd.table, *cmd.auto_increment));
           }
           if (cmd.rename_to) {
             SHALE_RETURN_IF_ERROR(engine_->catalog()->RenameTable(cmd.db, cmd.table, cmd.rename_to->first,

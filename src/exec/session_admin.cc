@@ -16,6 +16,7 @@
 //     SHOW PROCESSLIST lists other users' threads only with PROCESS.
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <set>
 
 #include "src/catalog/accounts.h"
@@ -120,6 +121,7 @@ static ComCounter CounterOf(const ast::Statement& stmt) {
             case K::kKill: return ComCounter::kKill;
             case K::kShowStatus: return ComCounter::kShowStatus;
             case K::kShowProcesslist: return ComCounter::kShowProcesslist;
+            case K::kLoadData: return ComCounter::kCount;
           }
         }
         return ComCounter::kCount;
@@ -245,9 +247,16 @@ Status Session::CheckPrivileges(const ast::Statement& stmt) const {
   };
   // SELECT on the tables a query names; subqueries, derived tables and
   // UNION terms are checked on the bound plan (CheckPlanPrivileges).
+  // A parenthesized join's tables are checked one by one.
+  std::function<Status(const ast::TableRef&)> need_ref = [&](const ast::TableRef& ref) -> Status {
+    if (!ref.nested) return need(catalog::kPrivSelect, ref.name);
+    SHALE_RETURN_IF_ERROR(need_ref(ref.nested->first));
+    for (const auto& j : ref.nested->joins) SHALE_RETURN_IF_ERROR(need_ref(j.table));
+    return Status::OK();
+  };
   auto need_select = [&](const ast::SelectStmt& q) -> Status {
-    if (q.from) SHALE_RETURN_IF_ERROR(need(catalog::kPrivSelect, q.from->name));
-    for (const auto& j : q.joins) SHALE_RETURN_IF_ERROR(need(catalog::kPrivSelect, j.table.name));
+    if (q.from) SHALE_RETURN_IF_ERROR(need_ref(*q.from));
+    for (const auto& j : q.joins) SHALE_RETURN_IF_ERROR(need_ref(j.table));
     return Status::OK();
   };
   return std::visit(
@@ -267,7 +276,7 @@ Status Session::CheckPrivileges(const ast::Statement& stmt) const {
         } else if constexpr (std::is_same_v<T, ast::UpdateStmt>) {
           // Multi-table: which table is written is known once bound
           // (CheckPlanPrivileges); every table read needs SELECT there.
-          if (!s.joins.empty()) return Status::OK();
+          if (!s.joins.empty() || s.table.nested) return Status::OK();
           return need(catalog::kPrivUpdate | (s.where ? catalog::kPrivSelect : 0u), s.table.name);
         } else if constexpr (std::is_same_v<T, ast::DeleteStmt>) {
           if (s.multi) return Status::OK();
@@ -345,24 +354,26 @@ Status Session::CheckPlanPrivileges(const sierra::LogicalOperator& plan) const {
   if (user_.superuser) return Status::OK();
   // The target of UPDATE/DELETE is read to find rows; that read was checked
   // with the statement (SELECT when there is a WHERE clause).
-  uint64_t target = 0;
-  if ((plan.kind == sierra::LogicalKind::kUpdate || plan.kind == sierra::LogicalKind::kDelete) &&
-      plan.table) {
-    target = plan.table->id;
-  }
-  if (target != 0) {
+  // The written tables: one, or several stacked ones (multi-table
+  // UPDATE/DELETE writing several tables, sierra/logical.h).
+  std::set<uint64_t> targets;
+  for (const sierra::LogicalOperator* w = &plan;
+       (w->kind == sierra::LogicalKind::kUpdate || w->kind == sierra::LogicalKind::kDelete) && w->table;
+       w = w->children[0].get()) {
     // The written table (multi-table UPDATE/DELETE are checked only here).
-    const uint32_t bit = plan.kind == sierra::LogicalKind::kUpdate ? catalog::kPrivUpdate : catalog::kPrivDelete;
-    if (!Holds(bit, plan.table->db, plan.table->name)) {
+    targets.insert(w->table->id);
+    const uint32_t bit = w->kind == sierra::LogicalKind::kUpdate ? catalog::kPrivUpdate : catalog::kPrivDelete;
+    if (!Holds(bit, w->table->db, w->table->name)) {
       return SqlError(ErrorCode::kTableAccessDenied, "{} command denied to user '{}'@'{}' for table '{}'",
-                      CommandName(bit), user_.user, user_.address, plan.table->name);
+                      CommandName(bit), user_.user, user_.address, w->table->name);
     }
+    if (!w->stacked_target) break;
   }
   std::vector<const sierra::LogicalOperator*> stack = {&plan};
   while (!stack.empty()) {
     const sierra::LogicalOperator* op = stack.back();
     stack.pop_back();
-    if (op->kind == sierra::LogicalKind::kScan && op->table && op->table->id != target &&
+    if (op->kind == sierra::LogicalKind::kScan && op->table && !targets.count(op->table->id) &&
         !Holds(catalog::kPrivSelect, op->table->db, op->table->name)) {
       return SqlError(ErrorCode::kTableAccessDenied,
                       "SELECT command denied to user '{}'@'{}' for table '{}'", user_.user,
@@ -398,6 +409,8 @@ Result<StatementResult> Session::ExecuteAdmin(const ast::AdminStmt& s) {
   };
 
   switch (s.kind) {
+    case Kind::kLoadData:
+      return ExecuteLoadData(*s.load_data);
     case Kind::kCreateUser:
     case Kind::kDropUser:
     case Kind::kAlterUser: {

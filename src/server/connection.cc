@@ -13,6 +13,7 @@
 
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
@@ -74,6 +75,7 @@ constexpr uint16_t kErMaxPreparedStmtCountReached = 1461;  // ER_MAX_PREPARED_ST
 constexpr size_t kMaxPreparedStatements = 16382;
 constexpr uint16_t kErSecureTransportRequired = 3159;   // ER_SECURE_TRANSPORT_REQUIRED
 constexpr uint16_t kErMalformedPacket = 1835;           // ER_MALFORMED_PACKET
+constexpr uint16_t kErNetPacketsOutOfOrder = 1156;      // ER_NET_PACKETS_OUT_OF_ORDER
 
 // An SSLRequest is exactly the 32-byte fixed part of HandshakeResponse41
 // (capabilities, max packet size, charset, 23 filler bytes) with CLIENT_SSL.
@@ -165,6 +167,10 @@ std::vector<std::pair<std::string, std::string>> ServerState::StatusVariables(ui
   for (const auto& conn : conns) {
     if (conn->Snapshot().command == "Query" || conn->Snapshot().command == "Execute") ++running;
   }
+  // Statement threads now, and extra ones started for stalled statements
+  // since the start (statement_pool.h).
+  add("Shale_statement_threads", statement_pool.threads());
+  add("Shale_statement_threads_added", statement_pool.threads_added());
   add("Threads_connected", conns.size());
   add("Threads_running", running);
   add("Uptime", std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() -
@@ -177,6 +183,11 @@ std::vector<std::pair<std::string, std::string>> ServerState::StatusVariables(ui
   // Slices below their replica count (docs/cluster.md, system.protection).
   if (engine != nullptr && engine->catalog() != nullptr) {
     add("Shale_under_protected_slices", engine->Protection().under_protected);
+  }
+  // Rows read from or written to other nodes' replicas (docs/cluster.md "Data path").
+  if (engine != nullptr && engine->txn() != nullptr) {
+    const txn::DataRouter* router = engine->txn()->router();
+    add("Shale_rows_sent_between_nodes", router ? router->rows_moved() : 0);
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -268,6 +279,10 @@ void Connection::StartSession(exec::SessionUser user) {
     const std::map<std::string, Value> globals = server_->engine->global_variables();
     auto it = globals.find("interactive_timeout");
     if (it != globals.end()) session_->SetVariable("wait_timeout", it->second);
+  }
+  // LOAD DATA LOCAL INFILE only for clients that allow it (CLIENT_LOCAL_FILES).
+  if (client_capabilities_ & capability::kLocalFiles) {
+    session_->SetLocalInfileReader([this](const std::string& name) { return FetchLocalFile(name); });
   }
   if (old) {
     for (size_t i = 0; i < static_cast<size_t>(exec::ComCounter::kCount); ++i) {
@@ -425,8 +440,9 @@ awaitable<Result<Packet>> Connection::ReadPacket() {
     if (next->has_value()) {
       Packet packet = std::move(**next);
       if (packet.seq != seq_) {
-        co_return Status::InvalidArgument(fmt::format(
-            "packets out of order: got sequence id {}, expected {}", packet.seq, seq_));
+        log::Debug("connection {}: packets out of order: got sequence id {}, expected {}", id_, packet.seq,
+                   seq_);
+        co_return Status::Sql(kErNetPacketsOutOfOrder, "Got packets out of order");
       }
       seq_ = packet.next_seq;
       co_return packet;
@@ -437,9 +453,9 @@ awaitable<Result<Packet>> Connection::ReadPacket() {
       if (!frame.ok()) co_return frame.status();
       if (frame->has_value()) {
         if ((*frame)->seq != compressed_seq_) {
-          co_return Status::InvalidArgument(
-              fmt::format("compressed packets out of order: got sequence id {}, expected {}",
-                          (*frame)->seq, compressed_seq_));
+          log::Debug("connection {}: compressed packets out of order: got sequence id {}, expected {}", id_,
+                     (*frame)->seq, compressed_seq_);
+          co_return Status::Sql(kErNetPacketsOutOfOrder, "Got packets out of order");
         }
         ++compressed_seq_;
         decoder_.Feed((*frame)->data);
@@ -492,7 +508,7 @@ awaitable<Result<Packet>> Connection::ReadFirstPacket() {
 }
 
 uint32_t Connection::ServerCapabilities() const {
-  uint32_t caps = capability::kServerDefault | capability::kCompress;
+  uint32_t caps = capability::kServerDefault | capability::kCompress | capability::kLocalFiles;
   if (server_->tls_context) caps |= capability::kSsl;
   return caps;
 }
@@ -523,7 +539,8 @@ awaitable<bool> Connection::StartTls() {
 
 awaitable<void> Connection::ReportReadError(const Status& status) {
   log::Debug("connection {}: {}", id_, status.ToString());
-  if (status.mysql_code() == static_cast<uint16_t>(ErrorCode::kNetPacketTooLarge)) {
+  if (status.mysql_code() == static_cast<uint16_t>(ErrorCode::kNetPacketTooLarge) ||
+      status.mysql_code() == kErNetPacketsOutOfOrder) {
     seq_ = static_cast<uint8_t>(decoder_.last_header_seq() + 1);
     QueueErr(status);
     co_await Flush();
@@ -828,6 +845,7 @@ awaitable<void> Connection::CommandLoop() {
     }
     SetCommand("Sleep");
     co_await Flush();
+    if (close_after_reply_) co_return;
   }
 }
 
@@ -1041,6 +1059,58 @@ void Connection::SetOption(std::string_view arg) {
   Queue(BuildEof(0, StatusFlags()));
 }
 
+// ---- LOAD DATA LOCAL INFILE ---------------------------------------------
+
+Result<std::string> Connection::FetchLocalFile(const std::string& name) {
+  auto done = std::make_shared<std::promise<Result<std::string>>>();
+  std::future<Result<std::string>> content = done->get_future();
+  asio::co_spawn(socket_.get_executor(), TransferLocalFile(shared_from_this(), name, done), asio::detached);
+  // A coroutine that never ran (the server stopping) breaks the promise:
+  // get() throws, and the statement fails with an internal error.
+  return content.get();
+}
+
+awaitable<void> Connection::TransferLocalFile(std::shared_ptr<Connection> self, std::string name,
+                                              std::shared_ptr<std::promise<Result<std::string>>> done) {
+  Result<std::string> content = std::string();
+  try {
+    content = co_await self->ReceiveLocalFile(std::move(name));
+  } catch (const std::exception& e) {
+    content = Status::IOError(fmt::format("LOCAL INFILE transfer: {}", e.what()));
+  }
+  if (!content.ok()) {
+    self->close_after_reply_ = true;
+    if (content.status().code() != StatusCode::kSqlError) {
+      content = SqlError(ErrorCode::kNetReadError, "Got an error reading communication packets");
+    }
+  }
+  done->set_value(std::move(content));
+}
+
+awaitable<Result<std::string>> Connection::ReceiveLocalFile(std::string name) {
+  // LOCAL INFILE Request: 0xFB and the file name; the client answers with
+  // the file in packets of any size and an empty packet at its end (also
+  // at once, when it cannot or will not send the file).
+  std::string request(1, static_cast<char>(0xFB));
+  request += name;
+  Queue(request);
+  co_await Flush();
+  std::string content;
+  for (;;) {
+    SetDeadline(kNetReadTimeout);
+    Result<Packet> packet = co_await ReadPacket();
+    ClearDeadline();
+    if (!packet.ok()) {
+      // The error answers the client's last packet (1153, 1156).
+      seq_ = static_cast<uint8_t>(decoder_.last_header_seq() + 1);
+      co_return packet.status();
+    }
+    if (packet->payload.empty()) break;
+    content += packet->payload;
+  }
+  co_return content;
+}
+
 // ---- other commands -----------------------------------------------------
 
 std::string Connection::Statistics() const {
@@ -1189,20 +1259,22 @@ awaitable<std::vector<Result<exec::StatementResult>>> Connection::ExecuteOnWorke
   // a named local: GCC 12 mishandles non-trivial temporaries inside a
   // co_await expression (it destroys their captures twice).
   auto initiation = [this, home, sql = std::move(sql)](auto handler) mutable {
-    asio::post(server_->statement_workers,
-               [this, home, sql = std::move(sql), handler = std::move(handler)]() mutable {
-                 std::exception_ptr error;
-                 Results results;
-                 try {
-                   results = session_->Execute(sql);
-                 } catch (...) {
-                   error = std::current_exception();
-                 }
-                 asio::post(home, [handler = std::move(handler), error,
-                                   results = std::move(results)]() mutable {
-                   std::move(handler)(error, std::move(results));
-                 });
-               });
+    auto run = [this, home, sql = std::move(sql), handler = std::move(handler)]() mutable {
+      std::exception_ptr error;
+      Results results;
+      try {
+        results = session_->Execute(sql);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      asio::post(home, [handler = std::move(handler), error, results = std::move(results)]() mutable {
+        std::move(handler)(error, std::move(results));
+      });
+    };
+    // The completion handler is move-only; std::function needs a copyable
+    // callable, so the job holds it by shared_ptr.
+    auto job = std::make_shared<decltype(run)>(std::move(run));
+    server_->statement_pool.Post([job] { (*job)(); });
   };
   Results results = co_await asio::async_initiate<decltype(use_awaitable),
                                                   void(std::exception_ptr, Results)>(

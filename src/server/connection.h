@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -30,7 +31,6 @@
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/strand.hpp>
-#include <boost/asio/thread_pool.hpp>
 
 #include "shale/status.h"
 #include "src/exec/session.h"
@@ -39,6 +39,7 @@
 #include "src/server/packet.h"
 #include "src/server/prepared_statement.h"
 #include "src/server/server.h"
+#include "src/server/statement_pool.h"
 
 namespace shale::server {
 
@@ -51,7 +52,8 @@ struct ServerState : std::enable_shared_from_this<ServerState>, exec::SessionHos
         engine(eng),
         accept_strand(boost::asio::make_strand(io_context)),
         acceptor(accept_strand),
-        statement_workers(options.statement_threads) {}
+        statement_pool(options.statement_threads,
+                       size_t{options.max_connections} + options.statement_threads) {}
 
   // Admits a new connection unless stopping or full: moves `socket` into it
   // and returns it. Returns null, leaving `socket` alone, if refused.
@@ -88,8 +90,10 @@ struct ServerState : std::enable_shared_from_this<ServerState>, exec::SessionHos
   std::array<std::atomic<uint64_t>, static_cast<size_t>(exec::ComCounter::kCount)> retired_com{};
 
   // Statements run here, not on the I/O threads, so a long statement never
-  // stalls accepting, handshakes or other connections' I/O.
-  boost::asio::thread_pool statement_workers;
+  // stalls accepting, handshakes or other connections' I/O; statements
+  // blocked on locks or clients never starve the others (statement_pool.h).
+  // Each connection has at most one statement here at a time.
+  StatementPool statement_pool;
 
   mutable std::mutex mu;
   bool stopping = false;  // GUARDED_BY(mu)
@@ -147,6 +151,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void StmtSendLongData(std::string_view arg);
   void StmtReset(std::string_view arg);
   void StmtClose(std::string_view arg);
+  // LOAD DATA LOCAL INFILE: the session's LocalInfileReader. Runs on a
+  // statement worker while the command loop waits for the statement: asks
+  // this connection's strand to send the file request (0xFB + name) and
+  // collect the client's content packets up to the empty one, and waits.
+  Result<std::string> FetchLocalFile(const std::string& name);
+  static boost::asio::awaitable<void> TransferLocalFile(
+      std::shared_ptr<Connection> self, std::string name,
+      std::shared_ptr<std::promise<Result<std::string>>> done);
+  boost::asio::awaitable<Result<std::string>> ReceiveLocalFile(std::string name);
+
   // COM_RESET_CONNECTION: a fresh session on the same database, no
   // prepared statements.
   void ResetConnection();
@@ -189,8 +203,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   boost::asio::awaitable<Result<Packet>> ReadPacket();
   // The first packet of the handshake, read without reading past it.
   boost::asio::awaitable<Result<Packet>> ReadFirstPacket();
-  // Answers a failed read: ERR 1153 for an oversized packet; nothing for
-  // out-of-order frames (the client is not speaking our protocol).
+  // Answers a failed read before the connection closes: ERR 1153 for an
+  // oversized packet, ERR 1156 for a wrong sequence id (MySQL's
+  // ER_NET_PACKETS_OUT_OF_ORDER); nothing for a broken stream.
   boost::asio::awaitable<void> ReportReadError(const Status& status);
 
   // Frames `payload` into the output buffer with the next sequence id.
@@ -253,6 +268,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   std::string scramble_;
   uint32_t client_capabilities_ = 0;  // client's flags & ours
+  // Set when the client's stream can no longer be trusted mid-command (a
+  // LOCAL INFILE transfer failed): the connection closes after the reply.
+  bool close_after_reply_ = false;
   // After authentication. Replaced only under info_mu_, so Kill() from
   // another thread can reach it.
   std::unique_ptr<exec::Session> session_;

@@ -208,11 +208,13 @@ ColumnDefinition DescribeColumn(const SqlType& type, bool nullable, bool primary
     case TypeId::kVarchar:
     case TypeId::kChar:
     case TypeId::kEnum:
+    case TypeId::kSet:
       // Length in bytes: characters x the charset's bytes per character.
       c.type = type.id == TypeId::kVarchar ? ColumnType::kVarString : ColumnType::kString;
       c.column_length = type.MaxBytes();
       c.charset = type.Collation();
       if (type.id == TypeId::kEnum) c.flags |= column_flag::kEnum;
+      if (type.id == TypeId::kSet) c.flags |= column_flag::kSet;
       if (c.charset == kCharsetBinary) c.flags |= column_flag::kBinary;
       break;
     case TypeId::kBinary:

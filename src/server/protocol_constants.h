@@ -132,6 +132,7 @@ inline constexpr uint16_t kUnsigned = 32;
 inline constexpr uint16_t kZerofill = 64;
 inline constexpr uint16_t kBinary = 128;
 inline constexpr uint16_t kEnum = 256;
+inline constexpr uint16_t kSet = 2048;
 inline constexpr uint16_t kNum = 32768;
 }  // namespace column_flag
 

@@ -17,6 +17,7 @@
 #include "src/cluster/node_identity.h"
 #include "src/cluster/rpc_server.h"
 #include "src/cluster/timestamp_service.h"
+#include "src/cluster/slice_service.h"
 #include "src/common/log.h"
 #include "src/exec/engine.h"
 #include "src/server/server.h"
@@ -93,8 +94,25 @@ int main(int argc, char** argv) {
   cluster::ClusterTimestamps timestamps(&cluster_node, (*engine)->txn()->oracle());
   cluster_node.SetTimestampService(&timestamps);
 
+  // The data path (src/cluster/slice_service.h): serves this node's slice
+  // replicas to the others and routes this node's reads and writes to
+  // theirs. Declared before the RPC server, which calls into it.
+  cluster::SliceServiceOptions dso;
+  dso.node_name = opts.node_name;
+  dso.epoch = [&cluster_node] { return cluster_node.epoch(); };
+  dso.address_of = [&cluster_node](const std::string& name) -> Result<std::string> {
+    for (const cluster::NodeStatus& n : cluster_node.Nodes()) {
+      if (n.name == name) return n.address;
+    }
+    return Status::Unavailable(fmt::format("node '{}' is not a cluster member", name));
+  };
+  auto data_service = cluster::SliceService::Open((*engine)->txn(), (*engine)->slices(), (*engine)->meta(), dso);
+  if (!data_service.ok()) return Fail(data_service.status());
+  (*engine)->SetDataRouter(data_service->get());
+
   cluster::RpcServer rpc(*identity);
   rpc.AddService(cluster_node.service());
+  rpc.AddService((*data_service)->service());
   rpc.SetEpochSource([&cluster_node] { return cluster_node.epoch(); });
   st = rpc.Start(fmt::format("{}:{}", opts.bind_address, opts.rpc_port));
   if (!st.ok()) return Fail(st);
@@ -171,6 +189,13 @@ int main(int argc, char** argv) {
   for (unsigned i = 1; i < threads; ++i) pool.emplace_back([&] { io.run(); });
   io.run();
   for (auto& t : pool) t.join();
+  // Give back the id counters' unused reservations through the log while
+  // the cluster still runs; afterwards the catalog refuses changes (the
+  // engine outlives the cluster node its submitter talks to).
+  if (Status released = catalog->ReleaseUnusedIds(); !released.ok()) {
+    log::Warn("shaled: saving id counters failed: {}", released.ToString());
+  }
+  catalog->Detach();
   rpc.Shutdown();
   (*engine)->txn()->oracle()->SetSource(nullptr);
   cluster_node.Stop();

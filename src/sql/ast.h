@@ -61,18 +61,31 @@ struct TableName {
   std::string table;
 };
 
+struct JoinTree;
+
 struct TableRef {
   TableName name;
   std::string alias;  // empty: none
   std::shared_ptr<const SelectStmt> derived;  // FROM (SELECT ...) alias: a derived table
+  // FROM ... (a JOIN b ON ...) ...: a parenthesized join (name empty).
+  std::shared_ptr<const JoinTree> nested;
 };
 
 // A table joined to the ones before it in FROM.
 struct JoinClause {
-  enum class Kind : uint8_t { kInner, kLeft };  // ',' / CROSS JOIN are kInner without `on`
+  // ',' / CROSS JOIN are kInner without `on`.
+  enum class Kind : uint8_t { kInner, kLeft, kRight };
   Kind kind = Kind::kInner;
   TableRef table;
   std::unique_ptr<Expr> on;  // null: none
+  bool natural = false;                 // NATURAL [LEFT|RIGHT] JOIN
+  std::vector<std::string> using_columns;  // JOIN ... USING (a, b)
+};
+
+// The tables of a parenthesized join: `first` joined with `joins` in order.
+struct JoinTree {
+  TableRef first;
+  std::vector<JoinClause> joins;
 };
 
 struct SelectItem {
@@ -175,6 +188,7 @@ struct ColumnDefinition {
   std::string collation;  // COLLATE name as written; empty: none
   bool binary = false;    // the BINARY attribute of a text type (its charset's _bin collation)
   std::vector<std::string> elements;  // ENUM('a', 'b', ...)
+  bool auto_increment = false;        // AUTO_INCREMENT
 };
 
 struct CreateTableStmt {
@@ -184,6 +198,7 @@ struct CreateTableStmt {
   std::vector<std::string> primary_key;  // from a PRIMARY KEY (...) clause
   std::vector<IndexDefinition> indexes;  // KEY / INDEX / UNIQUE clauses
   std::optional<uint32_t> slices;        // SLICES=n
+  std::optional<uint64_t> auto_increment;  // AUTO_INCREMENT=n: the first value
   std::optional<uint32_t> replicas;      // REPLICAS=n
   std::string charset;    // [DEFAULT] CHARSET= / CHARACTER SET= table option; empty: none
   std::string collation;  // [DEFAULT] COLLATE= table option; empty: none
@@ -259,6 +274,7 @@ struct AlterTableStmt {
   std::vector<std::string> drop_indexes;
   std::vector<ColumnChange> column_changes;
   std::optional<TableName> rename_to;  // ALTER TABLE t RENAME [TO] u
+  std::optional<uint64_t> auto_increment;  // ALTER TABLE t AUTO_INCREMENT [=] n
 };
 
 // RENAME TABLE a TO b [, c TO d ...]
@@ -288,6 +304,31 @@ struct AccountName {
   std::string password;
 };
 
+// LOAD DATA [LOCAL] INFILE 'file' [REPLACE | IGNORE] INTO TABLE t
+// [CHARACTER SET cs] [{FIELDS | COLUMNS} [TERMINATED BY 's'] [[OPTIONALLY]
+// ENCLOSED BY 'c'] [ESCAPED BY 'c']] [LINES [STARTING BY 's'] [TERMINATED
+// BY 's']] [IGNORE n {LINES | ROWS}] [(col_or_@var, ...)] [SET col = expr,
+// ...]. Run by src/exec/load_data.cc.
+struct LoadDataStmt {
+  bool local = false;
+  std::string file;
+  bool replace = false;
+  bool ignore = false;
+  TableName table;
+  std::string charset;              // lower-cased; empty: the session's (utf8mb4)
+  std::string fields_terminated = "\t";
+  std::string fields_enclosed;      // at most one character
+  bool optionally_enclosed = false;
+  std::string fields_escaped = "\\";  // at most one character
+  std::string lines_starting;
+  std::string lines_terminated = "\n";
+  uint64_t ignore_lines = 0;
+  // The column list: a column name, or "@name" (lower-cased) for a user
+  // variable. Empty: every column in table order.
+  std::vector<std::string> targets;
+  std::vector<Assignment> set;      // SET col = expr, ...
+};
+
 // Statements about accounts, privileges, threads and server status, run by
 // the session itself (src/exec/session.cc) rather than bound to a plan.
 struct AdminStmt {
@@ -301,6 +342,7 @@ struct AdminStmt {
     kKill,            // thread_id, kill_query
     kShowStatus,      // global, like
     kShowProcesslist, // full
+    kLoadData,        // load_data
   };
   Kind kind = Kind::kCreateUser;
   std::vector<AccountName> accounts;
@@ -319,6 +361,7 @@ struct AdminStmt {
   bool global = false;
   bool full = false;
   std::optional<std::string> like;
+  std::shared_ptr<const LoadDataStmt> load_data;  // kLoadData
 };
 
 using Statement = std::variant<SelectStmt, InsertStmt, CreateTableStmt, DropTableStmt,

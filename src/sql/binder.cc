@@ -40,6 +40,16 @@ struct ScopeTable {
   size_t first = 0;
   size_t count = 0;
   std::shared_ptr<const catalog::TableDef> def = nullptr;  // a base table's definition (else null)
+  // Columns joined by USING / NATURAL: an unqualified name and `*` see the
+  // coalesced column (of an unnamed ScopeTable) instead of this one.
+  std::vector<std::string> using_hidden = {};
+
+  bool UsingHidden(std::string_view name) const {
+    for (const std::string& h : using_hidden) {
+      if (h.size() == name.size() && strncasecmp(h.data(), name.data(), h.size()) == 0) return true;
+    }
+    return false;
+  }
 };
 
 // The names visible to an expression: the columns of the FROM tables, in
@@ -350,6 +360,14 @@ class Binder {
   Result<ExprPtr> BindAggregateCall(const ast::Expr& e);
   // FROM: the tables and joins, filling scope->tables.
   Result<LogicalPtr> BindFrom(const ast::SelectStmt& s, Scope* scope);
+  Result<LogicalPtr> BindFromTree(const ast::TableRef& first, const std::vector<ast::JoinClause>& joins,
+                                  Scope* scope);
+  // `left` joined with `right` (whose tables are scope->tables from
+  // `left_tables` on) by a RIGHT join, USING or NATURAL: the columns stay in
+  // written order, USING columns are coalesced into an unnamed scope table
+  // (src/sql/bind_join.cc).
+  Result<LogicalPtr> BindExtendedJoin(const ast::JoinClause& j, LogicalPtr left, LogicalPtr right,
+                                      size_t left_tables, Scope* scope);
   // The output column of select item `e` bound to `bound`.
   ColumnInfo ItemColumn(const ast::Expr& e, const ExprPtr& bound, const Scope& input);
   Result<ExprPtr> BindColumn(const ast::Expr& e, const Scope& scope);
@@ -359,11 +377,17 @@ class Binder {
   Result<std::shared_ptr<const catalog::TableDef>> ResolveTable(const ast::TableName& name) const;
 
   const BindContext& ctx_;
+  // User variables the statement assigns (@x := expr), as far as bound:
+  // reads of them after that are per row, not the value at bind time.
+  std::set<std::string> assigned_user_vars_;
   AggregateBinding* agg_ = nullptr;  // set while binding above an aggregate
   const Scope* outer_ = nullptr;     // set while binding a subquery
   std::vector<PendingApply> applies_;
   size_t apply_base_ = 0;
   bool collecting_applies_ = false;  // subqueries are allowed in the clause being bound
+  // The FROM clause has RIGHT/NATURAL/USING or parenthesized joins, so it
+  // is not the left-deep chain PushDownWhere/JoinInConnectedOrder reorder.
+  bool extended_from_ = false;
   // Binding HAVING above an aggregate: uncorrelated subqueries are allowed
   // there (their Applies go above the Aggregate).
   bool in_having_ = false;
@@ -495,8 +519,33 @@ Result<std::shared_ptr<const catalog::TableDef>> Binder::ResolveTable(
 // ---- SELECT -----------------------------------------------------------------
 
 Result<LogicalPtr> Binder::BindFrom(const ast::SelectStmt& s, Scope* scope) {
+  extended_from_ = false;
+  return BindFromTree(*s.from, s.joins, scope);
+}
+
+Result<LogicalPtr> Binder::BindFromTree(const ast::TableRef& first, const std::vector<ast::JoinClause>& joins,
+                                        Scope* scope) {
   size_t width = 0;
   auto add = [&](const ast::TableRef& ref) -> Result<LogicalPtr> {
+    if (ref.nested) {
+      // A parenthesized join: bound on its own (its ON clauses see its
+      // tables), then its tables join the scope after those before it.
+      Scope sub;
+      sub.outer = scope->outer;
+      SHALE_ASSIGN_OR_RETURN(LogicalPtr plan, BindFromTree(ref.nested->first, ref.nested->joins, &sub));
+      for (ScopeTable t : sub.tables) {
+        for (const ScopeTable& o : scope->tables) {
+          if (!t.alias.empty() && o.alias == t.alias) {
+            return SqlError(ErrorCode::kNonUniqTable, "Not unique table/alias: '{}'", t.alias);
+          }
+        }
+        t.first += width;
+        scope->tables.push_back(std::move(t));
+      }
+      width += plan->columns.size();
+      extended_from_ = true;
+      return plan;
+    }
     if (!ref.derived && ctx_.system_table && IsSystemDb(ref.name.db.empty() ? ctx_.current_db : ref.name.db)) {
       // A system table: its rows, generated now, as a Values input.
       SHALE_ASSIGN_OR_RETURN(GeneratedTable t, ctx_.system_table(ref.name.table));
@@ -557,7 +606,7 @@ Result<LogicalPtr> Binder::BindFrom(const ast::SelectStmt& s, Scope* scope) {
     width += scan->columns.size();
     return scan;
   };
-  SHALE_ASSIGN_OR_RETURN(LogicalPtr plan, add(*s.from));
+  SHALE_ASSIGN_OR_RETURN(LogicalPtr plan, add(first));
   // Conjuncts of inner joins' ON clauses that hold subqueries: for an inner
   // join ON is a filter, so they filter the whole FROM result (above the
   // Applies of their subqueries, numbered from a placeholder base until the
@@ -565,8 +614,16 @@ Result<LogicalPtr> Binder::BindFrom(const ast::SelectStmt& s, Scope* scope) {
   constexpr int kOnApplyBase = 1 << 23;
   std::vector<PendingApply> on_applies;
   std::vector<ExprPtr> on_with_subquery;
-  for (const ast::JoinClause& j : s.joins) {
+  for (const ast::JoinClause& j : joins) {
+    const size_t left_tables = scope->tables.size();
     SHALE_ASSIGN_OR_RETURN(LogicalPtr right, add(j.table));
+    if (j.kind == ast::JoinClause::Kind::kRight || j.natural || !j.using_columns.empty()) {
+      // src/sql/bind_join.cc
+      SHALE_ASSIGN_OR_RETURN(plan, BindExtendedJoin(j, std::move(plan), std::move(right), left_tables, scope));
+      width = plan->columns.size();
+      extended_from_ = true;
+      continue;
+    }
     auto kind = j.kind == ast::JoinClause::Kind::kLeft ? sierra::JoinKind::kLeft : sierra::JoinKind::kInner;
     plan = LogicalOperator::Join(kind, std::move(plan), std::move(right), nullptr);
     if (j.on) {
@@ -609,6 +666,139 @@ Result<LogicalPtr> Binder::BindFrom(const ast::SelectStmt& s, Scope* scope) {
     plan = LogicalOperator::Project(std::move(plan), std::move(cols), std::move(infos));
   }
   return plan;
+}
+
+Result<LogicalPtr> Binder::BindExtendedJoin(const ast::JoinClause& j, LogicalPtr left, LogicalPtr right,
+                                            size_t left_tables, Scope* scope) {
+  const bool right_join = j.kind == ast::JoinClause::Kind::kRight;
+  const size_t left_width = left->columns.size();
+  const size_t right_width = right->columns.size();
+  // The join in written order, for binding ON and USING.
+  LogicalPtr joined = LogicalOperator::Join(sierra::JoinKind::kInner, std::move(left), std::move(right), nullptr);
+  // A column named `name` visible unqualified among tables [begin, end):
+  // its position, and the table holding it. 1054 if none, 1052 if several.
+  auto find = [&](const std::string& name, size_t begin, size_t end, size_t* table) -> Result<int> {
+    int found = -1;
+    for (size_t t = begin; t < end; ++t) {
+      const ScopeTable& st = scope->tables[t];
+      if (st.UsingHidden(name)) continue;
+      for (size_t i = st.first; i < st.first + st.count; ++i) {
+        const ColumnInfo& c = joined->columns[i];
+        if (c.hidden || !EqualsIgnoreCase(c.name, name)) continue;
+        if (found >= 0) return SqlError(ErrorCode::kNonUniq, "Column '{}' in from clause is ambiguous", name);
+        found = static_cast<int>(i);
+        *table = t;
+        break;
+      }
+    }
+    if (found < 0) return SqlError(ErrorCode::kBadField, "Unknown column '{}' in 'from clause'", name);
+    return found;
+  };
+  const size_t all_tables = scope->tables.size();
+  std::vector<std::string> names = j.using_columns;
+  if (j.natural) {
+    // NATURAL: every column name the two sides share, in the left side's
+    // order (as `*` lists it).
+    std::vector<size_t> order;
+    for (size_t t = 0; t < left_tables; ++t) order.push_back(t);
+    for (size_t t : order) {
+      const ScopeTable& st = scope->tables[t];
+      for (size_t i = st.first; i < st.first + st.count; ++i) {
+        const ColumnInfo& c = joined->columns[i];
+        if (c.hidden || st.UsingHidden(c.name)) continue;
+        size_t ignored = 0;
+        if (!find(c.name, left_tables, all_tables, &ignored).ok()) continue;
+        bool seen = false;
+        for (const std::string& n : names) seen |= EqualsIgnoreCase(n, c.name);
+        if (!seen) names.push_back(c.name);
+      }
+    }
+  }
+  std::vector<ExprPtr> conjuncts;
+  struct Coalesced {
+    int left, right;
+    size_t left_table, right_table;
+  };
+  std::vector<Coalesced> coalesced;
+  for (size_t n = 0; n < names.size(); ++n) {
+    for (size_t m = 0; m < n; ++m) {
+      if (EqualsIgnoreCase(names[m], names[n])) {
+        return SqlError(ErrorCode::kNonUniq, "Column '{}' in from clause is ambiguous", names[n]);
+      }
+    }
+    Coalesced c{};
+    SHALE_ASSIGN_OR_RETURN(c.left, find(names[n], 0, left_tables, &c.left_table));
+    SHALE_ASSIGN_OR_RETURN(c.right, find(names[n], left_tables, all_tables, &c.right_table));
+    const ColumnInfo& l = joined->columns[c.left];
+    const ColumnInfo& r = joined->columns[c.right];
+    conjuncts.push_back(Expr::Compare(sierra::CompareOp::kEq, Expr::ColumnRef(c.left, l.name, l.type, l.nullable),
+                                      Expr::ColumnRef(c.right, r.name, r.type, r.nullable)));
+    coalesced.push_back(c);
+  }
+  if (j.on) {
+    Scope on_scope = *scope;
+    on_scope.source = joined.get();
+    on_scope.clause = "on clause";
+    SHALE_ASSIGN_OR_RETURN(ExprPtr on, BindExpr(*j.on, on_scope));
+    conjuncts.push_back(std::move(on));
+  }
+  ExprPtr predicate = conjuncts.empty() ? nullptr : AndAll(conjuncts);
+  LogicalPtr plan;
+  if (!right_join) {
+    joined->join_kind = j.kind == ast::JoinClause::Kind::kLeft ? sierra::JoinKind::kLeft : sierra::JoinKind::kInner;
+    if (joined->join_kind == sierra::JoinKind::kLeft) {
+      for (size_t i = left_width; i < joined->columns.size(); ++i) joined->columns[i].nullable = true;
+    }
+    joined->predicate = predicate;
+    plan = std::move(joined);
+  } else {
+    // a RIGHT JOIN b ON p is b LEFT JOIN a ON p, with the columns put back
+    // into written order.
+    std::vector<int> swap(left_width + right_width);
+    for (size_t i = 0; i < left_width; ++i) swap[i] = static_cast<int>(right_width + i);
+    for (size_t i = 0; i < right_width; ++i) swap[left_width + i] = static_cast<int>(i);
+    LogicalPtr a = std::move(joined->children[0]);
+    LogicalPtr b = std::move(joined->children[1]);
+    LogicalPtr swapped = LogicalOperator::Join(sierra::JoinKind::kLeft, std::move(b), std::move(a),
+                                               predicate ? RemapColumns(predicate, swap) : nullptr);
+    std::vector<ExprPtr> exprs;
+    std::vector<ColumnInfo> infos;
+    for (size_t i = 0; i < left_width + right_width; ++i) {
+      const ColumnInfo& c = swapped->columns[swap[i]];
+      exprs.push_back(Expr::ColumnRef(swap[i], c.name, c.type, c.nullable));
+      infos.push_back(c);
+    }
+    plan = LogicalOperator::Project(std::move(swapped), std::move(exprs), std::move(infos));
+  }
+  if (coalesced.empty()) return plan;
+  // The coalesced columns: the left side's value (the right side's for a
+  // RIGHT join), after the tables' columns, in an unnamed scope table that
+  // `*` lists first; unqualified names see them instead of the joined ones.
+  const size_t width = plan->columns.size();
+  std::vector<ExprPtr> exprs;
+  std::vector<ColumnInfo> infos = plan->columns;
+  for (size_t i = 0; i < width; ++i) {
+    exprs.push_back(Expr::ColumnRef(static_cast<int>(i), infos[i].name, infos[i].type, infos[i].nullable));
+  }
+  for (const Coalesced& c : coalesced) {
+    const int from = right_join ? c.right : c.left;
+    ColumnInfo info = plan->columns[from];
+    exprs.push_back(Expr::ColumnRef(from, info.name, info.type, info.nullable));
+    infos.push_back(std::move(info));
+    scope->tables[c.left_table].using_hidden.push_back(plan->columns[c.left].name);
+    scope->tables[c.right_table].using_hidden.push_back(plan->columns[c.right].name);
+  }
+  if (right_join) {
+    // MySQL lists the right side's other columns before the left side's
+    // when a RIGHT join coalesces columns.
+    std::rotate(scope->tables.begin(), scope->tables.begin() + static_cast<std::ptrdiff_t>(left_tables),
+                scope->tables.end());
+  }
+  ScopeTable merged;
+  merged.first = width;
+  merged.count = coalesced.size();
+  scope->tables.insert(scope->tables.begin(), std::move(merged));
+  return LogicalOperator::Project(std::move(plan), std::move(exprs), std::move(infos));
 }
 
 ColumnInfo Binder::ItemColumn(const ast::Expr& e, const ExprPtr& bound, const Scope& input) {
@@ -657,7 +847,9 @@ Result<LogicalPtr> Binder::BindSelect(const ast::SelectStmt& s) {
       ColumnRange(*c, &min, &max);
       (max >= static_cast<int>(width) ? with_subquery : plain).push_back(c);
     }
-    if (s.joins.empty()) {
+    if (s.joins.empty() || extended_from_) {
+      // One table, or joins other than the left-deep inner/left chain the
+      // push-down understands: WHERE filters the FROM result.
       if (!plain.empty()) plan = LogicalOperator::Filter(std::move(plan), AndAll(plain));
     } else {
       plan = JoinInConnectedOrder(std::move(plan), std::move(plain), scope.tables);
@@ -728,9 +920,11 @@ Result<LogicalPtr> Binder::BindSelect(const ast::SelectStmt& s) {
         for (size_t i = t.first; i < t.first + t.count; ++i) {
           const ColumnInfo& c = input.source->columns[i];
           if (c.hidden) continue;
+          if (item.expr->names.empty() && t.UsingHidden(c.name)) continue;
           ast::Expr col;
           col.kind = ast::ExprKind::kColumn;
           col.names = {t.alias, c.name};
+          if (t.alias.empty()) col.names = {c.name};  // a column coalesced by USING
           col.text = c.name;
           SHALE_ASSIGN_OR_RETURN(ExprPtr e, BindExpr(col, scope));
           ColumnInfo info = c;
@@ -859,6 +1053,7 @@ Result<ExprPtr> Binder::BindColumn(const ast::Expr& e, const Scope& scope) {
   for (const ScopeTable& t : scope.tables) {
     if (e.names.size() >= 2 && e.names[e.names.size() - 2] != t.alias) continue;
     if (e.names.size() == 3 && e.names[0] != t.db) continue;
+    if (e.names.size() == 1 && t.UsingHidden(col)) continue;
     for (size_t i = t.first; i < t.first + t.count && i < cols.size(); ++i) {
       if (!cols[i].hidden && EqualsIgnoreCase(cols[i].name, col)) {
         if (found >= 0) {
@@ -1115,6 +1310,7 @@ Result<ExprPtr> Binder::BindFunction(const ast::Expr& e, const Scope& scope) {
       {"UNHEX", {ScalarFunction::kUnhex, {1, 1}}},
       {"SPACE", {ScalarFunction::kSpace, {1, 1}}},
       {"STRCMP", {ScalarFunction::kStrcmp, {2, 2}}},
+      {"FIND_IN_SET", {ScalarFunction::kFindInSet, {2, 2}}},
   };
   if (n == "INSTR") {
     // INSTR(str, substr) is LOCATE(substr, str).
@@ -1147,7 +1343,9 @@ Result<ExprPtr> Binder::BindFunction(const ast::Expr& e, const Scope& scope) {
     const CollationInfo* co = FindCollation(name);
     if (!co) return SqlError(ErrorCode::kUnknownCollation, "Unknown collation: '{}'", name);
     SqlType t = args[0]->type;
-    if (!t.is_string() || t.id == TypeId::kEnum) t = SqlType::Varchar(t.is_string() ? t.MaxBytes() / 4 : 20);
+    if (!t.is_string() || t.id == TypeId::kEnum || t.id == TypeId::kSet) {
+      t = SqlType::Varchar(t.is_string() ? t.MaxBytes() / 4 : 20);
+    }
     if (t.Collation() == kCollationBinary && co->id != kCollationBinary) {
       return SqlError(ErrorCode::kCollationCharsetMismatch, "COLLATION '{}' is not valid for CHARACTER SET '{}'",
                       co->name, "binary");
@@ -1318,6 +1516,24 @@ Result<ExprPtr> Binder::BindExprInner(const ast::Expr& e, const Scope& scope) {
       return ExprPtr(c);
     }
     case ast::ExprKind::kUserVar: {
+      if (!e.children.empty()) {
+        // @name := value: assigned per evaluated row (and the variable
+        // read per row from here on, so @n := @n + 1 counts rows).
+        assigned_user_vars_.insert(e.name);
+        SHALE_ASSIGN_OR_RETURN(ExprPtr value, BindExpr(*e.children[0], scope));
+        return Expr::Function(sierra::ScalarFunction::kSetUserVar, {Expr::Constant(Value::String(e.name)), value});
+      }
+      if (assigned_user_vars_.count(e.name) != 0) {
+        Value now;
+        if (ctx_.user_variables != nullptr) {
+          auto it = ctx_.user_variables->find(e.name);
+          if (it != ctx_.user_variables->end()) now = it->second;
+        }
+        auto get = std::make_shared<Expr>(
+            *Expr::Function(sierra::ScalarFunction::kGetUserVar, {Expr::Constant(Value::String(e.name))}));
+        if (!now.is_null()) get->type = Expr::Constant(now)->type;
+        return ExprPtr(get);
+      }
       // An unset variable is NULL (of a string type, as in MySQL).
       Value v;
       if (ctx_.user_variables != nullptr) {
@@ -1593,8 +1809,9 @@ Result<LogicalPtr> Binder::BindInsert(const ast::InsertStmt& s) {
   }
   auto default_for = [&](int col) -> Result<ExprPtr> {
     const catalog::ColumnDef& c = table->columns[col];
-    // The executor allocates the hidden row id for a NULL.
-    if (c.hidden) return Expr::Constant(Value::Null());
+    // The executor allocates the hidden row id and AUTO_INCREMENT values
+    // for a NULL.
+    if (c.hidden || c.auto_increment) return Expr::Constant(Value::Null());
     if (c.default_now) return CurrentTimestampFor(c.type);
     if (c.default_value) return Expr::Constant(*c.default_value);
     if (c.nullable) return Expr::Constant(Value::Null());
@@ -1757,6 +1974,8 @@ Result<LogicalPtr> Binder::BindJoinedRows(const ast::TableRef& first, const std:
     copy.kind = j.kind;
     copy.table = j.table;
     if (j.on) copy.on = CloneAst(*j.on);
+    copy.natural = j.natural;
+    copy.using_columns = j.using_columns;
     from.joins.push_back(std::move(copy));
   }
   SHALE_ASSIGN_OR_RETURN(LogicalPtr plan, BindFrom(from, scope));
@@ -1776,7 +1995,11 @@ Result<LogicalPtr> Binder::BindJoinedRows(const ast::TableRef& first, const std:
     ColumnRange(*c, &min, &max);
     (max >= static_cast<int>(width) ? with_subquery : plain).push_back(c);
   }
-  plan = JoinInConnectedOrder(std::move(plan), std::move(plain), scope->tables);
+  if (extended_from_) {
+    if (!plain.empty()) plan = LogicalOperator::Filter(std::move(plan), AndAll(plain));
+  } else {
+    plan = JoinInConnectedOrder(std::move(plan), std::move(plain), scope->tables);
+  }
   const bool had_applies = !applies_.empty();
   plan = FinishApplies(std::move(plan));
   if (!with_subquery.empty()) plan = LogicalOperator::Filter(std::move(plan), AndAll(with_subquery));
@@ -1812,12 +2035,79 @@ LogicalPtr TargetColumns(LogicalPtr rows, const ScopeTable& target, std::vector<
   return LogicalOperator::Project(std::move(rows), std::move(exprs), std::move(infos));
 }
 
+// Several written tables: each target's operator reads its own slice of
+// the joined rows (`offset`, `limit`: its columns, then its values), and
+// the operators are stacked, the first target's at the bottom over the
+// joined rows, so the executor reads the rows once and changes each table
+// from them (src/exec/executor.cc, ExecuteModify).
+struct ModifyTarget {
+  const ScopeTable* table = nullptr;
+  std::vector<int> columns;     // UPDATE: table columns assigned
+  std::vector<ExprPtr> values;  // UPDATE: their values over the joined rows
+};
+
+Result<LogicalPtr> StackTargets(LogicalPtr rows, std::vector<ModifyTarget> targets, bool is_update) {
+  for (size_t i = 0; i < targets.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (targets[j].table->def->id == targets[i].table->def->id) {
+        return SqlError(ErrorCode::kNotSupportedYet,
+                        "This version of Shale doesn't yet support 'writing one table twice in a multi-table "
+                        "{}'", is_update ? "UPDATE" : "DELETE");
+      }
+    }
+  }
+  if (targets.size() == 1) {
+    ModifyTarget& t = targets[0];
+    const size_t width = t.table->count;
+    std::vector<ExprPtr> exprs;
+    for (size_t i = 0; i < t.values.size(); ++i) {
+      exprs.push_back(Expr::ColumnRef(static_cast<int>(width + i), "", t.values[i]->type, t.values[i]->nullable));
+    }
+    std::shared_ptr<const catalog::TableDef> table = t.table->def;
+    LogicalPtr child = TargetColumns(std::move(rows), *t.table, std::move(t.values));
+    if (!is_update) return LogicalOperator::Delete(table, std::move(child));
+    return LogicalOperator::Update(table, std::move(child), std::move(t.columns), std::move(exprs));
+  }
+  // One projection holding every target's slice, in order.
+  std::vector<ExprPtr> exprs;
+  std::vector<ColumnInfo> infos;
+  std::vector<std::pair<size_t, size_t>> slices;  // (offset, width) per target
+  for (ModifyTarget& t : targets) {
+    const size_t offset = exprs.size();
+    for (size_t i = 0; i < t.table->count; ++i) {
+      const ColumnInfo& c = rows->columns[t.table->first + i];
+      exprs.push_back(Expr::ColumnRef(static_cast<int>(t.table->first + i), c.name, c.type, c.nullable));
+      infos.push_back(c);
+    }
+    std::vector<ExprPtr> extra = t.values;
+    if (extra.empty()) extra.push_back(Expr::Constant(Value::Int(1)));
+    for (ExprPtr& e : extra) {
+      infos.push_back(ExprColumn("", e));
+      exprs.push_back(std::move(e));
+    }
+    slices.emplace_back(offset, exprs.size() - offset);
+  }
+  LogicalPtr plan = LogicalOperator::Project(std::move(rows), std::move(exprs), std::move(infos));
+  for (size_t k = 0; k < targets.size(); ++k) {
+    ModifyTarget& t = targets[k];
+    const size_t width = t.table->count;
+    std::vector<ExprPtr> assigned;
+    for (size_t i = 0; i < t.values.size(); ++i) {
+      assigned.push_back(Expr::ColumnRef(static_cast<int>(width + i), "", t.values[i]->type, t.values[i]->nullable));
+    }
+    plan = is_update ? LogicalOperator::Update(t.table->def, std::move(plan), std::move(t.columns), std::move(assigned))
+                     : LogicalOperator::Delete(t.table->def, std::move(plan));
+    plan->offset = slices[k].first;
+    plan->limit = slices[k].second;
+    plan->stacked_target = true;
+  }
+  return plan;
+}
+
 Result<LogicalPtr> Binder::BindMultiUpdate(const ast::UpdateStmt& s) {
   Scope scope;
   SHALE_ASSIGN_OR_RETURN(LogicalPtr rows, BindJoinedRows(s.table, s.joins, s.where.get(), &scope));
-  const ScopeTable* target = nullptr;
-  std::vector<int> columns;
-  std::vector<ExprPtr> values;
+  std::vector<ModifyTarget> targets;
   for (const ast::Assignment& a : s.assignments) {
     ast::Expr name;
     name.kind = ast::ExprKind::kColumn;
@@ -1831,45 +2121,41 @@ Result<LogicalPtr> Binder::BindMultiUpdate(const ast::UpdateStmt& s) {
       return SqlError(ErrorCode::kNonUpdatableTable, "The target table {} of the UPDATE is not updatable",
                       owner ? owner->alias : a.names.back());
     }
-    if (target != nullptr && target != owner) {
-      return SqlError(ErrorCode::kNotSupportedYet,
-                      "This version of Shale doesn't yet support 'UPDATE of several tables in one statement'");
+    ModifyTarget* target = nullptr;
+    for (ModifyTarget& t : targets) {
+      if (t.table == owner) target = &t;
     }
-    target = owner;
+    if (target == nullptr) {
+      targets.push_back({owner, {}, {}});
+      target = &targets.back();
+    }
     const int column = col->column - static_cast<int>(owner->first);
     if (a.value->kind == ast::ExprKind::kDefault) {
       const catalog::ColumnDef& c = owner->def->columns[column];
       if (c.default_value) {
-        values.push_back(Expr::Constant(*c.default_value));
+        target->values.push_back(Expr::Constant(*c.default_value));
       } else if (c.nullable) {
-        values.push_back(Expr::Constant(Value::Null()));
+        target->values.push_back(Expr::Constant(Value::Null()));
       } else {
         return SqlError(ErrorCode::kNoDefaultForField, "Field '{}' doesn't have a default value", c.name);
       }
     } else {
       SHALE_ASSIGN_OR_RETURN(ExprPtr value, BindExpr(*a.value, scope));
-      values.push_back(std::move(value));
+      target->values.push_back(std::move(value));
     }
-    columns.push_back(column);
+    target->columns.push_back(column);
   }
-  const size_t width = target->count;
-  std::vector<ExprPtr> exprs;
-  for (size_t i = 0; i < values.size(); ++i) {
-    exprs.push_back(Expr::ColumnRef(static_cast<int>(width + i), "", values[i]->type, values[i]->nullable));
-  }
-  std::shared_ptr<const catalog::TableDef> table = target->def;
-  LogicalPtr child = TargetColumns(std::move(rows), *target, std::move(values));
-  return LogicalOperator::Update(table, std::move(child), std::move(columns), std::move(exprs));
+  return StackTargets(std::move(rows), std::move(targets), /*is_update=*/true);
 }
 
 Result<LogicalPtr> Binder::BindMultiDelete(const ast::DeleteStmt& s) {
   Scope scope;
   SHALE_ASSIGN_OR_RETURN(LogicalPtr rows, BindJoinedRows(s.table, s.joins, s.where.get(), &scope));
-  const ScopeTable* target = nullptr;
+  std::vector<ModifyTarget> targets;
   for (const ast::TableName& name : s.targets) {
     const ScopeTable* found = nullptr;
     for (const ScopeTable& t : scope.tables) {
-      if (t.alias == name.table && (name.db.empty() || name.db == t.db)) found = &t;
+      if (!t.alias.empty() && t.alias == name.table && (name.db.empty() || name.db == t.db)) found = &t;
     }
     if (found == nullptr) {
       return SqlError(ErrorCode::kUnknownTable, "Unknown table '{}' in MULTI DELETE", name.table);
@@ -1878,18 +2164,15 @@ Result<LogicalPtr> Binder::BindMultiDelete(const ast::DeleteStmt& s) {
       return SqlError(ErrorCode::kNonUpdatableTable, "The target table {} of the DELETE is not updatable",
                       name.table);
     }
-    if (target != nullptr && target != found) {
-      return SqlError(ErrorCode::kNotSupportedYet,
-                      "This version of Shale doesn't yet support 'DELETE from several tables in one statement'");
-    }
-    target = found;
+    bool listed = false;
+    for (const ModifyTarget& t : targets) listed |= t.table == found;
+    if (!listed) targets.push_back({found, {}, {}});
   }
-  std::shared_ptr<const catalog::TableDef> table = target->def;
-  return LogicalOperator::Delete(table, TargetColumns(std::move(rows), *target, {}));
+  return StackTargets(std::move(rows), std::move(targets), /*is_update=*/false);
 }
 
 Result<LogicalPtr> Binder::BindUpdate(const ast::UpdateStmt& s) {
-  if (!s.joins.empty()) return BindMultiUpdate(s);
+  if (!s.joins.empty() || s.table.nested) return BindMultiUpdate(s);
   Scope scope;
   SHALE_ASSIGN_OR_RETURN(LogicalPtr rows,
                          BindTargetRows(s.table, s.where.get(), s.order_by, s.limit, &scope));
@@ -1935,6 +2218,10 @@ Result<LogicalPtr> Binder::BindDelete(const ast::DeleteStmt& s) {
 
 Result<catalog::ColumnDef> Binder::BindColumnDefinition(const ast::ColumnDefinition& cd,
                                                         const std::string& db) {
+  if (cd.auto_increment) {
+    return SqlError(ErrorCode::kNotSupportedYet,
+                    "This version of Shale doesn't yet support 'AUTO_INCREMENT in ALTER TABLE column changes'");
+  }
   ast::CreateTableStmt one;
   one.table = {db, "t"};
   ast::ColumnDefinition copy;
@@ -1961,6 +2248,7 @@ Result<BoundStatement> Binder::BindAlterTable(const ast::AlterTableStmt& s) {
   cmd.db = table->db;
   cmd.table = table->name;
   cmd.old_table = table;
+  if (s.auto_increment) cmd.auto_increment = static_cast<int64_t>(std::min<uint64_t>(*s.auto_increment, INT64_MAX));
   if (s.rename_to) {
     SHALE_ASSIGN_OR_RETURN(std::string db, ResolveDb(s.rename_to->db));
     SHALE_RETURN_IF_ERROR(CheckTableName(s.rename_to->table));
@@ -2305,7 +2593,29 @@ std::optional<Result<SqlType>> BindStringColumnType(const ast::ColumnDefinition&
     return t;
   }
   if (n == "SET") {
-    return SqlError(ErrorCode::kNotSupportedYet, "This version of Shale doesn't yet support 'column type SET'");
+    // SET('a', 'b', ...): at most 64 members (1097), none twice (1291),
+    // none holding a comma.
+    SqlType t{TypeId::kSet};
+    SHALE_RETURN_IF_ERROR(ApplyCharset(cd, &t));
+    const uint16_t coll = t.Collation();
+    if (cd.elements.size() > 64) {
+      return SqlError(ErrorCode::kTooBigSet, "Too many strings for column {} and SET", cd.name);
+    }
+    for (const std::string& e : cd.elements) {
+      std::string v = e;
+      while (!v.empty() && v.back() == ' ') v.pop_back();  // MySQL drops trailing spaces
+      if (v.find(',') != std::string::npos) {
+        return SqlError(ErrorCode::kIllegalValueForType, "Illegal set '{}' value found during parsing", e);
+      }
+      for (const std::string& prior : t.elements) {
+        if (CompareStrings(prior, v, coll) == 0) {
+          return SqlError(ErrorCode::kDuplicatedValueInType, "Column '{}' has duplicated value '{}' in SET",
+                          cd.name, e);
+        }
+      }
+      t.elements.push_back(std::move(v));
+    }
+    return t;
   }
   return std::nullopt;
 }
@@ -2468,6 +2778,8 @@ Result<BoundStatement> Binder::BindCreateTable(const ast::CreateTableStmt& s) {
   }
   indexes.insert(indexes.end(), s.indexes.begin(), s.indexes.end());
   SHALE_RETURN_IF_ERROR(ResolveIndexes(def, indexes, &def.indexes));
+  SHALE_RETURN_IF_ERROR(BindAutoIncrementColumns(s, &def));
+  if (s.auto_increment) cmd.auto_increment = static_cast<int64_t>(std::min<uint64_t>(*s.auto_increment, INT64_MAX));
   return BoundStatement(std::move(cmd));
 }
 
@@ -2616,6 +2928,7 @@ Result<LogicalPtr> Binder::BindShow(const ast::ShowStmt& s) {
                                                                    : Value::Null();
         if (c.default_now) def = Value::String(CurrentTimestampSql(c.type));
         std::string extra = c.on_update_now ? "on update " + CurrentTimestampSql(c.type) : "";
+        if (c.auto_increment) extra = "auto_increment";
         // MySQL's Key, by priority: PRI; UNI for the column of a one-column
         // UNIQUE index; MUL for the first column of any other index.
         std::string key = is_pk ? "PRI" : "";
@@ -2753,7 +3066,12 @@ Result<LogicalPtr> Binder::BindShow(const ast::ShowStmt& s) {
     }
     case Kind::kCreateTable: {
       SHALE_ASSIGN_OR_RETURN(auto table, ResolveTable(s.table));
-      rows.push_back({Value::String(table->name), Value::String(ShowCreateTableSql(*table))});
+      int64_t next_auto_increment = 0;
+      if (table->AutoIncrementColumn() >= 0) {
+        auto next = ctx_.catalog->PeekNextId(table->id, catalog::IdCounter::kAutoIncrement);
+        if (next.ok()) next_auto_increment = *next;
+      }
+      rows.push_back({Value::String(table->name), Value::String(ShowCreateTableSql(*table, next_auto_increment))});
       return ValuesPlan({TextColumn("Table"), TextColumn("Create Table", 4096)}, rows);
     }
   }
@@ -2820,7 +3138,8 @@ Status ResolveIndexes(const catalog::TableDef& table, const std::vector<ast::Ind
         return SqlError(ErrorCode::kBlobKeyWithoutLength,
                         "BLOB/TEXT column '{}' used in key specification without a key length", col);
       }
-      if (prefix != 0 && (!type.is_string() || type.id == TypeId::kEnum || type.id == TypeId::kJson ||
+      if (prefix != 0 && (!type.is_string() || type.id == TypeId::kEnum || type.id == TypeId::kSet ||
+                          type.id == TypeId::kJson ||
                           (!type.is_lob() && prefix > type.length))) {
         return SqlError(ErrorCode::kWrongSubKey,
                         "Incorrect prefix key; the used key part isn't a string, the used length is longer "
@@ -2852,7 +3171,7 @@ std::string ShowCreateDatabaseSql(const std::string& db, bool if_not_exists, con
                      is ? "utf8mb3_general_ci" : source.collation);
 }
 
-std::string ShowCreateTableSql(const catalog::TableDef& t) {
+std::string ShowCreateTableSql(const catalog::TableDef& t, int64_t auto_increment) {
   std::string out = fmt::format("CREATE TABLE `{}` (\n", t.name);
   std::vector<std::string> lines;
   for (const catalog::ColumnDef& c : t.columns) {
@@ -2873,6 +3192,7 @@ std::string ShowCreateTableSql(const catalog::TableDef& t) {
       line += " DEFAULT NULL";
     }
     if (c.on_update_now) line += " ON UPDATE " + CurrentTimestampSql(c.type);
+    if (c.auto_increment) line += " AUTO_INCREMENT";
     lines.push_back(std::move(line));
   }
   bool hidden_key = false;
@@ -2891,9 +3211,43 @@ std::string ShowCreateTableSql(const catalog::TableDef& t) {
     lines.push_back(fmt::format("  {}KEY `{}` ({})", index.unique ? "UNIQUE " : "", index.name, cols));
   }
   for (size_t i = 0; i < lines.size(); ++i) out += lines[i] + (i + 1 < lines.size() ? ",\n" : "\n");
-  out += fmt::format(") SLICES={}", t.primary.slices.size());
+  out += ")";
+  if (auto_increment > 1) out += fmt::format(" AUTO_INCREMENT={}", auto_increment);
+  out += fmt::format(" SLICES={}", t.primary.slices.size());
   if (t.replicas != 0) out += fmt::format(" REPLICAS={}", t.replicas);
   return out;
+}
+
+Status BindAutoIncrementColumns(const ast::CreateTableStmt& s, catalog::TableDef* def) {
+  int auto_column = -1;
+  for (const ast::ColumnDefinition& cd : s.columns) {
+    if (!cd.auto_increment) continue;
+    const int i = def->FindColumn(cd.name);
+    if (auto_column >= 0) {
+      return SqlError(ErrorCode::kWrongAutoKey,
+                      "Incorrect table definition; there can be only one auto column and it must be defined as a key");
+    }
+    catalog::ColumnDef& c = def->columns[i];
+    // Integer types only (MySQL 8 deprecates FLOAT/DOUBLE AUTO_INCREMENT;
+    // MariaDB still takes them).
+    if (!c.type.is_integer() || c.type.id == TypeId::kYear) {
+      return SqlError(ErrorCode::kWrongFieldSpec, "Incorrect column specifier for column '{}'", c.name);
+    }
+    if (c.default_value || c.default_now) {
+      return SqlError(ErrorCode::kInvalidDefault, "Invalid default value for '{}'", c.name);
+    }
+    c.auto_increment = true;
+    c.nullable = false;
+    auto_column = i;
+  }
+  if (auto_column < 0) return Status::OK();
+  bool keyed = def->primary.key_columns[0] == auto_column;
+  for (const catalog::RepresentationDef& index : def->indexes) keyed |= index.key_columns[0] == auto_column;
+  if (!keyed) {
+    return SqlError(ErrorCode::kWrongAutoKey,
+                    "Incorrect table definition; there can be only one auto column and it must be defined as a key");
+  }
+  return Status::OK();
 }
 
 }  // namespace shale::sql

@@ -75,6 +75,8 @@ struct CreateTableCmd {
   // CREATE TABLE ... AS SELECT: the rows to insert into the new table, one
   // column per visible column of `def`, in order.
   sierra::LogicalPtr as_select;
+  // AUTO_INCREMENT=n table option: the first AUTO_INCREMENT value.
+  std::optional<int64_t> auto_increment;
 };
 struct DropTableCmd {
   std::vector<std::pair<std::string, std::string>> tables;  // (db, table)
@@ -115,6 +117,9 @@ struct AlterTableCmd {
   std::optional<catalog::TableDef> new_def;
   std::vector<int> column_source;
   std::optional<std::pair<std::string, std::string>> rename_to;
+  // ALTER TABLE ... AUTO_INCREMENT=n: the next AUTO_INCREMENT value (at
+  // least the largest value stored + 1, as InnoDB).
+  std::optional<int64_t> auto_increment;
 };
 struct RenameTableCmd {
   // ((db, table), (new db, new table)) in order.
@@ -152,8 +157,13 @@ std::string ColumnTypeSql(const catalog::ColumnDef& c);
 // 1061 (duplicate name), 1072 (unknown column), 1060 (column twice).
 Status ResolveIndexes(const catalog::TableDef& table, const std::vector<ast::IndexDefinition>& defs,
                       std::vector<catalog::RepresentationDef>* out);
-// CREATE TABLE text for SHOW CREATE TABLE.
-std::string ShowCreateTableSql(const catalog::TableDef& t);
+// CREATE TABLE text for SHOW CREATE TABLE; `auto_increment` > 1 is shown as
+// the AUTO_INCREMENT=n table option (the next value), as MySQL.
+std::string ShowCreateTableSql(const catalog::TableDef& t, int64_t auto_increment = 0);
+// The AUTO_INCREMENT attributes of CREATE TABLE's columns, checked and set
+// on `def` (whose keys are resolved): one column at most, of an integer
+// type (1063), the first column of some key (1075); it becomes NOT NULL.
+Status BindAutoIncrementColumns(const ast::CreateTableStmt& s, catalog::TableDef* def);
 // CREATE DATABASE text for SHOW CREATE DATABASE.
 std::string ShowCreateDatabaseSql(const std::string& db, bool if_not_exists, const InfoSchemaSource& source);
 

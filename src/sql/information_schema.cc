@@ -267,6 +267,19 @@ std::string ColumnKey(const catalog::TableDef& t, int column) {
   return key;
 }
 
+// The next AUTO_INCREMENT value of a table with such a column, else NULL.
+Value AutoIncrementValue(const catalog::Catalog& catalog, const catalog::TableDef& t) {
+  if (t.AutoIncrementColumn() < 0) return Value::Null();
+  auto next = catalog.PeekNextId(t.id, catalog::IdCounter::kAutoIncrement);
+  return next.ok() ? Int(*next) : Value::Null();
+}
+
+// COLUMNS.EXTRA / SHOW COLUMNS Extra.
+std::string ColumnExtra(const catalog::ColumnDef& c) {
+  if (c.auto_increment) return "auto_increment";
+  return "";
+}
+
 void AddColumnRows(const catalog::TableDef& t, std::vector<std::vector<Value>>* rows) {
   int64_t position = 0;
   for (size_t i = 0; i < t.columns.size(); ++i) {
@@ -300,7 +313,7 @@ void AddColumnRows(const catalog::TableDef& t, std::vector<std::vector<Value>>* 
     rows->push_back({Str("def"), Str(t.db), Str(t.name), Str(c.name), Int(position), def,
                      Str(c.nullable ? "YES" : "NO"), Str(DataType(type)), char_len, octet_len, precision, scale,
                      Value::Null(), charset, collation, Str(type.ToString()),
-                     Str(ColumnKey(t, static_cast<int>(i))), Str(""), Str("select,insert,update,references"),
+                     Str(ColumnKey(t, static_cast<int>(i))), Str(ColumnExtra(c)), Str("select,insert,update,references"),
                      Str(""), Str("")});
   }
 }
@@ -351,8 +364,8 @@ Result<std::vector<std::vector<Value>>> Rows(const TableSpec& spec, const catalo
       std::optional<uint64_t> n = src.table_rows ? src.table_rows(*t) : std::nullopt;
       rows.push_back({Str("def"), Str(t->db), Str(t->name), Str("BASE TABLE"), Str(std::string(kEngineName)),
                       Int(10), Str("Dynamic"), n ? Int(static_cast<int64_t>(*n)) : Value::Null(), Value::Null(),
-                      Value::Null(), Value::Null(), Value::Null(), Value::Null(), Value::Null(), Value::Null(),
-                      Value::Null(), Value::Null(), Str(src.collation), Value::Null(),
+                      Value::Null(), Value::Null(), Value::Null(), Value::Null(), AutoIncrementValue(catalog, *t),
+                      Value::Null(), Value::Null(), Value::Null(), Str(src.collation), Value::Null(),
                       Str("SLICES=" + std::to_string(t->primary.slices.size())), Str("")});
     }
   } else if (name == "COLUMNS") {
@@ -461,8 +474,8 @@ VirtualTable TableStatus(const std::string& db, const catalog::Catalog& catalog,
     std::optional<uint64_t> n = source.table_rows ? source.table_rows(**t) : std::nullopt;
     out.rows.push_back({Str(name), Str(std::string(kEngineName)), Int(10), Str("Dynamic"),
                         n ? Int(static_cast<int64_t>(*n)) : Value::Null(), Value::Null(), Value::Null(),
-                        Value::Null(), Value::Null(), Value::Null(), Value::Null(), Value::Null(), Value::Null(),
-                        Value::Null(), Str(source.collation), Value::Null(),
+                        Value::Null(), Value::Null(), Value::Null(), AutoIncrementValue(catalog, **t),
+                        Value::Null(), Value::Null(), Value::Null(), Str(source.collation), Value::Null(),
                         Str("SLICES=" + std::to_string((*t)->primary.slices.size())), Str("")});
   }
   return out;

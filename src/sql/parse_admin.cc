@@ -16,6 +16,7 @@
 //   KILL [CONNECTION | QUERY] id
 //   SHOW [GLOBAL | SESSION] STATUS [LIKE 'pattern']
 //   SHOW [FULL] PROCESSLIST
+//   LOAD DATA ... (parse_load_data.cc)
 //     account: name[@host] | CURRENT_USER[()]; name and host are bare words,
 //              'strings' or `quoted`; the host defaults to '%'.
 #include <cctype>
@@ -45,6 +46,7 @@ bool Parser::AtAdminStatement() const {
     return true;
   }
   if (AtKeyword("GRANT") || AtKeyword("REVOKE") || AtKeyword("KILL")) return true;
+  if (AtKeyword("LOAD") && AtKeyword("DATA", 1)) return true;
   if (!AtKeyword("SHOW")) return false;
   size_t k = 1;
   if (AtKeyword("GLOBAL", k) || AtKeyword("SESSION", k)) return AtKeyword("STATUS", k + 1);
@@ -123,6 +125,12 @@ Status Parser::ParsePrivilegeLevel(ast::AdminStmt* s) {
 Result<ast::AdminStmt> Parser::ParseAdmin() {
   using Kind = ast::AdminStmt::Kind;
   ast::AdminStmt s;
+  if (AtKeyword("LOAD")) {
+    SHALE_ASSIGN_OR_RETURN(ast::LoadDataStmt load, ParseLoadData());
+    s.kind = Kind::kLoadData;
+    s.load_data = std::make_shared<const ast::LoadDataStmt>(std::move(load));
+    return s;
+  }
   auto parse_accounts = [&](bool with_auth) -> Status {
     while (true) {
       SHALE_ASSIGN_OR_RETURN(ast::AccountName a, ParseAccountName());

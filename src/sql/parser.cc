@@ -487,22 +487,43 @@ Status Parser::ParseJoins(std::vector<ast::JoinClause>* out) {
       SHALE_RETURN_IF_ERROR(ExpectKeyword("JOIN"));
     } else if (AcceptKeyword("INNER")) {
       SHALE_RETURN_IF_ERROR(ExpectKeyword("JOIN"));
-    } else if (AcceptKeyword("LEFT")) {
+    } else if (AtKeyword("LEFT") || AtKeyword("RIGHT")) {
+      join.kind = AtKeyword("LEFT") ? ast::JoinClause::Kind::kLeft : ast::JoinClause::Kind::kRight;
+      ++pos_;
       AcceptKeyword("OUTER");
       SHALE_RETURN_IF_ERROR(ExpectKeyword("JOIN"));
-      join.kind = ast::JoinClause::Kind::kLeft;
       needs_on = true;
-    } else if (AtKeyword("RIGHT") || AtKeyword("NATURAL") || AtKeyword("STRAIGHT_JOIN") ||
-               AtKeyword("FULL")) {
+    } else if (AcceptKeyword("NATURAL")) {
+      // NATURAL [INNER | LEFT [OUTER] | RIGHT [OUTER]] JOIN: no ON or USING.
+      join.natural = true;
+      if (AtKeyword("LEFT") || AtKeyword("RIGHT")) {
+        join.kind = AtKeyword("LEFT") ? ast::JoinClause::Kind::kLeft : ast::JoinClause::Kind::kRight;
+        ++pos_;
+        AcceptKeyword("OUTER");
+      } else {
+        AcceptKeyword("INNER");
+      }
+      SHALE_RETURN_IF_ERROR(ExpectKeyword("JOIN"));
+    } else if (AtKeyword("STRAIGHT_JOIN") || AtKeyword("FULL")) {
       return NotSupported(fmt::format("{} JOIN", Upper(Peek().text)));
     } else {
       break;
     }
     SHALE_ASSIGN_OR_RETURN(join.table, ParseTableRef());
+    if (join.natural) {
+      out->push_back(std::move(join));
+      continue;
+    }
     if (AcceptKeyword("ON")) {
       SHALE_ASSIGN_OR_RETURN(join.on, ParseExpr());
-    } else if (AtKeyword("USING")) {
-      return NotSupported("JOIN ... USING");
+    } else if (AcceptKeyword("USING")) {
+      SHALE_RETURN_IF_ERROR(ExpectOperator("("));
+      while (true) {
+        SHALE_ASSIGN_OR_RETURN(std::string col, ParseIdentifier());
+        join.using_columns.push_back(std::move(col));
+        if (!AcceptOperator(",")) break;
+      }
+      SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
     } else if (needs_on) {
       return ErrorHere();
     }
@@ -563,7 +584,15 @@ Result<ast::TableRef> Parser::ParseTableRef() {
     }
     return ref;
   }
-  if (AtOperator("(")) return NotSupported("parenthesized joins");
+  if (AcceptOperator("(")) {
+    // A parenthesized join: (t1 [JOIN t2 ...]).
+    auto tree = std::make_shared<ast::JoinTree>();
+    SHALE_ASSIGN_OR_RETURN(tree->first, ParseTableRef());
+    SHALE_RETURN_IF_ERROR(ParseJoins(&tree->joins));
+    SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
+    ref.nested = std::move(tree);
+    return ref;
+  }
   SHALE_ASSIGN_OR_RETURN(ref.name, ParseTableName());
   SHALE_ASSIGN_OR_RETURN(ref.alias, ParseOptionalAlias());
   return ref;
@@ -882,6 +911,12 @@ Result<ast::CreateTableStmt> Parser::ParseCreateTable() {
       s.slices = static_cast<uint32_t>(n);
       continue;
     }
+    if (AcceptKeyword("AUTO_INCREMENT")) {
+      AcceptOperator("=");
+      SHALE_ASSIGN_OR_RETURN(uint64_t n, ParseUnsigned());
+      s.auto_increment = n;
+      continue;
+    }
     if (AcceptKeyword("REPLICAS")) {
       AcceptOperator("=");
       SHALE_ASSIGN_OR_RETURN(uint64_t n, ParseUnsigned());
@@ -977,8 +1012,8 @@ Result<ast::ColumnDefinition> Parser::ParseColumnDefinition() {
       SHALE_ASSIGN_OR_RETURN(c.collation, ParseCharsetName());
     } else if (AcceptKeyword("BINARY")) {
       c.binary = true;
-    } else if (AtKeyword("AUTO_INCREMENT")) {
-      return NotSupported("AUTO_INCREMENT");
+    } else if (AcceptKeyword("AUTO_INCREMENT")) {
+      c.auto_increment = true;
     } else if (AcceptKeyword("UNIQUE")) {
       AcceptKeyword("KEY");
       c.unique = true;
@@ -1118,6 +1153,10 @@ Result<ast::AlterTableStmt> Parser::ParseAlterTable() {
       if (!AcceptKeyword("TO")) AcceptKeyword("AS");
       SHALE_ASSIGN_OR_RETURN(ast::TableName to, ParseTableName());
       s.rename_to = std::move(to);
+    } else if (AcceptKeyword("AUTO_INCREMENT")) {
+      AcceptOperator("=");
+      SHALE_ASSIGN_OR_RETURN(uint64_t n, ParseUnsigned());
+      s.auto_increment = n;
     } else {
       return NotSupported("this ALTER TABLE operation");
     }
@@ -1673,10 +1712,15 @@ Result<ast::ExprPtr> Parser::ParsePrimary() {
       return Finish(std::move(e), begin);
     }
     case TokenKind::kUserVar: {
-      if (AtOperator(":=", 1)) return NotSupported("assigning user variables with := in expressions");
       ++pos_;
       auto e = MakeExpr(ast::ExprKind::kUserVar);
       e->name = Lower(t.text);
+      if (AcceptOperator(":=")) {
+        // @name := expr (lowest precedence, so the rest of the expression
+        // is the value): a kUserVar with the value as its one child.
+        SHALE_ASSIGN_OR_RETURN(ast::ExprPtr value, ParseExpr());
+        e->children.push_back(std::move(value));
+      }
       return Finish(std::move(e), begin);
     }
     case TokenKind::kOperator:

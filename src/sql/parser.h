@@ -81,6 +81,8 @@ class Parser {
   Result<ast::AccountName> ParseAccountName();
   Result<std::string> ParseNameOrString();
   Status ParsePrivilegeLevel(ast::AdminStmt* s);
+  // LOAD DATA ... INFILE (parse_load_data.cc).
+  Result<ast::LoadDataStmt> ParseLoadData();
 
   // Expressions, lowest precedence first.
   Result<ast::ExprPtr> ParseExpr();

@@ -558,7 +558,7 @@ TEST(ParserTest, CreateTableErrors) {
   EXPECT_EQ(ParseError("CREATE TABLE t (a INT, PRIMARY KEY (a), PRIMARY KEY (a))").mysql_code(), 1068);
   EXPECT_EQ(ParseError("CREATE TABLE t (a INT) SLICES=0").mysql_code(), 1210);
   EXPECT_EQ(ParseError("CREATE TABLE t (a INT) SLICES=4097").mysql_code(), 1210);
-  EXPECT_EQ(ParseError("CREATE TABLE t (a INT AUTO_INCREMENT)").mysql_code(), 1235);
+  EXPECT_EQ(ParseError("CREATE TABLE t (a INT AUTO_INCREMENT) AUTO_INCREMENT = x").mysql_code(), 1064);
   EXPECT_EQ(ParseError("CREATE TABLE t (a INT, FOREIGN KEY (a) REFERENCES u (a))").mysql_code(), 1235);
   EXPECT_EQ(ParseError("CREATE TABLE t (a INT, KEY ())").mysql_code(), 1064);
   EXPECT_EQ(ParseError("CREATE INDEX ON t (a)").mysql_code(), 1064);
@@ -629,7 +629,14 @@ TEST(ParserTest, Set) {
   EXPECT_EQ(user.assignments[2].scope, "user");
   EXPECT_EQ(user.assignments[2].value->kind, ast::ExprKind::kUserVar);
   EXPECT_EQ(ParseError("SET @x 1").mysql_code(), 1064);
-  EXPECT_EQ(ParseError("SELECT @x := 1").mysql_code(), 1235);
+  // @x := expr inside a query: a kUserVar with its value as the one child.
+  auto assign = ParseAs<ast::SelectStmt>("SELECT @X := 1 + 2, @x");
+  ASSERT_EQ(assign.items.size(), 2u);
+  EXPECT_EQ(assign.items[0].expr->kind, ast::ExprKind::kUserVar);
+  EXPECT_EQ(assign.items[0].expr->name, "x");
+  ASSERT_EQ(assign.items[0].expr->children.size(), 1u);
+  EXPECT_EQ(Render(*assign.items[0].expr->children[0]), "(1 + 2)");
+  EXPECT_TRUE(assign.items[1].expr->children.empty());
   auto calc = ParseAs<ast::SelectStmt>("SELECT SQL_CALC_FOUND_ROWS DISTINCT SQL_NO_CACHE a FROM t LIMIT 1");
   EXPECT_TRUE(calc.calc_found_rows);
   EXPECT_TRUE(calc.distinct);
@@ -911,14 +918,52 @@ TEST(ParserTest, MultiTableUpdateAndDelete) {
   EXPECT_EQ(ParseError("DELETE FROM a, b WHERE 1").mysql_code(), 1064);
 }
 
+TEST(ParserTest, RightNaturalUsingAndParenthesizedJoins) {
+  auto s = ParseAs<ast::SelectStmt>(
+      "SELECT * FROM a RIGHT OUTER JOIN b ON a.x = b.x NATURAL LEFT JOIN c JOIN d USING (x, y) "
+      "LEFT JOIN (e JOIN f ON e.k = f.k) ON e.k = a.k");
+  ASSERT_EQ(s.joins.size(), 4u);
+  EXPECT_EQ(s.joins[0].kind, ast::JoinClause::Kind::kRight);
+  EXPECT_TRUE(s.joins[0].on != nullptr);
+  EXPECT_TRUE(s.joins[1].natural);
+  EXPECT_EQ(s.joins[1].kind, ast::JoinClause::Kind::kLeft);
+  EXPECT_EQ(s.joins[1].on, nullptr);
+  EXPECT_EQ(s.joins[2].using_columns, (std::vector<std::string>{"x", "y"}));
+  ASSERT_TRUE(s.joins[3].table.nested != nullptr);
+  EXPECT_EQ(s.joins[3].table.nested->first.name.table, "e");
+  ASSERT_EQ(s.joins[3].table.nested->joins.size(), 1u);
+  EXPECT_EQ(s.joins[3].table.nested->joins[0].table.name.table, "f");
+  auto first = ParseAs<ast::SelectStmt>("SELECT 1 FROM (a, b) NATURAL RIGHT JOIN c");
+  ASSERT_TRUE(first.from->nested != nullptr);
+  EXPECT_EQ(first.from->nested->joins.size(), 1u);
+  EXPECT_TRUE(first.joins[0].natural);
+  EXPECT_EQ(first.joins[0].kind, ast::JoinClause::Kind::kRight);
+  // RIGHT JOIN needs ON or USING; NATURAL takes neither; USING needs a list.
+  EXPECT_EQ(ParseError("SELECT * FROM a RIGHT JOIN b").mysql_code(), 1064);
+  EXPECT_EQ(ParseError("SELECT * FROM a NATURAL JOIN b ON 1").mysql_code(), 1064);
+  EXPECT_EQ(ParseError("SELECT * FROM a JOIN b USING ()").mysql_code(), 1064);
+  EXPECT_EQ(ParseError("SELECT * FROM (a JOIN b ON 1").mysql_code(), 1064);
+}
+
+TEST(ParserTest, AutoIncrementAttributeAndOptions) {
+  auto c = ParseAs<ast::CreateTableStmt>(
+      "CREATE TABLE t (id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT, v INT, PRIMARY KEY (id)) "
+      "ENGINE=InnoDB AUTO_INCREMENT=42 DEFAULT CHARSET=utf8mb4");
+  EXPECT_TRUE(c.columns[0].auto_increment);
+  EXPECT_FALSE(c.columns[1].auto_increment);
+  EXPECT_EQ(c.auto_increment, std::optional<uint64_t>(42));
+  auto a = ParseAs<ast::AlterTableStmt>("ALTER TABLE t AUTO_INCREMENT 7");
+  EXPECT_EQ(a.auto_increment, std::optional<uint64_t>(7));
+  EXPECT_EQ(ParseError("ALTER TABLE t AUTO_INCREMENT = -1").mysql_code(), 1064);
+}
+
 TEST(ParserTest, RecognisedButUnsupportedStatements) {
   for (const char* sql : {
            "UPDATE IGNORE t SET a = 1", "DELETE IGNORE FROM t", "ALTER TABLE t ADD PRIMARY KEY (a)",
            "EXPLAIN FORMAT=JSON SELECT 1", "WITH x AS (SELECT 1) SELECT * FROM x",
-           "SELECT * FROM a RIGHT JOIN b ON 1", "SELECT * FROM a NATURAL JOIN b",
-           "SELECT * FROM a JOIN b USING (x)", "SELECT * FROM (a, b)",
+           "SELECT * FROM a STRAIGHT_JOIN b", "SELECT * FROM a x STRAIGHT_JOIN b ON 1",
            "SELECT a FROM t GROUP BY a WITH ROLLUP", "SELECT a FROM t FOR UPDATE NOWAIT",
-           "SELECT a REGEXP 'x'", "SELECT @x := 1", "SELECT ~1",
+           "SELECT a REGEXP 'x'", "SELECT ~1",
            "CREATE VIEW v AS SELECT 1", "SELECT a IS TRUE FROM t",
        }) {
     Status st = ParseError(sql);
@@ -1384,7 +1429,11 @@ TEST_F(BinderTest, CreateTableErrors) {
            {"CREATE TABLE x (a INT PRIMARY KEY, b VARCHAR(3) COLLATE nope)", 1273},
            {"CREATE TABLE x (a INT PRIMARY KEY, b VARCHAR(3) CHARSET nope)", 1115},
            {"CREATE TABLE x (a INT PRIMARY KEY, b VARCHAR(3) CHARSET latin1 COLLATE utf8mb4_bin)", 1253},
-           {"CREATE TABLE x (a INT PRIMARY KEY, b SET('x'))", 1235},
+           {"CREATE TABLE x (a INT PRIMARY KEY, b SET('x', 'X'))", 1291},
+           {"CREATE TABLE x (a INT PRIMARY KEY, b SET('x,y'))", 1367},
+           {"CREATE TABLE x (a INT AUTO_INCREMENT, b INT)", 1075},
+           {"CREATE TABLE x (a INT, b INT AUTO_INCREMENT PRIMARY KEY, c INT AUTO_INCREMENT, KEY (c))", 1075},
+           {"CREATE TABLE x (a DOUBLE AUTO_INCREMENT PRIMARY KEY)", 1063},
            {"CREATE TABLE x (a VARCHAR PRIMARY KEY)", 1064},
            {"CREATE TABLE x (a VARCHAR(16384) PRIMARY KEY)", 1074},
            {"CREATE TABLE x (a INT PRIMARY KEY, b INT DEFAULT 'abc')", 1067},
@@ -1554,6 +1603,53 @@ TEST(ParserTest, CollateBindsTighterThanComparison) {
   EXPECT_EQ(e.children[0]->name, "COLLATE");
   EXPECT_EQ(e.children[0]->children[1]->value.as_string(), "utf8mb4_bin");
   EXPECT_FALSE(Parser("SELECT 'a' COLLATE").Next().ok());
+}
+
+// ---- LOAD DATA (parse_load_data.cc) ---------------------------------------------------
+
+TEST(ParserTest, LoadDataEveryClause) {
+  auto admin = ParseAs<ast::AdminStmt>(
+      "LOAD DATA LOW_PRIORITY LOCAL INFILE '/tmp/x.csv' REPLACE INTO TABLE d.t CHARACTER SET latin1 "
+      "FIELDS ESCAPED BY '' OPTIONALLY ENCLOSED BY '\"' TERMINATED BY ',' "
+      "LINES TERMINATED BY '\\r\\n' STARTING BY '>' IGNORE 2 ROWS (a, @B, `c`) SET d = @b + 1, e = DEFAULT");
+  ASSERT_EQ(admin.kind, ast::AdminStmt::Kind::kLoadData);
+  ASSERT_NE(admin.load_data, nullptr);
+  const ast::LoadDataStmt& s = *admin.load_data;
+  EXPECT_TRUE(s.local);
+  EXPECT_EQ(s.file, "/tmp/x.csv");
+  EXPECT_TRUE(s.replace);
+  EXPECT_FALSE(s.ignore);
+  EXPECT_EQ(s.table.db, "d");
+  EXPECT_EQ(s.table.table, "t");
+  EXPECT_EQ(s.charset, "latin1");
+  EXPECT_EQ(s.fields_terminated, ",");
+  EXPECT_EQ(s.fields_enclosed, "\"");
+  EXPECT_TRUE(s.optionally_enclosed);
+  EXPECT_EQ(s.fields_escaped, "");
+  EXPECT_EQ(s.lines_starting, ">");
+  EXPECT_EQ(s.lines_terminated, "\r\n");
+  EXPECT_EQ(s.ignore_lines, 2u);
+  EXPECT_EQ(s.targets, (std::vector<std::string>{"a", "@b", "c"}));
+  ASSERT_EQ(s.set.size(), 2u);
+  EXPECT_EQ(s.set[1].value->kind, ast::ExprKind::kDefault);
+}
+
+TEST(ParserTest, LoadDataDefaultsAndErrors) {
+  auto admin = ParseAs<ast::AdminStmt>("LOAD DATA INFILE 'f' IGNORE INTO TABLE t");
+  ASSERT_NE(admin.load_data, nullptr);
+  EXPECT_FALSE(admin.load_data->local);
+  EXPECT_TRUE(admin.load_data->ignore);
+  EXPECT_EQ(admin.load_data->fields_terminated, "\t");
+  EXPECT_EQ(admin.load_data->fields_escaped, "\\");
+  EXPECT_EQ(admin.load_data->lines_terminated, "\n");
+  EXPECT_TRUE(admin.load_data->targets.empty());
+  EXPECT_EQ(ParseError("LOAD DATA LOCAL INFILE 'f' INTO TABLE t FIELDS ENCLOSED BY 'ab'").mysql_code(), 1083);
+  EXPECT_EQ(ParseError("LOAD DATA LOCAL INFILE 'f' INTO TABLE t FIELDS").mysql_code(), 1064);
+  EXPECT_EQ(ParseError("LOAD DATA LOCAL INFILE f INTO TABLE t").mysql_code(), 1064);
+  EXPECT_EQ(ParseError("LOAD XML LOCAL INFILE 'f' INTO TABLE t").mysql_code(), 1235);
+  EXPECT_EQ(ParseError("LOAD DATA LOCAL INFILE 'f' INTO TABLE t FIELDS TERMINATED BY '' ENCLOSED BY ''")
+                .mysql_code(),
+            1235);
 }
 
 }  // namespace

@@ -7,12 +7,13 @@
 
 #include <fmt/format.h>
 
+#include "src/common/errors.h"
 #include "src/common/log.h"
 
 namespace shale::txn {
 namespace {
 
-using WriteMap = std::map<std::string, std::optional<std::string>>;
+using WriteMap = SliceWrites;
 
 // The rows of a snapshot iterator with a transaction's own writes to the
 // same slice laid over them: a buffered put replaces or adds a row, a
@@ -130,7 +131,7 @@ std::unique_ptr<Transaction> TxnManager::Begin(const TxnOptions& options) {
 
 uint64_t TxnManager::AcquireSnapshot() {
   std::lock_guard<std::mutex> l(snap_mu_);
-  uint64_t ts = oracle_->ReadTimestamp();
+  uint64_t ts = Oracle()->ReadTimestamp();
   snapshots_.insert(ts);
   return ts;
 }
@@ -143,14 +144,13 @@ void TxnManager::ReleaseSnapshot(uint64_t ts) {
 
 uint64_t TxnManager::Horizon() {
   std::lock_guard<std::mutex> l(snap_mu_);
-  uint64_t now = oracle_->ReadTimestamp();
+  uint64_t now = Oracle()->ReadTimestamp();
   return snapshots_.empty() ? now : std::min(now, *snapshots_.begin());
 }
 
-Status TxnManager::Apply(const std::map<storage::SliceId, WriteMap>& writes) {
+Status TxnManager::ApplyAt(uint64_t ts, const WriteSet& writes) {
   std::vector<storage::WriteBatch> batches(writes.size());
   std::vector<std::pair<storage::SliceId, const storage::WriteBatch*>> refs;
-  SHALE_ASSIGN_OR_RETURN(uint64_t ts, oracle_->BeginCommit());
   size_t i = 0;
   for (const auto& [slice, keys] : writes) {
     for (const auto& [key, value] : keys) {
@@ -164,7 +164,6 @@ Status TxnManager::Apply(const std::map<storage::SliceId, WriteMap>& writes) {
     ++i;
   }
   Status st = refs.empty() ? Status::OK() : store_->Write(refs);
-  oracle_->FinishCommit(ts);
   if (!st.ok()) return st;
   std::lock_guard<std::mutex> l(gc_mu_);
   for (const auto& [slice, keys] : writes) {
@@ -177,15 +176,129 @@ Status TxnManager::Apply(const std::map<storage::SliceId, WriteMap>& writes) {
   return Status::OK();
 }
 
-Status TxnManager::CommitBatches(const std::vector<std::pair<storage::SliceId, const storage::WriteBatch*>>& batches) {
-  std::map<storage::SliceId, WriteMap> writes;
+Status TxnManager::Apply(const WriteSet& writes) {
+  SHALE_ASSIGN_OR_RETURN(uint64_t ts, Oracle()->BeginCommit());
+  Status st = ApplyAt(ts, writes);
+  Oracle()->FinishCommit(ts);
+  return st;
+}
+
+Status TxnManager::CommitWrites(const TxnKey& key, const WriteSet& writes, const Placement& placement,
+                                std::set<std::string>* participants, bool* in_doubt) {
+  const std::string& self = router_->self();
+  // Each node's share: the slices it holds a replica of.
+  std::map<std::string, WriteSet> by_node;
+  for (const auto& [slice, keys] : writes) {
+    auto p = placement.find(slice);
+    if (p == placement.end() || p->second.empty()) {
+      by_node[self][slice] = keys;
+      continue;
+    }
+    for (const std::string& node : p->second) by_node[node][slice] = keys;
+  }
+  for (const auto& [node, ws] : by_node) participants->insert(node);
+  if (by_node.size() == 1 && by_node.begin()->first == self) return Apply(writes);
+
+  SHALE_ASSIGN_OR_RETURN(uint64_t ts, Oracle()->BeginCommit());
+  if (by_node.size() == 1) {
+    // One node holds every replica written: one phase.
+    Status st = router_->Apply(by_node.begin()->first, &key, ts, by_node.begin()->second);
+    Oracle()->FinishCommit(ts);
+    if (st.code() == StatusCode::kSqlError && st.mysql_code() == 1047) {
+      // The node may have applied the write before the answer was lost.
+      return Status::Sql(1180 /* ER_ERROR_DURING_COMMIT */,
+                         fmt::format("Got error during COMMIT: the outcome of transaction {} at node {} is not "
+                                     "known: {}",
+                                     key.ToString(), by_node.begin()->first, st.message()));
+    }
+    return st;
+  }
+  // The decision is kept by a node other than this one, so it survives the
+  // loss of the coordinator: a replica of the first written slice if one is
+  // elsewhere, else any other participant.
+  std::string decider;
+  if (auto p = placement.find(writes.begin()->first); p != placement.end()) {
+    for (const std::string& node : p->second) {
+      if (node != self) {
+        decider = node;
+        break;
+      }
+    }
+  }
+  if (decider.empty()) {
+    for (const auto& [node, ws] : by_node) {
+      if (node != self) {
+        decider = node;
+        break;
+      }
+    }
+  }
+  auto abort_prepared = [&](const std::vector<std::string>& prepared) {
+    for (const std::string& node : prepared) {
+      Status st = router_->Finish(node, key, /*commit=*/false);
+      if (!st.ok()) log::Warn("transaction {}: abort at node {}: {}", key.ToString(), node, st.ToString());
+    }
+  };
+  std::vector<std::string> prepared;
+  for (const auto& [node, ws] : by_node) {
+    Status st = router_->Prepare(node, key, ts, ws, decider);
+    if (!st.ok()) {
+      // Nothing is decided: the prepared participants discard their writes;
+      // one that missed the abort asks the decider, which records abort.
+      prepared.push_back(node);
+      abort_prepared(prepared);
+      Oracle()->FinishCommit(ts);
+      return st;
+    }
+    prepared.push_back(node);
+  }
+  if (after_prepare_) after_prepare_();
+  Result<bool> decided = router_->Decide(decider, key, /*commit=*/true, ts);
+  for (int attempt = 0; !decided.ok() && attempt < 3; ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    decided = router_->Decide(decider, key, /*commit=*/true, ts);
+  }
+  if (!decided.ok()) {
+    // The decider may or may not have recorded the commit: the participants
+    // stay prepared and each resolves from the decider's record.
+    if (in_doubt != nullptr) *in_doubt = true;
+    Oracle()->FinishCommit(ts);
+    log::Error("transaction {}: commit decision at node {} unknown: {}", key.ToString(), decider,
+               decided.status().ToString());
+    return Status::Sql(1180 /* ER_ERROR_DURING_COMMIT */, fmt::format("Got error during COMMIT: the outcome of transaction {} is not known "
+                                         "(node {}, which records it, did not answer: {}); the participants "
+                                         "resolve it from that node's record",
+                                         key.ToString(), decider, decided.status().message()));
+  }
+  if (!*decided) {
+    abort_prepared(prepared);
+    Oracle()->FinishCommit(ts);
+    return Status::Sql(static_cast<uint16_t>(ErrorCode::kLockDeadlock), fmt::format("Deadlock found when trying to get lock; try restarting transaction "
+                                         "(transaction {} was aborted by a participant's resolver before its "
+                                         "commit was recorded)",
+                                         key.ToString()));
+  }
+  for (const std::string& node : prepared) {
+    Status st = router_->Finish(node, key, /*commit=*/true);
+    // The decision is recorded: a participant that missed this resolves it.
+    if (!st.ok()) log::Warn("transaction {}: commit at node {}: {}", key.ToString(), node, st.ToString());
+  }
+  Oracle()->FinishCommit(ts);
+  return Status::OK();
+}
+
+Status TxnManager::CommitBatches(const std::vector<std::pair<storage::SliceId, const storage::WriteBatch*>>& batches,
+                                 const Placement* placement) {
+  WriteSet writes;
   for (const auto& [slice, batch] : batches) {
     for (const storage::WriteOp& op : batch->ops()) {
       writes[slice][op.key] =
           op.kind == storage::WriteOp::Kind::kPut ? std::optional<std::string>(op.value) : std::nullopt;
     }
   }
-  return Apply(writes);
+  if (router_ == nullptr || placement == nullptr || placement->empty()) return Apply(writes);
+  std::set<std::string> participants;
+  return CommitWrites(TxnKey{router_->self(), next_txn_id_.fetch_add(1)}, writes, *placement, &participants);
 }
 
 uint64_t TxnManager::CollectPass() {
@@ -294,8 +407,8 @@ uint64_t Transaction::Snapshot() {
   return *txn_snapshot_;
 }
 
-Status Transaction::Get(storage::Slice* slice, std::string_view key, bool latest, std::string* value) {
-  auto s = writes_.find(slice->id());
+Status Transaction::Get(const SliceHandle& slice, std::string_view key, bool latest, std::string* value) {
+  auto s = writes_.find(slice.id);
   if (s != writes_.end()) {
     auto it = s->second.find(std::string(key));
     if (it != s->second.end()) {
@@ -306,15 +419,17 @@ Status Transaction::Get(storage::Slice* slice, std::string_view key, bool latest
   }
   storage::ReadOptions ro;
   ro.snapshot = latest ? storage::kLatestSnapshot : Snapshot();
-  return storage::MvccSlice(slice).Get(ro, key, value);
+  if (slice.remote()) return slice.router->Get(slice.ranking(), slice.id, key, ro.snapshot, value);
+  return storage::MvccSlice(slice.local).Get(ro, key, value);
 }
 
-std::unique_ptr<storage::SliceIterator> Transaction::NewIterator(storage::Slice* slice, const storage::KeyRange& range,
-                                                                 bool latest) {
+std::unique_ptr<storage::SliceIterator> Transaction::NewIterator(const SliceHandle& slice,
+                                                                 const storage::KeyRange& range, bool latest) {
   storage::ReadOptions ro;
   ro.snapshot = latest ? storage::kLatestSnapshot : Snapshot();
-  auto base = storage::MvccSlice(slice).NewIterator(ro, range);
-  auto s = writes_.find(slice->id());
+  auto base = slice.remote() ? slice.router->Scan(slice.ranking(), slice.id, range, ro.snapshot)
+                             : storage::MvccSlice(slice.local).NewIterator(ro, range);
+  auto s = writes_.find(slice.id);
   if (s == writes_.end() || s->second.empty()) return base;
   return std::make_unique<OverlayIterator>(std::move(base), &s->second, range);
 }
@@ -338,12 +453,46 @@ void Transaction::Put(storage::SliceId slice, std::string key, std::string value
 
 void Transaction::Delete(storage::SliceId slice, std::string key) { Buffer(slice, std::move(key), std::nullopt); }
 
+void Transaction::NotePlacement(const SliceHandle& slice) {
+  if (slice.replicas == nullptr || slice.router == nullptr) return;
+  auto [it, added] = placement_.try_emplace(slice.id);
+  if (added) it->second = *slice.replicas;
+}
+
+void Transaction::Put(const SliceHandle& slice, std::string key, std::string value) {
+  NotePlacement(slice);
+  Buffer(slice.id, std::move(key), std::move(value));
+}
+
+void Transaction::Delete(const SliceHandle& slice, std::string key) {
+  NotePlacement(slice);
+  Buffer(slice.id, std::move(key), std::nullopt);
+}
+
+TxnKey Transaction::key() const {
+  DataRouter* router = manager_->router_;
+  return TxnKey{router ? router->self() : std::string(), id_};
+}
+
 Status Transaction::Lock(const std::string& name, LockMode mode, std::chrono::milliseconds timeout,
-                         const std::atomic<bool>* interrupt) {
+                         const std::atomic<bool>* interrupt, const SliceHandle* at) {
+  if (at != nullptr && at->replicas != nullptr && at->router != nullptr && !at->replicas->empty() &&
+      at->ranking() != at->router->self()) {
+    const std::string& node = at->ranking();
+    lock_nodes_.insert(node);
+    SHALE_RETURN_IF_ERROR(at->router->Lock(node, key(), name, mode, timeout, interrupt));
+    LockMode& held = remote_locks_[name];
+    if (held != LockMode::kExclusive) held = mode;
+    return Status::OK();
+  }
   return manager_->locks_.Lock(id_, name, mode, timeout, interrupt);
 }
 
 bool Transaction::HoldsLock(const std::string& name, LockMode mode) const {
+  if (!remote_locks_.empty()) {
+    auto it = remote_locks_.find(name);
+    if (it != remote_locks_.end() && (it->second == LockMode::kExclusive || mode == LockMode::kShared)) return true;
+  }
   return manager_->locks_.Holds(id_, name, mode);
 }
 
@@ -356,11 +505,18 @@ void Transaction::ReleaseSnapshots() {
 
 void Transaction::Finish() {
   done_ = true;
+  if (!lock_nodes_.empty()) {
+    const TxnKey k = key();
+    for (const std::string& node : lock_nodes_) manager_->router_->Unlock(node, k);
+  }
+  lock_nodes_.clear();
+  remote_locks_.clear();
+  placement_.clear();
   writes_.clear();
   undo_.clear();
   statement_mark_ = 0;
   ReleaseSnapshots();
-  manager_->locks_.ReleaseAll(id_);
+  if (!keep_local_locks_) manager_->locks_.ReleaseAll(id_);
 }
 
 Status Transaction::Commit() {
@@ -370,7 +526,21 @@ Status Transaction::Commit() {
   for (auto it = writes_.begin(); it != writes_.end();) {
     it = it->second.empty() ? writes_.erase(it) : std::next(it);
   }
-  if (!writes_.empty()) st = manager_->Apply(writes_);
+  if (!writes_.empty()) {
+    if (placement_.empty() || manager_->router_ == nullptr) {
+      st = manager_->Apply(writes_);
+    } else {
+      std::set<std::string> participants;
+      bool in_doubt = false;
+      st = manager_->CommitWrites(key(), writes_, placement_, &participants, &in_doubt);
+      // The commit released our locks at the nodes that wrote (or they stay
+      // with the prepared transaction until it is resolved).
+      for (const std::string& node : participants) lock_nodes_.erase(node);
+      // Our share here is prepared too: its lock owner is this transaction
+      // (SliceService), which keeps our local locks until it is resolved.
+      if (in_doubt && participants.count(manager_->router_->self())) keep_local_locks_ = true;
+    }
+  }
   if (st.ok()) {
     manager_->commits_.fetch_add(1, std::memory_order_relaxed);
   } else {
@@ -384,6 +554,16 @@ void Transaction::Rollback() {
   if (done_) return;
   manager_->rollbacks_.fetch_add(1, std::memory_order_relaxed);
   Finish();
+}
+
+Status ReadLatest(const SliceHandle& slice, std::string_view key, std::string* value) {
+  if (slice.remote()) return slice.router->Get(slice.ranking(), slice.id, key, storage::kLatestSnapshot, value);
+  return storage::MvccSlice(slice.local).Get(storage::ReadOptions{}, key, value);
+}
+
+std::unique_ptr<storage::SliceIterator> ScanLatest(const SliceHandle& slice, const storage::KeyRange& range) {
+  if (slice.remote()) return slice.router->Scan(slice.ranking(), slice.id, range, storage::kLatestSnapshot);
+  return storage::MvccSlice(slice.local).NewIterator(storage::ReadOptions{}, range);
 }
 
 }  // namespace shale::txn

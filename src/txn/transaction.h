@@ -9,6 +9,13 @@
 // record, so after a crash a transaction is there whole or not at all.
 // Rollback discards the write set; nothing was written.
 //
+// In a cluster (a DataRouter is set) a slice's replicas may live on other
+// nodes: reads through a remote SliceHandle go to the ranking replica over
+// RPC, row locks are taken at the ranking replica's node, and a commit whose
+// write set reaches other nodes runs two-phase commit over every replica of
+// every written slice (docs/transactions.md "Distributed commit"). With every
+// replica local nothing changes: no RPC, no copy.
+//
 // Invariants:
 //  1. Rows written by a transaction become visible to others only at its
 //     commit timestamp T, to snapshots >= T, all at once (the oracle keeps
@@ -30,6 +37,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -41,6 +49,7 @@
 #include <vector>
 
 #include "shale/status.h"
+#include "src/txn/data_router.h"
 #include "src/txn/lock_manager.h"
 #include "src/txn/timestamp_oracle.h"
 #include "storage/meta_store.h"
@@ -86,10 +95,31 @@ class TxnManager {
   // atomic store write, outside any transaction: DDL (index builds, ALTER
   // TABLE rewrites). REQUIRES: no transaction writes the same keys
   // concurrently (the caller holds the table's write mutex).
-  Status CommitBatches(const std::vector<std::pair<storage::SliceId, const storage::WriteBatch*>>& batches);
+  // `placement`: where the written slices' replicas are (null: all local);
+  // every replica receives the batches before this returns OK.
+  Status CommitBatches(const std::vector<std::pair<storage::SliceId, const storage::WriteBatch*>>& batches,
+                       const Placement* placement = nullptr);
+
+  // The cluster data path; null outside a cluster. REQUIRES: set before
+  // transactions run; outlives the manager's transactions.
+  void SetRouter(DataRouter* router) { router_ = router; }
+  DataRouter* router() const { return router_; }
+  // Participant side: writes `writes` (user keys) as versions at `ts`, a
+  // timestamp the coordinator took, in one atomic store write.
+  Status ApplyAt(uint64_t ts, const WriteSet& writes);
+  // A fresh lock-owner id (remote transactions' locks at this node).
+  uint64_t NewOwnerId() { return next_txn_id_.fetch_add(1); }
 
   LockManager* locks() { return &locks_; }
-  TimestampOracle* oracle() { return oracle_.get(); }
+  TimestampOracle* oracle() { return Oracle(); }
+  // Takes commit and read timestamps from `shared` instead of this node's
+  // own oracle: in-process multi-node tests, until the cluster timestamp
+  // service replaces the oracle. REQUIRES: before any transaction; `shared`
+  // outlives the manager.
+  void TEST_UseOracle(TimestampOracle* shared) { shared_oracle_ = shared; }
+  // Runs between the prepare and the decision of every two-phase commit
+  // (tests: stop a participant or the decider there).
+  void TEST_SetAfterPrepare(std::function<void()> hook) { after_prepare_ = std::move(hook); }
   storage::SliceStore* store() { return store_; }
   // The garbage collector holds this shared while it works on slices; hold
   // it exclusively to drop slices.
@@ -102,10 +132,19 @@ class TxnManager {
   friend class Transaction;
   TxnManager(storage::SliceStore* store, TxnManagerOptions options) : store_(store), options_(options) {}
 
+  TimestampOracle* Oracle() { return shared_oracle_ != nullptr ? shared_oracle_ : oracle_.get(); }
   uint64_t AcquireSnapshot();
   void ReleaseSnapshot(uint64_t ts);
   // Writes the write set at a new timestamp; queues its keys for GC.
-  Status Apply(const std::map<storage::SliceId, std::map<std::string, std::optional<std::string>>>& writes);
+  Status Apply(const WriteSet& writes);
+  // Commits `writes` to every replica of every slice (`placement`): local
+  // Apply when all are here, one-phase Apply at a single remote node, else
+  // two-phase commit. *participants gets the nodes that wrote (their locks
+  // for `key` are released by the commit).
+  // *in_doubt: the outcome is unknown (1180); the participants keep the
+  // writes prepared, and their locks, until they resolve it.
+  Status CommitWrites(const TxnKey& key, const WriteSet& writes, const Placement& placement,
+                      std::set<std::string>* participants, bool* in_doubt = nullptr);
   uint64_t Horizon();
   uint64_t CollectPass();
   void GcLoop();
@@ -113,6 +152,9 @@ class TxnManager {
   storage::SliceStore* const store_;
   const TxnManagerOptions options_;
   std::unique_ptr<TimestampOracle> oracle_;
+  TimestampOracle* shared_oracle_ = nullptr;
+  std::function<void()> after_prepare_;  // tests
+  DataRouter* router_ = nullptr;
   LockManager locks_;
   std::atomic<uint64_t> next_txn_id_{1};
 
@@ -160,16 +202,30 @@ class Transaction {
   // Reads key (a user key) of `slice` at the statement's snapshot, or the
   // newest committed version when `latest` (locking reads, the row reads of
   // UPDATE and DELETE, key checks), overlaid by the transaction's own writes.
-  Status Get(storage::Slice* slice, std::string_view key, bool latest, std::string* value);
-  std::unique_ptr<storage::SliceIterator> NewIterator(storage::Slice* slice, const storage::KeyRange& range,
+  Status Get(const SliceHandle& slice, std::string_view key, bool latest, std::string* value);
+  std::unique_ptr<storage::SliceIterator> NewIterator(const SliceHandle& slice, const storage::KeyRange& range,
                                                       bool latest);
-  // Buffers a write (seen by this transaction's reads at once).
+  Status Get(storage::Slice* slice, std::string_view key, bool latest, std::string* value) {
+    return Get(SliceHandle{slice->id(), slice, nullptr, nullptr}, key, latest, value);
+  }
+  std::unique_ptr<storage::SliceIterator> NewIterator(storage::Slice* slice, const storage::KeyRange& range,
+                                                      bool latest) {
+    return NewIterator(SliceHandle{slice->id(), slice, nullptr, nullptr}, range, latest);
+  }
+  // Buffers a write (seen by this transaction's reads at once). The handle
+  // form remembers where the slice's replicas are, for the commit.
   void Put(storage::SliceId slice, std::string key, std::string value);
   void Delete(storage::SliceId slice, std::string key);
+  void Put(const SliceHandle& slice, std::string key, std::string value);
+  void Delete(const SliceHandle& slice, std::string key);
 
+  // Takes a row lock: in this node's LockManager, or at the ranking
+  // replica's node when `at` is a slice whose ranking replica is elsewhere.
   Status Lock(const std::string& name, LockMode mode, std::chrono::milliseconds timeout,
-              const std::atomic<bool>* interrupt);
+              const std::atomic<bool>* interrupt, const SliceHandle* at = nullptr);
   bool HoldsLock(const std::string& name, LockMode mode) const;
+  // The transaction's cluster-wide name.
+  TxnKey key() const;
 
   // Writes the write set atomically at a new commit timestamp, then releases
   // locks and snapshots. On failure nothing is written and the transaction
@@ -182,6 +238,7 @@ class Transaction {
   Transaction(TxnManager* manager, uint64_t id, TxnOptions options)
       : manager_(manager), id_(id), options_(options) {}
   void Buffer(storage::SliceId slice, std::string key, std::optional<std::string> value);
+  void NotePlacement(const SliceHandle& slice);
   void ReleaseSnapshots();
   void Finish();
 
@@ -190,8 +247,10 @@ class Transaction {
   const TxnOptions options_;
   std::optional<uint64_t> txn_snapshot_;   // REPEATABLE READ
   std::optional<uint64_t> stmt_snapshot_;  // READ COMMITTED
-  using WriteSet = std::map<storage::SliceId, std::map<std::string, std::optional<std::string>>>;
   WriteSet writes_;  // nullopt value: delete
+  Placement placement_;  // written slices with replicas on other nodes
+  std::set<std::string> lock_nodes_;  // other nodes holding our row locks
+  std::map<std::string, LockMode> remote_locks_;  // locks held at other nodes
   struct Undo {
     storage::SliceId slice;
     std::string key;
@@ -201,6 +260,7 @@ class Transaction {
   std::vector<Undo> undo_;
   size_t statement_mark_ = 0;
   bool done_ = false;
+  bool keep_local_locks_ = false;  // an in-doubt commit's prepared share holds them
 };
 
 }  // namespace shale::txn

@@ -167,7 +167,7 @@ class AggregateJoinTest(NodeTestCase):
         self.assertSqlError(self.cur, "SELECT id FROM emp, dept", 1052)
         self.assertSqlError(self.cur, "SELECT * FROM emp JOIN dept ON nope = 1", 1054)
         self.assertSqlError(self.cur, "SELECT * FROM emp, emp", 1066)
-        self.assertSqlError(self.cur, "SELECT * FROM emp RIGHT JOIN dept ON 1", 1235)
+        self.assertSqlError(self.cur, "SELECT * FROM emp STRAIGHT_JOIN dept ON 1", 1235)
 
 
 class FunctionTest(NodeTestCase):

@@ -160,8 +160,16 @@ class MultiTableWriteTest(NodeTestCase):
         cur.execute("DELETE a FROM a LEFT JOIN b ON b.a_id = a.id WHERE b.id IS NULL")
         self.assertEqual(cur.rowcount, 1)
         self.assertEqual(rows(cur, "SELECT id FROM a ORDER BY id"), [(1,), (2,)])
-        self.assertSqlError(cur, "UPDATE a JOIN b ON b.a_id = a.id SET a.v = 1, b.w = 2", 1235)
-        self.assertSqlError(cur, "DELETE a, b FROM a JOIN b ON b.a_id = a.id", 1235)
+        # Several tables written by one statement; one table twice is 1235.
+        cur.execute("UPDATE a JOIN b ON b.a_id = a.id SET a.v = 1, b.w = 2")
+        self.assertEqual(rows(cur, "SELECT id, v FROM a ORDER BY id"), [(1, 1), (2, 1)])
+        self.assertEqual(rows(cur, "SELECT id, w FROM b ORDER BY id"), [(1, 2), (2, 2), (3, 2)])
+        self.assertEqual(rows(cur, "SELECT id FROM a WHERE v = 1 ORDER BY id"), [(1,), (2,)])
+        self.assertSqlError(cur, "UPDATE a x JOIN a y ON x.id = y.id SET x.v = 1, y.v = 2", 1235)
+        cur.execute("DELETE a, b FROM a JOIN b ON b.a_id = a.id WHERE a.id = 2")
+        self.assertEqual(cur.rowcount, 2)
+        self.assertEqual(rows(cur, "SELECT id FROM a ORDER BY id"), [(1,)])
+        self.assertEqual(rows(cur, "SELECT id FROM b ORDER BY id"), [(1,), (2,)])
         self.assertSqlError(cur, "UPDATE a JOIN (SELECT 1 AS k) d ON d.k = a.id SET d.k = 2", 1288)
 
     def test_privileges(self):
@@ -185,6 +193,12 @@ class MultiTableWriteTest(NodeTestCase):
         # Writing b needs UPDATE on b.
         self.assertSqlError(dcur, "UPDATE a JOIN b ON b.id = a.id SET b.w = 9", 1142)
         self.assertSqlError(dcur, "DELETE b FROM a JOIN b ON b.id = a.id", 1142)
+        # Writing two tables needs the privilege on each.
+        self.assertSqlError(dcur, "UPDATE a JOIN b ON b.id = a.id SET a.v = 5, b.w = 9", 1142)
+        self.assertEqual(rows(cur, "SELECT v FROM a"), [(2,)])
+        cur.execute("GRANT UPDATE ON mtp.b TO dan")
+        dcur.execute("UPDATE a JOIN b ON b.id = a.id SET a.v = 5, b.w = 9")
+        self.assertEqual(rows(cur, "SELECT a.v, b.w FROM a JOIN b ON b.id = a.id"), [(5, 9)])
         dan.close()
         cur.execute("DROP USER dan")
 

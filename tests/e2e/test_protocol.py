@@ -127,7 +127,7 @@ class PacketFraming:
 class RawClient(PacketFraming):
     """Just enough of the protocol to drive prepared statements by hand."""
 
-    def __init__(self, port, deprecate_eof=True, db=None, timeout=10):
+    def __init__(self, port, deprecate_eof=True, db=None, timeout=10, extra_caps=0):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
         self.buf = b""
         self.seq = 0
@@ -135,6 +135,7 @@ class RawClient(PacketFraming):
         assert greeting[0] == 10, greeting
         caps = (LONG_PASSWORD | LONG_FLAG | PROTOCOL_41 | TRANSACTIONS | SECURE_CONNECTION |
                 MULTI_RESULTS | PLUGIN_AUTH | MULTI_STATEMENTS)
+        caps |= extra_caps
         if deprecate_eof:
             caps |= DEPRECATE_EOF
         if db:
@@ -599,6 +600,67 @@ class PreparedStatementTest(ProtocolTestCase):
         c.ping()
         self.assertOthersUnaffected()
 
+    def test_every_command_truncated_at_every_byte(self):
+        # Each prefix of a well-formed body, on a fresh connection: an ERR
+        # (or, where the prefix is itself a valid command, its answer), the
+        # connection still serving, except after a failed COM_CHANGE_USER,
+        # which MySQL closes.
+        COM_INIT_DB, COM_FIELD_LIST, COM_PROCESS_KILL, COM_CHANGE_USER = 0x02, 0x04, 0x0C, 0x11
+        bodies = {
+            COM_INIT_DB: b"ps",
+            COM_QUERY: b"SELECT 1",
+            COM_FIELD_LIST: b"t\0",
+            COM_PROCESS_KILL: struct.pack("<I", 999999),
+            COM_SET_OPTION: struct.pack("<H", 0),
+            COM_STMT_PREPARE: b"SELECT 1",
+            COM_CHANGE_USER: b"root\0\0ps\0" + struct.pack("<H", 45) + b"mysql_native_password\0",
+        }
+        for cmd, body in bodies.items():
+            for n in range(len(body)):
+                c = self.client()
+                try:
+                    c.send_command(cmd, body[:n])
+                    p = c.read()
+                    what = "command 0x%02x, %d bytes: %r" % (cmd, n, p[:40])
+                    self.assertIn(p[0], (0x00, 0xFE, 0xFF), what)
+                    if cmd == COM_CHANGE_USER and p[0] == 0xFF:
+                        with self.assertRaises((ConnectionError, OSError), msg=what):
+                            c.read()
+                        continue
+                    if cmd == COM_STMT_PREPARE and p[0] == 0x00:
+                        continue  # not reached: every prefix is a syntax error
+                    self.assertTrue(c.ping(), what)
+                finally:
+                    c.close()
+        self.assertOthersUnaffected()
+
+    def test_wrong_sequence_id_gets_1156_and_the_connection_closes(self):
+        c = RawClient(self.node.port)
+        try:
+            c.seq = 3  # a command must start at 0
+            c.write(bytes([COM_PING]))
+            err = c.read()
+            self.assertEqual(err[0], 0xFF)
+            self.assertEqual(c.error(err).code, 1156)
+            with self.assertRaises((ConnectionError, OSError)):
+                c.read()
+        finally:
+            c.close()
+        # Mid-command too: the second packet of a LOAD DATA LOCAL transfer.
+        c = RawClient(self.node.port, extra_caps=1 << 7)
+        try:
+            c.query("CREATE DATABASE IF NOT EXISTS seqdb")
+            c.query("CREATE TABLE IF NOT EXISTS seqdb.t (id INT PRIMARY KEY)")
+            c.send_command(COM_QUERY, b"LOAD DATA LOCAL INFILE 'f' INTO TABLE seqdb.t")
+            self.assertEqual(c.read(), b"\xfbf")
+            c.seq += 1  # skip one
+            c.write(b"1\n")
+            err = c.read()
+            self.assertEqual(c.error(err).code, 1156)
+        finally:
+            c.close()
+        self.assertTrue(RawClient(self.node.port).ping())
+
     def test_reset_connection_drops_statements_keeps_database(self):
         c = self.client(db="ps")
         sid, _, _ = c.prepare("SELECT ?")
@@ -722,6 +784,43 @@ def mariadb(port, sql, *extra):
     cmd = ["mariadb", "-h127.0.0.1", "-P%d" % port, "-uroot", "--batch"] + list(extra) + ["-e", sql]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     return p.returncode, p.stdout, p.stderr
+
+
+class OkInfoTest(ProtocolTestCase):
+    """The info text of OK packets, as the mariadb CLI prints it (-vvv).
+    The expected lines are MariaDB 10.11's answers to the same script."""
+
+    SCRIPT = ("CREATE DATABASE inf; CREATE TABLE inf.t (id INT PRIMARY KEY, v INT); "
+              "INSERT INTO inf.t VALUES (1, 0), (2, 0), (3, 0); "
+              "INSERT INTO inf.t VALUES (4, 0); "
+              "INSERT IGNORE INTO inf.t VALUES (1, 9), (5, 0); "
+              "REPLACE INTO inf.t VALUES (1, 1), (6, 0); "
+              "INSERT INTO inf.t VALUES (2, 0), (7, 0) ON DUPLICATE KEY UPDATE v = v + 1; "
+              "INSERT INTO inf.t SELECT id + 10, v FROM inf.t; "
+              "UPDATE inf.t SET v = 1 WHERE id IN (1, 2); "
+              "UPDATE inf.t SET v = 5 WHERE id > 100;")
+    EXPECTED = [
+        "Query OK, 3 rows affected", "Records: 3  Duplicates: 0  Warnings: 0",
+        "Query OK, 1 row affected",
+        "Query OK, 1 row affected, 1 warning", "Records: 2  Duplicates: 1  Warnings: 1",
+        "Query OK, 3 rows affected", "Records: 2  Duplicates: 1  Warnings: 0",
+        "Query OK, 3 rows affected", "Records: 2  Duplicates: 1  Warnings: 0",
+        "Query OK, 7 rows affected", "Records: 7  Duplicates: 0  Warnings: 0",
+        "Query OK, 0 rows affected", "Rows matched: 2  Changed: 0  Warnings: 0",
+        "Query OK, 0 rows affected", "Rows matched: 0  Changed: 0  Warnings: 0",
+    ]
+
+    def test_mariadb_cli_prints_the_info_of_insert_replace_and_update(self):
+        if shutil.which("mariadb") is None:
+            if os.environ.get("CI") == "true":
+                self.fail("mariadb client missing")
+            self.skipTest("mariadb client not installed")
+        out = subprocess.run(["mariadb", "-h127.0.0.1", "-P%d" % self.node.port, "-uroot", "-vvv",
+                              "-e", self.SCRIPT], capture_output=True, text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        lines = [l.split(" (")[0] for l in out.stdout.splitlines()
+                 if l.startswith(("Query OK", "Records:", "Rows matched:"))]
+        self.assertEqual(lines[2:], self.EXPECTED)  # after CREATE DATABASE / TABLE
 
 
 class TlsTest(ProtocolTestCase):

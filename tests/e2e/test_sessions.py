@@ -8,6 +8,8 @@ Run by ctest (tests/CMakeLists.txt) as:
     python3 tests/e2e/test_sessions.py --shaled build/src/shaled
 """
 import os
+import socket
+import struct
 import sys
 import threading
 import time
@@ -228,6 +230,113 @@ class SessionTest(NodeTestCase):
         busy.close()
 
 
+class StatementThreadsTest(NodeTestCase):
+    """Statements blocked on row locks do not hold the statement threads
+    hostage: with more waiters than the 16 core threads, other sessions
+    are still answered at once (statement_pool.h)."""
+
+    def test_lock_waiters_do_not_starve_other_sessions(self):
+        conn = self.connect()
+        cur = conn.cursor()
+        cur.execute("CREATE DATABASE lw")
+        cur.execute("CREATE TABLE lw.t (id INT PRIMARY KEY, v INT)")
+        cur.execute("INSERT INTO lw.t VALUES (1, 0), (2, 0)")
+        holder = self.connect()
+        hc = holder.cursor()
+        hc.execute("BEGIN")
+        hc.execute("SELECT v FROM lw.t WHERE id = 1 FOR UPDATE")
+        waiters = 24  # more than the 16 core statement threads
+        results = []
+        lock = threading.Lock()
+
+        def wait_for_lock():
+            c = self.connect()
+            try:
+                with c.cursor() as wc:
+                    wc.execute("SET innodb_lock_wait_timeout = 30")
+                    wc.execute("UPDATE lw.t SET v = v + 1 WHERE id = 1")
+                with lock:
+                    results.append("ok")
+            except Exception as e:  # reported below
+                with lock:
+                    results.append(e)
+            finally:
+                c.close()
+
+        threads = [threading.Thread(target=wait_for_lock) for _ in range(waiters)]
+        for t in threads:
+            t.start()
+        # Every waiter is inside its UPDATE.
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            cur.execute("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'UPDATE lw.t%'")
+            if cur.fetchone()[0] == waiters:
+                break
+            time.sleep(0.1)
+        cur.execute("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'UPDATE lw.t%'")
+        self.assertEqual(cur.fetchone()[0], waiters)
+        # Other sessions, new and old, are answered at once; row 2 is free.
+        started = time.time()
+        other = self.connect()
+        with other.cursor() as oc:
+            oc.execute("SELECT COUNT(*) FROM lw.t")
+            self.assertEqual(oc.fetchone(), (2,))
+            oc.execute("UPDATE lw.t SET v = 5 WHERE id = 2")
+        other.close()
+        cur.execute("SELECT 1")
+        self.assertLess(time.time() - started, 3.0)
+        self.assertGreater(int(status(cur, "Shale_statement_threads_added", "GLOBAL")), 0)
+        hc.execute("COMMIT")
+        for t in threads:
+            t.join(60)
+        self.assertEqual(results, ["ok"] * waiters)
+        cur.execute("SELECT v FROM lw.t ORDER BY id")
+        self.assertEqual(cur.fetchall(), ((waiters,), (5,)))
+        holder.close()
+        conn.close()
+
+
+class MaxConnectionsTest(NodeTestCase):
+    extra_args = ("--max-connections=3",)
+
+    def test_connection_past_the_limit_gets_1040(self):
+        conns = [self.connect() for _ in range(3)]
+        with self.assertRaises(pymysql.MySQLError) as ctx:
+            self.connect()
+        self.assertEqual(ctx.exception.args[0], 1040)
+        # In place of the greeting: ERR 1040 without a SQLSTATE marker (the
+        # client's capabilities are not known yet), then the server closes.
+        with socket.create_connection(("127.0.0.1", self.node.port), timeout=10) as raw:
+            data = b""
+            while True:
+                chunk = raw.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+        self.assertEqual(data[4], 0xFF, data)
+        self.assertEqual(struct.unpack("<H", data[5:7])[0], 1040)
+        self.assertEqual(data[7:], b"Too many connections")
+        # The connections in use are unaffected; a closed one frees a place.
+        with conns[0].cursor() as c:
+            c.execute("SELECT 1")
+            self.assertEqual(c.fetchone(), (1,))
+        conns.pop().close()
+        deadline = time.time() + 10
+        while True:
+            try:
+                conns.append(self.connect())
+                break
+            except pymysql.MySQLError as e:
+                if e.args[0] != 1040 or time.time() > deadline:
+                    raise
+                time.sleep(0.05)
+        with conns[-1].cursor() as c:
+            c.execute("SHOW GLOBAL STATUS LIKE 'Max_used_connections'")
+            self.assertEqual(c.fetchone()[1], "3")
+        for c in conns:
+            c.close()
+
+
 class UserVariablesTest(NodeTestCase):
     """User variables, ROW_COUNT(), FOUND_ROWS() and LAST_INSERT_ID() as
     MySQL defines them."""
@@ -274,8 +383,42 @@ class UserVariablesTest(NodeTestCase):
             oc.execute("SELECT @a")
             self.assertEqual(oc.fetchone(), (None,))
         other.close()
-        # Assignment inside a query is not supported yet: a clear error.
-        self.assertSqlError(cur, "SELECT @q := 1", 1235)
+        conn.close()
+
+    def test_assignment_inside_queries(self):
+        # Answers as MariaDB 10.11 gives them.
+        conn = self.connect()
+        cur = conn.cursor()
+        # One SET computes every value first: @b gets the old @a.
+        cur.execute("SET @a = 5")
+        cur.execute("SET @a = 1, @b = @a")
+        cur.execute("SELECT @a, @b")
+        self.assertEqual(cur.fetchone(), (1, 5))
+        # := in a query assigns per row; later reads see the new value.
+        cur.execute("SELECT @x := 3, @x + 1")
+        self.assertEqual(cur.fetchone(), (3, 4))
+        self.assertEqual(cur.description[0][0], "@x := 3")
+        cur.execute("SELECT @u := 2 + 3 * 4")
+        self.assertEqual(cur.fetchone(), (14,))
+        cur.execute("SET @c := 0")
+        cur.execute("SELECT @c := @c + 1 AS n FROM uv.t WHERE id <= 5")
+        self.assertEqual(sorted(r[0] for r in cur.fetchall()), [1, 2, 3, 4, 5])
+        cur.execute("SELECT @c")
+        self.assertEqual(cur.fetchone(), (5,))
+        cur.execute("SET @c := 0")
+        cur.execute("SELECT SUM(@c := @c + 1) FROM uv.t WHERE id <= 4")
+        self.assertEqual(int(cur.fetchone()[0]), 10)
+        cur.execute("SELECT @x := 'abc', CONCAT(@x, 'd')")
+        self.assertEqual(cur.fetchone(), ("abc", "abcd"))
+        cur.execute("SET @n := 5")
+        cur.execute("SELECT @n := NULL")
+        self.assertEqual(cur.fetchone(), (None,))
+        cur.execute("SELECT @n IS NULL")
+        self.assertEqual(cur.fetchone(), (1,))
+        # Inside SET, as part of a value.
+        cur.execute("SET @s = (@t := 7) + 1")
+        cur.execute("SELECT @s, @t")
+        self.assertEqual(cur.fetchone(), (8, 7))
         conn.close()
 
     def test_row_count(self):

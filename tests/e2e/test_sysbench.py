@@ -9,9 +9,11 @@ The two-thread runs need real transactions: row locks keep two
 transactions that DELETE and re-INSERT the same id from racing to 1062.
 
 sysbench's table uses CHAR(120)/CHAR(60) columns, a secondary index k_1 and
-BEGIN/COMMIT around every transaction. --auto_inc=off because Shale has no
-AUTO_INCREMENT yet (sysbench then inserts explicit ids). Skipped when
-sysbench is not installed.
+BEGIN/COMMIT around every transaction, and sysbench's default --auto_inc=on:
+id is an AUTO_INCREMENT column, prepare inserts rows without ids, the
+read_write run re-inserts deleted rows with their ids, and oltp_insert
+inserts id 0 so every row gets a generated id (two threads at once).
+Skipped when sysbench is not installed.
 
 Run by ctest (tests/CMakeLists.txt) as:
     python3 tests/e2e/test_sysbench.py --shaled build/src/shaled
@@ -31,11 +33,11 @@ RUN_SECONDS = 3
 
 @unittest.skipUnless(shutil.which("sysbench"), "sysbench is not installed")
 class SysbenchTest(NodeTestCase):
-    def sysbench(self, db, ps_mode, command, threads=2):
-        args = ["sysbench", "oltp_read_write", "--db-driver=mysql", "--mysql-host=127.0.0.1",
+    def sysbench(self, db, ps_mode, command, threads=2, script="oltp_read_write"):
+        args = ["sysbench", script, "--db-driver=mysql", "--mysql-host=127.0.0.1",
                 "--mysql-port=%d" % self.node.port, "--mysql-user=root", "--mysql-password=",
                 "--mysql-db=%s" % db, "--tables=1", "--table-size=%d" % TABLE_SIZE,
-                "--auto_inc=off", "--threads=%d" % threads, "--time=%d" % RUN_SECONDS, "--events=0",
+                "--threads=%d" % threads, "--time=%d" % RUN_SECONDS, "--events=0",
                 "--report-interval=0", "--db-ps-mode=%s" % ps_mode, command]
         proc = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
         out = proc.stdout.decode(errors="replace")
@@ -71,6 +73,25 @@ class SysbenchTest(NodeTestCase):
         self.sysbench(db, ps_mode, "cleanup")
         cur.execute("SHOW TABLES")
         self.assertEqual(cur.fetchall(), ())
+
+    def test_insert_with_generated_ids(self):
+        db = "sb_insert"
+        conn, cur = self.fresh_db(db)
+        self.addCleanup(conn.close)
+        self.sysbench(db, "disable", "prepare", script="oltp_insert")
+        cur.execute("SHOW COLUMNS FROM sbtest1 LIKE 'id'")
+        self.assertEqual(cur.fetchall()[0][5], "auto_increment")
+        cur.execute("SELECT COUNT(*), MIN(id), MAX(id) FROM sbtest1")
+        self.assertEqual(cur.fetchall(), ((TABLE_SIZE, 1, TABLE_SIZE),))
+        out = self.sysbench(db, "disable", "run", 2, script="oltp_insert")
+        writes = int(out.split("write:")[1].split()[0])
+        self.assertGreater(writes, 0, out)
+        # Every insert got its own id, above the prepared ones.
+        cur.execute("SELECT COUNT(*), COUNT(DISTINCT id), MIN(id) FROM sbtest1")
+        self.assertEqual(cur.fetchall(), ((TABLE_SIZE + writes, TABLE_SIZE + writes, 1),))
+        cur.execute("SELECT COUNT(*) FROM sbtest1 WHERE id > %d" % TABLE_SIZE)
+        self.assertEqual(cur.fetchall()[0][0], writes)
+        self.sysbench(db, "disable", "cleanup", script="oltp_insert")
 
     def test_prepared_statements_two_threads(self):
         self.run_workload("auto", 2)

@@ -213,8 +213,73 @@ func main() {
 		fail("after errors: count %d, %v", cnt, err)
 	}
 
+	everyColumnType(db)
+
 	if failures > 0 {
 		os.Exit(1)
 	}
 	fmt.Println("ok")
+}
+
+// everyColumnType writes a row of every Shale column type through a
+// prepared INSERT (binary parameters) and reads it back through a prepared
+// SELECT (binary rows), as text, so each value is checked exactly as the
+// server encodes it.
+func everyColumnType(db *sql.DB) {
+	_, err := db.Exec("CREATE TABLE gop.types (id INT PRIMARY KEY, ti TINYINT, tu TINYINT UNSIGNED, " +
+		"si SMALLINT, mi MEDIUMINT, bu BIGINT UNSIGNED, f FLOAT, d DOUBLE, de DECIMAL(12,3), " +
+		"c CHAR(5), vc VARCHAR(20), vb VARBINARY(10), tx TEXT, bl BLOB, e ENUM('a','b'), j JSON, " +
+		"dt DATE, dtt DATETIME(3), ts TIMESTAMP, tm TIME, y YEAR)")
+	must(err, "create types table")
+	ins, err := db.Prepare("INSERT INTO gop.types VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+	must(err, "prepare types insert")
+	values := []any{1, int8(-128), uint8(255), int16(-32768), int32(-8388608), uint64(9223372036854775807),
+		float32(1.5), float64(-2.25), "123456789.125", "abc", "ünï", []byte{0, 1, 255}, "long text",
+		[]byte("blob\x00data"), "b", `{"k": [1, 2]}`, "2024-02-29", "2024-01-31 10:20:30.123",
+		time.Date(2024, 1, 31, 10, 20, 30, 0, time.UTC), "-12:34:56", int16(2024)}
+	if _, err := ins.Exec(values...); err != nil {
+		fail("insert every type: %v", err)
+		return
+	}
+	// NULL in every column.
+	nulls := make([]any, len(values))
+	nulls[0] = 2
+	if _, err := ins.Exec(nulls...); err != nil {
+		fail("insert NULLs: %v", err)
+		return
+	}
+	ins.Close()
+	want := []string{"1", "-128", "255", "-32768", "-8388608", "9223372036854775807", "1.5", "-2.25",
+		"123456789.125", "abc", "ünï", "\x00\x01\xff", "long text", "blob\x00data", "b", `{"k": [1, 2]}`,
+		"2024-02-29", "2024-01-31 10:20:30.123", "2024-01-31 10:20:30", "-12:34:56", "2024"}
+	for id := 1; id <= 2; id++ {
+		rows, err := db.Query("SELECT * FROM gop.types WHERE id = ?", id)
+		if err != nil {
+			fail("select every type: %v", err)
+			return
+		}
+		cols, _ := rows.Columns()
+		got := make([]sql.RawBytes, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range got {
+			ptrs[i] = &got[i]
+		}
+		if !rows.Next() {
+			fail("select every type: no row %d", id)
+			rows.Close()
+			return
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			fail("scan every type: %v", err)
+		}
+		for i, c := range cols {
+			if id == 1 && string(got[i]) != want[i] {
+				fail("column %s: got %q, want %q", c, string(got[i]), want[i])
+			}
+			if id == 2 && i > 0 && got[i] != nil {
+				fail("column %s: got %q, want NULL", c, string(got[i]))
+			}
+		}
+		rows.Close()
+	}
 }

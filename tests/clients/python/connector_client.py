@@ -118,6 +118,47 @@ def run(port, pure):
         check(pc.fetchone()[0] == 15, "%s: user variable through a prepared statement" % tag)
         pc.close()
 
+        # -- every column type through prepared statements (binary both ways) --
+        cur.execute("CREATE TABLE %s.types (id INT PRIMARY KEY, ti TINYINT, tu TINYINT UNSIGNED, "
+                    "si SMALLINT, mi MEDIUMINT, bu BIGINT UNSIGNED, f FLOAT, d DOUBLE, "
+                    "de DECIMAL(12,3), c CHAR(5), vc VARCHAR(20), vb VARBINARY(10), tx TEXT, "
+                    "bl BLOB, e ENUM('a','b'), j JSON, dt DATE, dtt DATETIME(3), ts TIMESTAMP, "
+                    "tm TIME, y YEAR)" % db)
+        # BIGINT UNSIGNED holds values up to 2^63-1 in Shale for now.
+        values = (1, -128, 255, -32768, -8388608, 2**63 - 1, 1.5, -2.25,
+                  decimal.Decimal("123456789.125"), "abc", "\u00fcn\u00ef", b"\x00\x01\xff",
+                  "long text", b"blob\x00data", "b", '{"k": [1, 2]}', datetime.date(2024, 2, 29),
+                  datetime.datetime(2024, 1, 31, 10, 20, 30, 123000),
+                  # TIME as text and positive: the C extension sends every
+                  # timedelta parameter as 00:00:00, and the pure connector
+                  # reads a negative binary TIME as positive (both so with
+                  # MariaDB too).
+                  datetime.datetime(2024, 1, 31, 10, 20, 30), "12:34:56", 2024)
+        pc = conn.cursor(prepared=True)
+        pc.execute("INSERT INTO %s.types VALUES (%s)" % (db, ", ".join(["?"] * len(values))), values)
+        pc.execute("INSERT INTO %s.types (id) VALUES (?)" % db, (2,))
+        pc.execute("SELECT * FROM %s.types WHERE id = ?" % db, (1,))
+        got = tuple(pc.fetchone())
+        norm = tuple(bytes(v) if isinstance(v, bytearray) else v for v in got)
+        want = values[:19] + (datetime.timedelta(hours=12, minutes=34, seconds=56),) + values[20:]
+        for name, g, w in zip(pc.column_names, norm, want):
+            if isinstance(w, str) and isinstance(g, bytes):
+                g = g.decode()
+            if isinstance(w, bytes) and isinstance(g, str):
+                g = g.encode()
+            if name == "j" and isinstance(g, (bytes, str)):
+                g = text(g)
+            if name == "y" and pure:
+                # The pure connector reads a binary YEAR (int<2>) as a
+                # length-encoded string (it does so with MySQL and MariaDB
+                # too): 2024 = E8 07 comes back as b'\x07'.
+                continue
+            check(g == w, "%s: prepared %s: got %r, want %r" % (tag, name, g, w))
+        pc.execute("SELECT * FROM %s.types WHERE id = ?" % db, (2,))
+        got = tuple(pc.fetchone())
+        check(got[1:] == (None,) * (len(values) - 1), "%s: prepared NULLs %r" % (tag, got))
+        pc.close()
+
         # -- what the connector itself reads and sets on a connection --
         check(conn.get_server_info().startswith("8.0"), "%s: server info" % tag)
         check(conn.autocommit is True, "%s: autocommit property" % tag)

@@ -1,0 +1,461 @@
+// The data path across nodes in one process: three exec::Engines, each with
+// its own data directory, SliceService and real gRPC server on a loopback
+// port; the same table installed in every catalog with its slices' replicas
+// placed on different nodes. SQL runs through exec::Session on one node and
+// is read back on the others (docs/cluster.md "Data path").
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <map>
+#include <thread>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "src/cluster/rpc_server.h"
+#include "src/cluster/slice_service.h"
+#include "src/common/testing/temp_dir.h"
+#include "src/exec/engine.h"
+#include "src/exec/session.h"
+
+namespace shale::cluster {
+namespace {
+
+struct TestNode {
+  std::string name;
+  std::unique_ptr<exec::Engine> engine;
+  std::unique_ptr<SliceService> data;
+  std::unique_ptr<RpcServer> rpc;
+  std::atomic<uint64_t> epoch{0};
+  int port = 0;
+};
+
+class DataPathTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (int i = 0; i < 3; ++i) {
+      auto node = std::make_unique<TestNode>();
+      node->name = "n" + std::to_string(i + 1);
+      exec::EngineOptions options;
+      options.data_dir = dir_.path() + "/" + node->name;
+      options.node_name = node->name;
+      options.default_slices = 6;
+      auto engine = exec::Engine::Open(options);
+      ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+      node->engine = std::move(engine).value();
+      nodes_.push_back(std::move(node));
+    }
+    // One timestamp source for the three nodes (the cluster timestamp
+    // service's stand-in).
+    for (auto& n : nodes_) n->engine->txn()->TEST_UseOracle(nodes_[0]->engine->txn()->oracle());
+    for (auto& n : nodes_) {
+      SliceServiceOptions o;
+      o.node_name = n->name;
+      TestNode* raw = n.get();
+      o.epoch = [raw] { return raw->epoch.load(); };
+      o.address_of = [this](const std::string& name) -> Result<std::string> {
+        auto it = addresses_.find(name);
+        if (it == addresses_.end()) return Status::Unavailable("unknown node " + name);
+        return it->second;
+      };
+      o.rpc_timeout_ms = 3000;
+      o.lock_lease_ms = LockLeaseMs();
+      o.resolve_after_ms = 60000;  // tests resolve explicitly
+      auto data = SliceService::Open(n->engine->txn(), n->engine->slices(), n->engine->meta(), o);
+      ASSERT_TRUE(data.ok()) << data.status().ToString();
+      n->data = std::move(data).value();
+      n->engine->SetDataRouter(n->data.get());
+      StartServer(n.get(), "127.0.0.1:0");
+    }
+  }
+
+  void TearDown() override {
+    for (auto& n : nodes_) {
+      if (n->rpc) n->rpc->Shutdown();
+    }
+    for (auto& n : nodes_) n->engine->SetDataRouter(nullptr);
+    for (auto& n : nodes_) n->data.reset();
+    nodes_.clear();
+  }
+
+  virtual uint32_t LockLeaseMs() const { return 60000; }
+
+  void StartServer(TestNode* n, const std::string& address) {
+    n->rpc = std::make_unique<RpcServer>(NodeIdentity{NewNodeId(), n->name});
+    n->rpc->AddService(n->data->service());
+    ASSERT_TRUE(n->rpc->Start(address).ok());
+    n->port = n->rpc->port();
+    addresses_[n->name] = "127.0.0.1:" + std::to_string(n->port);
+  }
+
+  std::vector<Result<exec::StatementResult>> Exec(exec::Session* s, std::string_view sql) {
+    return s->Execute(sql);
+  }
+
+  exec::StatementResult Run(exec::Session* s, std::string_view sql) {
+    auto results = s->Execute(sql);
+    EXPECT_FALSE(results.empty()) << sql;
+    for (const auto& r : results) {
+      EXPECT_TRUE(r.ok()) << sql << ": " << r.status().ToString();
+      if (!r.ok()) return exec::StatementResult{};
+    }
+    return *results.back();
+  }
+
+  Status Fail(exec::Session* s, std::string_view sql) {
+    auto results = s->Execute(sql);
+    if (results.empty() || results.back().ok()) {
+      ADD_FAILURE() << sql << " succeeded";
+      return Status::OK();
+    }
+    return results.back().status();
+  }
+
+  // The rows of a query as text, "a|b" per row.
+  std::vector<std::string> Query(exec::Session* s, std::string_view sql) {
+    exec::StatementResult r = Run(s, sql);
+    std::vector<std::string> out;
+    for (const auto& row : r.rows) {
+      std::string line;
+      for (size_t i = 0; i < row.size(); ++i) {
+        if (i) line += "|";
+        line += row[i].is_null() ? "NULL" : row[i].ToText();
+      }
+      out.push_back(std::move(line));
+    }
+    return out;
+  }
+
+  exec::Session* SessionOn(int node) {
+    sessions_.push_back(std::make_unique<exec::Session>(nodes_[node]->engine.get(), 100 + sessions_.size()));
+    return sessions_.back().get();
+  }
+
+  // Creates d.t on node 1, then places every slice of every representation
+  // on two of the three nodes (rotating; the first ranks) and installs the
+  // same definition in every node's catalog, each node holding storage
+  // slices only for the replicas placed on it.
+  void CreatePlacedTable(const std::string& ddl, size_t copies = 2) {
+    exec::Session* s = SessionOn(0);
+    Run(s, "CREATE DATABASE d");
+    Run(s, ddl);
+    auto current = nodes_[0]->engine->catalog()->GetTable("d", "t");
+    ASSERT_TRUE(current.ok());
+    catalog::TableDef def = **current;
+    size_t i = 0;
+    auto place = [&](catalog::RepresentationDef* rep) {
+      for (auto& sd : rep->slices) {
+        sd.replicas.clear();
+        for (size_t c = 0; c < copies; ++c) sd.replicas.push_back(nodes_[(i + c) % 3]->name);
+        ++i;
+      }
+    };
+    place(&def.primary);
+    for (auto& index : def.indexes) place(&index);
+    ASSERT_TRUE(nodes_[0]->engine->catalog()->ReplaceTable(*current, def).ok());
+    for (int n = 1; n < 3; ++n) {
+      bool created = false;
+      ASSERT_TRUE(nodes_[n]->engine->catalog()->CreateDatabase("d", false, &created).ok());
+      ASSERT_TRUE(nodes_[n]->engine->catalog()->CreateTable(def, false, &created).ok());
+    }
+    for (auto& n : nodes_) {
+      auto each = [&](const catalog::RepresentationDef& rep) {
+        for (const auto& sd : rep.slices) {
+          const bool here = std::find(sd.replicas.begin(), sd.replicas.end(), n->name) != sd.replicas.end();
+          const bool stored = n->engine->slices()->GetSlice(sd.id).ok();
+          if (here && !stored) {
+            ASSERT_TRUE(n->engine->slices()->CreateSlice(sd.id).ok());
+          }
+          if (!here && stored) {
+            ASSERT_TRUE(n->engine->slices()->DropSlice(sd.id).ok());
+          }
+        }
+      };
+      each(def.primary);
+      for (const auto& index : def.indexes) each(index);
+    }
+    def_ = def;
+  }
+
+  // Every stored entry (versioned keys and values) of slice `id` on `node`.
+  std::vector<std::pair<std::string, std::string>> RawSlice(int node, storage::SliceId id) {
+    std::vector<std::pair<std::string, std::string>> out;
+    auto slice = nodes_[node]->engine->slices()->GetSlice(id);
+    EXPECT_TRUE(slice.ok());
+    if (!slice.ok()) return out;
+    auto it = (*slice)->NewIterator(storage::KeyRange::All());
+    for (; it->Valid(); it->Next()) out.emplace_back(std::string(it->key()), std::string(it->value()));
+    return out;
+  }
+
+  int NodeIndex(const std::string& name) {
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (nodes_[i]->name == name) return static_cast<int>(i);
+    }
+    return -1;
+  }
+
+  // Both replicas of every slice hold the same bytes (after each node's
+  // garbage collector has run at the same horizon: they share one oracle
+  // and hold no snapshot).
+  void ExpectReplicasIdentical() {
+    for (auto& n : nodes_) n->engine->txn()->TEST_CollectGarbage();
+    auto check = [&](const catalog::RepresentationDef& rep) {
+      for (const auto& sd : rep.slices) {
+        auto first = RawSlice(NodeIndex(sd.replicas[0]), sd.id);
+        for (size_t r = 1; r < sd.replicas.size(); ++r) {
+          EXPECT_EQ(first, RawSlice(NodeIndex(sd.replicas[r]), sd.id))
+              << "slice " << sd.id << " differs between " << sd.replicas[0] << " and " << sd.replicas[r];
+        }
+      }
+    };
+    check(def_.primary);
+    for (const auto& index : def_.indexes) check(index);
+  }
+
+  shale::testing::TempDir dir_;
+  std::vector<std::unique_ptr<TestNode>> nodes_;
+  std::map<std::string, std::string> addresses_;
+  std::vector<std::unique_ptr<exec::Session>> sessions_;
+  catalog::TableDef def_;
+};
+
+TEST_F(DataPathTest, WritesThroughOneNodeReadIdenticallyOnEvery) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, v VARCHAR(20), n INT, KEY kv (v)) SLICES=6");
+  exec::Session* s1 = SessionOn(0);
+  std::string insert = "INSERT INTO d.t VALUES ";
+  for (int i = 1; i <= 40; ++i) {
+    insert += (i > 1 ? "," : "") + fmt::format("({}, 'v{}', {})", i, i % 7, i * 10);
+  }
+  EXPECT_EQ(Run(s1, insert).affected_rows, 40u);
+  EXPECT_EQ(Run(s1, "UPDATE d.t SET n = n + 1 WHERE id <= 10").affected_rows, 10u);
+  EXPECT_EQ(Run(s1, "DELETE FROM d.t WHERE id > 35").affected_rows, 5u);
+
+  const auto expected = Query(s1, "SELECT id, v, n FROM d.t ORDER BY id");
+  ASSERT_EQ(expected.size(), 35u);
+  EXPECT_EQ(expected[0], "1|v1|11");
+  EXPECT_EQ(expected[34], "35|v0|350");
+  for (int n = 1; n < 3; ++n) {
+    exec::Session* s = SessionOn(n);
+    EXPECT_EQ(Query(s, "SELECT id, v, n FROM d.t ORDER BY id"), expected) << nodes_[n]->name;
+    EXPECT_EQ(Query(s, "SELECT n FROM d.t WHERE id = 7"), std::vector<std::string>{"71"});
+    EXPECT_EQ(Query(s, "SELECT COUNT(*) FROM d.t WHERE v = 'v3'"), std::vector<std::string>{"5"});
+    EXPECT_EQ(Query(s, "SELECT id FROM d.t ORDER BY id DESC LIMIT 2"), (std::vector<std::string>{"35", "34"}));
+  }
+  // Writes through another node land on the same replicas.
+  exec::Session* s3 = SessionOn(2);
+  Run(s3, "UPDATE d.t SET v = 'x' WHERE id = 20");
+  EXPECT_EQ(Query(s1, "SELECT id FROM d.t WHERE v = 'x'"), std::vector<std::string>{"20"});
+  ExpectReplicasIdentical();
+  // Some of those rows came from or went to other nodes.
+  EXPECT_GT(nodes_[0]->data->rows_moved(), 0u);
+  EXPECT_GT(nodes_[1]->data->rows_moved(), 0u);
+}
+
+TEST_F(DataPathTest, TransactionSeesOwnWritesAndCommitsAtomically) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  exec::Session* s1 = SessionOn(0);
+  exec::Session* s2 = SessionOn(1);
+  Run(s1, "INSERT INTO d.t VALUES (1, 1), (2, 2), (3, 3)");
+  Run(s1, "BEGIN");
+  Run(s1, "INSERT INTO d.t VALUES (4, 4), (5, 5), (6, 6), (7, 7)");
+  Run(s1, "UPDATE d.t SET n = 10 WHERE id = 1");
+  EXPECT_EQ(Query(s1, "SELECT SUM(n) FROM d.t"), std::vector<std::string>{"37"});
+  EXPECT_EQ(Query(s2, "SELECT SUM(n) FROM d.t"), std::vector<std::string>{"6"});
+  Run(s1, "COMMIT");
+  EXPECT_EQ(Query(s2, "SELECT SUM(n) FROM d.t"), std::vector<std::string>{"37"});
+  // A rolled-back transaction leaves nothing anywhere.
+  Run(s2, "BEGIN");
+  Run(s2, "DELETE FROM d.t WHERE id > 2");
+  Run(s2, "ROLLBACK");
+  EXPECT_EQ(Query(s1, "SELECT COUNT(*) FROM d.t"), std::vector<std::string>{"7"});
+  ExpectReplicasIdentical();
+}
+
+TEST_F(DataPathTest, RowLocksAtTheRankingReplicaBlockOtherNodes) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  exec::Session* s2 = SessionOn(1);
+  exec::Session* s3 = SessionOn(2);
+  Run(s2, "INSERT INTO d.t VALUES (1, 1), (2, 2)");
+  Run(s2, "BEGIN");
+  Run(s2, "UPDATE d.t SET n = 100 WHERE id = 1");
+  Run(s3, "SET innodb_lock_wait_timeout = 1");
+  Run(s3, "BEGIN");
+  Status st = Fail(s3, "UPDATE d.t SET n = 200 WHERE id = 1");
+  EXPECT_EQ(st.mysql_code(), 1205) << st.ToString();
+  EXPECT_EQ(Fail(s3, "SELECT n FROM d.t WHERE id = 1 FOR UPDATE").mysql_code(), 1205);
+  // Another row is free.
+  Run(s3, "UPDATE d.t SET n = 20 WHERE id = 2");
+  Run(s3, "COMMIT");
+  Run(s2, "COMMIT");
+  Run(s3, "UPDATE d.t SET n = n + 1 WHERE id = 1");
+  EXPECT_EQ(Query(s3, "SELECT id, n FROM d.t ORDER BY id"), (std::vector<std::string>{"1|101", "2|20"}));
+  ExpectReplicasIdentical();
+  for (auto& n : nodes_) EXPECT_EQ(n->engine->txn()->locks()->locks_held(), 0u) << n->name;
+}
+
+TEST_F(DataPathTest, StaleEpochIsRefusedWithARetryableError) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  exec::Session* s1 = SessionOn(0);
+  Run(s1, "INSERT INTO d.t VALUES (1, 1), (2, 2), (3, 3), (4, 4)");
+  nodes_[1]->epoch = 5;  // node 2 has seen a newer cluster metadata epoch
+  Status st = Fail(s1, "SELECT COUNT(*) FROM d.t");
+  EXPECT_EQ(st.mysql_code(), 1047) << st.ToString();
+  EXPECT_STREQ(st.sqlstate(), "08S01");
+  nodes_[0]->epoch = 5;
+  nodes_[2]->epoch = 5;
+  EXPECT_EQ(Query(s1, "SELECT COUNT(*) FROM d.t"), std::vector<std::string>{"4"});
+}
+
+TEST_F(DataPathTest, ParticipantStoppedBetweenPrepareAndCommitResolvesToCommit) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  exec::Session* s1 = SessionOn(0);
+  Run(s1, "INSERT INTO d.t VALUES (1, 1)");
+  // Stop node 3's server once every participant has prepared (the decider
+  // is another node, so the commit is still decided).
+  TestNode* n3 = nodes_[2].get();
+  nodes_[0]->engine->txn()->TEST_SetAfterPrepare([&] { n3->rpc->Shutdown(); });
+  std::string insert = "INSERT INTO d.t VALUES ";
+  for (int i = 2; i <= 30; ++i) insert += (i > 2 ? "," : "") + fmt::format("({}, {})", i, i);
+  auto results = Exec(s1, insert);
+  nodes_[0]->engine->txn()->TEST_SetAfterPrepare(nullptr);
+  ASSERT_EQ(results.size(), 1u);
+  if (!results[0].ok()) {
+    // Node 3 held the decision: unknown to the coordinator, the participants resolve it.
+    EXPECT_EQ(results[0].status().mysql_code(), 1180) << results[0].status().ToString();
+  }
+  EXPECT_EQ(n3->data->prepared_count(), 1u);
+  // Node 3 comes back and resolves from the decider's record.
+  StartServer(n3, addresses_[n3->name]);
+  for (auto& n : nodes_) n->data->TEST_ResolveNow();
+  for (auto& n : nodes_) EXPECT_EQ(n->data->prepared_count(), 0u) << n->name;
+  const std::vector<std::string> want = {results[0].ok() ? "30" : Query(s1, "SELECT COUNT(*) FROM d.t")[0]};
+  for (int n = 0; n < 3; ++n) EXPECT_EQ(Query(SessionOn(n), "SELECT COUNT(*) FROM d.t"), want);
+  if (results[0].ok()) {
+    EXPECT_EQ(want[0], "30");
+  }
+  ExpectReplicasIdentical();
+}
+
+TEST_F(DataPathTest, CoordinatorLostBeforeDecisionResolvesToAbort) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  exec::Session* s1 = SessionOn(0);
+  Run(s1, "INSERT INTO d.t VALUES (1, 1)");
+  // After prepare node 1 (the coordinator) loses every other node: its
+  // commit decision never reaches the decider.
+  nodes_[0]->engine->txn()->TEST_SetAfterPrepare([&] {
+    nodes_[0]->data->TEST_SetUnreachable("n2", true);
+    nodes_[0]->data->TEST_SetUnreachable("n3", true);
+  });
+  std::string insert = "INSERT INTO d.t VALUES ";
+  for (int i = 2; i <= 30; ++i) insert += (i > 2 ? "," : "") + fmt::format("({}, {})", i, i);
+  Status st = Fail(s1, insert);
+  EXPECT_EQ(st.mysql_code(), 1180) << st.ToString();
+  nodes_[0]->engine->txn()->TEST_SetAfterPrepare(nullptr);
+  // The other participants give up on the silent coordinator: the decider
+  // records abort, everyone discards.
+  nodes_[1]->data->TEST_ResolveNow();
+  nodes_[2]->data->TEST_ResolveNow();
+  nodes_[0]->data->TEST_SetUnreachable("n2", false);
+  nodes_[0]->data->TEST_SetUnreachable("n3", false);
+  nodes_[0]->data->TEST_ResolveNow();
+  for (auto& n : nodes_) EXPECT_EQ(n->data->prepared_count(), 0u) << n->name;
+  for (int n = 0; n < 3; ++n) {
+    EXPECT_EQ(Query(SessionOn(n), "SELECT id FROM d.t"), std::vector<std::string>{"1"}) << nodes_[n]->name;
+  }
+  ExpectReplicasIdentical();
+  for (auto& n : nodes_) EXPECT_EQ(n->engine->txn()->locks()->locks_held(), 0u) << n->name;
+  // The table takes writes again.
+  Run(s1, "INSERT INTO d.t VALUES (2, 2)");
+  EXPECT_EQ(Query(SessionOn(1), "SELECT COUNT(*) FROM d.t"), std::vector<std::string>{"2"});
+}
+
+TEST_F(DataPathTest, PreparedTransactionSurvivesParticipantRestart) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  exec::Session* s1 = SessionOn(0);
+  TestNode* n2 = nodes_[1].get();
+  // Node 2 prepares, then "crashes" (its SliceService is reopened from its
+  // MetaStore) before it hears the outcome.
+  nodes_[0]->engine->txn()->TEST_SetAfterPrepare([&] { nodes_[0]->data->TEST_SetUnreachable("n2", true); });
+  auto results = Exec(s1, "INSERT INTO d.t VALUES (1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (6, 6)");
+  nodes_[0]->engine->txn()->TEST_SetAfterPrepare(nullptr);
+  nodes_[0]->data->TEST_SetUnreachable("n2", false);
+  ASSERT_EQ(results.size(), 1u);
+  n2->rpc->Shutdown();
+  n2->engine->SetDataRouter(nullptr);
+  n2->data.reset();
+  SliceServiceOptions o;
+  o.node_name = n2->name;
+  o.address_of = [this](const std::string& name) -> Result<std::string> { return addresses_.at(name); };
+  o.resolve_after_ms = 60000;
+  auto reopened = SliceService::Open(n2->engine->txn(), n2->engine->slices(), n2->engine->meta(), o);
+  ASSERT_TRUE(reopened.ok());
+  n2->data = std::move(reopened).value();
+  n2->engine->SetDataRouter(n2->data.get());
+  StartServer(n2, addresses_[n2->name]);
+  const size_t waiting = n2->data->prepared_count();
+  for (auto& n : nodes_) n->data->TEST_ResolveNow();
+  EXPECT_EQ(n2->data->prepared_count(), 0u);
+  const std::string count = results[0].ok() ? "6" : "0";
+  if (results[0].ok()) {
+    EXPECT_EQ(waiting, 1u);
+  }
+  for (int n = 0; n < 3; ++n) EXPECT_EQ(Query(SessionOn(n), "SELECT COUNT(*) FROM d.t"), std::vector<std::string>{count});
+  ExpectReplicasIdentical();
+}
+
+TEST_F(DataPathTest, SingleReplicaSlicesOnOtherNodes) {
+  // One replica per slice: a write to one remote slice commits in one phase
+  // there, a write to slices on several nodes in two.
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6", 1);
+  exec::Session* s1 = SessionOn(0);
+  for (int i = 1; i <= 12; ++i) Run(s1, fmt::format("INSERT INTO d.t VALUES ({}, {})", i, i));
+  Run(s1, "UPDATE d.t SET n = n * 2");
+  for (int n = 0; n < 3; ++n) {
+    exec::Session* s = SessionOn(n);
+    EXPECT_EQ(Query(s, "SELECT COUNT(*), SUM(n) FROM d.t"), std::vector<std::string>{"12|156"}) << nodes_[n]->name;
+  }
+  for (auto& n : nodes_) EXPECT_EQ(n->data->prepared_count(), 0u);
+  for (auto& n : nodes_) EXPECT_EQ(n->engine->txn()->locks()->locks_held(), 0u) << n->name;
+}
+
+class DataPathShortLeaseTest : public DataPathTest {
+ protected:
+  uint32_t LockLeaseMs() const override { return 300; }
+};
+
+TEST_F(DataPathShortLeaseTest, LocksOfASilentCoordinatorEndWithTheirLease) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  exec::Session* s1 = SessionOn(0);
+  Run(s1, "INSERT INTO d.t VALUES (1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (6, 6)");
+  // Node 1's transaction locks every row (some at other nodes), then goes
+  // silent past the lease.
+  Run(s1, "BEGIN");
+  Run(s1, "SELECT * FROM d.t FOR UPDATE");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  // The rows ranked at nodes 2 and 3 are free again.
+  exec::Session* s2 = SessionOn(1);
+  Run(s2, "SET innodb_lock_wait_timeout = 1");
+  size_t updated = 0;
+  for (int id = 1; id <= 6; ++id) {
+    auto r = Exec(s2, fmt::format("UPDATE d.t SET n = 100 WHERE id = {}", id));
+    if (r.back().ok()) ++updated;
+  }
+  EXPECT_GT(updated, 0u);
+  EXPECT_LT(updated, 6u);  // node 1's own locks stay with its live session
+  // The transaction that lost its locks cannot commit writes there.
+  auto r = Exec(s1, "UPDATE d.t SET n = 0");
+  if (r.back().ok()) {
+    Status st = Fail(s1, "COMMIT");
+    EXPECT_EQ(st.mysql_code(), 1205) << st.ToString();
+  } else {
+    EXPECT_EQ(r.back().status().mysql_code(), 1205) << r.back().status().ToString();
+    Run(s1, "ROLLBACK");
+  }
+  EXPECT_EQ(Query(s2, "SELECT COUNT(*) FROM d.t WHERE n = 0"), std::vector<std::string>{"0"});
+}
+
+}  // namespace
+}  // namespace shale::cluster

@@ -1,0 +1,755 @@
+#include "src/cluster/slice_service.h"
+
+#include <utility>
+
+#include <grpcpp/grpcpp.h>
+
+#include "src/cluster/data.grpc.pb.h"
+#include "src/common/errors.h"
+#include "src/common/log.h"
+#include "storage/mvcc.h"
+
+namespace shale::cluster {
+namespace {
+
+constexpr char kPreparedPrefix[] = "txn/prepared/";
+constexpr char kDecisionPrefix[] = "txn/decision/";
+// A remote lock request waits at most this long per RPC; the caller repeats
+// it until its own timeout, checking KILL QUERY in between.
+constexpr std::chrono::milliseconds kLockSlice{250};
+// A read that found the peer's channel down waits this long once for it to
+// reconnect (a node back from a restart).
+constexpr std::chrono::milliseconds kReconnectWait{1500};
+
+std::string KeyOf(const TxnKeyPb& k) { return k.coordinator() + "/" + std::to_string(k.id()); }
+void ToPb(const txn::TxnKey& k, TxnKeyPb* out) {
+  out->set_coordinator(k.coordinator);
+  out->set_id(k.id);
+}
+
+void ToPb(const Status& st, DataStatusPb* out) {
+  out->set_code(static_cast<uint32_t>(st.code()));
+  out->set_mysql_code(st.code() == StatusCode::kSqlError ? st.mysql_code() : 0);
+  out->set_message(st.message());
+}
+
+Status FromPb(const DataStatusPb& s) {
+  switch (static_cast<StatusCode>(s.code())) {
+    case StatusCode::kOk: return Status::OK();
+    case StatusCode::kNotFound: return Status::NotFound(s.message());
+    case StatusCode::kCorruption: return Status::Corruption(s.message());
+    case StatusCode::kIOError: return Status::IOError(s.message());
+    case StatusCode::kInvalidArgument: return Status::InvalidArgument(s.message());
+    case StatusCode::kUnavailable: return Status::Unavailable(s.message());
+    case StatusCode::kSqlError: return Status::Sql(static_cast<uint16_t>(s.mysql_code()), s.message());
+    case StatusCode::kInternal: break;
+  }
+  return Status::Internal(s.message());
+}
+
+// A failed RPC: a stale epoch is the retryable "cluster changed" error, any
+// other failure means the node could not be reached. Both are 1047
+// (SQLSTATE 08S01), the class clients retry (as for "no quorum").
+Status FromGrpc(const grpc::Status& st, const std::string& node) {
+  if (st.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
+    return SqlError(ErrorCode::kUnknownCom,
+                    "Cluster metadata changed while the statement ran ({}); the statement was not run, retry it",
+                    st.error_message());
+  }
+  return SqlError(ErrorCode::kUnknownCom, "Node '{}' holding a slice replica did not answer ({}); retry later",
+                  node, st.error_message());
+}
+
+void ToPb(const storage::KeyRange& r, KeyRangePb* out) {
+  out->set_has_start(r.has_start);
+  out->set_start(r.start);
+  out->set_start_inclusive(r.start_inclusive);
+  out->set_has_end(r.has_end);
+  out->set_end(r.end);
+  out->set_end_inclusive(r.end_inclusive);
+}
+
+storage::KeyRange FromPb(const KeyRangePb& r) {
+  storage::KeyRange out;
+  out.has_start = r.has_start();
+  out.start = r.start();
+  out.start_inclusive = r.start_inclusive();
+  out.has_end = r.has_end();
+  out.end = r.end();
+  out.end_inclusive = r.end_inclusive();
+  return out;
+}
+
+uint64_t ToPb(const txn::WriteSet& writes, google::protobuf::RepeatedPtrField<SliceWritesPb>* out) {
+  uint64_t rows = 0;
+  for (const auto& [slice, keys] : writes) {
+    SliceWritesPb* w = out->Add();
+    w->set_slice(slice);
+    for (const auto& [key, value] : keys) {
+      w->add_keys(key);
+      w->add_values(value ? *value : std::string());
+      w->add_deletes(!value.has_value());
+      ++rows;
+    }
+  }
+  return rows;
+}
+
+Result<txn::WriteSet> FromPb(const google::protobuf::RepeatedPtrField<SliceWritesPb>& in) {
+  txn::WriteSet out;
+  for (const SliceWritesPb& w : in) {
+    if (w.keys_size() != w.values_size() || w.keys_size() != w.deletes_size()) {
+      return Status::InvalidArgument(fmt::format("malformed write set for slice {}", w.slice()));
+    }
+    auto& keys = out[w.slice()];
+    for (int i = 0; i < w.keys_size(); ++i) {
+      keys[w.keys(i)] = w.deletes(i) ? std::nullopt : std::optional<std::string>(w.values(i));
+    }
+  }
+  return out;
+}
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Rows of one remote slice in key order, fetched a page at a time.
+class RemoteIterator final : public storage::SliceIterator {
+ public:
+  using Fetch = std::function<Status(const storage::KeyRange&, ScanResponse*)>;
+  RemoteIterator(Fetch fetch, storage::KeyRange range) : fetch_(std::move(fetch)), range_(std::move(range)) {
+    Load();
+  }
+  bool Valid() const override { return status_.ok() && pos_ < static_cast<size_t>(page_.keys_size()); }
+  void Next() override {
+    ++pos_;
+    if (pos_ >= static_cast<size_t>(page_.keys_size()) && page_.more() && page_.keys_size() > 0) {
+      range_.has_start = true;
+      range_.start = page_.keys(page_.keys_size() - 1);
+      range_.start_inclusive = false;
+      Load();
+    }
+  }
+  std::string_view key() const override { return page_.keys(static_cast<int>(pos_)); }
+  std::string_view value() const override { return page_.values(static_cast<int>(pos_)); }
+  Status status() const override { return status_; }
+
+ private:
+  void Load() {
+    page_.Clear();
+    pos_ = 0;
+    status_ = fetch_(range_, &page_);
+  }
+  Fetch fetch_;
+  storage::KeyRange range_;
+  ScanResponse page_;
+  size_t pos_ = 0;
+  Status status_;
+};
+
+class ErrorIterator final : public storage::SliceIterator {
+ public:
+  explicit ErrorIterator(Status st) : st_(std::move(st)) {}
+  bool Valid() const override { return false; }
+  void Next() override {}
+  std::string_view key() const override { return {}; }
+  std::string_view value() const override { return {}; }
+  Status status() const override { return st_; }
+
+ private:
+  Status st_;
+};
+
+}  // namespace
+
+class PeerStubs {
+ public:
+  explicit PeerStubs(const std::string& address) : stub_(DataService::NewStub(Channel(address))) {}
+  DataService::Stub* stub() { return stub_.get(); }
+
+ private:
+  // A node back from a restart is reached again within a second (gRPC's
+  // default reconnect backoff grows to two minutes).
+  static std::shared_ptr<grpc::Channel> Channel(const std::string& address) {
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+    return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  }
+  std::unique_ptr<DataService::Stub> stub_;
+};
+
+// ---- server -------------------------------------------------------------
+
+class SliceServiceGrpc final : public DataService::Service {
+ public:
+  explicit SliceServiceGrpc(cluster::SliceService* owner) : s_(owner) {}
+
+  grpc::Status Get(grpc::ServerContext*, const GetRequest* req, GetResponse* resp) override {
+    if (auto refused = Epoch(req->header())) return *refused;
+    std::string value;
+    Status st = s_->LocalGet(req->slice(), req->key(), req->snapshot(), &value);
+    ToPb(st, resp->mutable_status());
+    if (st.ok()) resp->set_value(std::move(value));
+    return grpc::Status::OK;
+  }
+  grpc::Status Scan(grpc::ServerContext*, const ScanRequest* req, ScanResponse* resp) override {
+    if (auto refused = Epoch(req->header())) return *refused;
+    Status st = s_->LocalScan(req->slice(), FromPb(req->range()), req->snapshot(), req->limit(), resp);
+    ToPb(st, resp->mutable_status());
+    return grpc::Status::OK;
+  }
+  grpc::Status Lock(grpc::ServerContext*, const LockRequest* req, LockResponse* resp) override {
+    if (auto refused = Epoch(req->header())) return *refused;
+    Status st = s_->LocalLock(KeyOf(req->txn()), req->name(), static_cast<txn::LockMode>(req->mode()),
+                              std::chrono::milliseconds(req->wait_ms()));
+    ToPb(st, resp->mutable_status());
+    return grpc::Status::OK;
+  }
+  grpc::Status Unlock(grpc::ServerContext*, const UnlockRequest* req, UnlockResponse* resp) override {
+    if (auto refused = Epoch(req->header())) return *refused;
+    s_->LocalUnlock(KeyOf(req->txn()));
+    ToPb(Status::OK(), resp->mutable_status());
+    return grpc::Status::OK;
+  }
+  grpc::Status Prepare(grpc::ServerContext*, const PrepareRequest* req, PrepareResponse* resp) override {
+    if (auto refused = Epoch(req->header())) return *refused;
+    ToPb(s_->LocalPrepare(*req), resp->mutable_status());
+    return grpc::Status::OK;
+  }
+  grpc::Status Decide(grpc::ServerContext*, const DecideRequest* req, DecideResponse* resp) override {
+    if (auto refused = Epoch(req->header())) return *refused;
+    Result<bool> r = s_->LocalDecide(KeyOf(req->txn()), req->commit(), req->commit_ts());
+    ToPb(r.status(), resp->mutable_status());
+    if (r.ok()) resp->set_committed(*r);
+    return grpc::Status::OK;
+  }
+  grpc::Status Finish(grpc::ServerContext*, const FinishRequest* req, FinishResponse* resp) override {
+    if (auto refused = Epoch(req->header())) return *refused;
+    ToPb(s_->LocalFinish(KeyOf(req->txn()), req->commit()), resp->mutable_status());
+    return grpc::Status::OK;
+  }
+  grpc::Status Apply(grpc::ServerContext*, const ApplyRequest* req, ApplyResponse* resp) override {
+    if (auto refused = Epoch(req->header())) return *refused;
+    auto writes = FromPb(req->writes());
+    if (!writes.ok()) {
+      ToPb(writes.status(), resp->mutable_status());
+      return grpc::Status::OK;
+    }
+    std::string key = KeyOf(req->txn());
+    ToPb(s_->LocalApply(req->has_txn() ? &key : nullptr, req->commit_ts(), *writes), resp->mutable_status());
+    return grpc::Status::OK;
+  }
+
+ private:
+  std::optional<grpc::Status> Epoch(const DataHeaderPb& header) {
+    Status st = s_->CheckEpoch(header);
+    if (st.ok()) return std::nullopt;
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, st.message());
+  }
+  cluster::SliceService* s_;
+};
+
+SliceService::SliceService(txn::TxnManager* txn, storage::SliceStore* store, storage::MetaStore* meta,
+                           SliceServiceOptions options)
+    : txn_(txn), store_(store), meta_(meta), options_(std::move(options)) {
+  grpc_ = std::make_unique<SliceServiceGrpc>(this);
+}
+
+Result<std::unique_ptr<SliceService>> SliceService::Open(txn::TxnManager* txn, storage::SliceStore* store,
+                                                         storage::MetaStore* meta, SliceServiceOptions options) {
+  if (options.node_name.empty()) return Status::InvalidArgument("slice service: no node name");
+  std::unique_ptr<SliceService> s(new SliceService(txn, store, meta, std::move(options)));
+  // Transactions prepared before a restart: resolved from their deciders.
+  Status scan_error;
+  SHALE_RETURN_IF_ERROR(meta->Scan(kPreparedPrefix, [&](std::string_view key, std::string_view value) {
+    auto request = std::make_unique<PrepareRequest>();
+    if (!request->ParseFromArray(value.data(), static_cast<int>(value.size()))) {
+      scan_error = Status::Corruption(fmt::format("unreadable prepared transaction record {}", key));
+      return false;
+    }
+    const std::string k = KeyOf(request->txn());
+    s->owners_[k] = Owner{txn->NewOwnerId(), std::chrono::steady_clock::now(), true};
+    s->prepared_[k] = Prepared{std::move(request), std::chrono::steady_clock::now()};
+    return true;
+  }));
+  SHALE_RETURN_IF_ERROR(scan_error);
+  if (!s->prepared_.empty()) {
+    log::Warn("node {}: {} prepared transaction(s) from before the restart; resolving them from their deciders",
+              s->options_.node_name, s->prepared_.size());
+  }
+  s->bg_thread_ = std::thread([raw = s.get()] { raw->BackgroundLoop(); });
+  return s;
+}
+
+SliceService::~SliceService() {
+  {
+    std::lock_guard<std::mutex> l(bg_mu_);
+    stop_ = true;
+  }
+  bg_cv_.notify_all();
+  if (bg_thread_.joinable()) bg_thread_.join();
+  std::lock_guard<std::mutex> l(mu_);
+  for (auto& [k, owner] : owners_) txn_->locks()->ReleaseAll(owner.id);
+}
+
+grpc::Service* SliceService::service() { return grpc_.get(); }
+
+Status SliceService::CheckEpoch(const DataHeaderPb& header) const {
+  const uint64_t mine = options_.epoch ? options_.epoch() : 0;
+  if (header.epoch() < mine) {
+    return Status::Unavailable(fmt::format("stale epoch: node '{}' sent epoch {}, node '{}' is at epoch {}",
+                                           header.from_node(), header.epoch(), options_.node_name, mine));
+  }
+  return Status::OK();
+}
+
+Status SliceService::LocalGet(storage::SliceId slice, std::string_view key, uint64_t snapshot, std::string* value) {
+  SHALE_ASSIGN_OR_RETURN(storage::Slice * s, store_->GetSlice(slice));
+  storage::ReadOptions ro;
+  ro.snapshot = snapshot;
+  return storage::MvccSlice(s).Get(ro, key, value);
+}
+
+Status SliceService::LocalScan(storage::SliceId slice, const storage::KeyRange& range, uint64_t snapshot,
+                               uint32_t limit, ScanResponse* out) {
+  SHALE_ASSIGN_OR_RETURN(storage::Slice * s, store_->GetSlice(slice));
+  storage::ReadOptions ro;
+  ro.snapshot = snapshot;
+  auto it = storage::MvccSlice(s).NewIterator(ro, range);
+  if (limit == 0) limit = options_.scan_page_rows;
+  uint32_t n = 0;
+  for (; it->Valid(); it->Next()) {
+    if (n == limit) {
+      out->set_more(true);
+      break;
+    }
+    out->add_keys(std::string(it->key()));
+    out->add_values(std::string(it->value()));
+    ++n;
+  }
+  return it->status();
+}
+
+Status SliceService::CheckNotExpired(const std::string& txn) const {
+  if (expired_.count(txn)) {
+    return SqlError(ErrorCode::kLockWaitTimeout,
+                    "Lock wait timeout exceeded; try restarting transaction (the row locks of transaction {} at "
+                    "node '{}' ended with their lease)",
+                    txn, options_.node_name);
+  }
+  return Status::OK();
+}
+
+Status SliceService::LocalLock(const std::string& txn, const std::string& name, txn::LockMode mode,
+                               std::chrono::milliseconds wait) {
+  uint64_t owner_id;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    SHALE_RETURN_IF_ERROR(CheckNotExpired(txn));
+    Owner& owner = owners_[txn];
+    if (owner.id == 0) owner.id = txn_->NewOwnerId();
+    owner.last_used = std::chrono::steady_clock::now();
+    owner_id = owner.id;
+  }
+  return txn_->locks()->Lock(owner_id, name, mode, wait, nullptr);
+}
+
+void SliceService::ReleaseOwnerLocked(const std::string& txn) {
+  auto it = owners_.find(txn);
+  if (it == owners_.end()) return;
+  txn_->locks()->ReleaseAll(it->second.id);
+  owners_.erase(it);
+}
+
+void SliceService::LocalUnlock(const std::string& txn) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = owners_.find(txn);
+  if (it == owners_.end() || it->second.prepared) return;  // a prepared one waits for its outcome
+  ReleaseOwnerLocked(txn);
+  expired_.erase(txn);
+}
+
+Status SliceService::LocalPrepare(const PrepareRequest& request) {
+  const std::string k = KeyOf(request.txn());
+  auto stored = std::make_unique<PrepareRequest>(request);
+  stored->clear_header();
+  stored->set_prepared_at_ms(static_cast<uint64_t>(NowMs()));
+  std::lock_guard<std::mutex> l(mu_);
+  SHALE_RETURN_IF_ERROR(CheckNotExpired(k));
+  if (prepared_.count(k)) return Status::OK();  // a repeated request
+  SHALE_RETURN_IF_ERROR(FromPb(stored->writes()).status());
+  SHALE_RETURN_IF_ERROR(meta_->Put(kPreparedPrefix + k, stored->SerializeAsString()));
+  Owner& owner = owners_[k];
+  // This node's own transaction: its local row locks are owned by its id,
+  // so they stay with the prepared share until it is finished.
+  if (owner.id == 0) {
+    owner.id = request.txn().coordinator() == options_.node_name ? request.txn().id() : txn_->NewOwnerId();
+  }
+  owner.prepared = true;
+  prepared_[k] = Prepared{std::move(stored), std::chrono::steady_clock::now()};
+  return Status::OK();
+}
+
+Result<bool> SliceService::LocalDecide(const std::string& txn, bool commit, uint64_t ts) {
+  std::lock_guard<std::mutex> l(decide_mu_);
+  std::string recorded;
+  Status st = meta_->Get(kDecisionPrefix + txn, &recorded);
+  if (st.ok()) return !recorded.empty() && recorded[0] == 'C';
+  if (!st.IsNotFound()) return st;
+  SHALE_RETURN_IF_ERROR(meta_->Put(kDecisionPrefix + txn, commit ? "C" + std::to_string(ts) : std::string("A")));
+  if (!commit) log::Warn("node {}: recorded abort of transaction {} (its coordinator went silent)",
+                         options_.node_name, txn);
+  return commit;
+}
+
+Status SliceService::LocalFinish(const std::string& txn, bool commit) {
+  std::unique_ptr<PrepareRequest> request;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = prepared_.find(txn);
+    if (it == prepared_.end()) {
+      // Never prepared here, or finished already: only locks to drop.
+      if (finishing_.count(txn)) return Status::OK();
+      ReleaseOwnerLocked(txn);
+      return Status::OK();
+    }
+    request = std::move(it->second.request);
+    prepared_.erase(it);
+    finishing_.insert(txn);
+  }
+  Status st;
+  if (commit) {
+    auto writes = FromPb(request->writes());
+    st = writes.ok() ? txn_->ApplyAt(request->commit_ts(), *writes) : writes.status();
+  }
+  if (st.ok()) st = meta_->Delete(kPreparedPrefix + txn);
+  std::lock_guard<std::mutex> l(mu_);
+  finishing_.erase(txn);
+  if (!st.ok()) {
+    // Still prepared: the resolver tries again.
+    prepared_[txn] = Prepared{std::move(request), std::chrono::steady_clock::now()};
+    return st;
+  }
+  ReleaseOwnerLocked(txn);
+  return Status::OK();
+}
+
+Status SliceService::LocalApply(const std::string* txn, uint64_t ts, const txn::WriteSet& writes) {
+  if (txn != nullptr) {
+    std::lock_guard<std::mutex> l(mu_);
+    SHALE_RETURN_IF_ERROR(CheckNotExpired(*txn));
+  }
+  Status st = txn_->ApplyAt(ts, writes);
+  if (txn != nullptr) {
+    std::lock_guard<std::mutex> l(mu_);
+    ReleaseOwnerLocked(*txn);
+  }
+  return st;
+}
+
+size_t SliceService::prepared_count() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return prepared_.size() + finishing_.size();
+}
+
+// ---- background: resolver and lease expiry ------------------------------
+
+void SliceService::BackgroundLoop() {
+  std::unique_lock<std::mutex> l(bg_mu_);
+  while (!stop_) {
+    bg_cv_.wait_for(l, std::chrono::milliseconds(200));
+    if (stop_) break;
+    l.unlock();
+    ResolvePass(/*all=*/false);
+    {
+      const auto now = std::chrono::steady_clock::now();
+      const auto lease = std::chrono::milliseconds(options_.lock_lease_ms);
+      std::lock_guard<std::mutex> g(mu_);
+      for (auto it = owners_.begin(); it != owners_.end();) {
+        if (!it->second.prepared && now - it->second.last_used > lease) {
+          log::Warn("node {}: row locks of transaction {} released: no request from its coordinator for {} ms",
+                    options_.node_name, it->first, options_.lock_lease_ms);
+          txn_->locks()->ReleaseAll(it->second.id);
+          if (expired_.size() > 100000) expired_.clear();
+          expired_.insert(it->first);
+          it = owners_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+    l.lock();
+  }
+}
+
+void SliceService::ResolvePass(bool all) {
+  struct Overdue {
+    std::string key;
+    txn::TxnKey txn;
+    std::string decider;
+  };
+  std::vector<Overdue> overdue;
+  {
+    const auto now = std::chrono::steady_clock::now();
+    std::lock_guard<std::mutex> l(mu_);
+    for (const auto& [k, p] : prepared_) {
+      if (!all && now - p.since < std::chrono::milliseconds(options_.resolve_after_ms)) continue;
+      overdue.push_back({k, txn::TxnKey{p.request->txn().coordinator(), p.request->txn().id()}, p.request->decider()});
+    }
+  }
+  for (const Overdue& o : overdue) {
+    // Ask the decider; if nothing is recorded it records abort, so a late
+    // commit from the coordinator is refused.
+    Result<bool> outcome = Decide(o.decider, o.txn, /*commit=*/false, 0);
+    if (!outcome.ok()) {
+      log::Warn("node {}: prepared transaction {} unresolved: decider '{}': {}", options_.node_name, o.key,
+                o.decider, outcome.status().ToString());
+      continue;
+    }
+    Status st = LocalFinish(o.key, *outcome);
+    log::Info("node {}: resolved prepared transaction {}: {}{}", options_.node_name, o.key,
+              *outcome ? "commit" : "abort", st.ok() ? "" : " failed: " + st.ToString());
+  }
+}
+
+void SliceService::TEST_ResolveNow() { ResolvePass(/*all=*/true); }
+
+void SliceService::TEST_SetUnreachable(const std::string& node, bool unreachable) {
+  std::lock_guard<std::mutex> l(peers_mu_);
+  if (unreachable) {
+    unreachable_.insert(node);
+  } else {
+    unreachable_.erase(node);
+  }
+}
+
+// ---- client -------------------------------------------------------------
+
+Result<PeerStubs*> SliceService::Peer(const std::string& node) {
+  // Node addresses are looked up at most every kAddressTtl per node.
+  constexpr std::chrono::seconds kAddressTtl{2};
+  const auto now = std::chrono::steady_clock::now();
+  std::string address;
+  {
+    std::lock_guard<std::mutex> l(peers_mu_);
+    if (unreachable_.count(node)) {
+      return SqlError(ErrorCode::kUnknownCom, "Node '{}' holding a slice replica did not answer (test); retry later",
+                      node);
+    }
+    auto c = addresses_.find(node);
+    if (c != addresses_.end() && now - c->second.second < kAddressTtl) address = c->second.first;
+  }
+  if (address.empty()) {
+    Result<std::string> found = options_.address_of
+                                    ? options_.address_of(node)
+                                    : Result<std::string>(Status::Unavailable("no cluster to reach it"));
+    if (!found.ok()) {
+      return SqlError(ErrorCode::kUnknownCom, "Node '{}' holding a slice replica cannot be reached ({}); retry later",
+                      node, found.status().message());
+    }
+    address = std::move(found).value();
+  }
+  std::lock_guard<std::mutex> l(peers_mu_);
+  addresses_[node] = {address, now};
+  auto& p = peers_[address];
+  if (!p) p = std::make_unique<PeerStubs>(address);
+  return p.get();
+}
+
+void SliceService::Header(DataHeaderPb* header) const {
+  header->set_from_node(options_.node_name);
+  header->set_epoch(options_.epoch ? options_.epoch() : 0);
+}
+
+namespace {
+void SetDeadline(grpc::ClientContext* ctx, std::chrono::milliseconds d) {
+  ctx->set_deadline(std::chrono::system_clock::now() + d);
+}
+}  // namespace
+
+Status SliceService::Get(const std::string& node, storage::SliceId slice, std::string_view key, uint64_t snapshot,
+                         std::string* value) {
+  if (node == self()) return LocalGet(slice, key, snapshot, value);
+  SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
+  GetRequest req;
+  Header(req.mutable_header());
+  req.set_slice(slice);
+  req.set_key(std::string(key));
+  req.set_snapshot(snapshot);
+  GetResponse resp;
+  grpc::Status g;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx, attempt == 0 ? std::chrono::milliseconds(options_.rpc_timeout_ms) : kReconnectWait);
+    // A read is idempotent: once more, waiting for a reconnecting channel.
+    ctx.set_wait_for_ready(attempt > 0);
+    g = peer->stub()->Get(&ctx, req, &resp);
+    if (g.error_code() != grpc::StatusCode::UNAVAILABLE) break;
+  }
+  if (!g.ok()) return FromGrpc(g, node);
+  Status st = FromPb(resp.status());
+  if (st.ok()) {
+    *value = std::move(*resp.mutable_value());
+    rows_moved_.fetch_add(1, std::memory_order_relaxed);
+  }
+  return st;
+}
+
+std::unique_ptr<storage::SliceIterator> SliceService::Scan(const std::string& node, storage::SliceId slice,
+                                                           const storage::KeyRange& range, uint64_t snapshot) {
+  if (node == self()) {
+    auto s = store_->GetSlice(slice);
+    if (!s.ok()) return std::make_unique<ErrorIterator>(s.status());
+    storage::ReadOptions ro;
+    ro.snapshot = snapshot;
+    return storage::MvccSlice(*s).NewIterator(ro, range);
+  }
+  auto peer = Peer(node);
+  if (!peer.ok()) return std::make_unique<ErrorIterator>(peer.status());
+  PeerStubs* stub = *peer;
+  auto fetch = [this, stub, node, slice, snapshot](const storage::KeyRange& r, ScanResponse* page) -> Status {
+    ScanRequest req;
+    Header(req.mutable_header());
+    req.set_slice(slice);
+    ToPb(r, req.mutable_range());
+    req.set_snapshot(snapshot);
+    req.set_limit(options_.scan_page_rows);
+    grpc::Status g;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      grpc::ClientContext ctx;
+      SetDeadline(&ctx, attempt == 0 ? std::chrono::milliseconds(options_.rpc_timeout_ms) : kReconnectWait);
+      ctx.set_wait_for_ready(attempt > 0);
+      g = stub->stub()->Scan(&ctx, req, page);
+      if (g.error_code() != grpc::StatusCode::UNAVAILABLE) break;
+    }
+    if (!g.ok()) return FromGrpc(g, node);
+    rows_moved_.fetch_add(static_cast<uint64_t>(page->keys_size()), std::memory_order_relaxed);
+    return FromPb(page->status());
+  };
+  return std::make_unique<RemoteIterator>(std::move(fetch), range);
+}
+
+Status SliceService::Lock(const std::string& node, const txn::TxnKey& txn, const std::string& name,
+                          txn::LockMode mode, std::chrono::milliseconds timeout, const std::atomic<bool>* interrupt) {
+  const std::string k = txn.ToString();
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto wait = std::max(std::chrono::milliseconds(0), std::min(left, kLockSlice));
+    Status st;
+    if (node == self()) {
+      st = LocalLock(k, name, mode, wait);
+    } else {
+      SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
+      LockRequest req;
+      Header(req.mutable_header());
+      ToPb(txn, req.mutable_txn());
+      req.set_name(name);
+      req.set_mode(static_cast<uint32_t>(mode));
+      req.set_wait_ms(static_cast<uint32_t>(wait.count()));
+      LockResponse resp;
+      grpc::ClientContext ctx;
+      SetDeadline(&ctx, wait + std::chrono::milliseconds(options_.rpc_timeout_ms));
+      grpc::Status g = peer->stub()->Lock(&ctx, req, &resp);
+      if (!g.ok()) return FromGrpc(g, node);
+      st = FromPb(resp.status());
+    }
+    const bool timed_out = st.code() == StatusCode::kSqlError &&
+                           st.mysql_code() == static_cast<uint16_t>(ErrorCode::kLockWaitTimeout);
+    if (!timed_out || left <= kLockSlice) return st;
+    if (interrupt != nullptr && interrupt->load(std::memory_order_relaxed)) {
+      return SqlError(ErrorCode::kQueryInterrupted, "Query execution was interrupted");
+    }
+  }
+}
+
+void SliceService::Unlock(const std::string& node, const txn::TxnKey& txn) {
+  if (node == self()) return LocalUnlock(txn.ToString());
+  auto peer = Peer(node);
+  if (!peer.ok()) return;  // the lease ends the locks
+  UnlockRequest req;
+  Header(req.mutable_header());
+  ToPb(txn, req.mutable_txn());
+  UnlockResponse resp;
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, std::chrono::milliseconds(options_.rpc_timeout_ms));
+  grpc::Status g = (*peer)->stub()->Unlock(&ctx, req, &resp);
+  if (!g.ok()) log::Warn("unlock of transaction {} at node '{}': {}", txn.ToString(), node, g.error_message());
+}
+
+Status SliceService::Prepare(const std::string& node, const txn::TxnKey& txn, uint64_t ts,
+                             const txn::WriteSet& writes, const std::string& decider) {
+  PrepareRequest req;
+  ToPb(txn, req.mutable_txn());
+  req.set_commit_ts(ts);
+  const uint64_t rows = ToPb(writes, req.mutable_writes());
+  req.set_decider(decider);
+  if (node == self()) return LocalPrepare(req);
+  SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
+  Header(req.mutable_header());
+  PrepareResponse resp;
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, std::chrono::milliseconds(options_.rpc_timeout_ms));
+  grpc::Status g = peer->stub()->Prepare(&ctx, req, &resp);
+  if (!g.ok()) return FromGrpc(g, node);
+  rows_moved_.fetch_add(rows, std::memory_order_relaxed);
+  return FromPb(resp.status());
+}
+
+Result<bool> SliceService::Decide(const std::string& node, const txn::TxnKey& txn, bool commit, uint64_t ts) {
+  if (node == self()) return LocalDecide(txn.ToString(), commit, ts);
+  SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
+  DecideRequest req;
+  Header(req.mutable_header());
+  ToPb(txn, req.mutable_txn());
+  req.set_commit(commit);
+  req.set_commit_ts(ts);
+  DecideResponse resp;
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, std::chrono::milliseconds(options_.rpc_timeout_ms));
+  grpc::Status g = peer->stub()->Decide(&ctx, req, &resp);
+  if (!g.ok()) return FromGrpc(g, node);
+  SHALE_RETURN_IF_ERROR(FromPb(resp.status()));
+  return resp.committed();
+}
+
+Status SliceService::Finish(const std::string& node, const txn::TxnKey& txn, bool commit) {
+  if (node == self()) return LocalFinish(txn.ToString(), commit);
+  SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
+  FinishRequest req;
+  Header(req.mutable_header());
+  ToPb(txn, req.mutable_txn());
+  req.set_commit(commit);
+  FinishResponse resp;
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, std::chrono::milliseconds(options_.rpc_timeout_ms));
+  grpc::Status g = peer->stub()->Finish(&ctx, req, &resp);
+  if (!g.ok()) return FromGrpc(g, node);
+  return FromPb(resp.status());
+}
+
+Status SliceService::Apply(const std::string& node, const txn::TxnKey* txn, uint64_t ts,
+                           const txn::WriteSet& writes) {
+  if (node == self()) {
+    const std::string k = txn ? txn->ToString() : std::string();
+    return LocalApply(txn ? &k : nullptr, ts, writes);
+  }
+  SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
+  ApplyRequest req;
+  Header(req.mutable_header());
+  if (txn) ToPb(*txn, req.mutable_txn());
+  req.set_commit_ts(ts);
+  const uint64_t rows = ToPb(writes, req.mutable_writes());
+  ApplyResponse resp;
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, std::chrono::milliseconds(options_.rpc_timeout_ms));
+  grpc::Status g = peer->stub()->Apply(&ctx, req, &resp);
+  if (!g.ok()) return FromGrpc(g, node);
+  rows_moved_.fetch_add(rows, std::memory_order_relaxed);
+  return FromPb(resp.status());
+}
+
+}  // namespace shale::cluster

@@ -1,0 +1,185 @@
+// SliceService: the data path between nodes (docs/cluster.md "Data path").
+//
+// One object per node plays both sides of src/cluster/data.proto:
+//  - server: it serves the SliceService RPCs for the slice replicas this
+//    node stores (point reads and paged range scans at a snapshot, row locks
+//    for remote transactions, two-phase-commit participant, one-phase
+//    replicated writes), registered on the node's RpcServer;
+//  - client: it is the txn::DataRouter the node's TxnManager routes through,
+//    calling other nodes' SliceService (a call naming this node runs the
+//    server side directly, no RPC).
+//
+// Durable state (this node's MetaStore, docs/transactions.md):
+//   txn/prepared/<coordinator>/<id>  PrepareRequest: a prepared write set
+//   txn/decision/<coordinator>/<id>  "C<ts>" or "A": the recorded outcome
+//
+// Invariants:
+//  1. A participant applies a prepared write set only after the decider has
+//     recorded commit, and discards it only after the decider has recorded
+//     abort or the coordinator told it to (before any commit was recorded).
+//  2. The decider records at most one outcome per transaction (first wins).
+//  3. A prepared transaction keeps its row locks until it is finished; locks
+//     of a remote transaction that is not prepared end after
+//     lock_lease_ms without a request from it (its coordinator died or lost
+//     contact); a later Prepare or Apply of that transaction is refused.
+//  4. A request whose sender's metadata epoch is older than this node's is
+//     refused (gRPC FAILED_PRECONDITION) before it touches anything; the
+//     client turns that into ER_UNKNOWN_COM_ERROR 1047 (SQLSTATE 08S01, the
+//     retryable "cluster changed" error).
+//
+// Thread-safety: all methods may be called concurrently. gRPC runs on its
+// own threads; a background thread resolves prepared transactions whose
+// coordinator went silent and ends expired lock leases.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "shale/status.h"
+#include "src/txn/data_router.h"
+#include "src/txn/transaction.h"
+#include "storage/meta_store.h"
+#include "storage/slice.h"
+
+namespace grpc {
+class Service;
+}
+
+namespace shale::cluster {
+
+class SliceServiceGrpc;
+class PrepareRequest;
+class SliceWritesPb;
+class DataHeaderPb;
+class ScanResponse;
+class PeerStubs;
+
+struct SliceServiceOptions {
+  // This node's name (as in SliceDef::replicas). Required.
+  std::string node_name;
+  // The metadata epoch sent with and checked on every request. Default: 0.
+  std::function<uint64_t()> epoch;
+  // A node name -> its cluster (gRPC) address "host:port"; Unavailable if
+  // unknown. Set by shaled from the cluster layer. Required for remote calls.
+  std::function<Result<std::string>(const std::string&)> address_of;
+  // Locks of a remote transaction that is not prepared are released after
+  // this long without a request from it. Default: 60000.
+  uint32_t lock_lease_ms = 60000;
+  // A prepared transaction not finished this long after Prepare is resolved
+  // from its decider's record. Default: 5000.
+  uint32_t resolve_after_ms = 5000;
+  // Deadline of a data RPC (a lock request adds its wait). Default: 10000.
+  uint32_t rpc_timeout_ms = 10000;
+  // Rows per Scan page. Default: 1024.
+  uint32_t scan_page_rows = 1024;
+};
+
+class SliceService final : public txn::DataRouter {
+ public:
+  // Loads the prepared transactions recorded in `meta` (they are resolved
+  // after resolve_after_ms) and starts the background thread.
+  static Result<std::unique_ptr<SliceService>> Open(txn::TxnManager* txn, storage::SliceStore* store,
+                                                    storage::MetaStore* meta, SliceServiceOptions options);
+  ~SliceService() override;
+
+  // The gRPC service to register on the node's RpcServer (before Start).
+  grpc::Service* service();
+
+  // txn::DataRouter.
+  const std::string& self() const override { return options_.node_name; }
+  Status Get(const std::string& node, storage::SliceId slice, std::string_view key, uint64_t snapshot,
+             std::string* value) override;
+  std::unique_ptr<storage::SliceIterator> Scan(const std::string& node, storage::SliceId slice,
+                                               const storage::KeyRange& range, uint64_t snapshot) override;
+  Status Lock(const std::string& node, const txn::TxnKey& txn, const std::string& name, txn::LockMode mode,
+              std::chrono::milliseconds timeout, const std::atomic<bool>* interrupt) override;
+  void Unlock(const std::string& node, const txn::TxnKey& txn) override;
+  Status Prepare(const std::string& node, const txn::TxnKey& txn, uint64_t ts, const txn::WriteSet& writes,
+                 const std::string& decider) override;
+  Result<bool> Decide(const std::string& node, const txn::TxnKey& txn, bool commit, uint64_t ts) override;
+  Status Finish(const std::string& node, const txn::TxnKey& txn, bool commit) override;
+  Status Apply(const std::string& node, const txn::TxnKey* txn, uint64_t ts, const txn::WriteSet& writes) override;
+  uint64_t rows_moved() const override { return rows_moved_.load(std::memory_order_relaxed); }
+
+  // Prepared transactions waiting for their outcome at this node.
+  size_t prepared_count() const;
+  // Runs one resolver pass now, treating every prepared transaction as
+  // overdue (tests).
+  void TEST_ResolveNow();
+  // Makes this node's data RPCs to `node` fail as if it were unreachable.
+  void TEST_SetUnreachable(const std::string& node, bool unreachable);
+
+ private:
+  friend class SliceServiceGrpc;
+  SliceService(txn::TxnManager* txn, storage::SliceStore* store, storage::MetaStore* meta,
+               SliceServiceOptions options);
+
+  // Server side (also what a call naming this node runs).
+  Status CheckEpoch(const DataHeaderPb& header) const;
+  Status LocalGet(storage::SliceId slice, std::string_view key, uint64_t snapshot, std::string* value);
+  Status LocalScan(storage::SliceId slice, const storage::KeyRange& range, uint64_t snapshot, uint32_t limit,
+                   ScanResponse* out);
+  Status LocalLock(const std::string& txn, const std::string& name, txn::LockMode mode,
+                   std::chrono::milliseconds wait);
+  void LocalUnlock(const std::string& txn);
+  Status LocalPrepare(const PrepareRequest& request);
+  Result<bool> LocalDecide(const std::string& txn, bool commit, uint64_t ts);
+  Status LocalFinish(const std::string& txn, bool commit);
+  Status LocalApply(const std::string* txn, uint64_t ts, const txn::WriteSet& writes);
+
+  // Lock owners of remote transactions at this node.
+  struct Owner {
+    uint64_t id = 0;  // LockManager transaction id
+    std::chrono::steady_clock::time_point last_used;
+    bool prepared = false;
+  };
+  struct Prepared {
+    std::unique_ptr<PrepareRequest> request;
+    std::chrono::steady_clock::time_point since;
+  };
+  // REQUIRES: mu_ held.
+  void ReleaseOwnerLocked(const std::string& txn);
+  Status CheckNotExpired(const std::string& txn) const;
+  void BackgroundLoop();
+  void ResolvePass(bool all);
+
+  Result<PeerStubs*> Peer(const std::string& node);
+  void Header(DataHeaderPb* header) const;
+
+  txn::TxnManager* const txn_;
+  storage::SliceStore* const store_;
+  storage::MetaStore* const meta_;
+  const SliceServiceOptions options_;
+  std::unique_ptr<SliceServiceGrpc> grpc_;
+
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, Owner> owners_;       // GUARDED_BY(mu_)
+  std::unordered_set<std::string> expired_;             // GUARDED_BY(mu_): leases ended
+  std::map<std::string, Prepared> prepared_;            // GUARDED_BY(mu_)
+  std::set<std::string> finishing_;                     // GUARDED_BY(mu_): being applied
+  std::mutex decide_mu_;                                // one Decide at a time
+  std::mutex peers_mu_;
+  std::map<std::string, std::unique_ptr<PeerStubs>> peers_;  // GUARDED_BY(peers_mu_), by address
+  std::set<std::string> unreachable_;                         // GUARDED_BY(peers_mu_), tests
+  // Node name -> (address, when looked up).
+  std::map<std::string, std::pair<std::string, std::chrono::steady_clock::time_point>> addresses_;  // GUARDED_BY(peers_mu_)
+  std::atomic<uint64_t> rows_moved_{0};
+
+  std::mutex bg_mu_;
+  std::condition_variable bg_cv_;
+  bool stop_ = false;  // GUARDED_BY(bg_mu_)
+  std::thread bg_thread_;
+};
+
+}  // namespace shale::cluster

@@ -1,0 +1,108 @@
+// DataRouter: how the transaction layer reaches slice replicas stored on
+// other nodes (docs/cluster.md "Data path", docs/transactions.md
+// "Distributed commit"). The interface lives here, below src/cluster, so
+// src/txn and src/exec never include gRPC; src/cluster/slice_service.h
+// implements it over the SliceService RPCs (SliceClient).
+//
+// A SliceHandle is what the executor resolves a catalog::SliceDef to: reads
+// go to the slice's ranking replica (replicas[0]), through `local` when this
+// node holds it (no RPC, no copy) and through the router otherwise.
+//
+// Every call naming `node` == self() runs locally (the participant side of
+// two-phase commit is the same code for the coordinator's own replicas).
+//
+// Thread-safety: implementations are safe to call concurrently.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shale/status.h"
+#include "src/txn/lock_manager.h"
+#include "storage/slice.h"
+
+namespace shale::txn {
+
+class DataRouter;
+
+// One slice of a representation as reads and writes see it.
+struct SliceHandle {
+  storage::SliceId id = 0;
+  // This node's replica when reads go to it (it ranks, or the node is not in
+  // a cluster); null when the ranking replica is on another node.
+  storage::Slice* local = nullptr;
+  // Node names holding replicas, the first ranks; null when the only
+  // replica is this node's (every write stays local). Points into the
+  // catalog's TableDef, which the statement keeps alive.
+  const std::vector<std::string>* replicas = nullptr;
+  DataRouter* router = nullptr;  // set when replicas is
+  bool remote() const { return local == nullptr; }
+  const std::string& ranking() const { return (*replicas)[0]; }
+};
+
+// A transaction, cluster-wide: its coordinating node and its id there.
+struct TxnKey {
+  std::string coordinator;
+  uint64_t id = 0;
+  std::string ToString() const { return coordinator + "/" + std::to_string(id); }
+};
+
+// Buffered writes: per slice, key -> value (nullopt: delete), in key order.
+using SliceWrites = std::map<std::string, std::optional<std::string>>;
+using WriteSet = std::map<storage::SliceId, SliceWrites>;
+// Where written slices' replicas are: slice -> node names. A slice missing
+// from the map has only this node's replica.
+using Placement = std::map<storage::SliceId, std::vector<std::string>>;
+
+class DataRouter {
+ public:
+  virtual ~DataRouter() = default;
+  // This node's name (as in SliceDef::replicas).
+  virtual const std::string& self() const = 0;
+
+  // Reads of the replica `slice` on `node` at `snapshot`
+  // (storage::kLatestSnapshot: the newest committed version).
+  virtual Status Get(const std::string& node, storage::SliceId slice, std::string_view key, uint64_t snapshot,
+                     std::string* value) = 0;
+  virtual std::unique_ptr<storage::SliceIterator> Scan(const std::string& node, storage::SliceId slice,
+                                                       const storage::KeyRange& range, uint64_t snapshot) = 0;
+
+  // A row lock held for `txn` at `node` (the ranking replica's node), with
+  // the LockManager's errors (1205 after `timeout`, 1317 when *interrupt).
+  virtual Status Lock(const std::string& node, const TxnKey& txn, const std::string& name, LockMode mode,
+                      std::chrono::milliseconds timeout, const std::atomic<bool>* interrupt) = 0;
+  // Releases every lock `txn` holds at `node`. Best effort: a lock the
+  // release does not reach ends with its lease.
+  virtual void Unlock(const std::string& node, const TxnKey& txn) = 0;
+
+  // Two-phase commit, participant side at `node`: record `writes` (the
+  // slices of `node`'s replicas) durably, to be applied at `ts`.
+  virtual Status Prepare(const std::string& node, const TxnKey& txn, uint64_t ts, const WriteSet& writes,
+                         const std::string& decider) = 0;
+  // At the decider: records commit (at ts) or abort unless an outcome is
+  // recorded already; returns the recorded outcome (true: commit).
+  virtual Result<bool> Decide(const std::string& node, const TxnKey& txn, bool commit, uint64_t ts) = 0;
+  // Applies (commit) or discards the prepared writes; releases the locks.
+  virtual Status Finish(const std::string& node, const TxnKey& txn, bool commit) = 0;
+  // One-phase: writes at `ts` at once (durable when OK) and, when txn is
+  // set, releases its locks at `node`.
+  virtual Status Apply(const std::string& node, const TxnKey* txn, uint64_t ts, const WriteSet& writes) = 0;
+
+  // Rows this node sent to or received from other nodes (SHOW STATUS
+  // Shale_rows_sent_between_nodes).
+  virtual uint64_t rows_moved() const = 0;
+};
+
+// Newest committed version of `key` through a handle (no transaction).
+Status ReadLatest(const SliceHandle& slice, std::string_view key, std::string* value);
+// Newest committed rows of `range` through a handle (no transaction).
+std::unique_ptr<storage::SliceIterator> ScanLatest(const SliceHandle& slice, const storage::KeyRange& range);
+
+}  // namespace shale::txn
