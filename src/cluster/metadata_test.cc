@@ -45,6 +45,7 @@ struct MetaNode {
   std::string address;
   std::vector<std::string> join;
   int port = 0;
+  uint64_t snapshot_threshold = 1000;
 
   void Start(const std::string& node_name, const std::vector<std::string>& join_addresses) {
     name = node_name;
@@ -67,6 +68,7 @@ struct MetaNode {
     o.heartbeat_interval_ms = 30;
     o.node_timeout_ms = 1000;
     o.tick_ms = 10;
+    o.snapshot_threshold = snapshot_threshold;
     node = std::make_unique<ClusterNode>(*identity, o, store.get());
     catalog::Catalog* cat = catalog.get();
     catalog::Accounts* acc = accounts.get();
@@ -126,6 +128,7 @@ bool WaitFor(const std::function<bool()>& predicate, std::chrono::milliseconds l
 class MetadataClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    for (MetaNode* n : all()) n->snapshot_threshold = 10;  // snapshots happen in the tests
     a_.Start("a", {});
     b_.Start("b", {a_.address});
     c_.Start("c", {a_.address});
@@ -153,6 +156,7 @@ class MetadataClusterTest : public ::testing::Test {
   }
 
   MetaNode a_, b_, c_;
+  std::vector<std::shared_ptr<const catalog::TableDef>> dropped_;
 };
 
 TEST_F(MetadataClusterTest, DdlThroughAFollowerReachesEveryNode) {
@@ -296,6 +300,33 @@ TEST_F(MetadataClusterTest, TimestampsGrowAcrossALeaderChange) {
     n->oracle->FinishCommit(*ts);
     EXPECT_GE(n->oracle->ReadTimestamp(), *ts);
   }
+}
+
+TEST_F(MetadataClusterTest, ALaggingNodeGetsTheCatalogInASnapshot) {
+  bool created = false;
+  ASSERT_TRUE(a_.catalog->CreateDatabase("d", false, &created).ok());
+  ASSERT_TRUE(WaitFor([&] { return c_.catalog->DatabaseExists("d"); }, std::chrono::seconds(5)));
+  // c is down while many changes happen: the log is compacted past them.
+  c_.Stop();
+  MetaNode* live = a_.node->IsLeader() || !b_.node ? &a_ : &b_;
+  for (int i = 0; i < 30; ++i) {
+    ASSERT_TRUE(live->catalog->CreateDatabase("db" + std::to_string(i), false, &created).ok());
+  }
+  catalog::Account u;
+  u.user = "late";
+  u.host = "%";
+  bool existed = true;
+  ASSERT_TRUE(live->accounts->Create(u, &existed).ok());
+  ASSERT_TRUE(live->catalog->DropDatabase("d", false, &dropped_).ok());
+  // c comes back (same data directory and address) and catches up.
+  c_.Restart();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return c_.catalog->DatabaseExists("db29") && c_.accounts->Find("late", "%").has_value() &&
+               !c_.catalog->DatabaseExists("d");
+      },
+      std::chrono::seconds(15)));
+  EXPECT_EQ(c_.catalog->ListDatabases(), live->catalog->ListDatabases());
 }
 
 }  // namespace

@@ -250,7 +250,16 @@ void ClusterTimestamps::Call(Pending* p) {
       grpc::ClientContext context;
       context.set_deadline(std::chrono::system_clock::now() + kRpcDeadline);
       TimestampResponse response;
-      auto stub = RaftService::NewStub(grpc::CreateChannel(*leader, grpc::InsecureChannelCredentials()));
+      std::shared_ptr<RaftService::Stub> stub;
+      {
+        // One channel per leader, kept while it leads.
+        std::lock_guard stub_lock(stub_mu_);
+        if (stub_address_ != *leader || stub_ == nullptr) {
+          stub_address_ = *leader;
+          stub_ = RaftService::NewStub(grpc::CreateChannel(*leader, grpc::InsecureChannelCredentials()));
+        }
+        stub = stub_;
+      }
       grpc::Status rpc = stub->Timestamps(&context, request, &response);
       if (!rpc.ok()) {
         st = NoTimestamps(fmt::format("leader {}: {}", *leader, rpc.error_message()));

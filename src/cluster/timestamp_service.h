@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "shale/status.h"
+#include "src/cluster/raft.grpc.pb.h"
 #include "src/cluster/raft.pb.h"
 #include "src/txn/timestamp_oracle.h"
 
@@ -117,6 +118,9 @@ class ClusterTimestamps final : public txn::TimestampSource {
   uint64_t last_read_ = 0;                // GUARDED_BY(mu_): the last watermark learned
   uint64_t last_sent_ms_ = 0;             // GUARDED_BY(mu_)
   bool stopping_ = false;                 // GUARDED_BY(mu_)
+  std::mutex stub_mu_;
+  std::string stub_address_;                         // GUARDED_BY(stub_mu_)
+  std::shared_ptr<RaftService::Stub> stub_;          // GUARDED_BY(stub_mu_)
   std::thread reporter_;
 };
 
