@@ -306,8 +306,27 @@ Status SliceService::CheckEpoch(const DataHeaderPb& header) const {
   return Status::OK();
 }
 
+// How long a request waits for a slice replica this node has not created
+// yet (its catalog change is committed but not yet applied here).
+constexpr int kAwaitSliceMs = 5000;
+
+Result<storage::Slice*> SliceService::AwaitSlice(storage::SliceId slice) const {
+  auto s = store_->GetSlice(slice);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kAwaitSliceMs);
+  while (!s.ok() && s.status().IsNotFound() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    s = store_->GetSlice(slice);
+  }
+  return s;
+}
+
+Status SliceService::AwaitSlices(const txn::WriteSet& writes) const {
+  for (const auto& [slice, w] : writes) SHALE_RETURN_IF_ERROR(AwaitSlice(slice).status());
+  return Status::OK();
+}
+
 Status SliceService::LocalGet(storage::SliceId slice, std::string_view key, uint64_t snapshot, std::string* value) {
-  SHALE_ASSIGN_OR_RETURN(storage::Slice * s, store_->GetSlice(slice));
+  SHALE_ASSIGN_OR_RETURN(storage::Slice * s, AwaitSlice(slice));
   storage::ReadOptions ro;
   ro.snapshot = snapshot;
   return storage::MvccSlice(s).Get(ro, key, value);
@@ -315,7 +334,7 @@ Status SliceService::LocalGet(storage::SliceId slice, std::string_view key, uint
 
 Status SliceService::LocalScan(storage::SliceId slice, const storage::KeyRange& range, uint64_t snapshot,
                                uint32_t limit, ScanResponse* out) {
-  SHALE_ASSIGN_OR_RETURN(storage::Slice * s, store_->GetSlice(slice));
+  SHALE_ASSIGN_OR_RETURN(storage::Slice * s, AwaitSlice(slice));
   storage::ReadOptions ro;
   ro.snapshot = snapshot;
   auto it = storage::MvccSlice(s).NewIterator(ro, range);
@@ -374,6 +393,12 @@ void SliceService::LocalUnlock(const std::string& txn) {
 
 Status SliceService::LocalPrepare(const PrepareRequest& request) {
   const std::string k = KeyOf(request.txn());
+  {
+    // Before taking mu_: the replicas may still be being created.
+    auto writes = FromPb(request.writes());
+    SHALE_RETURN_IF_ERROR(writes.status());
+    SHALE_RETURN_IF_ERROR(AwaitSlices(*writes));
+  }
   auto stored = std::make_unique<PrepareRequest>(request);
   stored->clear_header();
   stored->set_prepared_at_ms(static_cast<uint64_t>(NowMs()));
@@ -442,7 +467,8 @@ Status SliceService::LocalApply(const std::string* txn, uint64_t ts, const txn::
     std::lock_guard<std::mutex> l(mu_);
     SHALE_RETURN_IF_ERROR(CheckNotExpired(*txn));
   }
-  Status st = txn_->ApplyAt(ts, writes);
+  Status st = AwaitSlices(writes);
+  if (st.ok()) st = txn_->ApplyAt(ts, writes);
   if (txn != nullptr) {
     std::lock_guard<std::mutex> l(mu_);
     ReleaseOwnerLocked(*txn);

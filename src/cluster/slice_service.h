@@ -127,6 +127,12 @@ class SliceService final : public txn::DataRouter {
 
   // Server side (also what a call naming this node runs).
   Status CheckEpoch(const DataHeaderPb& header) const;
+  // The local replica of `slice`. A replica named by a catalog change this
+  // node has not applied yet (the sender applied it first: DDL returns once
+  // its own node applied it) appears within moments, so a missing slice is
+  // waited for up to kAwaitSliceMs before NotFound is returned.
+  Result<storage::Slice*> AwaitSlice(storage::SliceId slice) const;
+  Status AwaitSlices(const txn::WriteSet& writes) const;
   Status LocalGet(storage::SliceId slice, std::string_view key, uint64_t snapshot, std::string* value);
   Status LocalScan(storage::SliceId slice, const storage::KeyRange& range, uint64_t snapshot, uint32_t limit,
                    ScanResponse* out);
