@@ -90,6 +90,42 @@ inline void StoreU32(char* p, uint32_t v) { std::memcpy(p, &v, 4); }
 inline void StoreU64(char* p, uint64_t v) { std::memcpy(p, &v, 8); }
 static_assert(std::endian::native == std::endian::little, "page format is little-endian");
 
+// Reads the little-endian fields of a record (WAL payloads, snapshot-stream
+// chunks) from the front of a byte string. A read that finds too few bytes
+// returns false and leaves the reader where it was.
+class ByteReader {
+ public:
+  explicit ByteReader(std::string_view p) : p_(p) {}
+  bool U8(uint8_t* v) {
+    if (p_.empty()) return false;
+    *v = static_cast<uint8_t>(p_[0]);
+    p_.remove_prefix(1);
+    return true;
+  }
+  bool U32(uint32_t* v) {
+    if (p_.size() < 4) return false;
+    *v = LoadU32(p_.data());
+    p_.remove_prefix(4);
+    return true;
+  }
+  bool U64(uint64_t* v) {
+    if (p_.size() < 8) return false;
+    *v = LoadU64(p_.data());
+    p_.remove_prefix(8);
+    return true;
+  }
+  bool Bytes(uint32_t n, std::string* out) {
+    if (p_.size() < n) return false;
+    out->assign(p_.data(), n);
+    p_.remove_prefix(n);
+    return true;
+  }
+  bool done() const { return p_.empty(); }
+
+ private:
+  std::string_view p_;
+};
+
 // Header accessors over a page buffer of kPageSize bytes.
 inline PageType GetPageType(const char* page) {
   return static_cast<PageType>(static_cast<uint8_t>(page[page_layout::kType]));

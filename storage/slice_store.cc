@@ -128,38 +128,7 @@ std::string EncodeBatchPayload(const std::vector<std::pair<SliceId, const WriteB
   return out;
 }
 
-class PayloadReader {
- public:
-  explicit PayloadReader(std::string_view p) : p_(p) {}
-  bool U8(uint8_t* v) {
-    if (p_.size() < 1) return false;
-    *v = static_cast<uint8_t>(p_[0]);
-    p_.remove_prefix(1);
-    return true;
-  }
-  bool U32(uint32_t* v) {
-    if (p_.size() < 4) return false;
-    *v = LoadU32(p_.data());
-    p_.remove_prefix(4);
-    return true;
-  }
-  bool U64(uint64_t* v) {
-    if (p_.size() < 8) return false;
-    *v = LoadU64(p_.data());
-    p_.remove_prefix(8);
-    return true;
-  }
-  bool Bytes(uint32_t n, std::string* out) {
-    if (p_.size() < n) return false;
-    out->assign(p_.data(), n);
-    p_.remove_prefix(n);
-    return true;
-  }
-  bool done() const { return p_.empty(); }
-
- private:
-  std::string_view p_;
-};
+using PayloadReader = ByteReader;
 
 bool DecodeBatchPayload(std::string_view payload, std::vector<std::pair<SliceId, WriteBatch>>* out) {
   PayloadReader r(payload);

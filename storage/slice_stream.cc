@@ -33,39 +33,11 @@ void PutBytes(std::string* out, std::string_view b) {
   out->append(b);
 }
 
-class Reader {
- public:
-  explicit Reader(std::string_view p) : p_(p) {}
-  bool U8(uint8_t* v) {
-    if (p_.empty()) return false;
-    *v = static_cast<uint8_t>(p_[0]);
-    p_.remove_prefix(1);
-    return true;
-  }
-  bool U32(uint32_t* v) {
-    if (p_.size() < 4) return false;
-    *v = LoadU32(p_.data());
-    p_.remove_prefix(4);
-    return true;
-  }
-  bool U64(uint64_t* v) {
-    if (p_.size() < 8) return false;
-    *v = LoadU64(p_.data());
-    p_.remove_prefix(8);
-    return true;
-  }
-  bool Bytes(std::string* out) {
-    uint32_t n = 0;
-    if (!U32(&n) || n > kMaxChunkField || p_.size() < n) return false;
-    out->assign(p_.data(), n);
-    p_.remove_prefix(n);
-    return true;
-  }
-  bool done() const { return p_.empty(); }
-
- private:
-  std::string_view p_;
-};
+// A field with a 32-bit length prefix, at most kMaxChunkField bytes.
+bool LengthPrefixed(ByteReader* r, std::string* out) {
+  uint32_t n = 0;
+  return r->U32(&n) && n <= kMaxChunkField && r->Bytes(n, out);
+}
 
 }  // namespace
 
@@ -139,12 +111,12 @@ Result<SnapshotChunk> DecodeSnapshotChunk(std::string_view bytes) {
   if (bytes.size() < 4 + 4) return bad("truncated");
   const size_t body = bytes.size() - 4;
   if (LoadU32(bytes.data() + body) != crc32c::Value(bytes.data(), body)) return bad("checksum mismatch");
-  Reader r(bytes.substr(0, body));
+  ByteReader r(bytes.substr(0, body));
   SnapshotChunk chunk;
   uint32_t magic = 0, rows = 0;
   uint8_t done = 0, has_resume = 0;
   if (!r.U32(&magic) || magic != kChunkMagic) return bad("not a chunk (bad magic)");
-  if (!r.U64(&chunk.snapshot_ts) || !r.U8(&done) || !r.U8(&has_resume) || !r.Bytes(&chunk.resume_key) ||
+  if (!r.U64(&chunk.snapshot_ts) || !r.U8(&done) || !r.U8(&has_resume) || !LengthPrefixed(&r, &chunk.resume_key) ||
       !r.U32(&rows) || done > 1 || has_resume > 1) {
     return bad("bad header");
   }
@@ -152,7 +124,7 @@ Result<SnapshotChunk> DecodeSnapshotChunk(std::string_view bytes) {
   chunk.has_resume_key = has_resume == 1;
   for (uint32_t i = 0; i < rows; ++i) {
     SnapshotRow row;
-    if (!r.Bytes(&row.key) || !r.U64(&row.commit_ts) || !r.Bytes(&row.value)) return bad("truncated row");
+    if (!LengthPrefixed(&r, &row.key) || !r.U64(&row.commit_ts) || !LengthPrefixed(&r, &row.value)) return bad("truncated row");
     chunk.rows.push_back(std::move(row));
   }
   if (!r.done()) return bad("trailing bytes");

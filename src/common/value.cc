@@ -90,8 +90,9 @@ std::string SqlType::ToString() const {
       if (length <= kMediumLobBytes) return fmt::format("medium{}", kind);
       return fmt::format("long{}", kind);
     }
-    case TypeId::kEnum: {
-      std::string out = "enum(";
+    case TypeId::kEnum:
+    case TypeId::kSet: {
+      std::string out = id == TypeId::kEnum ? "enum(" : "set(";
       for (size_t i = 0; i < elements.size(); ++i) {
         if (i > 0) out += ',';
         out += '\'';
@@ -104,19 +105,6 @@ std::string SqlType::ToString() const {
       return out + ")";
     }
     case TypeId::kJson: return "json";
-    case TypeId::kSet: {
-      std::string out = "set(";
-      for (size_t i = 0; i < elements.size(); ++i) {
-        if (i > 0) out += ',';
-        out += '\'';
-        for (char c : elements[i]) {
-          if (c == '\'') out += '\'';
-          out += c;
-        }
-        out += '\'';
-      }
-      return out + ")";
-    }
   }
   return "unknown";
 }
@@ -469,6 +457,8 @@ Status ReadNumericString(const std::string& s, std::string_view column, const ch
   return Status::OK();
 }
 
+}  // namespace
+
 void IntegerRange(const SqlType& t, int64_t* lo, int64_t* hi) {
   int bits = 64;
   switch (t.id) {
@@ -487,8 +477,6 @@ void IntegerRange(const SqlType& t, int64_t* lo, int64_t* hi) {
     *hi = bits == 64 ? std::numeric_limits<int64_t>::max() : (int64_t{1} << (bits - 1)) - 1;
   }
 }
-
-}  // namespace
 
 Result<Value> CoerceToColumn(const Value& v, const SqlType& t, std::string_view column) {
   if (v.is_null()) return v;

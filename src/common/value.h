@@ -234,6 +234,11 @@ std::string FormatDouble(double d);
 // MySQL's text of a FLOAT: six significant digits, the same layout.
 std::string FormatFloat(float f);
 
+// The range [*lo, *hi] of integer column type `t` (TINYINT..BIGINT, signed
+// or UNSIGNED; BIGINT UNSIGNED holds 0..2^63-1 for now, values being signed
+// 64-bit).
+void IntegerRange(const SqlType& t, int64_t* lo, int64_t* hi);
+
 // Converts `v` to be stored in a column of type `t`: range-checks integers,
 // parses numeric strings, rounds DECIMAL to its scale, checks string lengths
 // (1406; characters for VARCHAR/CHAR, bytes for the binary kinds and

@@ -12,19 +12,11 @@
 namespace shale::exec {
 namespace {
 
-// The largest value of integer column type `t` (BIGINT UNSIGNED holds
-// 2^63-1 for now, as every integer value is signed 64-bit).
+// The largest value of integer column type `t`.
 int64_t IntegerMax(const SqlType& t) {
-  int bits = 64;
-  switch (t.id) {
-    case TypeId::kTinyInt: bits = 8; break;
-    case TypeId::kSmallInt: bits = 16; break;
-    case TypeId::kMediumInt: bits = 24; break;
-    case TypeId::kInt: bits = 32; break;
-    default: break;
-  }
-  if (bits == 64) return std::numeric_limits<int64_t>::max();
-  return t.is_unsigned ? (int64_t{1} << bits) - 1 : (int64_t{1} << (bits - 1)) - 1;
+  int64_t lo = 0, hi = 0;
+  IntegerRange(t, &lo, &hi);
+  return hi;
 }
 
 Status ReadFailed() {

@@ -1331,6 +1331,38 @@ Result<StatementResult> ApplyModify(Engine* engine, const PhysicalOperator& op, 
                                     uint64_t* matched_rows = nullptr);
 Result<StatementResult> ExecuteStackedModify(Engine* engine, const PhysicalOperator& op);
 
+// Reads every row `plan` yields as a locking read (InnoDB): inside a
+// transaction each row of table `lock_table_id` (0: of every table read) is
+// locked exclusively and read at its newest committed version, so
+// concurrent `SET n = n + 1` lose no increment.
+Status ReadRowsToWrite(Engine* engine, const PhysicalOperator& plan, uint64_t lock_table_id, std::vector<Row>* out) {
+  std::optional<txn::LockMode> saved_mode;
+  uint64_t saved_table = 0;
+  if (CurrentTxn()) {
+    saved_mode = t_statement->locking_read;
+    saved_table = t_statement->lock_table_id;
+    t_statement->locking_read = txn::LockMode::kExclusive;
+    t_statement->lock_table_id = lock_table_id;
+  }
+  auto drain = [&]() -> Status {
+    SHALE_ASSIGN_OR_RETURN(auto source, Build(engine, plan));
+    Row row;
+    while (true) {
+      SHALE_ASSIGN_OR_RETURN(bool more, source->Next(&row));
+      if (!more) break;
+      out->push_back(std::move(row));
+      row = Row();
+    }
+    return Status::OK();
+  };
+  Status drained = drain();
+  if (CurrentTxn()) {
+    t_statement->locking_read = saved_mode;
+    t_statement->lock_table_id = saved_table;
+  }
+  return drained;
+}
+
 Result<StatementResult> ExecuteModify(Engine* engine, const PhysicalOperator& op) {
   if (op.stacked_target) return ExecuteStackedModify(engine, op);
   const catalog::TableDef& table = *op.table;
@@ -1338,37 +1370,8 @@ Result<StatementResult> ExecuteModify(Engine* engine, const PhysicalOperator& op
   if (!CurrentTxn()) lock = std::unique_lock<std::mutex>(engine->TableWriteMutex(table.id));
   SHALE_RETURN_IF_ERROR(CheckTableUnchanged(engine, op));
 
-  // The target rows are read as a locking read (InnoDB): each is locked
-  // exclusively and read at its newest committed version, so concurrent
-  // `SET n = n + 1` lose no increment.
   std::vector<Row> targets;
-  {
-    std::optional<txn::LockMode> saved_mode;
-    uint64_t saved_table = 0;
-    if (CurrentTxn()) {
-      saved_mode = t_statement->locking_read;
-      saved_table = t_statement->lock_table_id;
-      t_statement->locking_read = txn::LockMode::kExclusive;
-      t_statement->lock_table_id = table.id;
-    }
-    auto drain = [&]() -> Status {
-      SHALE_ASSIGN_OR_RETURN(auto source, Build(engine, *op.children[0]));
-      Row row;
-      while (true) {
-        SHALE_ASSIGN_OR_RETURN(bool more, source->Next(&row));
-        if (!more) break;
-        targets.push_back(std::move(row));
-        row = Row();
-      }
-      return Status::OK();
-    };
-    Status drained = drain();
-    if (CurrentTxn()) {
-      t_statement->locking_read = saved_mode;
-      t_statement->lock_table_id = saved_table;
-    }
-    SHALE_RETURN_IF_ERROR(drained);
-  }
+  SHALE_RETURN_IF_ERROR(ReadRowsToWrite(engine, *op.children[0], table.id, &targets));
   return ApplyModify(engine, op, std::move(targets));
 }
 
@@ -1465,33 +1468,8 @@ Result<StatementResult> ExecuteStackedModify(Engine* engine, const PhysicalOpera
   }
   for (const PhysicalOperator* o : ops) SHALE_RETURN_IF_ERROR(CheckTableUnchanged(engine, *o));
   std::vector<Row> rows;
-  {
-    std::optional<txn::LockMode> saved_mode;
-    uint64_t saved_table = 0;
-    if (CurrentTxn()) {
-      saved_mode = t_statement->locking_read;
-      saved_table = t_statement->lock_table_id;
-      t_statement->locking_read = txn::LockMode::kExclusive;
-      t_statement->lock_table_id = 0;  // the rows of every table joined
-    }
-    auto drain = [&]() -> Status {
-      SHALE_ASSIGN_OR_RETURN(auto source, Build(engine, *rows_plan));
-      Row row;
-      while (true) {
-        SHALE_ASSIGN_OR_RETURN(bool more, source->Next(&row));
-        if (!more) break;
-        rows.push_back(std::move(row));
-        row = Row();
-      }
-      return Status::OK();
-    };
-    Status drained = drain();
-    if (CurrentTxn()) {
-      t_statement->locking_read = saved_mode;
-      t_statement->lock_table_id = saved_table;
-    }
-    SHALE_RETURN_IF_ERROR(drained);
-  }
+  // Lock table 0: the rows of every table joined.
+  SHALE_RETURN_IF_ERROR(ReadRowsToWrite(engine, *rows_plan, 0, &rows));
   uint64_t matched = 0;
   uint64_t changed = 0;
   for (const PhysicalOperator* o : ops) {
