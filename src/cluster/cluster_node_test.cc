@@ -1,6 +1,7 @@
 // ClusterNode over real gRPC on loopback, in one process: three nodes join,
 // a stale-epoch request from a non-member is refused, a stopped node is
 // removed, and a lone survivor reports no quorum (error 1047).
+#include "src/common/testing/wait_for.h"
 #include "src/cluster/cluster_node.h"
 
 #include <grpcpp/grpcpp.h>
@@ -68,14 +69,7 @@ struct TestNode {
   }
 };
 
-bool WaitFor(const std::function<bool()>& predicate, std::chrono::milliseconds limit) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (predicate()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return predicate();
-}
+using shale::testing::WaitFor;
 
 TEST(ClusterNodeTest, LoneNodeLeadsAtOnce) {
   TestNode n;

@@ -17,6 +17,7 @@
 
 #include <gtest/gtest.h>
 
+#include "src/common/testing/wait_for.h"
 #include "src/catalog/catalog_command.h"
 #include "src/cluster/cluster_node.h"
 #include "src/cluster/rpc_server.h"
@@ -116,14 +117,7 @@ struct MetaNode {
   }
 };
 
-bool WaitFor(const std::function<bool()>& predicate, std::chrono::milliseconds limit) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (predicate()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return predicate();
-}
+using shale::testing::WaitFor;
 
 class MetadataClusterTest : public ::testing::Test {
  protected:
