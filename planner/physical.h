@@ -75,6 +75,7 @@ enum class PhysicalKind : uint8_t {
   kIndexScan = 14,
   kApply = 15,
   kUnionAll = 16,
+  kLookupJoin = 17,
 };
 
 struct PhysicalOperator;
@@ -125,6 +126,12 @@ struct PhysicalOperator {
   // kApply, correlated: the subquery's logical plan (owned by the logical
   // plan this physical plan was made from, which outlives it).
   const sierra::LogicalOperator* subquery = nullptr;
+  // kLookupJoin: the right side as a logical plan whose key equalities read
+  // the left row through outer references; run per distinct left key with
+  // the left row substituted, so it plans to point gets / index ranges.
+  // `hash_keys` and `predicate` as for kHashJoin (the predicate is checked
+  // on the joined rows).
+  std::shared_ptr<const sierra::LogicalOperator> lookup;
 
   std::string Describe() const;
   // kSliceScan, kIndexScan: " points=N ordered reverse limit=N" as they apply.

@@ -452,6 +452,49 @@ std::vector<std::pair<ExprPtr, ExprPtr>> HashKeys(const ExprPtr& predicate, int 
   return keys;
 }
 
+// `e` (over a join's left rows) with its column references made outer
+// references to the same columns.
+ExprPtr ToOuterRefs(const ExprPtr& e) {
+  if (e->kind == ExprKind::kColumnRef && e->column >= 0) {
+    return sierra::OuterRef(e->column, e->name, e->type, e->nullable);
+  }
+  auto copy = std::make_shared<sierra::Expr>(*e);
+  for (ExprPtr& c : copy->children) c = ToOuterRefs(c);
+  return copy;
+}
+
+// Whether `op` yields at most a handful of rows whatever the data: a point
+// get, or a small LIMIT, under filters and projections. Without statistics
+// this is when a lookup join (one keyed read per left row) surely beats
+// reading the whole right side for a hash join.
+bool FewRows(const PhysicalOperator& op) {
+  switch (op.kind) {
+    case PhysicalKind::kPointGet: return true;
+    case PhysicalKind::kLimit: return op.limit <= 100 || FewRows(*op.children[0]);
+    case PhysicalKind::kFilter:
+    case PhysicalKind::kProject: return FewRows(*op.children[0]);
+    default: return false;
+  }
+}
+
+// Whether some representation of `table` (its primary key or an index)
+// starts with a column that one of the join's right key expressions is, so
+// a lookup by the left row's keys reads a key range, not the whole table.
+bool KeysLeadARepresentation(const catalog::TableDef& table,
+                             const std::vector<std::pair<ExprPtr, ExprPtr>>& keys) {
+  auto keyed = [&](int column) {
+    for (const auto& [l, r] : keys) {
+      if (r->kind == ExprKind::kColumnRef && r->column == column) return true;
+    }
+    return false;
+  };
+  if (!table.primary.key_columns.empty() && keyed(static_cast<int>(table.primary.key_columns[0]))) return true;
+  for (const auto& index : table.indexes) {
+    if (!index.key_columns.empty() && keyed(static_cast<int>(index.key_columns[0]))) return true;
+  }
+  return false;
+}
+
 PhysicalPtr Make(PhysicalKind kind, const LogicalOperator& from) {
   auto op = std::make_unique<PhysicalOperator>();
   op->kind = kind;
@@ -493,14 +536,41 @@ Result<PhysicalPtr> Plan(const LogicalOperator& logical) {
     case LogicalKind::kJoin: {
       const int left_width = static_cast<int>(logical.children[0]->columns.size());
       auto keys = HashKeys(logical.predicate, left_width);
+      SHALE_ASSIGN_OR_RETURN(auto left, Plan(*logical.children[0]));
+      const LogicalOperator& right = *logical.children[1];
+      const LogicalOperator* right_scan =
+          right.kind == LogicalKind::kScan ? &right
+          : right.kind == LogicalKind::kFilter && right.children[0]->kind == LogicalKind::kScan ? right.children[0].get()
+                                                                                              : nullptr;
+      if (!keys.empty() && right_scan && FewRows(*left) && !sierra::HasOuterRefs(right) &&
+          KeysLeadARepresentation(*right_scan->table, keys)) {
+        // Index-lookup join: the right rows matching each left row's keys.
+        auto op = Make(PhysicalKind::kLookupJoin, logical);
+        op->join_kind = logical.join_kind;
+        op->predicate = logical.predicate;
+        ExprPtr on;
+        for (const auto& [l, r] : keys) {
+          ExprPtr eq = sierra::Expr::Compare(CompareOp::kEq, r, ToOuterRefs(l));
+          on = on ? sierra::Expr::Logical(ExprKind::kAnd, on, eq) : eq;
+        }
+        // One Filter right over the Scan, so the access path sees the keys.
+        if (right.kind == LogicalKind::kFilter) {
+          op->lookup = LogicalOperator::Filter(right.children[0]->Clone(),
+                                               sierra::Expr::Logical(ExprKind::kAnd, right.predicate, on));
+        } else {
+          op->lookup = LogicalOperator::Filter(right.Clone(), on);
+        }
+        op->hash_keys = std::move(keys);
+        op->children.push_back(std::move(left));
+        return op;
+      }
       auto op = Make(keys.empty() ? PhysicalKind::kNestedLoopJoin : PhysicalKind::kHashJoin, logical);
       op->join_kind = logical.join_kind;
       op->predicate = logical.predicate;
       op->hash_keys = std::move(keys);
-      for (const auto& child : logical.children) {
-        SHALE_ASSIGN_OR_RETURN(auto c, Plan(*child));
-        op->children.push_back(std::move(c));
-      }
+      op->children.push_back(std::move(left));
+      SHALE_ASSIGN_OR_RETURN(auto r, Plan(right));
+      op->children.push_back(std::move(r));
       return op;
     }
     case LogicalKind::kApply: {
@@ -651,6 +721,17 @@ std::string PhysicalOperator::Describe() const {
       return "Hash" + sierra::DescribeAggregate(group_by, aggregates);
     case PhysicalKind::kNestedLoopJoin:
       return "NestedLoop" + sierra::DescribeJoin(join_kind, predicate);
+    case PhysicalKind::kLookupJoin: {
+      std::string keys;
+      for (size_t i = 0; i < hash_keys.size(); ++i) {
+        keys += fmt::format("{}{} = right {}", i ? ", " : "", hash_keys[i].first->ToString(),
+                            hash_keys[i].second->ToString());
+      }
+      const LogicalOperator* scan = lookup.get();
+      while (scan->kind != LogicalKind::kScan && !scan->children.empty()) scan = scan->children[0].get();
+      return fmt::format("Lookup{} keys=[{}] into {}.{}", sierra::DescribeJoin(join_kind, predicate), keys,
+                         scan->table ? scan->table->db : "", scan->table ? scan->table->name : "");
+    }
     case PhysicalKind::kHashJoin: {
       std::string keys;
       for (size_t i = 0; i < hash_keys.size(); ++i) {

@@ -567,6 +567,47 @@ TEST_F(PlannerTest, AggregateAndJoin) {
             "keys=[#1:b = right #0:k, (#0:a + 1) = right #1:v]");
 }
 
+TEST_F(PlannerTest, FewLeftRowsMakeALookupJoin) {
+  // A point get on the left: each right match is read by its key.
+  auto p = PlanSql("SELECT * FROM t JOIN c ON c.a = t.n WHERE t.id = 3");
+  ASSERT_TRUE(p);
+  const PhysicalOperator* join = p->children[0].get();
+  ASSERT_EQ(join->kind, PhysicalKind::kLookupJoin);
+  ASSERT_EQ(join->children.size(), 1u);
+  EXPECT_EQ(join->children[0]->children[0]->kind, PhysicalKind::kPointGet);
+  ASSERT_TRUE(join->lookup);
+  EXPECT_EQ(join->Describe(), "LookupJoin on (#3:a = #2:n) keys=[#2:n = right #0:a] into db.c");
+  // With the left row's value substituted the right side is a key range of c.
+  sierra::LogicalPtr bound =
+      sierra::SubstituteOuter(*join->lookup, {Value::Int(3), Value::String("x"), Value::Int(7)});
+  auto right = Plan(*bound);
+  ASSERT_TRUE(right.ok()) << right.status().ToString();
+  const PhysicalOperator* parent = nullptr;
+  const PhysicalOperator* access = Access(right->get(), &parent);
+  ASSERT_TRUE(access);
+  EXPECT_EQ(access->kind, PhysicalKind::kSliceScan);
+  EXPECT_EQ(access->slices.size(), 1u);  // the leading key column is fixed
+  EXPECT_TRUE(access->range.has_start);
+
+  // A LEFT join, and an index leading with the key column.
+  auto left = PlanSql("SELECT * FROM t LEFT JOIN s ON s.k = t.name WHERE t.id = 1");
+  ASSERT_TRUE(left);
+  EXPECT_EQ(left->children[0]->kind, PhysicalKind::kLookupJoin);
+  EXPECT_EQ(left->children[0]->join_kind, sierra::JoinKind::kLeft);
+  auto index = PlanSql("SELECT * FROM t JOIN ix ON ix.a = t.n WHERE t.id = 1");
+  ASSERT_TRUE(index);
+  EXPECT_EQ(index->children[0]->kind, PhysicalKind::kLookupJoin);
+  // No key or index leads with the right column: each lookup would read the
+  // whole table, so a hash join reads it once.
+  auto unkeyed = PlanSql("SELECT * FROM t JOIN s ON s.v = t.n WHERE t.id = 1");
+  ASSERT_TRUE(unkeyed);
+  EXPECT_EQ(unkeyed->children[0]->kind, PhysicalKind::kHashJoin);
+  // Many left rows: a hash join reads the right side once.
+  auto many = PlanSql("SELECT * FROM t JOIN c ON c.a = t.n WHERE t.n > 3");
+  ASSERT_TRUE(many);
+  EXPECT_EQ(many->children[0]->kind, PhysicalKind::kHashJoin);
+}
+
 TEST_F(PlannerTest, OrderByLimitReadsInKeyOrder) {
   // Equality on the index's first column, ORDER BY the second DESC.
   plan_ = PlanSql("SELECT id FROM ix WHERE a = 5 ORDER BY b DESC LIMIT 10");

@@ -30,7 +30,10 @@ Status OutOfRange(const Expr& e) {
                   e.ToString());
 }
 
-Value DivisionByZero() {
+thread_local bool t_division_by_zero_error = false;
+
+Result<Value> DivisionByZero() {
+  if (t_division_by_zero_error) return SqlError(ErrorCode::kDivisionByZero, "Division by 0");
   PushWarning("Warning", static_cast<uint16_t>(ErrorCode::kDivisionByZero), "Division by 0");
   return Value::Null();
 }
@@ -137,6 +140,12 @@ Result<Value> EvaluateArith(const Expr& e, const Value& l, const Value& r) {
 }
 
 }  // namespace
+
+ScopedDivisionByZeroError::ScopedDivisionByZeroError(bool on) : previous_(t_division_by_zero_error) {
+  t_division_by_zero_error = on;
+}
+
+ScopedDivisionByZeroError::~ScopedDivisionByZeroError() { t_division_by_zero_error = previous_; }
 
 Result<Value> ConvertToType(const Value& v, const SqlType& t) {
   if (v.is_null()) return v;

@@ -21,6 +21,21 @@ namespace shale::sierra {
 // Errors: ER_DATA_OUT_OF_RANGE (1690) on BIGINT overflow.
 Result<Value> Evaluate(const Expr& e, const Row& row);
 
+// While alive (with `on`), a division or MOD by zero evaluated on this
+// thread fails with ER_DIVISION_BY_ZERO (1365) instead of giving NULL with
+// that warning: MySQL's strict sql_mode with ERROR_FOR_DIVISION_BY_ZERO, for
+// INSERT, REPLACE and UPDATE (not IGNORE, not DELETE or SELECT).
+class ScopedDivisionByZeroError {
+ public:
+  explicit ScopedDivisionByZeroError(bool on);
+  ~ScopedDivisionByZeroError();
+  ScopedDivisionByZeroError(const ScopedDivisionByZeroError&) = delete;
+  ScopedDivisionByZeroError& operator=(const ScopedDivisionByZeroError&) = delete;
+
+ private:
+  bool previous_;
+};
+
 // Whether `v` counts as true in a WHERE clause (non-NULL and non-zero).
 bool IsTrue(const Value& v);
 

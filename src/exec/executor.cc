@@ -661,35 +661,14 @@ class HashAggregateSource : public RowSource {
   MemoryReservation memory_{StatementMemory()};
 };
 
-// Joins by scanning the (materialized) right input once per left row, or
-// with hash keys only the right rows whose keys equal the left row's.
-class NestedLoopJoinSource : public RowSource {
+// What every join shares: for each left row, the joined rows with the
+// right rows Candidates() names that pass the ON predicate, and for a LEFT
+// join the left row with NULLs when none does. Subclasses say where the
+// candidates come from.
+class JoinSource : public RowSource {
  public:
-  NestedLoopJoinSource(const PhysicalOperator& op, std::unique_ptr<RowSource> left,
-                       std::unique_ptr<RowSource> right)
-      : op_(op), left_(std::move(left)), right_(std::move(right)) {}
-  Result<bool> Next(Row* row) override {
-    if (!right_read_) {
-      Row r;
-      while (true) {
-        SHALE_ASSIGN_OR_RETURN(bool more, right_->Next(&r));
-        if (!more) break;
-        uint64_t bytes = RowBytes(r) + sizeof(size_t);
-        if (!op_.hash_keys.empty()) {
-          SHALE_ASSIGN_OR_RETURN(std::optional<std::string> key, HashKey(r, /*left=*/false));
-          if (key) {
-            bytes += key->capacity() + kHashEntryBytes;
-            buckets_[*key].push_back(right_rows_.size());
-          }
-        }
-        SHALE_RETURN_IF_ERROR(memory_.Grow(bytes, op_.hash_keys.empty() ? "#sql-join-buffer" : "#sql-hash-join"));
-        right_rows_.push_back(std::move(r));
-        r = Row();
-      }
-      right_read_ = true;
-      right_width_ = op_.children[1]->columns.size();
-      for (size_t i = 0; i < right_rows_.size(); ++i) all_.push_back(i);
-    }
+  Result<bool> Next(Row* row) final {
+    SHALE_RETURN_IF_ERROR(Prepare());
     while (true) {
       if (!have_left_) {
         SHALE_ASSIGN_OR_RETURN(bool more, left_->Next(&left_row_));
@@ -697,17 +676,11 @@ class NestedLoopJoinSource : public RowSource {
         have_left_ = true;
         matched_ = false;
         next_right_ = 0;
-        candidates_ = &all_;
-        if (!op_.hash_keys.empty()) {
-          static const std::vector<size_t> kNone;
-          SHALE_ASSIGN_OR_RETURN(std::optional<std::string> key, HashKey(left_row_, /*left=*/true));
-          auto it = key ? buckets_.find(*key) : buckets_.end();
-          candidates_ = it == buckets_.end() ? &kNone : &it->second;
-        }
+        SHALE_RETURN_IF_ERROR(FindCandidates());
       }
-      while (next_right_ < candidates_->size()) {
+      while (next_right_ < CandidateCount()) {
         SHALE_RETURN_IF_ERROR(CheckInterrupted());
-        const Row& right = right_rows_[(*candidates_)[next_right_++]];
+        const Row& right = Candidate(next_right_++);
         *row = left_row_;
         row->insert(row->end(), right.begin(), right.end());
         if (!op_.predicate) {
@@ -729,7 +702,72 @@ class NestedLoopJoinSource : public RowSource {
     }
   }
 
+ protected:
+  JoinSource(const PhysicalOperator& op, std::unique_ptr<RowSource> left)
+      : op_(op), left_(std::move(left)), right_width_(op.columns.size() - op.children[0]->columns.size()) {}
+  // Called before each row; reads what the join needs once.
+  virtual Status Prepare() { return Status::OK(); }
+  // Sets the candidates for left_row_.
+  virtual Status FindCandidates() = 0;
+  virtual size_t CandidateCount() const = 0;
+  virtual const Row& Candidate(size_t i) const = 0;
+
+  const PhysicalOperator& op_;
+  std::unique_ptr<RowSource> left_;
+  const size_t right_width_;
+  Row left_row_;
+
  private:
+  bool have_left_ = false;
+  bool matched_ = false;
+  size_t next_right_ = 0;
+};
+
+// Joins by scanning the (materialized) right input once per left row, or
+// with hash keys only the right rows whose keys equal the left row's.
+class NestedLoopJoinSource : public JoinSource {
+ public:
+  NestedLoopJoinSource(const PhysicalOperator& op, std::unique_ptr<RowSource> left,
+                       std::unique_ptr<RowSource> right)
+      : JoinSource(op, std::move(left)), right_(std::move(right)) {}
+
+ private:
+  Status Prepare() override {
+    if (right_read_) return Status::OK();
+    Row r;
+    while (true) {
+      SHALE_ASSIGN_OR_RETURN(bool more, right_->Next(&r));
+      if (!more) break;
+      uint64_t bytes = RowBytes(r) + sizeof(size_t);
+      if (!op_.hash_keys.empty()) {
+        SHALE_ASSIGN_OR_RETURN(std::optional<std::string> key, HashKey(r, /*left=*/false));
+        if (key) {
+          bytes += key->capacity() + kHashEntryBytes;
+          buckets_[*key].push_back(right_rows_.size());
+        }
+      }
+      SHALE_RETURN_IF_ERROR(memory_.Grow(bytes, op_.hash_keys.empty() ? "#sql-join-buffer" : "#sql-hash-join"));
+      right_rows_.push_back(std::move(r));
+      r = Row();
+    }
+    right_read_ = true;
+    for (size_t i = 0; i < right_rows_.size(); ++i) all_.push_back(i);
+    return Status::OK();
+  }
+
+  Status FindCandidates() override {
+    candidates_ = &all_;
+    if (!op_.hash_keys.empty()) {
+      static const std::vector<size_t> kNone;
+      SHALE_ASSIGN_OR_RETURN(std::optional<std::string> key, HashKey(left_row_, /*left=*/true));
+      auto it = key ? buckets_.find(*key) : buckets_.end();
+      candidates_ = it == buckets_.end() ? &kNone : &it->second;
+    }
+    return Status::OK();
+  }
+  size_t CandidateCount() const override { return candidates_->size(); }
+  const Row& Candidate(size_t i) const override { return right_rows_[(*candidates_)[i]]; }
+
   // The encoded hash-key values of a left or right row; nullopt when one is
   // NULL (an equality with NULL is never true).
   Result<std::optional<std::string>> HashKey(const Row& row, bool left) {
@@ -746,19 +784,12 @@ class NestedLoopJoinSource : public RowSource {
     return std::optional<std::string>(std::move(key));
   }
 
-  const PhysicalOperator& op_;
-  std::unique_ptr<RowSource> left_;
   std::unique_ptr<RowSource> right_;
   std::vector<Row> right_rows_;
   std::unordered_map<std::string, std::vector<size_t>> buckets_;  // hash key -> right rows
   std::vector<size_t> all_;                                       // every right row
   const std::vector<size_t>* candidates_ = &all_;
-  size_t right_width_ = 0;
   bool right_read_ = false;
-  Row left_row_;
-  bool have_left_ = false;
-  bool matched_ = false;
-  size_t next_right_ = 0;
   MemoryReservation memory_{StatementMemory()};
 };
 
@@ -781,6 +812,43 @@ Result<std::vector<Row>> Drain(RowSource* source) {
   return rows;
 }
 
+// The rows of a plan with outer references, per outer row: the plan with
+// the row's values substituted is planned (so key predicates become point
+// gets and index ranges) and run once per key, and the rows kept by key
+// within the statement's memory budget — emptied past kMaxEntries or when
+// the budget is full; one result over the whole budget is 1114 naming
+// `table`.
+class OuterResultCache {
+ public:
+  OuterResultCache(Engine* engine, const sierra::LogicalOperator* plan, const char* table)
+      : engine_(engine), plan_(plan), table_(table) {}
+
+  Result<const std::vector<Row>*> Get(std::string key, const Row& outer) {
+    auto it = entries_.find(key);
+    if (it != entries_.end()) return &it->second;
+    sierra::LogicalPtr logical = sierra::SubstituteOuter(*plan_, outer);
+    SHALE_ASSIGN_OR_RETURN(auto physical, planner::Plan(*logical));
+    SHALE_ASSIGN_OR_RETURN(auto source, Build(engine_, *physical));
+    SHALE_ASSIGN_OR_RETURN(std::vector<Row> rows, Drain(source.get()));
+    const uint64_t bytes = RowsBytes(rows) + key.capacity() + kHashEntryBytes;
+    if (entries_.size() > kMaxEntries || !memory_.TryGrow(bytes)) {
+      entries_.clear();
+      memory_.ReleaseAll();
+      SHALE_RETURN_IF_ERROR(memory_.Grow(bytes, table_));
+    }
+    return &entries_.emplace(std::move(key), std::move(rows)).first->second;
+  }
+
+ private:
+  static constexpr size_t kMaxEntries = 100000;
+
+  Engine* engine_;
+  const sierra::LogicalOperator* plan_;
+  const char* table_;
+  std::unordered_map<std::string, std::vector<Row>> entries_;  // key -> rows
+  MemoryReservation memory_{StatementMemory()};                // the rows held
+};
+
 // Each input row with the value of a subquery appended (sierra kApply). An
 // uncorrelated subquery runs once; a correlated one runs per distinct set
 // of outer values (memoized), re-planned with the values substituted, so
@@ -788,7 +856,7 @@ Result<std::vector<Row>> Drain(RowSource* source) {
 class ApplySource : public RowSource {
  public:
   ApplySource(Engine* engine, const PhysicalOperator& op, std::unique_ptr<RowSource> child)
-      : engine_(engine), op_(op), child_(std::move(child)) {}
+      : engine_(engine), op_(op), child_(std::move(child)), memo_(engine, op.subquery, "#sql-subquery") {}
   Result<bool> Next(Row* row) override {
     SHALE_ASSIGN_OR_RETURN(bool more, child_->Next(row));
     if (!more) return false;
@@ -804,23 +872,7 @@ class ApplySource : public RowSource {
     } else {
       std::string key;
       EncodeRow(*row, &key);
-      auto it = memo_.find(key);
-      if (it == memo_.end()) {
-        sierra::LogicalPtr logical = sierra::SubstituteOuter(*op_.subquery, *row);
-        SHALE_ASSIGN_OR_RETURN(auto physical, planner::Plan(*logical));
-        SHALE_ASSIGN_OR_RETURN(auto sub, Build(engine_, *physical));
-        SHALE_ASSIGN_OR_RETURN(std::vector<Row> rows, Drain(sub.get()));
-        // The memo is a cache: over its size or the memory budget it starts
-        // again empty; one result over the budget fails the statement.
-        const uint64_t bytes = RowsBytes(rows) + key.capacity() + kHashEntryBytes;
-        if (memo_.size() > kMaxMemo || !memory_.TryGrow(bytes)) {
-          memo_.clear();
-          memory_.ReleaseAll();
-          SHALE_RETURN_IF_ERROR(memory_.Grow(bytes, "#sql-subquery"));
-        }
-        it = memo_.emplace(std::move(key), std::move(rows)).first;
-      }
-      result = &it->second;
+      SHALE_ASSIGN_OR_RETURN(result, memo_.Get(std::move(key), *row));
     }
     SHALE_ASSIGN_OR_RETURN(Value v, Compute(*row, *result));
     row->push_back(std::move(v));
@@ -828,8 +880,6 @@ class ApplySource : public RowSource {
   }
 
  private:
-  static constexpr size_t kMaxMemo = 100000;
-
   Result<Value> Compute(const Row& row, const std::vector<Row>& rows) {
     using sierra::ApplyKind;
     switch (op_.apply_kind) {
@@ -869,8 +919,43 @@ class ApplySource : public RowSource {
   const PhysicalOperator& op_;
   std::unique_ptr<RowSource> child_;
   std::optional<std::vector<Row>> uncorrelated_;
-  std::unordered_map<std::string, std::vector<Row>> memo_;  // outer row -> subquery rows
-  MemoryReservation memory_{StatementMemory()};             // the rows held above
+  MemoryReservation memory_{StatementMemory()};  // uncorrelated_
+  OuterResultCache memo_;                        // correlated: outer row -> subquery rows
+};
+
+// Index-lookup join: for each left row, the right rows whose keys equal its
+// keys, read by planning the right side with the left row substituted
+// (planner kLookupJoin: a point get or index range per distinct left key,
+// cached like a correlated subquery's results).
+class LookupJoinSource : public JoinSource {
+ public:
+  LookupJoinSource(Engine* engine, const PhysicalOperator& op, std::unique_ptr<RowSource> left)
+      : JoinSource(op, std::move(left)), matches_by_key_(engine, op.lookup.get(), "#sql-join-buffer") {}
+
+ private:
+  Status FindCandidates() override {
+    SHALE_ASSIGN_OR_RETURN(matches_, Matches());
+    return Status::OK();
+  }
+  size_t CandidateCount() const override { return matches_->size(); }
+  const Row& Candidate(size_t i) const override { return (*matches_)[i]; }
+
+  // The right rows for left_row_'s keys (none when a key is NULL).
+  Result<const std::vector<Row>*> Matches() {
+    static const std::vector<Row> kNone;
+    Row keys;
+    for (const auto& key : op_.hash_keys) {
+      SHALE_ASSIGN_OR_RETURN(Value v, sierra::Evaluate(*key.first, left_row_));
+      if (v.is_null()) return &kNone;
+      keys.push_back(std::move(v));
+    }
+    std::string encoded;
+    EncodeRow(keys, &encoded);
+    return matches_by_key_.Get(std::move(encoded), left_row_);
+  }
+
+  OuterResultCache matches_by_key_;  // left keys -> right rows
+  const std::vector<Row>* matches_ = nullptr;
 };
 
 class UnionAllSource : public RowSource {
@@ -931,6 +1016,8 @@ Result<std::unique_ptr<RowSource>> Build(Engine* engine, const PhysicalOperator&
     }
     case PhysicalKind::kApply:
       return std::unique_ptr<RowSource>(new ApplySource(engine, op, std::move(child)));
+    case PhysicalKind::kLookupJoin:
+      return std::unique_ptr<RowSource>(new LookupJoinSource(engine, op, std::move(child)));
     case PhysicalKind::kUnionAll:
     case PhysicalKind::kInsert:
     case PhysicalKind::kUpdate:
@@ -1597,8 +1684,15 @@ InterruptScope::InterruptScope(const std::atomic<bool>* flag) : previous_(t_inte
 InterruptScope::~InterruptScope() { t_interrupt = previous_; }
 
 Result<StatementResult> ExecutePlan(Engine* engine, const PhysicalOperator& plan) {
-  if (plan.kind == PhysicalKind::kInsert) return ExecuteInsert(engine, plan);
+  // Strict mode with ERROR_FOR_DIVISION_BY_ZERO: INSERT (not IGNORE),
+  // REPLACE and UPDATE fail on a division by zero; DELETE and SELECT warn.
+  const bool division_error = t_statement != nullptr && t_statement->division_by_zero_error;
+  if (plan.kind == PhysicalKind::kInsert) {
+    sierra::ScopedDivisionByZeroError scope(division_error && plan.insert_conflict != sierra::InsertConflict::kIgnore);
+    return ExecuteInsert(engine, plan);
+  }
   if (plan.kind == PhysicalKind::kUpdate || plan.kind == PhysicalKind::kDelete) {
+    sierra::ScopedDivisionByZeroError scope(division_error && plan.kind == PhysicalKind::kUpdate);
     return ExecuteModify(engine, plan);
   }
   SHALE_ASSIGN_OR_RETURN(auto source, Build(engine, plan));
@@ -1703,6 +1797,7 @@ std::optional<uint64_t> EstimateRows(Engine* engine, const PhysicalOperator& op)
       auto in = child(0);
       return in ? std::min(*in, op.limit) : op.limit;
     }
+    case PhysicalKind::kLookupJoin: return std::nullopt;  // per left row, unknown
     case PhysicalKind::kNestedLoopJoin:
     case PhysicalKind::kHashJoin: {
       auto l = child(0), r = child(1);

@@ -60,6 +60,10 @@ struct StatementContext {
   // not fit its column fails the statement; otherwise INSERT and UPDATE
   // store it adjusted with a warning (CoerceToColumnNonStrict).
   bool strict_mode = true;
+  // strict_mode and sql_mode has ERROR_FOR_DIVISION_BY_ZERO (or
+  // TRADITIONAL): INSERT, REPLACE and UPDATE fail with 1365 on a division by
+  // zero (sierra::ScopedDivisionByZeroError).
+  bool division_by_zero_error = true;
   // The statement's memory budget (shale_query_memory_limit,
   // src/exec/memory_budget.h) and the directory sorts spill runs to
   // (<data dir>/tmp). Null: no limit.

@@ -420,6 +420,7 @@ Result<StatementResult> Session::RunInTransaction(const std::function<Result<Sta
   context.interrupt = &interrupted_;
   context.written_tables = tables;
   context.strict_mode = StrictSqlMode();
+  context.division_by_zero_error = context.strict_mode && SqlModeHas("ERROR_FOR_DIVISION_BY_ZERO");
   auto limit = variables_.find("shale_query_memory_limit");
   MemoryBudget memory(limit != variables_.end() && limit->second.is_int() ? limit->second.as_int() : 0);
   context.memory = &memory;
@@ -592,13 +593,17 @@ Result<StatementResult> Session::ExecuteStatement(const ast::Statement& stmt,
 }
 
 bool Session::StrictSqlMode() const {
+  return SqlModeHas("STRICT_TRANS_TABLES") || SqlModeHas("STRICT_ALL_TABLES");
+}
+
+bool Session::SqlModeHas(std::string_view flag) const {
   auto it = variables_.find("sql_mode");
-  if (it == variables_.end() || it->second.is_null()) return true;
+  if (it == variables_.end() || it->second.is_null()) return true;  // the default has every flag asked for
   std::string mode = it->second.ToText();
   for (char& c : mode) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  // SET sql_mode = TRADITIONAL is kept as written; it implies STRICT_*.
-  return mode.find("STRICT_TRANS_TABLES") != std::string::npos ||
-         mode.find("STRICT_ALL_TABLES") != std::string::npos || mode.find("TRADITIONAL") != std::string::npos;
+  // SET sql_mode = TRADITIONAL is kept as written; it implies the strict
+  // flags and ERROR_FOR_DIVISION_BY_ZERO.
+  return mode.find(flag) != std::string::npos || mode.find("TRADITIONAL") != std::string::npos;
 }
 
 Status Session::AfterAutoIncrementStatement(const ast::Statement& stmt) {

@@ -240,6 +240,9 @@ class Session {
   Status AfterAutoIncrementStatement(const sql::ast::Statement& stmt);
   // sql_mode holds STRICT_TRANS_TABLES, STRICT_ALL_TABLES or TRADITIONAL.
   bool StrictSqlMode() const;
+  // Whether the session's sql_mode names `flag` (upper case; TRADITIONAL
+  // implies every flag asked for here).
+  bool SqlModeHas(std::string_view flag) const;
   sql::BindContext MakeBindContext(const std::map<std::string, Value>* globals) const;
   // Runs a SELECT SQL_CALC_FOUND_ROWS plan: without its LIMIT, counting
   // every row into found_rows_, then applies the LIMIT.

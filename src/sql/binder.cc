@@ -85,6 +85,29 @@ struct AggregateBinding {
   bool inside_call = false;                  // binding an aggregate's argument
   // Select-list aliases HAVING may name: alias -> bound output expression.
   std::vector<std::pair<std::string, ExprPtr>> aliases;
+
+  // The output column of aggregate `call` (named `name`), added unless an
+  // equal call is there already.
+  int CallColumn(const sierra::AggregateCall& call, const std::string& name) {
+    const std::string key = call.ToString();
+    size_t index = 0;
+    while (index < calls.size() && calls[index].ToString() != key) ++index;
+    if (index == calls.size()) {
+      calls.push_back(call);
+      call_names.push_back(name);
+    }
+    return static_cast<int>(group_by.size() + index);
+  }
+  // The output column holding `arg`'s value in the group's first row (an
+  // ANY_VALUE call).
+  int AnyValueColumn(const ExprPtr& arg, const std::string& name) {
+    sierra::AggregateCall call;
+    call.kind = sierra::AggregateKind::kAnyValue;
+    call.arg = arg;
+    call.type = arg->type;
+    call.nullable = arg->nullable;
+    return CallColumn(call, name);
+  }
 };
 
 // The smallest and largest column positions `e` reads (min > max: none).
@@ -1193,15 +1216,7 @@ Result<ExprPtr> Binder::BindAggregateCall(const ast::Expr& e) {
       call.type = call.arg->type;
       break;
   }
-  std::string key = call.ToString();
-  size_t index = 0;
-  while (index < agg_->calls.size() && agg_->calls[index].ToString() != key) ++index;
-  if (index == agg_->calls.size()) {
-    agg_->calls.push_back(call);
-    agg_->call_names.push_back(e.text);
-  }
-  return Expr::ColumnRef(static_cast<int>(agg_->group_by.size() + index), e.text, call.type,
-                         call.nullable);
+  return Expr::ColumnRef(agg_->CallColumn(call, e.text), e.text, call.type, call.nullable);
 }
 
 Result<ExprPtr> Binder::BindGrouped(const ast::Expr& e, const char* clause) {
@@ -1234,20 +1249,7 @@ Result<ExprPtr> Binder::BindGrouped(const ast::Expr& e, const char* clause) {
   if (e.kind == ast::ExprKind::kColumn) {
     // Neither grouped nor aggregated: the value from the group's first row
     // (MariaDB's default; MySQL's ONLY_FULL_GROUP_BY would refuse it).
-    sierra::AggregateCall call;
-    call.kind = sierra::AggregateKind::kAnyValue;
-    call.arg = b;
-    call.type = b->type;
-    call.nullable = b->nullable;
-    std::string call_key = call.ToString();
-    size_t index = 0;
-    while (index < agg->calls.size() && agg->calls[index].ToString() != call_key) ++index;
-    if (index == agg->calls.size()) {
-      agg->calls.push_back(call);
-      agg->call_names.push_back(e.text);
-    }
-    return Expr::ColumnRef(static_cast<int>(agg->group_by.size() + index), b->name, b->type,
-                           b->nullable);
+    return Expr::ColumnRef(agg->AnyValueColumn(b, e.text), b->name, b->type, b->nullable);
   }
   return ExprPtr();  // a composite: bind its parts one by one
 }
@@ -1518,19 +1520,7 @@ int Binder::GroupRowColumn(int column) {
     if (g->kind == sierra::ExprKind::kColumnRef && g->column == column) return static_cast<int>(i);
   }
   const ColumnInfo& info = agg->input.source->columns[column];
-  sierra::AggregateCall call;
-  call.kind = sierra::AggregateKind::kAnyValue;
-  call.arg = Expr::ColumnRef(column, info.name, info.type, info.nullable);
-  call.type = info.type;
-  call.nullable = info.nullable;
-  std::string key = call.ToString();
-  size_t index = 0;
-  while (index < agg->calls.size() && agg->calls[index].ToString() != key) ++index;
-  if (index == agg->calls.size()) {
-    agg->calls.push_back(call);
-    agg->call_names.push_back(info.name);
-  }
-  return static_cast<int>(agg->group_by.size() + index);
+  return agg->AnyValueColumn(Expr::ColumnRef(column, info.name, info.type, info.nullable), info.name);
 }
 
 Result<ExprPtr> Binder::BindExpr(const ast::Expr& e, const Scope& scope) {
