@@ -41,6 +41,8 @@ constexpr const char* kUsage = R"(Usage: shaled [options]
   --wal-segment-mb=N     WAL segment file size (default 16)
   --checkpoint-interval-ms=N  background checkpoint period, 0 = off (default 30000)
   --checkpoint-wal-mb=N  also checkpoint once this much WAL is written (default 64)
+  --checkpoint-spill-mb=N  also checkpoint once this many MiB of changed pages wait
+                         in the spill file, which bounds it; 0 = no bound (default 1024)
   --verify-pages-at-start=ON|OFF
                          read and check every data page and slice tree at start,
                          refusing to start on damage (default OFF)
@@ -182,6 +184,12 @@ Status Apply(const std::string& raw_name, const std::string& value, NodeOptions*
     uint64_t mb = 0;
     SHALE_RETURN_IF_ERROR(ParseNumber<uint64_t>(name, value, 1, 1u << 20, &mb));
     so.checkpoint_wal_bytes = mb << 20;
+    return Status::OK();
+  }
+  if (name == "checkpoint-spill-mb") {
+    uint64_t mb = 0;
+    SHALE_RETURN_IF_ERROR(ParseNumber<uint64_t>(name, value, 0, 1u << 20, &mb));
+    so.checkpoint_spill_bytes = mb << 20;
     return Status::OK();
   }
   if (name == "verify-pages-at-start") return ParseBool(name, value, &so.verify_at_open);

@@ -60,6 +60,8 @@ struct NodeOptions {
   //   wal-segment-mb          WAL segment size. Default: 16
   //   checkpoint-interval-ms  background checkpoint period, 0 = off. Default: 30000
   //   checkpoint-wal-mb       also checkpoint after this much WAL. Default: 64
+  //   checkpoint-spill-mb     also checkpoint once this many MiB of changed pages
+  //                           wait in the spill file (0 = no bound). Default: 1024
   //   verify-pages-at-start   check every page and tree at start (ON/OFF). Default: OFF
   storage::SliceStoreOptions storage;
 };

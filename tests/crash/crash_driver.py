@@ -36,8 +36,11 @@ no transaction is half there). Deadlock victims (1213) retry.
 server is started with SHALE_TEST_KILL_AT=<point>:<n> (storage/kill_point.h)
 and SIGKILLs itself the n-th time it passes that point -- half way through
 writing a checkpoint's double-write file, half way through its in-place page
-writes, between those and the meta page, or right after a page flush to the
-spill file -- or, if it has not died within the round, is killed as usual.
+writes, between those and the meta page, right after a page flush to the
+spill file, in the copy-on-write capture of a running checkpoint (a writer
+copying a page owed to it, or the checkpoint's own pass over the pool) --
+or, if it has not died within the round, is killed as usual. The points are
+taken in turn (from a shuffled list), so --rounds >= 6 arms every one.
 A kill point may also fire in the checkpoint that ends recovery; the driver
 then starts the server again (a crash during recovery).
 
@@ -321,7 +324,10 @@ def main():
         print("FAIL: " + msg, flush=True)
 
     acked = {}  # client -> {group -> version (None: deleted)}; each client thread owns its dict
-    kill_points = ["checkpoint-dw", "checkpoint-inplace", "checkpoint-meta", "spill-write"]
+    kill_points = ["checkpoint-dw", "checkpoint-inplace", "checkpoint-meta", "spill-write",
+                   "checkpoint-cow", "checkpoint-capture"]
+    rnd.shuffle(kill_points)
+    armed_count = [0]
     planned = [None]  # the kill point armed for the running server
 
     def start_node(timeout=20.0):
@@ -330,9 +336,11 @@ def main():
         during recovery: start again, unarmed."""
         planned[0] = None
         if args.kill_points:
-            point = rnd.choice(kill_points)
+            point = kill_points[armed_count[0] % len(kill_points)]
+            armed_count[0] += 1
             planned[0] = point
-            os.environ["SHALE_TEST_KILL_AT"] = "%s:%d" % (point, rnd.randint(1, 6 if point == "spill-write" else 3))
+            often = point in ("spill-write", "checkpoint-cow")  # passed many times per checkpoint
+            os.environ["SHALE_TEST_KILL_AT"] = "%s:%d" % (point, rnd.randint(1, 6 if often else 3))
         try:
             node.start(timeout=timeout)
         except RuntimeError as e:
