@@ -18,7 +18,10 @@ whole). After every restart the whole table is read back and compared:
   - every acknowledged statement is present (durable WAL mode);
   - every group is whole: all of its rows, with the same version and the
     padding that version implies, or none of them;
-  - no row exists that no statement wrote.
+  - no row exists that no statement wrote;
+  - the secondary indexes (KEY by_grp (grp), KEY by_v (v)) agree with the
+    primary key: reading the table through each of them (EXPLAIN must show
+    the index) gives exactly the rows of the primary-key scan.
 
 With --wal-sync=async the driver only checks atomicity and that what is
 there is a prefix of each client's acknowledged history (async mode may lose
