@@ -50,6 +50,8 @@ std::map<std::string, Value> DefaultGlobals(const EngineOptions& o) {
       {"query_cache_size", i(0)},
       {"query_cache_type", s("OFF")},
       {"secure_file_priv", Value::Null()},
+      // Bytes of buffered rows one statement may hold (memory_budget.h).
+      {"shale_query_memory_limit", i(static_cast<int64_t>(o.query_memory_limit))},
       {"sql_mode", s("ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,"
                      "ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION")},
       {"sql_select_limit", i(INT64_MAX)},
@@ -90,6 +92,9 @@ Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
     return Status::IOError(fmt::format("cannot create data directory {}: {}", options.data_dir,
                                        ec.message()));
   }
+  // Sort spill runs of a previous process (they are unlinked when made, so
+  // normally there are none).
+  std::filesystem::remove_all(options.data_dir + "/tmp", ec);
   std::unique_ptr<Engine> engine(new Engine(options));
   SHALE_ASSIGN_OR_RETURN(engine->meta_, storage::MetaStore::Open(options.data_dir + "/meta"));
   SHALE_ASSIGN_OR_RETURN(engine->slices_, storage::SliceStore::Open(options.data_dir + "/slices", options.storage));

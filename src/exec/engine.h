@@ -37,6 +37,10 @@ struct EngineOptions {
   // (shaled: after the cluster replayed its metadata log, which may still
   // publish them). Default: false (Open removes them).
   bool defer_orphan_cleanup = false;
+  // The default of shale_query_memory_limit: bytes of buffered rows one
+  // statement may hold (src/exec/memory_budget.h); 0: no limit. Sorts past
+  // it spill to <data_dir>/tmp (emptied at Open). Default: 512 MiB.
+  uint64_t query_memory_limit = 512ull << 20;
 };
 
 // What the cluster layer (src/cluster) tells the executor. shaled sets them

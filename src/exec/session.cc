@@ -322,6 +322,8 @@ Status NormalizeTxnVariable(const std::string& name, Value* v) {
     }
   } else if (name == "innodb_lock_wait_timeout") {
     if (!v->is_int() || v->as_int() < 1 || v->as_int() > 1073741824) return wrong();
+  } else if (name == "shale_query_memory_limit") {
+    if (!v->is_int() || v->as_int() < 0) return wrong();
   }
   return Status::OK();
 }
@@ -418,10 +420,15 @@ Result<StatementResult> Session::RunInTransaction(const std::function<Result<Sta
   context.interrupt = &interrupted_;
   context.written_tables = tables;
   context.strict_mode = StrictSqlMode();
+  auto limit = variables_.find("shale_query_memory_limit");
+  MemoryBudget memory(limit != variables_.end() && limit->second.is_int() ? limit->second.as_int() : 0);
+  context.memory = &memory;
+  context.spill_dir = engine_->options().data_dir + "/tmp";
   Result<StatementResult> r = [&] {
     StatementScope scope(&context);
     return run();
   }();
+  last_query_memory_peak_.store(memory.peak(), std::memory_order_relaxed);
   if (!r.ok()) {
     if (r.status().mysql_code() == static_cast<uint16_t>(ErrorCode::kLockDeadlock) && t == txn_.get()) {
       RollbackTransaction();  // the deadlock victim's whole transaction (InnoDB)

@@ -27,6 +27,7 @@
 #include "src/common/errors.h"
 #include "src/common/log.h"
 #include "src/exec/engine.h"
+#include "src/exec/memory_budget.h"
 #include "src/server/compression.h"
 #include "src/server/messages.h"
 #include "src/server/native_password.h"
@@ -185,6 +186,13 @@ std::vector<std::pair<std::string, std::string>> ServerState::StatusVariables(ui
     const txn::DataRouter* router = engine->txn()->router();
     add("Shale_rows_sent_between_nodes", router ? router->rows_moved() : 0);
   }
+  // Sorts that spilled and statements stopped by shale_query_memory_limit
+  // (src/exec/memory_budget.h).
+  const exec::SpillStats& spill = exec::GlobalSpillStats();
+  add("Sort_merge_passes", spill.merge_passes.load(std::memory_order_relaxed));
+  add("Shale_sort_spill_runs", spill.sort_runs.load(std::memory_order_relaxed));
+  add("Shale_sort_spill_bytes", spill.bytes_written.load(std::memory_order_relaxed));
+  add("Shale_memory_limit_errors", spill.limit_errors.load(std::memory_order_relaxed));
   // Slices below their replica count (docs/cluster.md, system.protection).
   if (engine != nullptr && engine->catalog() != nullptr) {
     add("Shale_under_protected_slices", engine->Protection().under_protected);
@@ -236,6 +244,7 @@ void Connection::SessionStatus(std::vector<std::pair<std::string, std::string>>*
   add("Questions", questions_.load(std::memory_order_relaxed));
   add("Ssl_cipher", ssl_cipher_);
   add("Ssl_version", ssl_version_);
+  add("Shale_last_query_memory_peak", session_ ? session_->last_query_memory_peak() : 0);
 }
 
 std::chrono::seconds Connection::IdleTimeout() const {

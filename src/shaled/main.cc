@@ -56,6 +56,7 @@ int main(int argc, char** argv) {
   eo.data_dir = opts.data_dir;
   eo.node_name = opts.node_name;
   eo.default_slices = opts.default_slices;
+  eo.query_memory_limit = opts.query_memory_limit_mb << 20;
   eo.storage = opts.storage;
   // Orphan slices are removed once the metadata log is replayed (below).
   eo.defer_orphan_cleanup = true;

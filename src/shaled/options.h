@@ -27,6 +27,10 @@ struct NodeOptions {
   uint32_t max_connections = 151;          // max-connections. Default: 151
   uint32_t max_allowed_packet = 64u << 20; // max-allowed-packet (bytes). Default: 64 MiB
   uint32_t threads = 0;                    // threads: I/O threads. Default: hardware threads
+  // query-memory-limit-mb: the default of shale_query_memory_limit, the
+  // memory one statement's sorts, joins, aggregations and DISTINCTs may
+  // hold (0: no limit). Default: 512
+  uint64_t query_memory_limit_mb = 512;
   std::string log_level = "info";          // log-level: debug|info|warn|error. Default: info
   // ssl: offer TLS to MySQL clients (ON/OFF). Default: ON
   bool ssl = true;
