@@ -18,7 +18,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,8 +25,7 @@
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
-#include "src/exec/engine.h"
-#include "src/exec/session.h"
+#include "bench/micro/bench_engine.h"
 
 namespace shale::exec {
 namespace {
@@ -50,7 +48,7 @@ class SbDb {
 
   // Runs `sql`; the last statement's result, or an error message.
   const StatementResult* Run(const std::string& sql, std::string* error) {
-    results_ = session_->Execute(sql);
+    results_ = db_.session()->Execute(sql);
     if (results_.empty() || !results_.back().ok()) {
       *error = results_.empty() ? "no result" : sql + ": " + results_.back().status().ToString();
       return nullptr;
@@ -59,20 +57,11 @@ class SbDb {
   }
 
  private:
-  SbDb() {
-    const char* tmp = getenv("TMPDIR");
-    dir_ = std::filesystem::path(tmp ? tmp : "/tmp") / fmt::format("shale-plan-cache-bench-{}", getpid());
-    std::filesystem::remove_all(dir_);
-    EngineOptions options;
-    options.data_dir = dir_.string();
-    options.storage.wal.sync_mode = storage::WalSyncMode::kAsync;
-    auto engine = Engine::Open(options);
-    if (!engine.ok()) {
-      error_ = engine.status().ToString();
+  SbDb() : db_("plan-cache") {
+    if (db_.session() == nullptr) {
+      error_ = db_.error();
       return;
     }
-    engine_ = std::move(engine).value();
-    session_ = std::make_unique<Session>(engine_.get(), 1);
     std::string err;
     Run("CREATE DATABASE sb", &err);
     Run("USE sb", &err);
@@ -89,16 +78,8 @@ class SbDb {
     }
     error_ = err;
   }
-  ~SbDb() {
-    results_.clear();
-    session_.reset();
-    engine_.reset();
-    std::filesystem::remove_all(dir_);
-  }
 
-  std::filesystem::path dir_;
-  std::unique_ptr<Engine> engine_;
-  std::unique_ptr<Session> session_;
+  BenchEngine db_;
   std::vector<Result<StatementResult>> results_;
   std::string error_;
 };

@@ -173,9 +173,16 @@ void VisitExprs(const LogicalOperator& op, const std::function<void(const Expr&,
   for (const auto& child : op.children) VisitExprs(*child, visit);
 }
 
-void CollectTables(const LogicalOperator& op, std::vector<std::shared_ptr<const catalog::TableDef>>* out) {
+// The tables `op` reads; false if it has a kValues operator (rows made at
+// bind time, e.g. an information_schema table, which the text does not
+// determine).
+bool CollectTables(const LogicalOperator& op, std::vector<std::shared_ptr<const catalog::TableDef>>* out) {
+  if (op.kind == sierra::LogicalKind::kValues) return false;
   if (op.table && std::find(out->begin(), out->end(), op.table) == out->end()) out->push_back(op.table);
-  for (const auto& child : op.children) CollectTables(*child, out);
+  for (const auto& child : op.children) {
+    if (!CollectTables(*child, out)) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -297,7 +304,9 @@ std::optional<PlanTemplate> PlanTemplate::Make(sierra::LogicalPtr plan, const st
     }
   });
   if (outside_predicate || std::count(found.begin(), found.end(), 0) != 0) return std::nullopt;
-  CollectTables(*plan, &t.tables_);
+  // Only plans over stored tables: their definitions are what an entry
+  // checks for changes.
+  if (!CollectTables(*plan, &t.tables_) || t.tables_.empty()) return std::nullopt;
   t.plan_ = std::move(plan);
   return t;
 }

@@ -195,6 +195,17 @@ TEST_F(PlanCacheSessionTest, UseAndSessionVariablesAreSeen) {
   EXPECT_EQ(session_->plan_cache_misses(), misses + 1);
 }
 
+TEST_F(PlanCacheSessionTest, SystemSchemasAreNotCached) {
+  // With information_schema current, the text names no system schema; its
+  // rows are made at bind time and must be fresh on every run.
+  Session other(engine_.get(), 4);
+  Run("USE information_schema");
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM tables WHERE table_schema = 'd'")[1][0], "1");
+  Run("CREATE TABLE d.t2 (id INT PRIMARY KEY)", &other);
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM tables WHERE table_schema = 'd'")[1][0], "2");
+  EXPECT_EQ(session_->plan_cache_hits(), 0u);
+}
+
 TEST_F(PlanCacheSessionTest, PrivilegesAreCheckedOnEveryRun) {
   Run("CREATE USER 'u'@'%'; GRANT SELECT ON d.* TO 'u'@'%'");
   Session user(engine_.get(), 3);

@@ -1,6 +1,7 @@
 // Session's use of the plan cache (src/exec/plan_cache.h): finding a
 // statement's cached plan, making a template the first time a shape is
 // seen, and invalidation.
+#include <cctype>
 #include <utility>
 
 #include "src/common/datetime.h"
@@ -40,6 +41,15 @@ void Session::AfterStatementForPlanCache(const ast::Statement& stmt) {
 
 namespace {
 
+// A database whose tables are made at bind time from server state (with it
+// current, `FROM tables` names no system schema in the text).
+bool IsSystemSchema(const std::string& db) {
+  std::string lower = db;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower == "information_schema" || lower == "system" || lower == "mysql" || lower == "performance_schema" ||
+         lower == "sys";
+}
+
 // Binds one statement's text in `ctx`: its plan, or null when it does not
 // parse to one statement that binds to a plan.
 sierra::LogicalPtr BindPlan(std::string_view text, const sql::BindContext& ctx,
@@ -62,7 +72,7 @@ sierra::LogicalPtr BindPlan(std::string_view text, const sql::BindContext& ctx,
 
 std::shared_ptr<const ast::Statement> Session::LookUpPlanCache(std::string_view sql) {
   cached_plan_.reset();
-  if (!PlanCacheEnabled()) return nullptr;
+  if (!PlanCacheEnabled() || IsSystemSchema(current_db_)) return nullptr;
   std::optional<StatementShape> shape = ShapeOf(sql);
   if (!shape) return nullptr;
   std::string key = current_db_;
