@@ -161,6 +161,7 @@ class ShaleCluster(System):
         self.node_ports = [self.port] + [free_port() for _ in range(nodes - 1)]
         self.rpc_ports = [free_port() for _ in range(nodes)]
         self.procs = []
+        self.schema_waits = []  # (db, node, seconds) of wait_for_schema
 
     @property
     def ports(self):
@@ -218,6 +219,37 @@ class ShaleCluster(System):
                 last = e
             time.sleep(0.1)
         raise RuntimeError("%s: timed out waiting for %s (%s); log:\n%s" % (self.name, what, last, self.log()))
+
+    def wait_for_schema(self, db, tables, timeout=60.0):
+        """Waits until every node sees database `db` and its `tables`.
+        Shale's DDL returns once it is applied on the node that ran it; the
+        other nodes apply it from the Raft log a moment later, and a client
+        connected to one of them meanwhile gets 1049/1146. The harness waits
+        here so the cluster's data path can be measured at all; each wait is
+        recorded in schema_waits (db, node, seconds) and reported."""
+        for i in range(self.nodes):
+            start = time.time()
+
+            def visible():
+                with self._node_connect(i) as c, c.cursor() as cur:
+                    cur.execute("USE %s" % db)
+                    for t in tables:
+                        cur.execute("SELECT 1 FROM %s LIMIT 0" % t)
+                return True
+
+            last = None
+            while True:
+                try:
+                    visible()
+                    break
+                except pymysql.MySQLError as e:
+                    last = e
+                    if time.time() - start > timeout:
+                        raise RuntimeError("%s: node%d does not see %s.%s after %.0f s (%s)"
+                                           % (self.name, i + 1, db, ",".join(tables), timeout, last))
+                    time.sleep(0.02)
+            if last is not None:
+                self.schema_waits.append((db, i + 1, time.time() - start))
 
     def alive(self):
         return bool(self.procs) and all(p.poll() is None for p in self.procs)
