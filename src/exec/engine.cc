@@ -52,6 +52,9 @@ std::map<std::string, Value> DefaultGlobals(const EngineOptions& o) {
       {"secure_file_priv", Value::Null()},
       // Bytes of buffered rows one statement may hold (memory_budget.h).
       {"shale_query_memory_limit", i(static_cast<int64_t>(o.query_memory_limit))},
+      // The plan cache (src/exec/plan_cache.h): 1 = on, 0 = off (for
+      // measuring it; SET GLOBAL shale_plan_cache = 0 for new sessions).
+      {"shale_plan_cache", i(1)},
       {"sql_mode", s("ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,"
                      "ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION")},
       {"sql_select_limit", i(INT64_MAX)},

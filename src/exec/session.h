@@ -27,6 +27,7 @@
 #include "src/sql/information_schema.h"
 #include "src/sql/binder.h"
 #include "src/common/value.h"
+#include "src/exec/plan_cache.h"
 #include "src/txn/transaction.h"
 
 namespace shale::catalog {
@@ -145,7 +146,10 @@ class Session {
   const std::map<std::string, Value>& variables() const { return variables_; }
   // Sets session variable `name` (as SET SESSION does, without checks): the
   // server sets wait_timeout to interactive_timeout for interactive clients.
-  void SetVariable(const std::string& name, Value value) { variables_[name] = std::move(value); }
+  void SetVariable(const std::string& name, Value value) {
+    variables_[name] = std::move(value);
+    ++plan_cache_epoch_;
+  }
 
   // User variables (@name; lower-cased names), set by SET @name = expr.
   const std::map<std::string, Value>& user_variables() const { return user_variables_; }
@@ -187,6 +191,11 @@ class Session {
   uint64_t com_count(ComCounter c) const {
     return com_counters_[static_cast<size_t>(c)].load(std::memory_order_relaxed);
   }
+
+  // The plan cache's counters (src/exec/plan_cache.h): SELECTs served from
+  // it, and candidate SELECTs that were bound (a new or invalidated shape).
+  uint64_t plan_cache_hits() const { return plan_cache_.hits.load(std::memory_order_relaxed); }
+  uint64_t plan_cache_misses() const { return plan_cache_.misses.load(std::memory_order_relaxed); }
 
  private:
   // The statement's NOW() and the session time_zone (src/common/datetime.h).
@@ -245,8 +254,22 @@ class Session {
   // every row into found_rows_, then applies the LIMIT.
   Result<StatementResult> ExecuteCalcFoundRows(const sierra::LogicalOperator& plan);
 
+  // The plan cache (session_plan_cache.cc). LookUpPlanCache: when `sql`
+  // is one cacheable SELECT with a valid entry (or a new one it could
+  // make), the statement to run and, in cached_plan_, its plan with this
+  // text's literals, which ExecuteStatement uses instead of binding; else
+  // null. Switched off by the variable shale_plan_cache = OFF.
+  std::shared_ptr<const sql::ast::Statement> LookUpPlanCache(std::string_view sql);
+  bool PlanCacheEnabled() const;
+  // Starts a new cache epoch after a statement that may change session
+  // state a plan depends on.
+  void AfterStatementForPlanCache(const sql::ast::Statement& stmt);
+
   Engine* engine_;
   uint32_t connection_id_;
+  PlanCache plan_cache_;
+  uint64_t plan_cache_epoch_ = 0;
+  sierra::LogicalPtr cached_plan_;  // for the statement about to run
   std::string current_db_;
   std::map<std::string, Value> variables_;
   std::vector<Warning> warnings_;  // of the last statement, for SHOW WARNINGS

@@ -242,6 +242,10 @@ void Connection::SessionStatus(std::vector<std::pair<std::string, std::string>>*
     add("Com_" + std::string(exec::ComCounterName(c)), session_ ? session_->com_count(c) : 0);
   }
   add("Questions", questions_.load(std::memory_order_relaxed));
+  // This session's plan cache (src/exec/plan_cache.h): SELECTs served from
+  // it, and cacheable SELECTs that had to be bound.
+  add("Shale_plan_cache_hits", session_ ? session_->plan_cache_hits() : 0);
+  add("Shale_plan_cache_misses", session_ ? session_->plan_cache_misses() : 0);
   add("Ssl_cipher", ssl_cipher_);
   add("Ssl_version", ssl_version_);
   add("Shale_last_query_memory_peak", session_ ? session_->last_query_memory_peak() : 0);
