@@ -406,6 +406,78 @@ TEST_F(DataPathTest, PreparedTransactionSurvivesParticipantRestart) {
   ExpectReplicasIdentical();
 }
 
+// A participant restarted while prepared takes the prepared transaction's
+// row locks again before it serves: another node's writer of those rows
+// waits (1205) until the outcome is resolved, then goes through.
+TEST_F(DataPathTest, PreparedLocksAreTakenAgainAfterParticipantRestart) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  exec::Session* s1 = SessionOn(0);
+  TestNode* n2 = nodes_[1].get();
+  std::string insert = "INSERT INTO d.t VALUES ";
+  for (int i = 1; i <= 30; ++i) insert += (i > 1 ? "," : "") + fmt::format("({}, {})", i, i);
+  Run(s1, insert);
+  // Node 1 updates every row; after prepare node 2 cannot hear the outcome.
+  nodes_[0]->engine->txn()->TEST_SetAfterPrepare([&] { nodes_[0]->data->TEST_SetUnreachable("n2", true); });
+  auto results = Exec(s1, "UPDATE d.t SET n = n + 100");
+  nodes_[0]->engine->txn()->TEST_SetAfterPrepare(nullptr);
+  nodes_[0]->data->TEST_SetUnreachable("n2", false);
+  ASSERT_EQ(results.size(), 1u);
+  ASSERT_EQ(n2->data->prepared_count(), 1u);
+  const size_t held = n2->engine->txn()->locks()->locks_held();
+  ASSERT_GT(held, 0u) << "node 2 ranks some of the rows";
+  // Restart node 2's data path from its MetaStore (its locks go with it).
+  n2->rpc->Shutdown();
+  n2->engine->SetDataRouter(nullptr);
+  n2->data.reset();
+  EXPECT_EQ(n2->engine->txn()->locks()->locks_held(), 0u);
+  SliceServiceOptions o;
+  o.node_name = n2->name;
+  o.address_of = [this](const std::string& name) -> Result<std::string> { return addresses_.at(name); };
+  o.resolve_after_ms = 60000;
+  auto reopened = SliceService::Open(n2->engine->txn(), n2->engine->slices(), n2->engine->meta(), o);
+  ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
+  n2->data = std::move(reopened).value();
+  n2->engine->SetDataRouter(n2->data.get());
+  // The prepared transaction's locks are back before anyone is served.
+  EXPECT_EQ(n2->engine->txn()->locks()->locks_held(), held);
+  StartServer(n2, addresses_[n2->name]);
+  exec::Session* s3 = SessionOn(2);
+  Run(s3, "SET innodb_lock_wait_timeout = 1");
+  Status blocked = Fail(s3, "UPDATE d.t SET n = 0");
+  EXPECT_EQ(blocked.mysql_code(), 1205) << blocked.ToString();
+  // Resolved from the decider: the locks go, the writer goes through.
+  for (auto& n : nodes_) n->data->TEST_ResolveNow();
+  EXPECT_EQ(n2->data->prepared_count(), 0u);
+  const std::string sum = results[0].ok() ? "3465" : "465";  // 1..30, plus 100 each if committed
+  for (int n = 0; n < 3; ++n) EXPECT_EQ(Query(SessionOn(n), "SELECT SUM(n) FROM d.t"), std::vector<std::string>{sum});
+  Run(s3, "UPDATE d.t SET n = 0");
+  EXPECT_EQ(Query(SessionOn(1), "SELECT SUM(n) FROM d.t"), std::vector<std::string>{"0"});
+  ExpectReplicasIdentical();
+  for (auto& n : nodes_) EXPECT_EQ(n->engine->txn()->locks()->locks_held(), 0u) << n->name;
+}
+
+// The decider drops its record once every participant has finished.
+TEST_F(DataPathTest, DecisionRecordsAreDroppedOnceEveryParticipantFinished) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  exec::Session* s1 = SessionOn(0);
+  for (int round = 0; round < 5; ++round) {
+    std::string insert = "INSERT INTO d.t VALUES ";
+    for (int i = 1; i <= 12; ++i) insert += (i > 1 ? "," : "") + fmt::format("({}, {})", round * 100 + i, i);
+    Run(s1, insert);
+  }
+  EXPECT_EQ(Query(SessionOn(2), "SELECT COUNT(*) FROM d.t"), std::vector<std::string>{"60"});
+  for (auto& n : nodes_) {
+    size_t records = 0;
+    ASSERT_TRUE(n->engine->meta()
+                    ->Scan("txn/decision/", [&](std::string_view, std::string_view) {
+                      ++records;
+                      return true;
+                    })
+                    .ok());
+    EXPECT_EQ(records, 0u) << n->name;
+  }
+}
+
 TEST_F(DataPathTest, SingleReplicaSlicesOnOtherNodes) {
   // One replica per slice: a write to one remote slice commits in one phase
   // there, a write to slices on several nodes in two.
