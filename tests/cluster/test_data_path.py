@@ -294,6 +294,9 @@ class DataPathTest(unittest.TestCase):
         # Never a hang: every statement answered well within the RPC deadline.
         self.assertLess(max(max(l) for l in latencies), 25)
         self.assertLess(resumed, 15)
+        # The survivors ran the statements that met the dead node again
+        # (in-cluster retry of autocommit statements).
+        self.assertGreater(sum(status_counter(n, "Shale_statement_retries") for n in (n1, n2)), 0)
 
         ack_ids = sorted(x for a in acked for x, _ in a)
         queries = ["SELECT id, loader, k FROM dp.load ORDER BY id",
