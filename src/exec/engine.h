@@ -59,6 +59,10 @@ struct ClusterHooks {
   // Whether the member named `name` is live (heard from within the node
   // timeout); empty function: only this node, which is.
   std::function<bool(const std::string& name)> is_live;
+  // The metadata (Raft) log index this node has applied; it moves whenever
+  // the membership, the catalog or the slice map changes (statement retry
+  // waits for it). Empty function: a node outside any cluster.
+  std::function<uint64_t()> metadata_index;
 };
 
 // How well the slices are protected (system.protection,

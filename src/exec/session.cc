@@ -430,8 +430,13 @@ Result<StatementResult> Session::RunInTransaction(const std::function<Result<Sta
   }();
   last_query_memory_peak_.store(memory.peak(), std::memory_order_relaxed);
   if (!r.ok()) {
-    if (r.status().mysql_code() == static_cast<uint16_t>(ErrorCode::kLockDeadlock) && t == txn_.get()) {
-      RollbackTransaction();  // the deadlock victim's whole transaction (InnoDB)
+    if ((r.status().mysql_code() == static_cast<uint16_t>(ErrorCode::kLockDeadlock) ||
+         txn::IsRetryableClusterError(r.status())) &&
+        t == txn_.get()) {
+      // The deadlock victim's whole transaction (InnoDB); likewise a
+      // transaction the cluster changed under (a node holding its locks or
+      // replicas died): it is rolled back everywhere and the client retries.
+      RollbackTransaction();
     } else {
       t->RollbackStatement();  // only this statement's changes
     }
@@ -515,7 +520,7 @@ std::vector<Result<StatementResult>> Session::Execute(std::string_view sql) {
       ScopedWarningSink sink(&raised);
       ScopedUserVariables user_variables(&user_variables_);
       ScopedTemporalContext clock(StatementClock());
-      Result<StatementResult> r = ExecuteStatement(stmt, is_show_warnings ? previous : std::vector<Warning>{});
+      Result<StatementResult> r = ExecuteRetrying(stmt, is_show_warnings ? previous : std::vector<Warning>{}, &raised);
       // TIMESTAMPs leave the session as local times of its time_zone.
       if (r.ok()) LocalizeTimestamps(&r->rows);
       return r;
@@ -779,6 +784,7 @@ Result<StatementResult> Session::ExecuteBound(const ast::Statement& stmt, sql::B
           return Ok();
         } else if constexpr (std::is_same_v<T, sql::ExplainCmd>) {
           SHALE_ASSIGN_OR_RETURN(auto physical, planner::Plan(*cmd.plan));
+          if (cmd.analyze) return ExplainAnalyze(*physical);
           return ExplainPlan(engine_, *physical, cmd.tree);
         } else if constexpr (std::is_same_v<T, sql::AlterTableCmd>) {
           SHALE_RETURN_IF_ERROR(EndTransaction());

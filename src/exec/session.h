@@ -28,10 +28,15 @@
 #include "src/sql/binder.h"
 #include "src/common/value.h"
 #include "src/exec/plan_cache.h"
+#include "src/common/warnings.h"
 #include "src/txn/transaction.h"
 
 namespace shale::catalog {
 struct TableDef;
+}
+
+namespace shale::planner {
+struct PhysicalOperator;
 }
 
 namespace shale::exec {
@@ -186,6 +191,9 @@ class Session {
   // its next check. Any thread. Cleared when the next statement starts.
   void Interrupt() { interrupted_.store(true, std::memory_order_relaxed); }
   const std::atomic<bool>& interrupted() const { return interrupted_; }
+  // Autocommit statements this process ran again after a retryable cluster
+  // error (SHOW STATUS Shale_statement_retries; session_retry.cc).
+  static uint64_t StatementRetries();
 
   // Statements run, by kind (any thread may read).
   uint64_t com_count(ComCounter c) const {
@@ -202,6 +210,21 @@ class Session {
   TemporalContext StatementClock() const;
   Result<StatementResult> ExecuteStatement(const sql::ast::Statement& stmt,
                                            const std::vector<Warning>& shown_warnings);
+  // ExecuteStatement, run again (bound and planned afresh) after a
+  // retryable cluster error when the statement is its own autocommit
+  // transaction (session_retry.cc). `raised`: the warnings sink, emptied
+  // before a retry.
+  Result<StatementResult> ExecuteRetrying(const sql::ast::Statement& stmt, const std::vector<Warning>& shown_warnings,
+                                          std::vector<SqlWarning>* raised);
+  bool MayRetryInCluster(const sql::ast::Statement& stmt) const;
+  // EXPLAIN ANALYZE: runs the query and returns the plan (FORMAT=TREE) with
+  // what it did: rows returned, rows moved between nodes, time
+  // (session_retry.cc, next to the other cluster-facing statement code).
+  Result<StatementResult> ExplainAnalyze(const planner::PhysicalOperator& physical);
+  // Waits before retry number attempt+1: until the cluster metadata changes
+  // or the backoff passes. False when the statement should not be retried
+  // (KILL QUERY, the retry budget spent).
+  bool WaitBeforeRetry(int attempt, uint64_t metadata_before, std::chrono::steady_clock::time_point deadline) const;
   using WrittenTables = std::map<uint64_t, std::shared_ptr<const catalog::TableDef>>;
   // Commits the open transaction, if any (COMMIT, BEGIN, DDL, autocommit=1).
   Status EndTransaction();

@@ -184,7 +184,15 @@ std::vector<std::pair<std::string, std::string>> ServerState::StatusVariables(ui
   // Rows read from or written to other nodes' replicas (docs/cluster.md "Data path").
   if (engine != nullptr && engine->txn() != nullptr) {
     const txn::DataRouter* router = engine->txn()->router();
+    // Garbage collection of old row versions (docs/transactions.md).
+    const txn::TxnStats txn_stats = engine->txn()->stats();
+    add("Shale_gc_passes", txn_stats.gc_passes);
+    add("Shale_gc_versions_removed", txn_stats.gc_removed);
+    add("Shale_rows_received_from_other_nodes", router ? router->rows_received() : 0);
     add("Shale_rows_sent_between_nodes", router ? router->rows_moved() : 0);
+    add("Shale_rows_sent_to_other_nodes", router ? router->rows_sent() : 0);
+    // Autocommit statements run again after a retryable cluster error.
+    add("Shale_statement_retries", exec::Session::StatementRetries());
   }
   // Sorts that spilled and statements stopped by shale_query_memory_limit
   // (src/exec/memory_budget.h).
