@@ -1,5 +1,6 @@
 #include "src/cluster/replica_copy.h"
 
+#include <algorithm>
 #include <utility>
 
 #include <fmt/format.h>
@@ -19,6 +20,10 @@ namespace {
 // the deadline of a barrier RPC.
 constexpr std::chrono::milliseconds kApplyWait{10000};
 constexpr std::chrono::milliseconds kBarrierRpcDeadline{15000};
+// How long a copy waits for transactions prepared at the source to be
+// resolved (a dead coordinator's are resolved from the decider after about
+// 5 s) and for the read watermark to pass them.
+constexpr std::chrono::milliseconds kPreparedWait{30000};
 
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -105,12 +110,39 @@ class ReplicaCopyGrpc final : public ReplicaCopyService::Service {
     // the commits that do not.
     Status barrier = c_->ClusterBarrier(req->table_id(), req->table_version());
     if (!barrier.ok()) return ToGrpc(barrier);
-    // The snapshot: the cluster read watermark, held in this node's
-    // snapshot registry (so garbage collection keeps what the stream reads)
-    // until the stream ends.
+    // Transactions prepared here before the barrier whose coordinator did
+    // not finish them (it died, or lost its decider) wrote with the old map:
+    // wait until they are resolved here.
+    if (c_->options_.prepared_on) {
+      std::map<std::string, uint64_t> before = c_->options_.prepared_on(req->slice_id());
+      const auto until = std::chrono::steady_clock::now() + kPreparedWait;
+      for (;;) {
+        std::map<std::string, uint64_t> now = c_->options_.prepared_on(req->slice_id());
+        bool pending = false;
+        for (const auto& [key, ts] : before) pending = pending || now.count(key) > 0;
+        if (!pending) break;
+        if (std::chrono::steady_clock::now() > until || ctx->IsCancelled()) {
+          return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                              fmt::format("slice {} has prepared transactions not yet resolved", req->slice_id()));
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    }
+    // Garbage collection here keeps what snapshots at or above the read
+    // watermark need while `holder` holds it.
     std::unique_ptr<txn::Transaction> holder =
         c_->txn_->Begin(txn::TxnOptions{txn::Isolation::kRepeatableRead, /*read_only=*/true});
-    const uint64_t snapshot = holder->Snapshot();
+    const uint64_t watermark = holder->Snapshot();
+    // The snapshot: just below a fresh commit timestamp, so above every
+    // commit that started before the barrier ended (the watermark may lag
+    // behind them: a dead node's in-flight commit holds it back for a
+    // while). Every such commit that wrote with the old map is applied here
+    // by now (barrier, resolved prepared ones above); a commit at or below
+    // the snapshot still in flight writes the new replica itself.
+    Result<uint64_t> fresh = c_->txn_->oracle()->BeginCommit();
+    if (!fresh.ok()) return ToGrpc(Status::Unavailable(fresh.status().message()));
+    c_->txn_->oracle()->FinishCommit(*fresh);
+    const uint64_t snapshot = std::max(watermark, *fresh - 1);
     log::Info("replica copy: task {}: streaming slice {} to {} at snapshot {}", req->task_id(), req->slice_id(),
               req->from_node(), snapshot);
     std::string resume = req->resume_key();

@@ -69,6 +69,12 @@ struct ReplicaCopyOptions {
   // of its copies together (--rebalance-rate-mb, SET GLOBAL
   // shale_rebalance_rate_mb); 0 = unlimited. Default: unlimited.
   std::function<uint64_t()> rate_bytes_per_sec;
+  // The transactions prepared at this node whose writes touch a slice, with
+  // their commit timestamps (SliceService::PreparedOn). A copy waits until
+  // those prepared before its barrier are resolved and takes its snapshot
+  // at or above their timestamps: their coordinator may have died, so they
+  // may never reach the new replica otherwise. Default: none.
+  std::function<std::map<std::string, uint64_t>(uint64_t slice_id)> prepared_on;
   // Called by the builder thread every poll (shaled: drops the storage of
   // replicas that left this node, exec::Engine::DropRetiredSlices).
   // Default: none.

@@ -114,6 +114,10 @@ class SliceService final : public txn::DataRouter {
 
   // Prepared transactions waiting for their outcome at this node.
   size_t prepared_count() const;
+  // Those whose write set touches `slice` (and those being applied right
+  // now), by transaction, with their commit timestamps: a rebalancer copy
+  // from this node waits for them (src/cluster/replica_copy.h).
+  std::map<std::string, uint64_t> PreparedOn(storage::SliceId slice) const;
   // Runs one resolver pass now, treating every prepared transaction as
   // overdue (tests).
   void TEST_ResolveNow();

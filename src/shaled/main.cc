@@ -129,6 +129,7 @@ int main(int argc, char** argv) {
   };
   // Replicas that left this node are dropped 10 s later (statements that
   // routed to them before may still read them).
+  rco.prepared_on = [ds = data_service->get()](uint64_t slice) { return ds->PreparedOn(slice); };
   rco.on_poll = [e = engine->get()] { e->DropRetiredSlices(std::chrono::seconds(10)); };
   cluster::ReplicaCopy replica_copy(catalog, (*engine)->slices(), (*engine)->txn(), rco);
 
