@@ -1239,7 +1239,16 @@ class TableWriter {
       }
       if (any && t_statement->written_tables) {
         auto current = engine_->catalog()->GetTable(table_.db, table_.name);
-        if (current.ok() && (*current)->id == table_.id) t_statement->written_tables->emplace(table_.id, *current);
+        if (current.ok() && (*current)->id == table_.id) {
+          // The rows were routed with table_ (its slice map): if the
+          // definition changed while the statement ran (the rebalancer
+          // added or promoted a replica), COMMIT must not take the new
+          // one for the one written with.
+          if (current->get() != &table_) {
+            return SqlError(ErrorCode::kTableDefChanged, "Table definition has changed, please retry transaction");
+          }
+          t_statement->written_tables->emplace(table_.id, *current);
+        }
       }
       return Status::OK();
     }

@@ -27,10 +27,16 @@
 #include "src/sql/information_schema.h"
 #include "src/sql/binder.h"
 #include "src/common/value.h"
+#include "src/exec/plan_cache.h"
+#include "src/common/warnings.h"
 #include "src/txn/transaction.h"
 
 namespace shale::catalog {
 struct TableDef;
+}
+
+namespace shale::planner {
+struct PhysicalOperator;
 }
 
 namespace shale::exec {
@@ -145,7 +151,10 @@ class Session {
   const std::map<std::string, Value>& variables() const { return variables_; }
   // Sets session variable `name` (as SET SESSION does, without checks): the
   // server sets wait_timeout to interactive_timeout for interactive clients.
-  void SetVariable(const std::string& name, Value value) { variables_[name] = std::move(value); }
+  void SetVariable(const std::string& name, Value value) {
+    variables_[name] = std::move(value);
+    ++plan_cache_epoch_;
+  }
 
   // User variables (@name; lower-cased names), set by SET @name = expr.
   const std::map<std::string, Value>& user_variables() const { return user_variables_; }
@@ -182,17 +191,40 @@ class Session {
   // its next check. Any thread. Cleared when the next statement starts.
   void Interrupt() { interrupted_.store(true, std::memory_order_relaxed); }
   const std::atomic<bool>& interrupted() const { return interrupted_; }
+  // Autocommit statements this process ran again after a retryable cluster
+  // error (SHOW STATUS Shale_statement_retries; session_retry.cc).
+  static uint64_t StatementRetries();
 
   // Statements run, by kind (any thread may read).
   uint64_t com_count(ComCounter c) const {
     return com_counters_[static_cast<size_t>(c)].load(std::memory_order_relaxed);
   }
 
+  // The plan cache's counters (src/exec/plan_cache.h): SELECTs served from
+  // it, and candidate SELECTs that were bound (a new or invalidated shape).
+  uint64_t plan_cache_hits() const { return plan_cache_.hits.load(std::memory_order_relaxed); }
+  uint64_t plan_cache_misses() const { return plan_cache_.misses.load(std::memory_order_relaxed); }
+
  private:
   // The statement's NOW() and the session time_zone (src/common/datetime.h).
   TemporalContext StatementClock() const;
   Result<StatementResult> ExecuteStatement(const sql::ast::Statement& stmt,
                                            const std::vector<Warning>& shown_warnings);
+  // ExecuteStatement, run again (bound and planned afresh) after a
+  // retryable cluster error when the statement is its own autocommit
+  // transaction (session_retry.cc). `raised`: the warnings sink, emptied
+  // before a retry.
+  Result<StatementResult> ExecuteRetrying(const sql::ast::Statement& stmt, const std::vector<Warning>& shown_warnings,
+                                          std::vector<SqlWarning>* raised);
+  bool MayRetryInCluster(const sql::ast::Statement& stmt) const;
+  // EXPLAIN ANALYZE: runs the query and returns the plan (FORMAT=TREE) with
+  // what it did: rows returned, rows moved between nodes, time
+  // (session_retry.cc, next to the other cluster-facing statement code).
+  Result<StatementResult> ExplainAnalyze(const planner::PhysicalOperator& physical);
+  // Waits before retry number attempt+1: until the cluster metadata changes
+  // or the backoff passes. False when the statement should not be retried
+  // (KILL QUERY, the retry budget spent).
+  bool WaitBeforeRetry(int attempt, uint64_t metadata_before, std::chrono::steady_clock::time_point deadline) const;
   using WrittenTables = std::map<uint64_t, std::shared_ptr<const catalog::TableDef>>;
   // Commits the open transaction, if any (COMMIT, BEGIN, DDL, autocommit=1).
   Status EndTransaction();
@@ -248,8 +280,22 @@ class Session {
   // every row into found_rows_, then applies the LIMIT.
   Result<StatementResult> ExecuteCalcFoundRows(const sierra::LogicalOperator& plan);
 
+  // The plan cache (session_plan_cache.cc). LookUpPlanCache: when `sql`
+  // is one cacheable SELECT with a valid entry (or a new one it could
+  // make), the statement to run and, in cached_plan_, its plan with this
+  // text's literals, which ExecuteStatement uses instead of binding; else
+  // null. Switched off by the variable shale_plan_cache = OFF.
+  std::shared_ptr<const sql::ast::Statement> LookUpPlanCache(std::string_view sql);
+  bool PlanCacheEnabled() const;
+  // Starts a new cache epoch after a statement that may change session
+  // state a plan depends on.
+  void AfterStatementForPlanCache(const sql::ast::Statement& stmt);
+
   Engine* engine_;
   uint32_t connection_id_;
+  PlanCache plan_cache_;
+  uint64_t plan_cache_epoch_ = 0;
+  sierra::LogicalPtr cached_plan_;  // for the statement about to run
   std::string current_db_;
   std::map<std::string, Value> variables_;
   std::vector<Warning> warnings_;  // of the last statement, for SHOW WARNINGS

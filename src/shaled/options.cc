@@ -45,6 +45,8 @@ constexpr const char* kUsage = R"(Usage: shaled [options]
   --wal-segment-mb=N     WAL segment file size (default 16)
   --checkpoint-interval-ms=N  background checkpoint period, 0 = off (default 30000)
   --checkpoint-wal-mb=N  also checkpoint once this much WAL is written (default 64)
+  --checkpoint-spill-mb=N  also checkpoint once this many MiB of changed pages wait
+                         in the spill file, which bounds it; 0 = no bound (default 1024)
   --verify-pages-at-start=ON|OFF
                          read and check every data page and slice tree at start,
                          refusing to start on damage (default OFF)
@@ -58,6 +60,8 @@ constexpr const char* kUsage = R"(Usage: shaled [options]
   --heartbeat-interval-ms=N  Raft leader heartbeat period (default 100)
   --node-timeout-ms=N    a member silent this long is removed from the cluster;
                          must exceed the election timeout (default 3000)
+  --rebalance-rate-mb=N  MiB/s this node receives for rebalancer copies, 0 for
+                         unlimited (default 0; SET GLOBAL shale_rebalance_rate_mb)
   --help, --version
 )";
 
@@ -130,6 +134,7 @@ Status Apply(const std::string& raw_name, const std::string& value, NodeOptions*
   if (name == "election-timeout-ms") return ParseNumber<uint32_t>(name, value, 50, 600000, &o->election_timeout_ms);
   if (name == "heartbeat-interval-ms") return ParseNumber<uint32_t>(name, value, 5, 60000, &o->heartbeat_interval_ms);
   if (name == "node-timeout-ms") return ParseNumber<uint32_t>(name, value, 100, 3600000, &o->node_timeout_ms);
+  if (name == "rebalance-rate-mb") return ParseNumber<uint32_t>(name, value, 0, 1000000, &o->rebalance_rate_mb);
   if (name == "slices") return ParseNumber<uint32_t>(name, value, 1, 4096, &o->default_slices);
   if (name == "max-allowed-packet") {
     return ParseNumber<uint32_t>(name, value, 1024, 1u << 30, &o->max_allowed_packet);
@@ -189,6 +194,12 @@ Status Apply(const std::string& raw_name, const std::string& value, NodeOptions*
     uint64_t mb = 0;
     SHALE_RETURN_IF_ERROR(ParseNumber<uint64_t>(name, value, 1, 1u << 20, &mb));
     so.checkpoint_wal_bytes = mb << 20;
+    return Status::OK();
+  }
+  if (name == "checkpoint-spill-mb") {
+    uint64_t mb = 0;
+    SHALE_RETURN_IF_ERROR(ParseNumber<uint64_t>(name, value, 0, 1u << 20, &mb));
+    so.checkpoint_spill_bytes = mb << 20;
     return Status::OK();
   }
   if (name == "verify-pages-at-start") return ParseBool(name, value, &so.verify_at_open);

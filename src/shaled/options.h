@@ -55,6 +55,10 @@ struct NodeOptions {
   uint32_t heartbeat_interval_ms = 100;
   // node-timeout-ms: a member silent this long is removed. Default: 3000
   uint32_t node_timeout_ms = 3000;
+  // rebalance-rate-mb: MiB/s this node receives for rebalancer copies at
+  // most (all of its copies together); 0 = unlimited. SET GLOBAL
+  // shale_rebalance_rate_mb changes it at run time. Default: 0
+  uint32_t rebalance_rate_mb = 0;
   // The slice store (storage/slice.h SliceStoreOptions, defaults there):
   //   buffer-pool-mb          buffer pool size in MiB. Default: 128
   //   wal-sync                durable (ack after fsync, group commit) or async
@@ -64,6 +68,8 @@ struct NodeOptions {
   //   wal-segment-mb          WAL segment size. Default: 16
   //   checkpoint-interval-ms  background checkpoint period, 0 = off. Default: 30000
   //   checkpoint-wal-mb       also checkpoint after this much WAL. Default: 64
+  //   checkpoint-spill-mb     also checkpoint once this many MiB of changed pages
+  //                           wait in the spill file (0 = no bound). Default: 1024
   //   verify-pages-at-start   check every page and tree at start (ON/OFF). Default: OFF
   storage::SliceStoreOptions storage;
 };

@@ -513,7 +513,7 @@ Result<BoundStatement> Binder::BindStatement(const ast::Statement& stmt) {
           } else {
             SHALE_ASSIGN_OR_RETURN(plan, BindSelect(*s.select));
           }
-          return BoundStatement(ExplainCmd{std::move(plan), s.tree});
+          return BoundStatement(ExplainCmd{std::move(plan), s.tree, s.analyze});
         } else if constexpr (std::is_same_v<T, ast::AlterTableStmt>) {
           return BindAlterTable(s);
         } else if constexpr (std::is_same_v<T, ast::RenameTableStmt>) {
