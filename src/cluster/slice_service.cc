@@ -596,6 +596,18 @@ size_t SliceService::prepared_count() const {
   return prepared_.size() + finishing_.size();
 }
 
+std::map<std::string, uint64_t> SliceService::PreparedOn(storage::SliceId slice) const {
+  std::map<std::string, uint64_t> out;
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& [key, p] : prepared_) {
+    for (const SliceWritesPb& w : p.request->writes()) {
+      if (w.slice() == slice) out[key] = p.request->commit_ts();
+    }
+  }
+  for (const std::string& key : finishing_) out.emplace(key, 0);  // being applied now
+  return out;
+}
+
 // ---- background: resolver and lease expiry ------------------------------
 
 void SliceService::BackgroundLoop() {

@@ -130,6 +130,10 @@ class SliceService final : public txn::DataRouter {
   // here: commits in flight, reported to the cluster timestamp service so
   // no snapshot at or above one is taken before it is applied everywhere.
   std::vector<uint64_t> PreparedTimestamps() const;
+  // Those whose write set touches `slice` (and those being applied right
+  // now), by transaction, with their commit timestamps: a rebalancer copy
+  // from this node waits for them (src/cluster/replica_copy.h).
+  std::map<std::string, uint64_t> PreparedOn(storage::SliceId slice) const;
   // Runs one resolver pass now, treating every prepared transaction as
   // overdue (tests).
   void TEST_ResolveNow();
