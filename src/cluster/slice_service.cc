@@ -579,21 +579,15 @@ Status SliceService::LocalApply(const std::string* txn, uint64_t ts, const txn::
 }
 
 std::vector<uint64_t> SliceService::PreparedTimestamps() const {
-  std::vector<std::pair<uint64_t, std::string>> prepared;
+  // Every one, also those whose decider is down: when it is back the
+  // participants apply the outcome one after the other, and a snapshot at
+  // or above T taken meanwhile would see some of them and not others. So a
+  // transaction in doubt holds the read watermark (reads go stale, never
+  // inconsistent) until it is resolved.
+  std::lock_guard<std::mutex> l(mu_);
   std::vector<uint64_t> out;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    for (const auto& [k, p] : prepared_) prepared.emplace_back(p.request->commit_ts(), p.request->decider());
-    for (const auto& [k, ts] : finishing_) out.push_back(ts);
-  }
-  for (const auto& [ts, decider] : prepared) {
-    // A transaction whose decider left the cluster is applied nowhere until
-    // the decider is back (nobody learnt a commit from it, or its live
-    // coordinator finishes every participant at once): it need not hold
-    // every snapshot back meanwhile.
-    if (decider != options_.node_name && options_.address_of && !options_.address_of(decider).ok()) continue;
-    out.push_back(ts);
-  }
+  for (const auto& [k, p] : prepared_) out.push_back(p.request->commit_ts());
+  for (const auto& [k, ts] : finishing_) out.push_back(ts);
   return out;
 }
 

@@ -19,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include "src/common/errors.h"
 #include "src/common/log.h"
 #include "src/exec/engine.h"
 #include "src/exec/executor.h"
@@ -40,6 +41,17 @@ bool RetryableKind(const sql::ast::Statement& stmt) {
   if (const auto* del = std::get_if<sql::ast::DeleteStmt>(&stmt)) return !del->truncate;
   return std::holds_alternative<sql::ast::SelectStmt>(stmt) || std::holds_alternative<sql::ast::InsertStmt>(stmt) ||
          std::holds_alternative<sql::ast::UpdateStmt>(stmt);
+}
+
+// The failures an autocommit statement is run again after: the retryable
+// cluster errors (1047), and 1412 "Table definition has changed" from the
+// commit check — the slice map of a table it wrote changed under it (a
+// failed node's replicas stripped, a replica added): nothing was written,
+// and binding again picks up the new map.
+bool RetryableFailure(const Status& st) {
+  return txn::IsRetryableClusterError(st) ||
+         (st.code() == StatusCode::kSqlError &&
+          st.mysql_code() == static_cast<uint16_t>(ErrorCode::kTableDefChanged));
 }
 
 std::atomic<uint64_t> g_statement_retries{0};
@@ -77,7 +89,7 @@ Result<StatementResult> Session::ExecuteRetrying(const sql::ast::Statement& stmt
   for (int attempt = 0;; ++attempt) {
     const uint64_t metadata_before = cluster.metadata_index ? cluster.metadata_index() : 0;
     Result<StatementResult> r = ExecuteStatement(stmt, shown_warnings);
-    if (r.ok() || !may_retry || !txn::IsRetryableClusterError(r.status()) || attempt == kMaxRetries) return r;
+    if (r.ok() || !may_retry || !RetryableFailure(r.status()) || attempt == kMaxRetries) return r;
     if (!WaitBeforeRetry(attempt, metadata_before, deadline)) return r;
     log::Info("connection {}: statement failed ({}), retrying it (attempt {})", connection_id_,
               r.status().message(), attempt + 2);

@@ -35,9 +35,11 @@ TOTAL = ACCOUNTS * START_BALANCE
 ALL3 = {"node1", "node2", "node3"}
 # Errors a transfer or a reader may get while a node dies; the client retries.
 # 1047 (08S01): cluster changed / node did not answer / no quorum; 1205 lock
-# wait timeout; 1213 deadlock; 1180 commit outcome unknown; 2003, 2006, 2013:
+# wait timeout; 1213 deadlock; 1180 commit outcome unknown; 1412 "Table
+# definition has changed, please retry transaction" (the slice map changed
+# under the transaction: a failed node's replicas left it); 2003, 2006, 2013:
 # the client's own node went away.
-RETRYABLE = {1047, 1205, 1213, 1180, 2003, 2006, 2013}
+RETRYABLE = {1047, 1205, 1213, 1180, 1412, 2003, 2006, 2013}
 
 
 class Workload:
