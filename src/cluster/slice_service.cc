@@ -298,7 +298,16 @@ SliceService::~SliceService() {
 grpc::Service* SliceService::service() { return grpc_.get(); }
 
 Status SliceService::CheckEpoch(const DataHeaderPb& header) const {
-  const uint64_t mine = options_.epoch ? options_.epoch() : 0;
+  uint64_t mine = options_.epoch ? options_.epoch() : 0;
+  // A sender at a newer epoch: this node has not applied a membership
+  // change yet (it may be catching up after a restart, its slice map still
+  // naming replicas it lost while it was down). Wait briefly for it, so the
+  // request is served with a map at least as new.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(2000);
+  while (options_.epoch && header.epoch() > mine && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    mine = options_.epoch();
+  }
   if (header.epoch() < mine) {
     return Status::Unavailable(fmt::format("stale epoch: node '{}' sent epoch {}, node '{}' is at epoch {}",
                                            header.from_node(), header.epoch(), options_.node_name, mine));
@@ -311,11 +320,19 @@ Status SliceService::CheckEpoch(const DataHeaderPb& header) const {
 constexpr int kAwaitSliceMs = 5000;
 
 Result<storage::Slice*> SliceService::AwaitSlice(storage::SliceId slice) const {
+  // A stored slice this node's map does not place here (a replica that
+  // left, kept for a moment, or one the sender's newer map places here
+  // again, to be made afresh) is waited for like a missing one.
+  auto placed = [&] { return !options_.placed_here || options_.placed_here(slice); };
   auto s = store_->GetSlice(slice);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kAwaitSliceMs);
-  while (!s.ok() && s.status().IsNotFound() && std::chrono::steady_clock::now() < deadline) {
+  while (((!s.ok() && s.status().IsNotFound()) || (s.ok() && !placed())) &&
+         std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
     s = store_->GetSlice(slice);
+  }
+  if (s.ok() && !placed()) {
+    return Status::NotFound(fmt::format("node '{}' holds no replica of slice {}", options_.node_name, slice));
   }
   return s;
 }
