@@ -349,7 +349,13 @@ Status BTree::InsertWithSplit(Path* path, size_t level, size_t slot, std::string
     size_t m = 0, acc = 0;
     while (m < entries.size() && acc < total / 2) acc += Cost(entries[m++]);
     const size_t n = entries.size();
-    if (leaf) {
+    if (leaf && slot == n - 1) {
+      // An append past the leaf's last key (a load in key order, ascending
+      // ids): the new key alone goes right, so ordered loads fill leaves
+      // instead of leaving each half empty. The left half is the page as it
+      // was, which fit.
+      m = n - 1;
+    } else if (leaf) {
       m = std::clamp<size_t>(m, 1, n - 1);
     } else {
       m = std::clamp<size_t>(m, 1, n - 2);

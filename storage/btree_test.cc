@@ -309,13 +309,36 @@ TEST(BTreeTest, GrowsDeepThenShrinksToOnePageAndReusesPages) {
   EXPECT_EQ(shrunk->entries, 0u);
   EXPECT_EQ(shrunk->height, 1u);
   EXPECT_EQ(shrunk->leaf_pages, 1u);
-  // Growing again takes pages from the free list, not the end of the file.
+  // Growing again (in the same key order: a load in key order fills its
+  // leaves, a random one does not) takes pages from the free list, not the
+  // end of the file.
+  std::sort(keys.begin(), keys.end());
   for (const auto& k : keys) ASSERT_TRUE(h.tree()->Put(k, "v").ok());
   EXPECT_LE(h.pool()->file()->meta().page_count, pages_after_grow + 2);
   h.Reopen();
   auto reopened = h.tree()->TEST_Check();
   ASSERT_TRUE(reopened.ok());
   EXPECT_EQ(reopened->entries, keys.size());
+}
+
+// A load in key order appends past each leaf's last key: the split then
+// leaves the old leaf full and starts the new one with the new key alone,
+// so the leaves end up full, not half empty (what a middle split would
+// leave behind an ordered load).
+TEST(BTreeTest, KeyOrderLoadFillsLeaves) {
+  shale::testing::TempDir dir;
+  TreeHarness h(dir.path(), 64);
+  size_t cost = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string key = fmt::format("key{:08}", i);
+    std::string value(100, static_cast<char>('a' + i % 26));
+    ASSERT_TRUE(h.tree()->Put(key, value).ok());
+    cost += SlottedPage::CellCost(key.size(), value.size());
+  }
+  auto check = h.tree()->TEST_Check();
+  ASSERT_TRUE(check.ok());
+  const size_t full_leaves = (cost + kPageSize - 1) / kPageSize;
+  EXPECT_LE(check->leaf_pages, full_leaves * 105 / 100 + 1) << "cell bytes " << cost;
 }
 
 // A split allocates its pages before changing any page, so a pool with no

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "src/common/log.h"
+#include "storage/kill_point.h"
 
 namespace shale::storage {
 
@@ -25,7 +26,10 @@ PageGuard& PageGuard::operator=(PageGuard&& other) noexcept {
 
 const char* PageGuard::data() const { return pool_->frames_[frame_index()]->data; }
 
-char* PageGuard::mutable_data() { return pool_->frames_[frame_index()]->data; }
+char* PageGuard::mutable_data() {
+  pool_->BeforeChange(frame_index());
+  return pool_->frames_[frame_index()]->data;
+}
 
 void PageGuard::MarkDirty() { pool_->frames_[frame_index()]->dirty.store(true, std::memory_order_release); }
 
@@ -81,7 +85,20 @@ void BufferPool::LatchUnpinned(size_t f) {
   }
 }
 
-Status BufferPool::WriteBack(size_t f, bool wait, bool* written, bool capture) {
+void BufferPool::BeforeChange(size_t f) {
+  Frame& fr = *frames_[f];
+  const uint64_t epoch = file_->checkpoint_epoch();
+  if (fr.mod_epoch.load(std::memory_order_relaxed) == epoch) return;  // the common case
+  if (fr.dirty.load(std::memory_order_acquire)) {
+    // Owed to the running checkpoint: it gets the page as it is now.
+    file_->CaptureImage(GetPageId(fr.data), fr.data, fr.mod_epoch.load(std::memory_order_relaxed));
+    cow_copies_.fetch_add(1, std::memory_order_relaxed);
+    TEST_KillPoint("checkpoint-cow");
+  }
+  fr.mod_epoch.store(epoch, std::memory_order_relaxed);
+}
+
+Status BufferPool::WriteBack(size_t f, bool wait, bool* written) {
   Frame& fr = *frames_[f];
   *written = false;
   if (wait) {
@@ -90,12 +107,8 @@ Status BufferPool::WriteBack(size_t f, bool wait, bool* written, bool capture) {
     return Status::OK();
   }
   Status s;
-  if (fr.dirty.load(std::memory_order_acquire) && capture) {
-    file_->CaptureImage(GetPageId(fr.data), fr.data);
-    fr.dirty.store(false, std::memory_order_release);
-    *written = true;
-  } else if (fr.dirty.load(std::memory_order_acquire)) {
-    s = file_->WritePage(GetPageId(fr.data), fr.data);
+  if (fr.dirty.load(std::memory_order_acquire)) {
+    s = file_->WriteBackPage(GetPageId(fr.data), fr.data, fr.mod_epoch.load(std::memory_order_relaxed));
     if (s.ok()) {
       fr.dirty.store(false, std::memory_order_release);  // invariant 5
       *written = true;
@@ -185,6 +198,7 @@ Result<PageGuard> BufferPool::Fetch(PageId id, LatchMode mode) {
   fr.pins.store(1, std::memory_order_release);
   fr.referenced.store(true, std::memory_order_relaxed);
   fr.dirty.store(false, std::memory_order_relaxed);
+  fr.mod_epoch.store(file_->checkpoint_epoch(), std::memory_order_relaxed);
   LatchUnpinned(f);
   table_[id] = f;
   l.unlock();
@@ -231,6 +245,7 @@ Result<PageGuard> BufferPool::NewPage(PageType type, uint8_t level) {
   fr.loaded = true;
   fr.pins.store(1, std::memory_order_release);
   fr.referenced.store(true, std::memory_order_relaxed);
+  fr.mod_epoch.store(file_->checkpoint_epoch(), std::memory_order_relaxed);  // a new page owes nothing
   LatchUnpinned(f);
   table_[id] = f;
   l.unlock();
@@ -267,20 +282,30 @@ Status BufferPool::FlushAll() {
   return file_->SyncMeta();
 }
 
-size_t BufferPool::CaptureDirty() {
+size_t BufferPool::CaptureOwed() {
   size_t captured = 0;
   for (size_t f = 0; f < frames_.size(); ++f) {
+    Frame& fr = *frames_[f];
     {
       std::lock_guard<std::mutex> l(mu_);
-      Frame& fr = *frames_[f];
       if (fr.page_id == kInvalidPageId || !fr.dirty.load(std::memory_order_acquire)) continue;
       fr.pins.fetch_add(1, std::memory_order_acq_rel);
     }
-    bool written = false;
-    Status s = WriteBack(f, /*wait=*/true, &written, /*capture=*/true);
+    // Exclusive, not shared: a write-back of this frame that started before
+    // the flip holds the shared latch until its version is installed, and
+    // must be done before the checkpoint lists its pages (page_file.h
+    // invariant 7).
+    fr.latch.lock();
+    if (fr.loaded && Owed(fr)) {
+      file_->CaptureImage(GetPageId(fr.data), fr.data, fr.mod_epoch.load(std::memory_order_relaxed));
+      fr.dirty.store(false, std::memory_order_release);
+      ++captured;
+      if (captured == 8) TEST_KillPoint("checkpoint-capture");
+    }
+    fr.latch.unlock();
     Unpin(f);
-    if (written) ++captured;
   }
+  captured_.fetch_add(captured, std::memory_order_relaxed);
   return captured;
 }
 
@@ -290,6 +315,8 @@ BufferPoolStats BufferPool::stats() const {
   s.misses = misses_.load(std::memory_order_relaxed);
   s.evictions = evictions_.load(std::memory_order_relaxed);
   s.writebacks = writebacks_.load(std::memory_order_relaxed);
+  s.cow_copies = cow_copies_.load(std::memory_order_relaxed);
+  s.captured = captured_.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -20,7 +20,16 @@
 //  4. A page that fails its checksum is never handed out: the load's error
 //     (Corruption naming file and page) is returned and the frame freed.
 //  5. The dirty bit is cleared only by a writer-back holding the frame's
-//     shared latch, so a change made under the exclusive latch is never lost.
+//     shared latch (or the checkpoint capture, holding it exclusively), so a
+//     change made under the exclusive latch is never lost.
+//  6. Copy-on-write checkpoint capture (page_file.h invariant 7): each frame
+//     remembers the checkpoint epoch of its last change (`mod_epoch`, set by
+//     mutable_data() before the caller changes anything). A dirty frame
+//     whose mod_epoch is older than the file's checkpoint epoch is *owed* to
+//     the running checkpoint: the first mutable_data() after the flip copies
+//     it to the checkpoint before the change, a write-back sends it to the
+//     checkpoint, and CaptureOwed() hands over the rest. No frame becomes
+//     owed after the flip, so after CaptureOwed() none is.
 //
 // Latch order (deadlock freedom) is the caller's duty: the B+tree latches top
 // down, and siblings only under their parent's exclusive latch.
@@ -58,6 +67,8 @@ struct BufferPoolStats {
   uint64_t misses = 0;     // pages read from the data file
   uint64_t evictions = 0;  // frames reused for another page
   uint64_t writebacks = 0; // dirty pages written to the data file
+  uint64_t cow_copies = 0; // owed pages copied by a writer about to change them (invariant 6)
+  uint64_t captured = 0;   // owed pages handed over by CaptureOwed
 };
 
 class BufferPool;
@@ -80,6 +91,8 @@ class PageGuard {
   LatchMode mode() const { return mode_; }
   const char* data() const;
   // REQUIRES: exclusive. Callers that change the page must MarkDirty().
+  // Copies the page to a running checkpoint first if it is owed to it
+  // (invariant 6), so call it before changing the page.
   char* mutable_data();
   void MarkDirty();
   void Release();
@@ -123,11 +136,12 @@ class BufferPool {
 
   // Writes back every dirty page, fsyncs, and writes the meta page.
   Status FlushAll();
-  // For checkpoints of a file in spill mode (page_file.h invariant 5):
-  // hands a copy of every dirty page to PageFile::CaptureImage and marks it
-  // clean. Returns the number of pages captured.
-  // REQUIRES: no thread changes pages meanwhile (the caller paused writers).
-  size_t CaptureDirty();
+  // For a running checkpoint of a file in spill mode (after
+  // PageFile::BeginCheckpoint flipped the epoch): hands a copy of every
+  // frame still owed to it to PageFile::CaptureImage and marks it clean
+  // (invariant 6). Writers keep running; each frame is latched exclusively
+  // only for its copy. Returns the number of pages handed over.
+  size_t CaptureOwed();
 
   BufferPoolStats stats() const;
 
@@ -140,8 +154,18 @@ class BufferPool {
     std::atomic<uint32_t> pins{0};
     std::atomic<bool> dirty{false};
     std::atomic<bool> referenced{false};
+    // Checkpoint epoch of the last change (invariant 6); written under the
+    // exclusive latch, read under a latch.
+    std::atomic<uint64_t> mod_epoch{0};
     std::shared_mutex latch;
   };
+  // Whether frame `fr`, dirty, belongs to a checkpoint after it. REQUIRES: a latch.
+  bool Owed(const Frame& fr) const {
+    return fr.dirty.load(std::memory_order_acquire) &&
+           fr.mod_epoch.load(std::memory_order_relaxed) < file_->checkpoint_epoch();
+  }
+  // mutable_data()'s copy-on-write step. REQUIRES: exclusive latch on f.
+  void BeforeChange(size_t f);
 
   void Unpin(size_t frame) { frames_[frame]->pins.fetch_sub(1, std::memory_order_acq_rel); }
   void Latch(size_t frame, LatchMode mode);
@@ -156,7 +180,7 @@ class BufferPool {
   // up (OK, *written false) if the latch is taken: an evicting thread may
   // hold tree latches, so it must never wait on another page's latch.
   // REQUIRES: caller holds a pin on f.
-  Status WriteBack(size_t f, bool wait, bool* written, bool capture = false);
+  Status WriteBack(size_t f, bool wait, bool* written);
 
   PageFile* const file_;
   std::vector<std::unique_ptr<Frame>> frames_;
@@ -168,7 +192,7 @@ class BufferPool {
 
   std::mutex free_mu_;  // serializes free-list changes (NewPage/FreePage)
 
-  std::atomic<uint64_t> hits_{0}, misses_{0}, evictions_{0}, writebacks_{0};
+  std::atomic<uint64_t> hits_{0}, misses_{0}, evictions_{0}, writebacks_{0}, cow_copies_{0}, captured_{0};
 };
 
 }  // namespace shale::storage

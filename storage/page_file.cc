@@ -223,10 +223,15 @@ PageFile::~PageFile() {
 Status PageFile::ReadPage(PageId id, char* buf) const {
   if (spill_) {
     std::lock_guard<std::mutex> l(overlay_mu_);
+    // Invariant 7: the newest version first, then the running checkpoint's.
     auto it = overlay_.find(id);
+    if (it == overlay_.end()) {
+      it = ckpt_overlay_.find(id);
+      if (it == ckpt_overlay_.end()) it = overlay_.end();
+    }
     if (it != overlay_.end()) {
       // Read under overlay_mu_ so the slot cannot be reused meanwhile.
-      Status s = ReadEntry({id, it->second.gen, it->second.image, it->second.slot}, buf);
+      Status s = ReadEntry({id, it->second.image, it->second.slot}, buf);
       if (s.ok()) s = VerifyPage(buf, id, it->second.image ? path_ + " (checkpoint image)" : spill_path_);
       if (!s.ok()) log::Error("{}", s.message());
       return s;
@@ -243,7 +248,9 @@ Status PageFile::ReadPage(PageId id, char* buf) const {
   return s;
 }
 
-Status PageFile::WritePage(PageId id, const char* buf) {
+Status PageFile::WritePage(PageId id, const char* buf) { return WriteBackPage(id, buf, checkpoint_epoch()); }
+
+Status PageFile::WriteBackPage(PageId id, const char* buf, uint64_t mod_epoch) {
   // A private copy: the caller may hold only a shared latch on buf. On the
   // stack, not thread_local: pools are also flushed from static destructors,
   // after thread_locals are gone.
@@ -268,37 +275,45 @@ Status PageFile::WritePage(PageId id, const char* buf) {
     ReleaseSlotLocked(slot);
     return s;
   }
-  InstallLocked(id, OverlayEntry{0, nullptr, slot});
+  InstallLocked(OverlayForLocked(mod_epoch), id, OverlayEntry{nullptr, slot});
   TEST_KillPoint("spill-write");
   return Status::OK();
 }
 
-void PageFile::ReleaseSlotLocked(int64_t slot) {
-  if (slot < 0) return;
-  // Only a slot the running checkpoint will read must wait for its end;
-  // others are reused at once, so the spill file does not grow by every
-  // page rewritten during a checkpoint.
-  if (checkpoint_active_ && static_cast<size_t>(slot) < slot_in_checkpoint_.size() &&
-      slot_in_checkpoint_[static_cast<size_t>(slot)]) {
-    deferred_free_.push_back(slot);
-  } else {
-    free_slots_.push_back(slot);
-    spill_in_use_.fetch_sub(1, std::memory_order_relaxed);
+PageFile::Overlay& PageFile::OverlayForLocked(uint64_t mod_epoch) {
+  if (!checkpoint_active_ || mod_epoch >= ckpt_epoch_.load(std::memory_order_relaxed)) return overlay_;
+  if (checkpoint_collected_) {
+    // Invariant 7 says this cannot happen; if it did, the version would be
+    // missing from the checkpoint being written.
+    log::Error("data file {}: a page version owed to the checkpoint arrived after its pages were listed", path_);
   }
+  return ckpt_overlay_;
 }
 
-void PageFile::InstallLocked(PageId id, OverlayEntry e) {
-  e.gen = next_gen_++;
-  auto [it, inserted] = overlay_.try_emplace(id);
-  if (!inserted) ReleaseSlotLocked(it->second.slot);
+void PageFile::ReleaseSlotLocked(int64_t slot) {
+  if (slot < 0) return;
+  free_slots_.push_back(slot);
+  spill_in_use_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void PageFile::InstallLocked(Overlay& map, PageId id, OverlayEntry e) {
+  auto [it, inserted] = map.try_emplace(id);
+  if (!inserted) {
+    // A slot the running checkpoint listed stays its own until it ends.
+    if (&map == &ckpt_overlay_ && checkpoint_collected_ && it->second.slot >= 0) {
+      deferred_free_.push_back(it->second.slot);
+    } else {
+      ReleaseSlotLocked(it->second.slot);
+    }
+  }
   it->second = std::move(e);
 }
 
-void PageFile::CaptureImage(PageId id, const char* page) {
+void PageFile::CaptureImage(PageId id, const char* page, uint64_t mod_epoch) {
   auto image = std::make_shared<std::string>(page, kPageSize);
   SealPage(image->data());
   std::lock_guard<std::mutex> l(overlay_mu_);
-  InstallLocked(id, OverlayEntry{0, std::move(image), -1});
+  InstallLocked(OverlayForLocked(mod_epoch), id, OverlayEntry{std::move(image), -1});
 }
 
 Status PageFile::EnableSpill(const std::string& spill_path, const std::string& dw_path) {
@@ -313,7 +328,7 @@ Status PageFile::EnableSpill(const std::string& spill_path, const std::string& d
 
 size_t PageFile::overlay_pages() const {
   std::lock_guard<std::mutex> l(overlay_mu_);
-  return overlay_.size();
+  return overlay_.size() + ckpt_overlay_.size();
 }
 
 Status PageFile::ReadEntry(const CheckpointSet::Entry& e, char* buf) const {
@@ -336,16 +351,23 @@ CheckpointSet PageFile::BeginCheckpoint(uint64_t lsn) {
   set.meta = meta();
   set.meta.checkpoint_lsn = lsn;
   std::lock_guard<std::mutex> l(overlay_mu_);
+  if (checkpoint_active_) log::Error("data file {}: a checkpoint began while another ran", path_);
   checkpoint_active_ = true;
-  slot_in_checkpoint_.assign(static_cast<size_t>(spill_slots_), false);
-  set.pages.reserve(overlay_.size());
-  for (const auto& [id, e] : overlay_) {
-    set.pages.push_back({id, e.gen, e.image, e.slot});
-    if (e.slot >= 0) slot_in_checkpoint_[static_cast<size_t>(e.slot)] = true;
-  }
-  std::sort(set.pages.begin(), set.pages.end(),
-            [](const CheckpointSet::Entry& a, const CheckpointSet::Entry& b) { return a.id < b.id; });
+  checkpoint_collected_ = false;
+  set.epoch = ckpt_epoch_.load(std::memory_order_relaxed) + 1;
+  ckpt_epoch_.store(set.epoch, std::memory_order_release);
+  ckpt_overlay_.swap(overlay_);  // O(1); overlay_ was empty (EndCheckpoint)
   return set;
+}
+
+void PageFile::CollectCheckpoint(CheckpointSet* set) {
+  std::lock_guard<std::mutex> l(overlay_mu_);
+  checkpoint_collected_ = true;
+  set->pages.clear();
+  set->pages.reserve(ckpt_overlay_.size());
+  for (const auto& [id, e] : ckpt_overlay_) set->pages.push_back({id, e.image, e.slot});
+  std::sort(set->pages.begin(), set->pages.end(),
+            [](const CheckpointSet::Entry& a, const CheckpointSet::Entry& b) { return a.id < b.id; });
 }
 
 namespace {
@@ -404,22 +426,20 @@ Status PageFile::WriteCheckpoint(const CheckpointSet& set) {
   return Sync();
 }
 
-void PageFile::EndCheckpoint(const CheckpointSet& set, bool written) {
+void PageFile::EndCheckpoint(const CheckpointSet& /*set*/, bool written) {
   std::lock_guard<std::mutex> l(overlay_mu_);
-  checkpoint_active_ = false;
-  slot_in_checkpoint_.clear();
-  if (written) {
-    for (const CheckpointSet::Entry& e : set.pages) {
-      auto it = overlay_.find(e.id);
-      if (it != overlay_.end() && it->second.gen == e.gen) {
-        ReleaseSlotLocked(it->second.slot);
-        overlay_.erase(it);
-      }
+  for (auto& [id, e] : ckpt_overlay_) {
+    if (!written && overlay_.count(id) == 0) {
+      overlay_.emplace(id, std::move(e));  // still the newest version: keep it
+    } else {
+      ReleaseSlotLocked(e.slot);  // in the data file now, or superseded
     }
   }
-  for (int64_t slot : deferred_free_) free_slots_.push_back(slot);
-  spill_in_use_.fetch_sub(deferred_free_.size(), std::memory_order_relaxed);
+  ckpt_overlay_.clear();
+  for (int64_t slot : deferred_free_) ReleaseSlotLocked(slot);
   deferred_free_.clear();
+  checkpoint_active_ = false;
+  checkpoint_collected_ = false;
 }
 
 Status PageFile::RecoverDoubleWrite(const std::string& path, const std::string& dw_path) {

@@ -30,6 +30,17 @@
 //     whose LSN is newer than the meta page's, so a crash (and any torn page
 //     write) in the middle of a checkpoint leaves the last complete
 //     checkpoint or the new one, never a mix. Format: docs/formats/page-format.md.
+//  7. Checkpoint epochs (copy-on-write capture): BeginCheckpoint bumps
+//     checkpoint_epoch() and moves the whole overlay, in O(1), to the
+//     running checkpoint (ckpt_overlay_). A page version made before the
+//     flip (its `mod_epoch` is older than the checkpoint's epoch) goes to
+//     ckpt_overlay_ when it is written back or captured, any later version
+//     to the overlay; the epoch is compared under overlay_mu_, the lock the
+//     flip takes, so a write-back racing with the flip lands on the right
+//     side. Reads look in the overlay, then ckpt_overlay_, then the data
+//     file. After CollectCheckpoint nothing more may enter ckpt_overlay_
+//     (the buffer pool has handed over every page owed, buffer_pool.h
+//     invariant 6); EndCheckpoint drops it once the data file holds it.
 //
 // Thread-safety: ReadPage/WritePage may run concurrently (pread/pwrite on
 // distinct pages). The meta fields are guarded by meta_mu_, the overlay by
@@ -64,17 +75,18 @@ struct PageFileMeta {
   uint64_t checkpoint_lsn = 0;            // WAL LSN the pages are complete up to
 };
 
-// The pages of one checkpoint, captured while writers were paused.
+// The pages of one checkpoint: every page version made before its epoch
+// flip and not yet in the data file.
 struct CheckpointSet {
   struct Entry {
     PageId id = kInvalidPageId;
-    uint64_t gen = 0;                          // overlay generation, to drop it afterwards
     std::shared_ptr<const std::string> image;  // sealed page, or null: read `slot` of the spill file
     int64_t slot = -1;
   };
   uint64_t lsn = 0;
+  uint64_t epoch = 0;  // checkpoint_epoch() of this checkpoint
   PageFileMeta meta;
-  std::vector<Entry> pages;
+  std::vector<Entry> pages;  // filled by CollectCheckpoint, in page order
 };
 
 class PageFile {
@@ -108,16 +120,29 @@ class PageFile {
 
   // Switches to spill mode (invariant 5), truncating `spill_path`.
   Status EnableSpill(const std::string& spill_path, const std::string& dw_path);
-  // Spill mode: records a sealed image of page `id` captured for the next
-  // checkpoint (it replaces older overlay versions of the page).
-  void CaptureImage(PageId id, const char* page);
-  // Spill mode: snapshots the overlay and the meta for a checkpoint at `lsn`.
-  // REQUIRES: no writer is changing pages (the caller paused them) and every
-  // dirty pool page was captured.
+  // Spill mode: writes back (to the spill file) a page last changed in
+  // checkpoint epoch `mod_epoch` (invariant 7 chooses overlay or running
+  // checkpoint). Without spill mode, the same as WritePage.
+  Status WriteBackPage(PageId id, const char* buf, uint64_t mod_epoch);
+  // Spill mode: hands a sealed copy of page `id`, last changed before the
+  // running checkpoint's flip, to that checkpoint (invariant 7).
+  void CaptureImage(PageId id, const char* page, uint64_t mod_epoch);
+  // The epoch of the running (or last) checkpoint; a page changed in an
+  // older epoch and still dirty in the pool is owed to it. Lock-free.
+  uint64_t checkpoint_epoch() const { return ckpt_epoch_.load(std::memory_order_acquire); }
+  // Spill mode: starts a checkpoint at `lsn` in O(1): snapshots the meta,
+  // bumps the epoch and moves the overlay to the checkpoint (invariant 7).
+  // REQUIRES: no writer is changing pages (the caller paused them); no
+  // checkpoint running.
   CheckpointSet BeginCheckpoint(uint64_t lsn);
+  // Lists the checkpoint's pages into set->pages. REQUIRES: the buffer pool
+  // handed over every page owed to the checkpoint (BufferPool::CaptureOwed).
+  void CollectCheckpoint(CheckpointSet* set);
   // Writes the set: double-write file, in place, meta page (invariant 6).
   Status WriteCheckpoint(const CheckpointSet& set);
-  // Drops overlay entries the checkpoint wrote and not changed since.
+  // Ends the checkpoint: written, its pages leave the overlay (the data
+  // file has them); not written, they go back to the overlay unless a newer
+  // version is there.
   void EndCheckpoint(const CheckpointSet& set, bool written);
   // Pages in the overlay (spilled or captured), for tests and stats.
   size_t overlay_pages() const;
@@ -136,12 +161,15 @@ class PageFile {
   Status WriteMetaLocked();  // REQUIRES: meta_mu_ held
 
   struct OverlayEntry {
-    uint64_t gen = 0;
     std::shared_ptr<const std::string> image;
     int64_t slot = -1;
   };
-  // Stores `e` as the newest version of `id`. REQUIRES: overlay_mu_ held.
-  void InstallLocked(PageId id, OverlayEntry e);
+  using Overlay = std::unordered_map<PageId, OverlayEntry>;
+  // The map a page version last changed in `mod_epoch` belongs in
+  // (invariant 7). REQUIRES: overlay_mu_ held.
+  Overlay& OverlayForLocked(uint64_t mod_epoch);
+  // Stores `e` as the newest version of `id` in `map`. REQUIRES: overlay_mu_ held.
+  void InstallLocked(Overlay& map, PageId id, OverlayEntry e);
   void ReleaseSlotLocked(int64_t slot);  // REQUIRES: overlay_mu_ held
   Status ReadEntry(const CheckpointSet::Entry& e, char* buf) const;
 
@@ -154,14 +182,15 @@ class PageFile {
   bool spill_ = false;  // set once by EnableSpill before concurrent use
   int spill_fd_ = -1;
   std::string spill_path_, dw_path_;
-  std::unordered_map<PageId, OverlayEntry> overlay_;  // GUARDED_BY(overlay_mu_)
-  uint64_t next_gen_ = 1;                             // GUARDED_BY(overlay_mu_)
-  int64_t spill_slots_ = 0;                           // GUARDED_BY(overlay_mu_): slots ever used
-  std::vector<int64_t> free_slots_;                   // GUARDED_BY(overlay_mu_)
-  std::vector<int64_t> deferred_free_;                // GUARDED_BY(overlay_mu_): freed during a checkpoint
-  std::vector<bool> slot_in_checkpoint_;              // GUARDED_BY(overlay_mu_): read by the running checkpoint
-  bool checkpoint_active_ = false;                    // GUARDED_BY(overlay_mu_)
-  std::atomic<size_t> spill_in_use_{0};               // slots taken and not back in free_slots_
+  Overlay overlay_;                       // GUARDED_BY(overlay_mu_): versions after the last flip
+  Overlay ckpt_overlay_;                  // GUARDED_BY(overlay_mu_): owed to the running checkpoint
+  bool checkpoint_active_ = false;        // GUARDED_BY(overlay_mu_)
+  bool checkpoint_collected_ = false;     // GUARDED_BY(overlay_mu_): set->pages listed
+  std::atomic<uint64_t> ckpt_epoch_{0};   // written under overlay_mu_
+  int64_t spill_slots_ = 0;               // GUARDED_BY(overlay_mu_): slots ever used
+  std::vector<int64_t> free_slots_;       // GUARDED_BY(overlay_mu_)
+  std::vector<int64_t> deferred_free_;    // GUARDED_BY(overlay_mu_): listed by the running checkpoint
+  std::atomic<size_t> spill_in_use_{0};   // slots taken and not back in free_slots_
 };
 
 }  // namespace shale::storage

@@ -172,8 +172,13 @@ struct SliceStoreStats {
   uint64_t checkpoint_lsn = 0;
   uint64_t overlay_pages = 0;  // pages changed since the last checkpoint and evicted
   uint64_t spilled_pages = 0;  // of those, in the spill file
-  // Longest time writers were paused for a checkpoint's capture, and the last.
+  // Longest time writers were paused for a checkpoint's epoch flip, and the
+  // last (waiting for running writes to finish, the slices' figures, the
+  // flip: no page is copied in the pause).
   uint64_t checkpoint_pause_max_us = 0, checkpoint_pause_last_us = 0;
+  // Pages a writer copied for the running checkpoint before changing them
+  // (copy-on-write), and pages the checkpoint copied itself.
+  uint64_t checkpoint_cow_pages = 0, checkpoint_captured_pages = 0;
   uint64_t data_pages = 0;     // pages allocated in the data file
 };
 

@@ -21,9 +21,12 @@
 //  1. Every change (batch, create, drop) is appended to the WAL before it is
 //     applied to pages; in durable mode it is applied only once durable.
 //  2. Changes run between EnterWrite()/ExitWrite(). A checkpoint pauses new
-//     ones and waits for running ones (PauseWriters), so at its capture the
-//     pages hold exactly the effect of every WAL record before the captured
-//     LSN: recovery replays from that LSN exactly once.
+//     ones and waits for running ones (PauseWriters), so at its epoch flip
+//     the pages hold exactly the effect of every WAL record before the
+//     captured LSN: recovery replays from that LSN exactly once. The flip is
+//     O(1); the pages are copied afterwards, while writers run, each before
+//     its first change after the flip (copy-on-write, buffer_pool.h
+//     invariant 6).
 //  3. A change whose WAL record was written but which then failed to apply
 //     leaves pages and log disagreeing: the store refuses further changes
 //     (sticky failed_) until restarted, when recovery applies the log.
@@ -1245,14 +1248,19 @@ Status BTreeSliceStore::Checkpoint() {
     ResumeWriters();
     return stats;
   }
+  // The flip: O(1), whatever the number of dirty pages (page_file.h
+  // invariant 7). Every page version made before it belongs to this
+  // checkpoint; writers copy a page owed to it before changing it
+  // (buffer_pool.h invariant 6).
   const uint64_t lsn = wal_->next_lsn();
-  const size_t captured = pool_->CaptureDirty();
   CheckpointSet set = file_->BeginCheckpoint(lsn);
   ResumeWriters();
   const uint64_t pause_us = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - paused_at).count());
   pause_last_us_.store(pause_us);
   if (pause_us > pause_max_us_.load()) pause_max_us_.store(pause_us);
+  const size_t captured = pool_->CaptureOwed();
+  file_->CollectCheckpoint(&set);
   if (set.pages.empty() && lsn == idle_lsn_.load()) {
     file_->EndCheckpoint(set, true);  // nothing changed since the last one
     return Status::OK();
@@ -1312,6 +1320,8 @@ SliceStoreStats BTreeSliceStore::GetStoreStats() const {
   s.pool_misses = p.misses;
   s.pool_evictions = p.evictions;
   s.pool_writebacks = p.writebacks;
+  s.checkpoint_cow_pages = p.cow_copies;
+  s.checkpoint_captured_pages = p.captured;
   s.checkpoints = checkpoints_.load();
   s.checkpoint_lsn = checkpoint_lsn_.load();
   s.overlay_pages = file_->overlay_pages();

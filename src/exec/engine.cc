@@ -50,6 +50,11 @@ std::map<std::string, Value> DefaultGlobals(const EngineOptions& o) {
       {"query_cache_size", i(0)},
       {"query_cache_type", s("OFF")},
       {"secure_file_priv", Value::Null()},
+      // Bytes of buffered rows one statement may hold (memory_budget.h).
+      {"shale_query_memory_limit", i(static_cast<int64_t>(o.query_memory_limit))},
+      // The plan cache (src/exec/plan_cache.h): 1 = on, 0 = off (for
+      // measuring it; SET GLOBAL shale_plan_cache = 0 for new sessions).
+      {"shale_plan_cache", i(1)},
       // MiB/s this node receives for rebalancer copies; 0 = unlimited
       // (docs/cluster.md "Reprotection and rebalancing").
       {"shale_rebalance_rate_mb", i(o.rebalance_rate_mb)},
@@ -93,6 +98,9 @@ Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
     return Status::IOError(fmt::format("cannot create data directory {}: {}", options.data_dir,
                                        ec.message()));
   }
+  // Sort spill runs of a previous process (they are unlinked when made, so
+  // normally there are none).
+  std::filesystem::remove_all(options.data_dir + "/tmp", ec);
   std::unique_ptr<Engine> engine(new Engine(options));
   SHALE_ASSIGN_OR_RETURN(engine->meta_, storage::MetaStore::Open(options.data_dir + "/meta"));
   SHALE_ASSIGN_OR_RETURN(engine->slices_, storage::SliceStore::Open(options.data_dir + "/slices", options.storage));

@@ -39,6 +39,10 @@ struct EngineOptions {
   // (shaled: after the cluster replayed its metadata log, which may still
   // publish them). Default: false (Open removes them).
   bool defer_orphan_cleanup = false;
+  // The default of shale_query_memory_limit: bytes of buffered rows one
+  // statement may hold (src/exec/memory_budget.h); 0: no limit. Sorts past
+  // it spill to <data_dir>/tmp (emptied at Open). Default: 512 MiB.
+  uint64_t query_memory_limit = 512ull << 20;
   // The initial value of the global shale_rebalance_rate_mb: MiB/s this
   // node receives for rebalancer copies, 0 = unlimited (shaled
   // --rebalance-rate-mb). Default: 0.
@@ -61,6 +65,10 @@ struct ClusterHooks {
   // Whether the member named `name` is live (heard from within the node
   // timeout); empty function: only this node, which is.
   std::function<bool(const std::string& name)> is_live;
+  // The metadata (Raft) log index this node has applied; it moves whenever
+  // the membership, the catalog or the slice map changes (statement retry
+  // waits for it). Empty function: a node outside any cluster.
+  std::function<uint64_t()> metadata_index;
 };
 
 // How well the slices are protected (system.protection,

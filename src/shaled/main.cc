@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
   eo.data_dir = opts.data_dir;
   eo.node_name = opts.node_name;
   eo.default_slices = opts.default_slices;
+  eo.query_memory_limit = opts.query_memory_limit_mb << 20;
   eo.storage = opts.storage;
   // Orphan slices are removed once the metadata log is replayed (below).
   eo.defer_orphan_cleanup = true;
@@ -103,6 +104,11 @@ int main(int argc, char** argv) {
   cluster::SliceServiceOptions dso;
   dso.node_name = opts.node_name;
   dso.epoch = [&cluster_node] { return cluster_node.epoch(); };
+  dso.applied_index = [&cluster_node] { return cluster_node.applied_index(); };
+  dso.report_barrier = [&timestamps] { timestamps.ReportBarrier(); };
+  dso.await_applied = [&cluster_node](uint64_t index, std::chrono::milliseconds timeout) {
+    return cluster_node.AwaitApplied(index, timeout);
+  };
   dso.address_of = [&cluster_node](const std::string& name) -> Result<std::string> {
     std::optional<cluster::NodeAddress> where = cluster_node.AddressOf(name);
     if (!where) return Status::Unavailable(fmt::format("node '{}' is not a cluster member", name));
@@ -155,6 +161,8 @@ int main(int argc, char** argv) {
   };
   catalog->SetSubmitter(submit);
   accounts->SetSubmitter(submit);
+  timestamps.SetSnapshotSource([txn = (*engine)->txn()] { return txn->OldestSnapshot(); });
+  timestamps.SetPreparedSource([data = data_service->get()] { return data->PreparedTimestamps(); });
   (*engine)->txn()->oracle()->SetSource(&timestamps);
   replica_copy.Start();
   // The rebalancer plans on the metadata leader only (rebalancer/rebalancer.h).
@@ -186,7 +194,8 @@ int main(int argc, char** argv) {
       [node = &cluster_node](const std::string& name) {
         auto where = node->AddressOf(name);
         return where.has_value() && where->live;
-      }});
+      },
+      [node = &cluster_node] { return node->applied_index(); }});
 
   boost::asio::io_context io;
   server::ServerOptions so;
@@ -239,6 +248,9 @@ int main(int argc, char** argv) {
   catalog->Detach();
   rpc.Shutdown();
   (*engine)->txn()->oracle()->SetSource(nullptr);
+  // The reporter thread outlives the data path and the engine's snapshots.
+  timestamps.SetPreparedSource(nullptr);
+  timestamps.SetSnapshotSource(nullptr);
   cluster_node.Stop();
   log::Info("shaled: stopped");
   return 0;

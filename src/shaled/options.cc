@@ -25,6 +25,10 @@ constexpr const char* kUsage = R"(Usage: shaled [options]
   --max-allowed-packet=N largest client packet or statement, bytes (default 67108864,
                          1024 .. 1073741824)
   --threads=N            I/O threads (default: hardware threads)
+  --query-memory-limit-mb=N  memory one statement's sorts, joins, aggregations and
+                         DISTINCTs may hold; sorts spill to DATADIR/tmp past it, the
+                         others fail with 1114; 0 = no limit; the default of the
+                         variable shale_query_memory_limit (default 512)
   --log-level=LEVEL      debug, info, warn or error (default info)
   --ssl=ON|OFF           offer TLS to MySQL clients (default ON)
   --ssl-cert=FILE        TLS certificate chain, PEM (default: DATADIR/server-cert.pem,
@@ -41,6 +45,8 @@ constexpr const char* kUsage = R"(Usage: shaled [options]
   --wal-segment-mb=N     WAL segment file size (default 16)
   --checkpoint-interval-ms=N  background checkpoint period, 0 = off (default 30000)
   --checkpoint-wal-mb=N  also checkpoint once this much WAL is written (default 64)
+  --checkpoint-spill-mb=N  also checkpoint once this many MiB of changed pages wait
+                         in the spill file, which bounds it; 0 = no bound (default 1024)
   --verify-pages-at-start=ON|OFF
                          read and check every data page and slice tree at start,
                          refusing to start on damage (default OFF)
@@ -135,6 +141,9 @@ Status Apply(const std::string& raw_name, const std::string& value, NodeOptions*
   }
   if (name == "max-connections") return ParseNumber<uint32_t>(name, value, 1, 100000, &o->max_connections);
   if (name == "threads") return ParseNumber<uint32_t>(name, value, 0, 1024, &o->threads);
+  if (name == "query-memory-limit-mb") {
+    return ParseNumber<uint64_t>(name, value, 0, 1ull << 30, &o->query_memory_limit_mb);
+  }
   if (name == "log-level") {
     if (value != "debug" && value != "info" && value != "warn" && value != "error") {
       return Status::InvalidArgument("option log-level: expected debug, info, warn or error");
@@ -185,6 +194,12 @@ Status Apply(const std::string& raw_name, const std::string& value, NodeOptions*
     uint64_t mb = 0;
     SHALE_RETURN_IF_ERROR(ParseNumber<uint64_t>(name, value, 1, 1u << 20, &mb));
     so.checkpoint_wal_bytes = mb << 20;
+    return Status::OK();
+  }
+  if (name == "checkpoint-spill-mb") {
+    uint64_t mb = 0;
+    SHALE_RETURN_IF_ERROR(ParseNumber<uint64_t>(name, value, 0, 1u << 20, &mb));
+    so.checkpoint_spill_bytes = mb << 20;
     return Status::OK();
   }
   if (name == "verify-pages-at-start") return ParseBool(name, value, &so.verify_at_open);

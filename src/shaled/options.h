@@ -27,6 +27,10 @@ struct NodeOptions {
   uint32_t max_connections = 151;          // max-connections. Default: 151
   uint32_t max_allowed_packet = 64u << 20; // max-allowed-packet (bytes). Default: 64 MiB
   uint32_t threads = 0;                    // threads: I/O threads. Default: hardware threads
+  // query-memory-limit-mb: the default of shale_query_memory_limit, the
+  // memory one statement's sorts, joins, aggregations and DISTINCTs may
+  // hold (0: no limit). Default: 512
+  uint64_t query_memory_limit_mb = 512;
   std::string log_level = "info";          // log-level: debug|info|warn|error. Default: info
   // ssl: offer TLS to MySQL clients (ON/OFF). Default: ON
   bool ssl = true;
@@ -64,6 +68,8 @@ struct NodeOptions {
   //   wal-segment-mb          WAL segment size. Default: 16
   //   checkpoint-interval-ms  background checkpoint period, 0 = off. Default: 30000
   //   checkpoint-wal-mb       also checkpoint after this much WAL. Default: 64
+  //   checkpoint-spill-mb     also checkpoint once this many MiB of changed pages
+  //                           wait in the spill file (0 = no bound). Default: 1024
   //   verify-pages-at-start   check every page and tree at start (ON/OFF). Default: OFF
   storage::SliceStoreOptions storage;
 };

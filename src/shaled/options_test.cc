@@ -247,7 +247,7 @@ TEST(OptionsTest, StorageOptions) {
   EXPECT_FALSE(d.options.storage.verify_at_open);
   Parsed p = Parse({"--buffer-pool-mb=8", "--wal-sync=async", "--wal-flush-interval-ms=3", "--wal-buffer-kb=64",
                     "--wal-segment-mb=2", "--checkpoint-interval-ms=0", "--checkpoint-wal-mb=5",
-                    "--verify-pages-at-start=ON"});
+                    "--checkpoint-spill-mb=32", "--verify-pages-at-start=ON"});
   ASSERT_TRUE(p.status.ok()) << p.status.ToString();
   const storage::SliceStoreOptions& s = p.options.storage;
   EXPECT_EQ(s.buffer_pool_bytes, 8ull << 20);
@@ -257,7 +257,14 @@ TEST(OptionsTest, StorageOptions) {
   EXPECT_EQ(s.wal.segment_bytes, 2ull << 20);
   EXPECT_EQ(s.checkpoint_interval_ms, 0u);
   EXPECT_EQ(s.checkpoint_wal_bytes, 5ull << 20);
+  EXPECT_EQ(s.checkpoint_spill_bytes, 32ull << 20);
   EXPECT_TRUE(s.verify_at_open);
+  EXPECT_EQ(d.options.storage.checkpoint_spill_bytes, 1ull << 30);
+  Parsed unbounded = Parse({"--checkpoint-spill-mb=0"});
+  ASSERT_TRUE(unbounded.status.ok());
+  EXPECT_EQ(unbounded.options.storage.checkpoint_spill_bytes, 0u);
+  EXPECT_FALSE(Parse({"--checkpoint-spill-mb=-1"}).status.ok());
+  EXPECT_FALSE(Parse({"--checkpoint-spill-mb=lots"}).status.ok());
   EXPECT_FALSE(Parse({"--buffer-pool-mb=1"}).status.ok());
   EXPECT_FALSE(Parse({"--wal-sync=sometimes"}).status.ok());
   EXPECT_FALSE(Parse({"--wal-flush-interval-ms=0"}).status.ok());

@@ -18,7 +18,10 @@ whole). After every restart the whole table is read back and compared:
   - every acknowledged statement is present (durable WAL mode);
   - every group is whole: all of its rows, with the same version and the
     padding that version implies, or none of them;
-  - no row exists that no statement wrote.
+  - no row exists that no statement wrote;
+  - the secondary indexes (KEY by_grp (grp), KEY by_v (v)) agree with the
+    primary key: reading the table through each of them (EXPLAIN must show
+    the index) gives exactly the rows of the primary-key scan.
 
 With --wal-sync=async the driver only checks atomicity and that what is
 there is a prefix of each client's acknowledged history (async mode may lose
@@ -36,8 +39,11 @@ no transaction is half there). Deadlock victims (1213) retry.
 server is started with SHALE_TEST_KILL_AT=<point>:<n> (storage/kill_point.h)
 and SIGKILLs itself the n-th time it passes that point -- half way through
 writing a checkpoint's double-write file, half way through its in-place page
-writes, between those and the meta page, or right after a page flush to the
-spill file -- or, if it has not died within the round, is killed as usual.
+writes, between those and the meta page, right after a page flush to the
+spill file, in the copy-on-write capture of a running checkpoint (a writer
+copying a page owed to it, or the checkpoint's own pass over the pool) --
+or, if it has not died within the round, is killed as usual. The points are
+taken in turn (from a shuffled list), so --rounds >= 6 arms every one.
 A kill point may also fire in the checkpoint that ends recovery; the driver
 then starts the server again (a crash during recovery).
 
@@ -133,6 +139,32 @@ def read_table(port):
     rows = cur.fetchall()
     conn.close()
     return rows
+
+
+def check_indexes(port, rows, fail):
+    """Secondary indexes agree with the primary key: the rows read through
+    each index (an index range covering every row; EXPLAIN must show the
+    index) are exactly the rows of the primary-key scan -- no entry missing,
+    none stale or dangling."""
+    conn = pymysql.connect(host="127.0.0.1", port=port, user="root", database="crash", autocommit=True,
+                           read_timeout=120)
+    cur = conn.cursor()
+    want = sorted((rid, grp, v) for rid, grp, v, _ in rows)
+    for index, where in (("by_grp", "grp >= 0"), ("by_v", "v >= -1")):
+        sql = "SELECT id, grp, v FROM t WHERE %s" % where
+        cur.execute("EXPLAIN " + sql)
+        plan = " ".join(str(r) for r in cur.fetchall())
+        if index not in plan:
+            fail("EXPLAIN does not read through index %s: %s" % (index, plan))
+            continue
+        cur.execute(sql)
+        got = sorted(cur.fetchall())
+        if got != want:
+            missing = sorted(set(want) - set(got))[:5]
+            extra = sorted(set(got) - set(want))[:5]
+            fail("index %s disagrees with the primary key: %d rows vs %d; missing %s, extra %s" %
+                 (index, len(got), len(want), missing, extra))
+    conn.close()
 
 
 def group_states(rows, fail):
@@ -321,7 +353,10 @@ def main():
         print("FAIL: " + msg, flush=True)
 
     acked = {}  # client -> {group -> version (None: deleted)}; each client thread owns its dict
-    kill_points = ["checkpoint-dw", "checkpoint-inplace", "checkpoint-meta", "spill-write"]
+    kill_points = ["checkpoint-dw", "checkpoint-inplace", "checkpoint-meta", "spill-write",
+                   "checkpoint-cow", "checkpoint-capture"]
+    rnd.shuffle(kill_points)
+    armed_count = [0]
     planned = [None]  # the kill point armed for the running server
 
     def start_node(timeout=20.0):
@@ -330,9 +365,11 @@ def main():
         during recovery: start again, unarmed."""
         planned[0] = None
         if args.kill_points:
-            point = rnd.choice(kill_points)
+            point = kill_points[armed_count[0] % len(kill_points)]
+            armed_count[0] += 1
             planned[0] = point
-            os.environ["SHALE_TEST_KILL_AT"] = "%s:%d" % (point, rnd.randint(1, 6 if point == "spill-write" else 3))
+            often = point in ("spill-write", "checkpoint-cow")  # passed many times per checkpoint
+            os.environ["SHALE_TEST_KILL_AT"] = "%s:%d" % (point, rnd.randint(1, 6 if often else 3))
         try:
             node.start(timeout=timeout)
         except RuntimeError as e:
@@ -352,7 +389,7 @@ def main():
         conn.cursor().execute("CREATE DATABASE crash")
         conn.cursor().execute(
             "CREATE TABLE crash.t (id BIGINT PRIMARY KEY, grp BIGINT NOT NULL, v INT NOT NULL, "
-            "pad VARCHAR(10000) NOT NULL) SLICES=4")
+            "pad VARCHAR(10000) NOT NULL, KEY by_grp (grp), KEY by_v (v)) SLICES=4")
         conn.close()
         total = 0
         for rnd_no in range(1, args.rounds + 1):
@@ -372,7 +409,9 @@ def main():
             statements = sum(c.count for c in clients)
             total += statements
             start_node(timeout=120)  # recovery + page verification happen here
-            states = group_states(read_table(node.port), fail)
+            rows = read_table(node.port)
+            states = group_states(rows, fail)
+            check_indexes(node.port, rows, fail)
             doubt = {c.in_doubt[0]: c.in_doubt for c in clients if c.in_doubt is not None}
             all_acked = {g: v for mine in acked.values() for g, v in mine.items()}
             for g in set(all_acked) | set(states):
