@@ -263,6 +263,23 @@ const SliceDef& RepresentationDef::SliceForHash(uint64_t h) const {
   return *(it - 1);
 }
 
+bool OnlyPlacementDiffers(const TableDef& a, const TableDef& b) {
+  auto strip = [](TableDef t) {
+    t.version = 0;
+    auto clear = [](RepresentationDef& rep) {
+      for (SliceDef& s : rep.slices) {
+        s.replicas.clear();
+        s.building.clear();
+        s.write_replicas.clear();
+      }
+    };
+    clear(t.primary);
+    for (RepresentationDef& index : t.indexes) clear(index);
+    return SerializeTable(t);
+  };
+  return a.id == b.id && strip(a) == strip(b);
+}
+
 bool SliceDef::PlacedOn(const std::string& node) const {
   if (std::find(replicas.begin(), replicas.end(), node) != replicas.end()) return true;
   return std::any_of(building.begin(), building.end(), [&](const BuildingReplica& b) { return b.node == node; });

@@ -237,6 +237,11 @@ enum class TableChangePhase : uint8_t { kPrepare = 1, kDone = 2 };
 using TableListener =
     std::function<void(TableChangePhase phase, const TableDef* before, const TableDef* after)>;
 
+// Whether two definitions of a table differ only in where slices' replicas
+// are (the rebalancer's changes): a statement that routed with one and
+// commits under the other is retried (1047), not refused as changed (1412).
+bool OnlyPlacementDiffers(const TableDef& a, const TableDef& b);
+
 // The replica count a table asks for (TableDef::replicas or the default).
 inline uint32_t WantedReplicas(const TableDef& t) { return t.replicas ? t.replicas : kDefaultReplicas; }
 

@@ -22,8 +22,8 @@ constexpr std::chrono::milliseconds kApplyWait{10000};
 constexpr std::chrono::milliseconds kBarrierRpcDeadline{15000};
 // How long a copy waits for transactions prepared at the source to be
 // resolved (a dead coordinator's are resolved from the decider after about
-// 5 s) and for the read watermark to pass them.
-constexpr std::chrono::milliseconds kPreparedWait{30000};
+// 5 s; one whose decider is gone stays in doubt).
+constexpr std::chrono::milliseconds kPreparedWait{10000};
 
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -121,9 +121,16 @@ class ReplicaCopyGrpc final : public ReplicaCopyService::Service {
         bool pending = false;
         for (const auto& [key, ts] : before) pending = pending || now.count(key) > 0;
         if (!pending) break;
-        if (std::chrono::steady_clock::now() > until || ctx->IsCancelled()) {
-          return grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                              fmt::format("slice {} has prepared transactions not yet resolved", req->slice_id()));
+        if (ctx->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "target went away");
+        if (std::chrono::steady_clock::now() > until) {
+          // Their decider is gone (they stay in doubt until it returns):
+          // copy without them rather than leave the slice unprotected.
+          std::string keys;
+          for (const auto& [key, ts] : now) keys += (keys.empty() ? "" : ", ") + key;
+          log::Warn("replica copy: task {}: slice {}: copying while transaction(s) {} stay in doubt here; if "
+                    "they commit later, the new replica on {} misses them",
+                    req->task_id(), req->slice_id(), keys, req->from_node());
+          break;
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
@@ -414,12 +421,15 @@ Status ReplicaCopy::CopyOnce(const Build& build, uint64_t* bytes) {
     // The building slice was created before its snapshot was chosen
     // (catalog::kOpenBuildSnapshot); the chunk's rows are checked above.
     chunk.snapshot_ts = catalog::kOpenBuildSnapshot;
+    // Checked before each chunk (not under the drop mutex: the catalog's
+    // apply holds its lock while it may drop a stale slice, and takes the
+    // drop mutex for that).
+    if (!StillBuilding(build)) {
+      ctx.TryCancel();
+      return Status::Unavailable(fmt::format("task {} was cancelled", build.task_id));
+    }
     {
       std::shared_lock<std::shared_mutex> no_drop(txn_->slice_drop_mutex());
-      if (!StillBuilding(build)) {
-        ctx.TryCancel();
-        return Status::Unavailable(fmt::format("task {} was cancelled", build.task_id));
-      }
       Status applied = storage::ApplySnapshotChunk(store_, build.slice_id, chunk);
       if (!applied.ok()) {
         ctx.TryCancel();
@@ -441,8 +451,8 @@ Status ReplicaCopy::CopyOnce(const Build& build, uint64_t* bytes) {
   grpc::Status st = reader->Finish();
   if (!st.ok()) return Status::Unavailable(fmt::format("copy from {}: {}", build.source, st.error_message()));
   if (!done) return Status::Unavailable(fmt::format("copy from {} ended early", build.source));
-  std::shared_lock<std::shared_mutex> no_drop(txn_->slice_drop_mutex());
   if (!StillBuilding(build)) return Status::Unavailable(fmt::format("task {} was cancelled", build.task_id));
+  std::shared_lock<std::shared_mutex> no_drop(txn_->slice_drop_mutex());
   return store_->FinishBuild(build.slice_id);
 }
 

@@ -329,7 +329,16 @@ SliceService::~SliceService() {
 grpc::Service* SliceService::service() { return grpc_.get(); }
 
 Status SliceService::CheckEpoch(const DataHeaderPb& header) const {
-  const uint64_t mine = options_.epoch ? options_.epoch() : 0;
+  uint64_t mine = options_.epoch ? options_.epoch() : 0;
+  // A sender at a newer epoch: this node has not applied a membership
+  // change yet (it may be catching up after a restart, its slice map still
+  // naming replicas it lost while it was down). Wait briefly for it, so the
+  // request is served with a map at least as new.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(2000);
+  while (options_.epoch && header.epoch() > mine && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    mine = options_.epoch();
+  }
   if (header.epoch() < mine) {
     return Status::Unavailable(fmt::format("stale epoch: node '{}' sent epoch {}, node '{}' is at epoch {}",
                                            header.from_node(), header.epoch(), options_.node_name, mine));
@@ -348,14 +357,25 @@ constexpr std::chrono::milliseconds kMembershipGrace{2000};
 constexpr std::chrono::milliseconds kAwaitAppliedMs{5000};
 
 Result<storage::Slice*> SliceService::AwaitSlice(storage::SliceId slice, uint64_t routed_at) const {
+  // A stored slice this node's applied map does not place here (a replica
+  // that moved away, kept for a moment, or an old copy from before this
+  // node was removed, about to be replaced by a new building replica) is
+  // treated as missing: no write may land in it.
+  auto placed = [&] { return !options_.placed_here || options_.placed_here(slice); };
+  auto usable = [&](const Result<storage::Slice*>& r) {
+    return (r.ok() && placed()) || (!r.ok() && !r.status().IsNotFound());
+  };
   auto s = store_->GetSlice(slice);
-  if (s.ok() || !s.status().IsNotFound()) return s;
+  if (usable(s)) return s;
   if (!options_.applied_index || !options_.await_applied) {
     // Outside a cluster (in-process tests): the replica appears within moments.
     const auto deadline = std::chrono::steady_clock::now() + kAwaitAppliedMs;
-    while (!s.ok() && s.status().IsNotFound() && std::chrono::steady_clock::now() < deadline) {
+    while (!usable(s) && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
       s = store_->GetSlice(slice);
+    }
+    if (s.ok() && !placed()) {
+      return Status::NotFound(fmt::format("node '{}' holds no replica of slice {}", options_.node_name, slice));
     }
     return s;
   }
@@ -369,7 +389,7 @@ Result<storage::Slice*> SliceService::AwaitSlice(storage::SliceId slice, uint64_
                       options_.node_name, routed_at, options_.applied_index());
     }
     s = store_->GetSlice(slice);
-    if (s.ok() || !s.status().IsNotFound()) return s;
+    if (usable(s)) return s;
   }
   return SqlError(ErrorCode::kUnknownCom,
                   "Cluster metadata changed while the statement ran (node '{}' holds no replica of slice {}: the "

@@ -93,6 +93,11 @@ struct SliceServiceOptions {
   uint32_t rpc_timeout_ms = 10000;
   // Rows per Scan page. Default: 1024.
   uint32_t scan_page_rows = 1024;
+  // Whether this node's applied slice map places a replica (serving or
+  // building) of the slice here (exec::Engine::PlacedHere). A request for
+  // a slice stored here but not placed here waits like one for a missing
+  // slice. Default: none (every stored slice serves).
+  std::function<bool(storage::SliceId)> placed_here;
 };
 
 class SliceService final : public txn::DataRouter {

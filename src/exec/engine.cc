@@ -123,6 +123,7 @@ Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
       for (const auto& s : rep->slices) {
         if (!engine->HoldsReplica(s)) continue;
         ++local;
+        engine->placed_.insert(s.id);
         if (!engine->slices_->GetSlice(s.id).ok()) {
           return Status::Corruption(fmt::format("slice {} is in the catalog but missing from {}/slices", s.id,
                                                 options.data_dir));
@@ -168,6 +169,11 @@ Status Engine::ReconcileSlices() {
   // interrupted; slices of a table whose map does not place a replica here
   // are replicas this node no longer holds (removed while it was down, or
   // moved by the rebalancer): remove them.
+  // The stored slices first: a replica the catalog's apply creates after
+  // this is not listed, and one created before is published by the time
+  // AllTables answers (the apply holds the catalog lock from creating it
+  // until it is published).
+  const std::vector<storage::SliceId> stored = slices_->ListSlices();
   std::set<storage::SliceId> referenced;
   for (const auto& table : catalog_->AllTables()) {
     for (const auto& s : table->primary.slices) {
@@ -179,7 +185,7 @@ Status Engine::ReconcileSlices() {
       }
     }
   }
-  for (storage::SliceId id : slices_->ListSlices()) {
+  for (storage::SliceId id : stored) {
     if (!referenced.count(id)) {
       log::Warn("dropping orphan slice {} (no replica of it is placed on this node)", id);
       std::unique_lock<std::shared_mutex> no_gc(txn_->slice_drop_mutex());
@@ -234,7 +240,9 @@ void Engine::OnTableChange(catalog::TableChangePhase phase, const catalog::Table
       const bool new_build =
           build != building_here.end() && (known == was_building.end() || known->second != build->second);
       if (had.count(id) && !new_build) continue;
-      TakeRetired(id);
+      // Atomic with DropRetiredSlices (which must not drop the new slice).
+      std::lock_guard retired(retired_mu_);
+      retired_.erase(id);
       if (new_build && slices_->GetSlice(id).ok()) {
         // A storage slice of that id here is stale (a replica retired from
         // here moments ago, or kept from before this node was removed):
@@ -254,7 +262,15 @@ void Engine::OnTableChange(catalog::TableChangePhase phase, const catalog::Table
                    made.status().ToString());
       }
     }
+    std::lock_guard placed(placed_mu_);
+    placed_.insert(has.begin(), has.end());
     return;
+  }
+  {
+    std::lock_guard placed(placed_mu_);
+    for (storage::SliceId id : had) {
+      if (!has.count(id)) placed_.erase(id);
+    }
   }
   // Slices that still exist but left this node (moved by the rebalancer, a
   // cancelled build, this node removed): statements that routed to them
@@ -285,27 +301,20 @@ void Engine::OnTableChange(catalog::TableChangePhase phase, const catalog::Table
   }
 }
 
-bool Engine::TakeRetired(storage::SliceId id) {
-  std::lock_guard lock(retired_mu_);
-  return retired_.erase(id) > 0;
+bool Engine::PlacedHere(storage::SliceId id) const {
+  std::lock_guard lock(placed_mu_);
+  return placed_.count(id) > 0;
 }
 
 void Engine::DropRetiredSlices(std::chrono::milliseconds older_than) {
-  std::vector<storage::SliceId> due;
   {
     std::lock_guard lock(retired_mu_);
-    const auto cutoff = std::chrono::steady_clock::now() - older_than;
-    for (auto it = retired_.begin(); it != retired_.end();) {
-      if (it->second > cutoff) {
-        ++it;
-        continue;
-      }
-      due.push_back(it->first);
-      it = retired_.erase(it);
-    }
+    if (retired_.empty()) return;
   }
-  if (due.empty()) return;
-  // Placed here again since (a build that started over): keep.
+  // Placed here again since (a build that started over): keep. Read before
+  // retired_mu_ is taken (the catalog's apply holds its lock while it takes
+  // retired_mu_); a build placed here after this read takes its slice out
+  // of retired_ under retired_mu_ first.
   std::set<storage::SliceId> placed;
   for (const auto& table : catalog_->AllTables()) {
     for (const auto& s : table->primary.slices) {
@@ -317,9 +326,20 @@ void Engine::DropRetiredSlices(std::chrono::milliseconds older_than) {
       }
     }
   }
+  std::lock_guard lock(retired_mu_);
+  const auto cutoff = std::chrono::steady_clock::now() - older_than;
+  std::vector<storage::SliceId> due;
+  for (auto it = retired_.begin(); it != retired_.end();) {
+    if (it->second > cutoff) {
+      ++it;
+      continue;
+    }
+    if (!placed.count(it->first)) due.push_back(it->first);
+    it = retired_.erase(it);
+  }
+  if (due.empty()) return;
   std::unique_lock<std::shared_mutex> no_gc(txn_->slice_drop_mutex());
   for (storage::SliceId id : due) {
-    if (placed.count(id)) continue;
     Status st = slices_->DropSlice(id);
     if (!st.ok() && !st.IsNotFound()) log::Warn("drop of retired slice {} failed: {}", id, st.ToString());
   }

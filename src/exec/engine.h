@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -132,6 +133,9 @@ class Engine {
   bool HoldsReplica(const catalog::SliceDef& slice) const;
   // Counts the under-protected slices of every table.
   ProtectionSummary Protection() const;
+  // Whether the applied slice map places a replica (serving or building) of
+  // slice `id` here; cheap (a set kept by the table listener).
+  bool PlacedHere(storage::SliceId id) const;
   // Drops the storage slices of replicas that left this node (moved by the
   // rebalancer, cancelled builds) at least `older_than` ago and are not
   // placed here again. shaled calls it periodically.
@@ -158,8 +162,8 @@ class Engine {
   std::mutex table_mutexes_mu_;
   std::map<uint64_t, std::unique_ptr<std::mutex>> table_mutexes_;  // GUARDED_BY(table_mutexes_mu_)
   ClusterHooks cluster_hooks_;  // set once before serving
-  // Removes `id` from the retired slices; whether it was there.
-  bool TakeRetired(storage::SliceId id);
+  mutable std::mutex placed_mu_;
+  std::set<storage::SliceId> placed_;  // GUARDED_BY(placed_mu_): PlacedHere
   std::mutex retired_mu_;
   // Replicas that left this node, by when (DropRetiredSlices).
   std::map<storage::SliceId, std::chrono::steady_clock::time_point> retired_;  // GUARDED_BY(retired_mu_)

@@ -1245,6 +1245,12 @@ class TableWriter {
           // added or promoted a replica), COMMIT must not take the new
           // one for the one written with.
           if (current->get() != &table_) {
+            if (catalog::OnlyPlacementDiffers(**current, table_)) {
+              return SqlError(ErrorCode::kUnknownCom,
+                              "Cluster metadata changed while the statement ran (the slice map of {}.{} changed); "
+                              "the statement was not run, retry it",
+                              table_.db, table_.name);
+            }
             return SqlError(ErrorCode::kTableDefChanged, "Table definition has changed, please retry transaction");
           }
           t_statement->written_tables->emplace(table_.id, *current);

@@ -372,6 +372,14 @@ Status Session::CommitChecked(txn::Transaction* t, const WrittenTables& tables) 
     auto current = engine_->catalog()->GetTable(def->db, def->name);
     if (!current.ok() || *current != def) {
       t->Rollback();
+      if (current.ok() && catalog::OnlyPlacementDiffers(**current, *def)) {
+        // The rebalancer moved replicas: the writes were routed by the old
+        // slice map. Nothing was written; the retryable "cluster changed".
+        return SqlError(ErrorCode::kUnknownCom,
+                        "Cluster metadata changed while the statement ran (the slice map of {}.{} changed); the "
+                        "statement was not run, retry it",
+                        def->db, def->name);
+      }
       return SqlError(ErrorCode::kTableDefChanged, "Table definition has changed, please retry transaction");
     }
   }

@@ -114,6 +114,7 @@ int main(int argc, char** argv) {
     if (!where) return Status::Unavailable(fmt::format("node '{}' is not a cluster member", name));
     return where->address;
   };
+  dso.placed_here = [e = engine->get()](storage::SliceId id) { return e->PlacedHere(id); };
   auto data_service = cluster::SliceService::Open((*engine)->txn(), (*engine)->slices(), (*engine)->meta(), dso);
   if (!data_service.ok()) return Fail(data_service.status());
   (*engine)->SetDataRouter(data_service->get());

@@ -159,8 +159,11 @@ class MetadataTest(unittest.TestCase):
                 self.assertEqual(begin, end + 1)
         # Replicas spread over all three nodes.
         self.assertEqual({name for r in rows for name in r[6].split(",")}, {"node1", "node2", "node3"})
+        # The same map on every node (once each applied the rebalancer's
+        # latest move, if any).
         for node in (n2, n3):
-            self.assertEqual([r[:10] for r in slices(node, "m")], [r[:10] for r in slices(n1, "m")])
+            wait_until("node%d's slice map equal to node1's" % node.index,
+                       lambda: [r[:10] for r in slices(node, "m")] == [r[:10] for r in slices(n1, "m")], 20)
         self.assertEqual(protection(n1)[0], "fully protected")
         self.assertEqual(status_counter(n1, "Shale_under_protected_slices"), 0)
 

@@ -150,7 +150,11 @@ class ReprotectTest(unittest.TestCase):
 
     def tearDown(self):
         self.stop_writers()
+        keep = os.environ.get("SHALE_KEEP_LOGS")  # a directory: each node's log is copied there
         for node in self.nodes:
+            if keep:
+                with open(os.path.join(keep, "node%d.log" % node.index), "w") as f:
+                    f.write(node.log())
             node.cleanup()
 
     def logs(self):
@@ -218,7 +222,9 @@ class ReprotectTest(unittest.TestCase):
             for slice_id, (replicas, _) in some.items():
                 counts = {name: per_node[name][slice_id][1] for name in replicas.split(",") if name in per_node}
                 if len(set(counts.values())) != 1:
-                    raise AssertionError("slice %d replicas differ: %s" % (slice_id, counts))
+                    tasks = nodes[0].query("SELECT task_id, kind, source, target, state, started_ms, finished_ms "
+                                           "FROM system.rebalancer WHERE slice_id = %d" % slice_id)
+                    raise AssertionError("slice %d replicas differ: %s; its tasks %s" % (slice_id, counts, tasks))
             return True
         wait_until("the replicas of every slice to agree", same, 30)
 
