@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <set>
+
 namespace shale::sierra {
 namespace {
 
@@ -340,6 +342,49 @@ LogicalPtr SubstituteOuter(const LogicalOperator& plan, const Row& outer) {
                                 : SubstituteOuter(*plan.children[i], outer));
   }
   return out;
+}
+
+namespace {
+
+ExprPtr RemapOuterExpr(const ExprPtr& e, const std::function<int(int)>& column_of) {
+  if (!ExprHasOuterRef(*e)) return e;
+  auto copy = std::make_shared<Expr>(*e);
+  if (IsOuterRef(*copy)) copy->column = -1 - column_of(-1 - copy->column);
+  for (ExprPtr& c : copy->children) c = RemapOuterExpr(c, column_of);
+  return copy;
+}
+
+void CollectOuter(const Expr& e, std::set<int>* out) {
+  if (IsOuterRef(e)) out->insert(-1 - e.column);
+  for (const ExprPtr& c : e.children) CollectOuter(*c, out);
+}
+
+void CollectOuter(const LogicalOperator& plan, std::set<int>* out) {
+  (void)CopyOperator(plan, [&](const ExprPtr& e) {
+    CollectOuter(*e, out);
+    return e;
+  });
+  for (size_t i = 0; i < plan.children.size(); ++i) {
+    if (plan.kind == LogicalKind::kApply && i == 1) continue;
+    CollectOuter(*plan.children[i], out);
+  }
+}
+
+}  // namespace
+
+LogicalPtr RemapOuter(const LogicalOperator& plan, const std::function<int(int)>& column_of) {
+  auto out = CopyOperator(plan, [&](const ExprPtr& e) { return RemapOuterExpr(e, column_of); });
+  for (size_t i = 0; i < plan.children.size(); ++i) {
+    out->children.push_back(plan.kind == LogicalKind::kApply && i == 1 ? plan.children[i]->Clone()
+                                                                     : RemapOuter(*plan.children[i], column_of));
+  }
+  return out;
+}
+
+std::vector<int> OuterColumns(const LogicalOperator& plan) {
+  std::set<int> columns;
+  CollectOuter(plan, &columns);
+  return std::vector<int>(columns.begin(), columns.end());
 }
 
 std::string LogicalOperator::ToString() const {

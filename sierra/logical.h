@@ -55,6 +55,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
@@ -178,5 +179,10 @@ bool HasOuterRefs(const LogicalOperator& plan);
 // A copy of `plan` with every outer reference replaced by the value of
 // `outer` it names.
 LogicalPtr SubstituteOuter(const LogicalOperator& plan, const Row& outer);
+// A copy of `plan` whose outer references to column c read column
+// column_of(c) instead (a subquery above an aggregate reads the group rows).
+LogicalPtr RemapOuter(const LogicalOperator& plan, const std::function<int(int)>& column_of);
+// The outer columns `plan` reads (as HasOuterRefs counts them), ascending.
+std::vector<int> OuterColumns(const LogicalOperator& plan);
 
 }  // namespace shale::sierra

@@ -80,6 +80,7 @@ class Files(Workload):
         db = self.database()
         with system.connect(db) as c, c.cursor() as cur:
             cur.execute(SCHEMA)
+        self.schema_ready(system, ["files"])
         loaders = self.scale.threads
         parts = [None] * loaders
         batch = 100

@@ -66,6 +66,7 @@ class Game(Workload):
         with system.connect(self.database()) as c, c.cursor() as cur:
             for stmt in SCHEMA:
                 cur.execute(stmt)
+            self.schema_ready(system, ["players", "games", "game_lengths", "events"])
             for b in range(0, self.players, 500):
                 ids = range(b, min(self.players, b + 500))
                 cur.execute("INSERT INTO players VALUES " + ", ".join("(%d, 0, 0)" % i for i in ids))

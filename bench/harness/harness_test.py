@@ -10,7 +10,10 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from harness import driver, sysbench, ycsb  # noqa: E402
+import tempfile  # noqa: E402
+
+from harness import driver, report, sysbench, ycsb  # noqa: E402
+from harness.systems import ShaleCluster, make_shale  # noqa: E402
 
 
 class PercentileTest(unittest.TestCase):
@@ -22,6 +25,45 @@ class PercentileTest(unittest.TestCase):
         self.assertEqual(driver.percentile(values, 100), 100)
         self.assertEqual(driver.percentile([7.0], 99), 7.0)
         self.assertIsNone(driver.percentile([], 50))
+
+
+class ReportTest(unittest.TestCase):
+    def test_one_ratio_pair_per_shale_system(self):
+        rows = []
+        for system, tput in (("shale", 50.0), ("shale-3", 25.0), ("mariadb", 100.0)):
+            m = driver.Measurement("run", "tx/s", int(tput * 10), 10.0, [1.0, 2.0, 4.0])
+            rows.append(report.measurement_row("w", system, 1, m))
+        rows.append(report.failure_row("v", "shale-3", "run 1", "ERROR 1205: lock wait timeout"))
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "results.md")
+            report.write_markdown(path, rows, ["shale", "shale-3", "mariadb"], ["# t"], None)
+            text = open(path).read()
+        header = next(l for l in text.splitlines() if l.startswith("| workload"))
+        self.assertIn("shale ratio throughput", header)
+        self.assertIn("shale-3 ratio throughput", header)
+        line = next(l for l in text.splitlines() if l.startswith("| w |"))
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        self.assertEqual(cells[-4:], ["0.500", "1.000", "0.250", "1.000"])
+        self.assertIn("| v | shale-3 | run 1 | ERROR 1205: lock wait timeout |", text)
+
+    def test_cluster_commands(self):
+        with tempfile.TemporaryDirectory() as d:
+            c = make_shale(d, 64, "/bin/shaled", 3)
+            self.assertIsInstance(c, ShaleCluster)
+            self.assertEqual(c.name, "shale-3")
+            self.assertEqual(len(set(c.ports)), 3)
+            first, second = c.node_command(0), c.node_command(1)
+            self.assertNotIn("--join", first)
+            self.assertEqual(second[second.index("--join") + 1], "127.0.0.1:%d" % c.rpc_ports[0])
+            self.assertEqual(make_shale(d, 64, "/bin/shaled", 1).name, "shale")
+            # sysbench gets every node's port.
+            cmd = sysbench.Sysbench(driver_scale(), "oltp_point_select").command(c)
+            self.assertIn("--mysql-port=" + ",".join(str(p) for p in c.ports), cmd)
+
+
+def driver_scale():
+    from harness.workload import Scale
+    return Scale(True, 1.0, 1)
 
 
 class SysbenchHistogramTest(unittest.TestCase):

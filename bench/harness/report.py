@@ -68,8 +68,13 @@ def fmt(v, digits=2):
     return ("%%.%df" % digits) % v
 
 
-def ratio(summary_entry, field):
-    s, m = summary_entry.get("shale"), summary_entry.get("mariadb")
+def shale_systems(systems):
+    """The Shale systems of a run ("shale", "shale-3", ...), in order."""
+    return [s for s in systems if s == "shale" or s.startswith("shale-")]
+
+
+def ratio(summary_entry, field, system="shale"):
+    s, m = summary_entry.get(system), summary_entry.get("mariadb")
     if not s or not m or s[field] in (None, 0) or m[field] in (None, 0):
         return None
     return s[field] / m[field]
@@ -81,13 +86,18 @@ def write_markdown(path, rows, systems, header_lines, png_name):
     lines.append("")
     lines.append("Medians over the repetitions; throughput spread (min–max) in brackets. "
                  "Latencies in ms per operation (a transaction for sysbench and game). "
-                 "Ratio = Shale / MariaDB (throughput: above 1 is Shale faster; p95: below 1 is Shale faster).")
+                 "Ratio = Shale / MariaDB (throughput: above 1 is Shale faster; p95: below 1 is Shale faster). "
+                 "shale-N: an N-node Shale cluster on this one machine, client connections spread over "
+                 "the nodes, every table with 2 replicas (each write synchronously applied on two nodes).")
     lines.append("")
     cols = ["workload", "phase", "unit"]
     for s in systems:
         cols += ["%s throughput" % s, "%s p50" % s, "%s p95" % s, "%s p99" % s]
-    if len(systems) == 2:
-        cols += ["ratio throughput", "ratio p95"]
+    # One pair of ratio columns per Shale system when MariaDB ran too.
+    ratio_systems = shale_systems(systems) if "mariadb" in systems else []
+    for s in ratio_systems:
+        prefix = "ratio" if len(ratio_systems) == 1 else "%s ratio" % s
+        cols += ["%s throughput" % prefix, "%s p95" % prefix]
     lines.append("| " + " | ".join(cols) + " |")
     lines.append("|" + "---|" * len(cols))
     for (workload, phase), entry in summary.items():
@@ -100,8 +110,8 @@ def write_markdown(path, rows, systems, header_lines, png_name):
             else:
                 spread = " (%s–%s)" % (fmt(e["min"]), fmt(e["max"])) if e["reps"] > 1 else ""
                 cells += [fmt(e["throughput"]) + spread, fmt(e["p50"], 3), fmt(e["p95"], 3), fmt(e["p99"], 3)]
-        if len(systems) == 2:
-            rt, rp = ratio(entry, "throughput"), ratio(entry, "p95")
+        for s in ratio_systems:
+            rt, rp = ratio(entry, "throughput", s), ratio(entry, "p95", s)
             cells += [fmt(rt, 3) if rt else "–", fmt(rp, 3) if rp else "–"]
         lines.append("| " + " | ".join(cells) + " |")
     failures = [r for r in rows if r["error"]]
@@ -136,7 +146,7 @@ def write_plot(path, summary, systems):
     labels = ["%s\n%s" % (w, p) if p != "run" else w for (w, p) in keys]
     width = 0.8 / max(1, len(systems))
     fig, axes = plt.subplots(2, 1, figsize=(max(8, 0.75 * len(keys) + 2), 9), sharex=True)
-    colors = {"shale": "#1f77b4", "mariadb": "#d9822b"}
+    colors = {"shale": "#1f77b4", "shale-3": "#2ca02c", "mariadb": "#d9822b"}
     for ax, field, title in ((axes[0], "throughput", "throughput per s (log; units in results.md)"),
                              (axes[1], "p95", "p95 latency (ms, log scale)")):
         for j, s in enumerate(systems):
@@ -153,7 +163,7 @@ def write_plot(path, summary, systems):
         ax.legend()
     axes[1].set_xticks(range(len(keys)))
     axes[1].set_xticklabels(labels, rotation=60, ha="right", fontsize=8)
-    fig.suptitle("Shale vs MariaDB: throughput and p95 latency per workload (missing bar = failed)")
+    fig.suptitle(" vs ".join(systems) + ": throughput and p95 latency per workload (missing bar = failed)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

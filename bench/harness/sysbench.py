@@ -35,8 +35,11 @@ class Sysbench(Workload):
         self.before = {}
 
     def command(self, system, *extra):
-        return ["sysbench", self.name, "--db-driver=mysql", "--mysql-host=127.0.0.1",
-                "--mysql-port=%d" % system.port, "--mysql-user=root", "--mysql-password=",
+        # sysbench spreads its connections round-robin over the listed
+        # host:port pairs (a cluster's nodes).
+        ports = system.ports
+        return ["sysbench", self.name, "--db-driver=mysql", "--mysql-host=" + ",".join(["127.0.0.1"] * len(ports)),
+                "--mysql-port=" + ",".join(str(p) for p in ports), "--mysql-user=root", "--mysql-password=",
                 "--mysql-db=%s" % self.database(), "--tables=1",
                 "--table-size=%d" % self.table_size] + list(extra)
 

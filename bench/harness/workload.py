@@ -37,6 +37,16 @@ class Workload:
         with system.connect() as c, c.cursor() as cur:
             cur.execute("DROP DATABASE IF EXISTS %s" % self.database())
             cur.execute("CREATE DATABASE %s" % self.database())
+        self.schema_ready(system, [])
+
+    def schema_ready(self, system, tables):
+        """Called after the workload's DDL, before other connections use it:
+        a cluster waits until every node sees the database and `tables`
+        (ShaleCluster.wait_for_schema: Shale's DDL returns once applied on
+        the node that ran it, before the other nodes have applied it)."""
+        wait = getattr(system, "wait_for_schema", None)
+        if wait is not None:
+            wait(self.database(), tables)
 
     def prepare(self, system):
         return []

@@ -166,6 +166,7 @@ class Ycsb(Workload):
         cols = ", ".join("FIELD%d VARCHAR(%d) NOT NULL" % (i, FIELD_LENGTH) for i in range(FIELDS))
         with system.connect(db) as c, c.cursor() as cur:
             cur.execute("CREATE TABLE usertable (YCSB_KEY VARCHAR(64) NOT NULL PRIMARY KEY, %s)" % cols)
+        self.schema_ready(system, ["usertable"])
         loaders = self.scale.threads
         batch = 50
         placeholders = "(" + ", ".join(["%s"] * (FIELDS + 1)) + ")"

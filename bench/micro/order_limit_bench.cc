@@ -18,7 +18,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,8 +25,7 @@
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
-#include "src/exec/engine.h"
-#include "src/exec/session.h"
+#include "bench/micro/bench_engine.h"
 
 namespace shale::exec {
 namespace {
@@ -47,12 +45,12 @@ class BenchDb {
     static BenchDb db;
     return db;
   }
-  Session* session() { return session_.get(); }
+  Session* session() { return db_.session(); }
   const std::string& error() const { return error_; }
 
   // The rows of a one-statement result, as text, or an error message.
   std::vector<std::vector<std::string>> Query(const std::string& sql, std::string* error) {
-    auto results = session_->Execute(sql);
+    auto results = db_.session()->Execute(sql);
     std::vector<std::vector<std::string>> out;
     if (results.empty() || !results.back().ok()) {
       *error = results.empty() ? "no result" : results.back().status().ToString();
@@ -67,20 +65,11 @@ class BenchDb {
   }
 
  private:
-  BenchDb() {
-    const char* tmp = getenv("TMPDIR");
-    dir_ = std::filesystem::path(tmp ? tmp : "/tmp") / fmt::format("shale-order-limit-bench-{}", getpid());
-    std::filesystem::remove_all(dir_);
-    EngineOptions options;
-    options.data_dir = dir_.string();
-    options.storage.wal.sync_mode = storage::WalSyncMode::kAsync;
-    auto engine = Engine::Open(options);
-    if (!engine.ok()) {
-      error_ = engine.status().ToString();
+  BenchDb() : db_("order-limit") {
+    if (db_.session() == nullptr) {
+      error_ = db_.error();
       return;
     }
-    engine_ = std::move(engine).value();
-    session_ = std::make_unique<Session>(engine_.get(), 1);
     std::string err;
     Query("CREATE DATABASE b", &err);
     Query("USE b", &err);
@@ -97,15 +86,8 @@ class BenchDb {
     }
     error_ = err;
   }
-  ~BenchDb() {
-    session_.reset();
-    engine_.reset();
-    std::filesystem::remove_all(dir_);
-  }
 
-  std::filesystem::path dir_;
-  std::unique_ptr<Engine> engine_;
-  std::unique_ptr<Session> session_;
+  BenchEngine db_;
   std::string error_;
 };
 

@@ -15,6 +15,48 @@ constexpr std::string_view kDbPrefix = "catalog/db/";
 constexpr std::string_view kTablePrefix = "catalog/table/";
 constexpr std::string_view kNextIdKey = "catalog/next_id";
 constexpr std::string_view kRowIdPrefix = "catalog/row_id/";
+// "catalog/rebalance/<20-digit task id>": a RebalanceTask. DO NOT CHANGE.
+constexpr std::string_view kTaskPrefix = "catalog/rebalance/";
+
+std::string TaskKey(uint64_t id) { return fmt::format("{}{:020}", kTaskPrefix, id); }
+
+void TaskToPb(const RebalanceTaskDef& t, pb::RebalanceTask* m) {
+  m->set_id(t.id);
+  m->set_kind(t.kind);
+  m->set_table_id(t.table_id);
+  m->set_db(t.db);
+  m->set_table(t.table);
+  m->set_representation(t.representation);
+  m->set_slice_id(t.slice_id);
+  m->set_source(t.source);
+  m->set_target(t.target);
+  m->set_drop_from(t.drop_from);
+  m->set_state(t.state);
+  m->set_bytes(t.bytes);
+  m->set_started_ms(t.started_ms);
+  m->set_finished_ms(t.finished_ms);
+  m->set_error(t.error);
+}
+
+RebalanceTaskDef TaskFromPb(const pb::RebalanceTask& m) {
+  RebalanceTaskDef t;
+  t.id = m.id();
+  t.kind = m.kind();
+  t.table_id = m.table_id();
+  t.db = m.db();
+  t.table = m.table();
+  t.representation = m.representation();
+  t.slice_id = m.slice_id();
+  t.source = m.source();
+  t.target = m.target();
+  t.drop_from = m.drop_from();
+  t.state = m.state();
+  t.bytes = m.bytes();
+  t.started_ms = m.started_ms();
+  t.finished_ms = m.finished_ms();
+  t.error = m.error();
+  return t;
+}
 
 // "catalog/row_id/<table id>": the first row id not yet reserved.
 std::string RowIdKey(uint64_t table_id) { return std::string(kRowIdPrefix) + std::to_string(table_id); }
@@ -36,6 +78,13 @@ void SerializeRepresentation(const RepresentationDef& rep, pb::Representation* p
     ps->set_hash_begin(s.hash_begin);
     ps->set_hash_end(s.hash_end);
     for (const std::string& r : s.replicas) ps->add_replicas(r);
+    for (const BuildingReplica& b : s.building) {
+      pb::BuildingReplica* pbr = ps->add_building();
+      pbr->set_node(b.node);
+      pbr->set_task_id(b.task_id);
+      pbr->set_source(b.source);
+      pbr->set_started_ms(b.started_ms);
+    }
   }
 }
 
@@ -53,6 +102,10 @@ Status ParseRepresentation(const pb::Representation& pr, size_t column_count, Re
     s.hash_begin = ps.hash_begin();
     s.hash_end = ps.hash_end();
     s.replicas.assign(ps.replicas().begin(), ps.replicas().end());
+    for (const pb::BuildingReplica& pbr : ps.building()) {
+      s.building.push_back(BuildingReplica{pbr.node(), pbr.task_id(), pbr.source(), pbr.started_ms()});
+    }
+    s.SyncWriteReplicas();
     rep->slices.push_back(std::move(s));
   }
   if (rep->slices.empty()) return Status::Corruption("catalog: representation without slices");
@@ -210,6 +263,18 @@ const SliceDef& RepresentationDef::SliceForHash(uint64_t h) const {
   return *(it - 1);
 }
 
+bool SliceDef::PlacedOn(const std::string& node) const {
+  if (std::find(replicas.begin(), replicas.end(), node) != replicas.end()) return true;
+  return std::any_of(building.begin(), building.end(), [&](const BuildingReplica& b) { return b.node == node; });
+}
+
+void SliceDef::SyncWriteReplicas() {
+  write_replicas.clear();
+  if (building.empty()) return;
+  write_replicas = replicas;
+  for (const BuildingReplica& b : building) write_replicas.push_back(b.node);
+}
+
 int TableDef::AutoIncrementColumn() const {
   for (size_t i = 0; i < columns.size(); ++i) {
     if (columns[i].auto_increment) return static_cast<int>(i);
@@ -299,7 +364,17 @@ Status Catalog::LoadLocked() {
       return true;
     }));
   }
-  return Status::OK();
+  tasks_.clear();
+  SHALE_RETURN_IF_ERROR(meta_->Scan(kTaskPrefix, [&](std::string_view, std::string_view value) {
+    pb::RebalanceTask m;
+    if (!m.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
+      parse_status = Status::Corruption("catalog: unreadable rebalance task record");
+      return false;
+    }
+    tasks_[m.id()] = TaskFromPb(m);
+    return true;
+  }));
+  return parse_status;
 }
 
 void Catalog::Notify(TableChangePhase phase, const std::vector<Changed>& changed) {
@@ -329,6 +404,7 @@ void Catalog::SnapshotInto(std::string* state_bytes) const {
     c->set_key(key);
     c->set_next(next);
   }
+  for (auto& [id, task] : tasks_) TaskToPb(task, state.add_tasks());
   *state_bytes = state.SerializeAsString();
 }
 
@@ -376,6 +452,7 @@ Status Catalog::InstallSnapshot(const std::string& state_bytes, uint64_t index,
     }
     for (const pb::Table& t : state.tables()) batch.emplace_back(TableKey(t.db(), t.name()), t.SerializeAsString());
     for (const pb::State::Counter& c : state.counters()) batch.emplace_back(c.key(), std::to_string(c.next()));
+    for (const pb::RebalanceTask& t : state.tasks()) batch.emplace_back(TaskKey(t.id()), t.SerializeAsString());
     for (auto& change : extra) batch.push_back(std::move(change));
     batch.emplace_back(std::string(kAppliedIndexKey), std::to_string(index));
     SHALE_RETURN_IF_ERROR(meta_->Write(batch));
@@ -383,6 +460,8 @@ Status Catalog::InstallSnapshot(const std::string& state_bytes, uint64_t index,
     next_id_ = state.next_id();
     counters_.clear();
     for (const pb::State::Counter& c : state.counters()) counters_[c.key()] = c.next();
+    tasks_.clear();
+    for (const pb::RebalanceTask& t : state.tasks()) tasks_[t.id()] = TaskFromPb(t);
   }
   Notify(TableChangePhase::kDone, changed);
   return Status::OK();
@@ -601,6 +680,7 @@ CommandResult Catalog::ApplyLocked(const std::string& command, uint64_t index, s
       const std::string& node = cmd.remove_node_replicas().node();
       std::vector<storage::MetaStore::Change> batch;
       std::vector<std::pair<std::shared_ptr<const TableDef>, TableDef>> updates;
+      std::vector<RebalanceTaskDef> cancelled;
       int64_t slices = 0;
       for (auto& [db, tables] : dbs_) {
         for (auto& [name, t] : tables) {
@@ -609,10 +689,28 @@ CommandResult Catalog::ApplyLocked(const std::string& command, uint64_t index, s
           auto strip = [&](RepresentationDef& rep) {
             for (SliceDef& s : rep.slices) {
               auto it = std::find(s.replicas.begin(), s.replicas.end(), node);
-              if (it == s.replicas.end()) continue;
-              s.replicas.erase(it);
-              touched = true;
-              ++slices;
+              if (it != s.replicas.end()) {
+                s.replicas.erase(it);
+                touched = true;
+                ++slices;
+              }
+              // Building replicas on the node, or copied from it, are given
+              // up (all of them when no serving replica is left).
+              for (auto b = s.building.begin(); b != s.building.end();) {
+                if (b->node != node && b->source != node && !s.replicas.empty()) {
+                  ++b;
+                  continue;
+                }
+                if (auto task = tasks_.find(b->task_id); task != tasks_.end()) {
+                  RebalanceTaskDef done = task->second;
+                  done.state = "cancelled";
+                  done.error = fmt::format("node {} left the cluster", node);
+                  cancelled.push_back(std::move(done));
+                }
+                b = s.building.erase(b);
+                touched = true;
+              }
+              s.SyncWriteReplicas();
             }
           };
           strip(def.primary);
@@ -623,13 +721,170 @@ CommandResult Catalog::ApplyLocked(const std::string& command, uint64_t index, s
           updates.emplace_back(t, std::move(def));
         }
       }
+      for (const RebalanceTaskDef& task : cancelled) PutTaskLocked(task, &batch);
       if (batch.empty() && index == 0) return CommandResult{Status::OK(), 0};
       if (Status st = write(std::move(batch)); !st.ok()) return Failed(st);
       for (auto& [old, def] : updates) publish(old, std::move(def));
       return CommandResult{Status::OK(), slices};
     }
+    case pb::Command::kAddBuildingReplica:
+    case pb::Command::kPromoteReplica:
+    case pb::Command::kCancelTask: {
+      uint64_t table_id = 0, slice_id = 0;
+      if (cmd.has_add_building_replica()) {
+        table_id = cmd.add_building_replica().table_id();
+        slice_id = cmd.add_building_replica().slice_id();
+      } else if (cmd.has_promote_replica()) {
+        table_id = cmd.promote_replica().table_id();
+        slice_id = cmd.promote_replica().slice_id();
+      } else {
+        table_id = cmd.cancel_task().table_id();
+        slice_id = cmd.cancel_task().slice_id();
+      }
+      std::shared_ptr<const TableDef> old;
+      for (auto& [db, tables] : dbs_) {
+        for (auto& [name, t] : tables) {
+          if (t->id == table_id) old = t;
+        }
+      }
+      TableDef def = old ? *old : TableDef{};
+      SliceDef* slice = nullptr;
+      std::string rep_name;
+      if (old) {
+        std::vector<RepresentationDef*> reps{&def.primary};
+        for (RepresentationDef& rep : def.indexes) reps.push_back(&rep);
+        for (RepresentationDef* rep : reps) {
+          for (SliceDef& sd : rep->slices) {
+            if (sd.id == slice_id) {
+              slice = &sd;
+              rep_name = rep->name;
+            }
+          }
+        }
+      }
+      if (slice == nullptr) {
+        return Failed(Status::InvalidArgument(fmt::format("slice {} of table {} no longer exists", slice_id, table_id)));
+      }
+      std::vector<storage::MetaStore::Change> batch;
+      RebalanceTaskDef task;
+      if (cmd.has_add_building_replica()) {
+        task = TaskFromPb(cmd.add_building_replica().task());
+        task.table_id = table_id;
+        task.slice_id = slice_id;
+        task.db = def.db;
+        task.table = def.name;
+        task.representation = rep_name;
+        task.state = "copying";
+        task.bytes = 0;
+        task.finished_ms = 0;
+        if (task.id == 0 || tasks_.count(task.id)) {
+          return Failed(Status::InvalidArgument(fmt::format("rebalance task id {} is not fresh", task.id)));
+        }
+        if (std::find(slice->replicas.begin(), slice->replicas.end(), task.source) == slice->replicas.end()) {
+          return Failed(Status::InvalidArgument(
+              fmt::format("slice {}: {} is not a serving replica (copy source)", slice_id, task.source)));
+        }
+        if (task.target.empty() || slice->PlacedOn(task.target)) {
+          return Failed(Status::InvalidArgument(
+              fmt::format("slice {}: node '{}' already holds a replica", slice_id, task.target)));
+        }
+        slice->building.push_back(BuildingReplica{task.target, task.id, task.source, task.started_ms});
+      } else {
+        const uint64_t task_id =
+            cmd.has_promote_replica() ? cmd.promote_replica().task_id() : cmd.cancel_task().task_id();
+        auto b = std::find_if(slice->building.begin(), slice->building.end(),
+                              [&](const BuildingReplica& br) { return br.task_id == task_id; });
+        auto known = tasks_.find(task_id);
+        if (b == slice->building.end() || known == tasks_.end()) {
+          return Failed(Status::InvalidArgument(
+              fmt::format("slice {}: rebalance task {} is not building a replica", slice_id, task_id)));
+        }
+        task = known->second;
+        if (cmd.has_promote_replica()) {
+          slice->replicas.push_back(b->node);
+          if (!task.drop_from.empty() && slice->replicas.size() > 1) {
+            auto gone = std::find(slice->replicas.begin(), slice->replicas.end(), task.drop_from);
+            if (gone != slice->replicas.end()) slice->replicas.erase(gone);
+          }
+          task.state = "finished";
+          task.bytes = cmd.promote_replica().bytes();
+          task.finished_ms = cmd.promote_replica().finished_ms();
+        } else {
+          task.state = "cancelled";
+          task.error = cmd.cancel_task().error();
+          task.finished_ms = cmd.cancel_task().finished_ms();
+        }
+        slice->building.erase(b);
+      }
+      slice->SyncWriteReplicas();
+      def.version = old->version + 1;
+      if (cmd.has_add_building_replica()) prepare(old, &def);
+      batch.emplace_back(TableKey(def.db, def.name), SerializeTable(def));
+      PutTaskLocked(task, &batch);
+      if (Status st = write(std::move(batch)); !st.ok()) return Failed(st);
+      publish(old, std::move(def));
+      return CommandResult{Status::OK(), 1};
+    }
     default: return Failed(Status::InvalidArgument("not a catalog command"));
   }
+}
+
+void Catalog::PutTaskLocked(const RebalanceTaskDef& task, std::vector<storage::MetaStore::Change>* batch) {
+  pb::RebalanceTask m;
+  TaskToPb(task, &m);
+  batch->emplace_back(TaskKey(task.id), m.SerializeAsString());
+  tasks_[task.id] = task;
+  size_t finished = 0;
+  for (const auto& [id, t] : tasks_) finished += t.state != "copying";
+  for (auto it = tasks_.begin(); finished > kKeptFinishedTasks && it != tasks_.end();) {
+    if (it->second.state == "copying") {
+      ++it;
+      continue;
+    }
+    batch->emplace_back(TaskKey(it->first), std::nullopt);
+    it = tasks_.erase(it);
+    --finished;
+  }
+}
+
+Status Catalog::AddBuildingReplica(const RebalanceTaskDef& task) {
+  pb::Command cmd;
+  auto* op = cmd.mutable_add_building_replica();
+  op->set_table_id(task.table_id);
+  op->set_slice_id(task.slice_id);
+  TaskToPb(task, op->mutable_task());
+  return Submit(cmd.SerializeAsString()).status;
+}
+
+Status Catalog::PromoteReplica(uint64_t table_id, uint64_t slice_id, uint64_t task_id, uint64_t bytes,
+                               int64_t finished_ms) {
+  pb::Command cmd;
+  auto* op = cmd.mutable_promote_replica();
+  op->set_table_id(table_id);
+  op->set_slice_id(slice_id);
+  op->set_task_id(task_id);
+  op->set_bytes(bytes);
+  op->set_finished_ms(finished_ms);
+  return Submit(cmd.SerializeAsString()).status;
+}
+
+Status Catalog::CancelTask(uint64_t table_id, uint64_t slice_id, uint64_t task_id, const std::string& error,
+                           int64_t finished_ms) {
+  pb::Command cmd;
+  auto* op = cmd.mutable_cancel_task();
+  op->set_table_id(table_id);
+  op->set_slice_id(slice_id);
+  op->set_task_id(task_id);
+  op->set_error(error);
+  op->set_finished_ms(finished_ms);
+  return Submit(cmd.SerializeAsString()).status;
+}
+
+std::vector<RebalanceTaskDef> Catalog::RebalanceTasks() const {
+  std::lock_guard lock(mu_);
+  std::vector<RebalanceTaskDef> out;
+  for (const auto& [id, t] : tasks_) out.push_back(t);
+  return out;
 }
 
 Status Catalog::CreateDatabase(const std::string& name, bool if_not_exists, bool* created) {

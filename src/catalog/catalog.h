@@ -87,14 +87,64 @@ enum class IdCounter : uint8_t {
   kAutoIncrement = 1,  // the table's AUTO_INCREMENT column
 };
 
+// A replica the rebalancer is filling (docs/cluster.md "Reprotection and
+// rebalancing"): it receives every write from the moment the slice map
+// names it, serves no reads and does not count toward protection.
+struct BuildingReplica {
+  std::string node;
+  uint64_t task_id = 0;    // the RebalanceTask filling it
+  std::string source;      // the serving replica it is copied from
+  int64_t started_ms = 0;  // wall clock when it was added
+  bool operator==(const BuildingReplica&) const = default;
+};
+
+// The snapshot timestamp a building replica's storage slice is created with
+// (SliceStore::CreateBuildingSlice) when the slice map names it: the copy's
+// snapshot is chosen later, by the source, once every node writes the new
+// replica (docs/cluster.md "Reprotection and rebalancing"), so the stored
+// value only says "open"; each streamed chunk carries its own snapshot.
+inline constexpr uint64_t kOpenBuildSnapshot = UINT64_MAX;
+
 // One slice of a representation: rows whose distribution hash h satisfies
 // hash_begin <= h <= hash_end.
 struct SliceDef {
   storage::SliceId id = 0;
   uint64_t hash_begin = 0;
   uint64_t hash_end = 0;
-  std::vector<std::string> replicas;  // node names; the first one ranks
+  std::vector<std::string> replicas;  // serving replicas (node names); the first one ranks
+  std::vector<BuildingReplica> building = {};  // replicas being filled
+  // replicas then the building replicas' nodes: where a commit writes.
+  // Kept by the catalog (SyncWriteReplicas) whenever `building` changes.
+  std::vector<std::string> write_replicas = {};
+
+  // Every node a commit writing this slice must reach: the serving
+  // replicas, ranking one first, then the building ones.
+  const std::vector<std::string>& WriteReplicas() const { return building.empty() ? replicas : write_replicas; }
+  // Whether `node` holds a replica, serving or building.
+  bool PlacedOn(const std::string& node) const;
+  // Recomputes write_replicas from replicas and building.
+  void SyncWriteReplicas();
 };
+
+// A rebalancer task as system.rebalancer shows it (catalog.proto
+// RebalanceTask). Task records are catalog state, replicated with it, so
+// every node shows the same tasks.
+struct RebalanceTaskDef {
+  uint64_t id = 0;
+  std::string kind;  // "reprotect" or "rebalance"
+  uint64_t table_id = 0;
+  std::string db, table, representation;
+  uint64_t slice_id = 0;
+  std::string source, target;
+  std::string drop_from;  // rebalance: leaves the slice when the target is promoted
+  std::string state;      // "copying", "finished", "cancelled"
+  uint64_t bytes = 0;
+  int64_t started_ms = 0;
+  int64_t finished_ms = 0;  // 0: not finished, or cancelled at a node's removal
+  std::string error;
+};
+// Finished and cancelled tasks kept (the oldest go first).
+inline constexpr size_t kKeptFinishedTasks = 1000;
 
 // A representation: the rows of a table ordered by `key_columns`, hash
 // distributed on the first `distribution_columns` of them.
@@ -249,6 +299,20 @@ class Catalog {
   // ER_BAD_DB_ERROR (1049) if the database is absent.
   Result<std::vector<std::string>> ListTables(const std::string& db) const;
 
+  // The rebalancer's slice-map changes (catalog.proto AddBuildingReplicaOp,
+  // PromoteReplicaOp, CancelTaskOp), applied through the log like DDL.
+  // `task` names the slice (table_id, slice_id), the kind, source, target,
+  // drop_from and start time; the id must be fresh (NextId). The three fail
+  // (InvalidArgument, nothing changed) when the map no longer allows them:
+  // the slice is gone, the source no longer serves, the target already holds
+  // a replica, the task is not building.
+  Status AddBuildingReplica(const RebalanceTaskDef& task);
+  Status PromoteReplica(uint64_t table_id, uint64_t slice_id, uint64_t task_id, uint64_t bytes, int64_t finished_ms);
+  Status CancelTask(uint64_t table_id, uint64_t slice_id, uint64_t task_id, const std::string& error,
+                    int64_t finished_ms);
+  // Every task recorded (running first, then finished ones), by id.
+  std::vector<RebalanceTaskDef> RebalanceTasks() const;
+
   // A fresh id for a table or slice, durable (and with a cluster, unique in
   // the cluster) before it is returned.
   Result<uint64_t> NextId();
@@ -320,6 +384,10 @@ class Catalog {
   std::mutex apply_mu_;  // serializes ApplyCommand (and the listener calls)
   mutable std::mutex mu_;
   std::map<std::string, int64_t> counters_;  // GUARDED_BY(mu_); MetaStore key -> next value
+  std::map<uint64_t, RebalanceTaskDef> tasks_;  // GUARDED_BY(mu_); by id
+  // The MetaStore changes that record `task` and drop the finished tasks
+  // past kKeptFinishedTasks (from tasks_ too). REQUIRES: mu_ held.
+  void PutTaskLocked(const RebalanceTaskDef& task, std::vector<storage::MetaStore::Change>* batch);
   mutable std::mutex id_mu_;  // the caches of reserved ids below (never held while applying)
   uint64_t id_cache_next_ = 0, id_cache_limit_ = 0;  // GUARDED_BY(id_mu_): NextId ids reserved via the cluster
   std::map<std::string, std::map<std::string, std::shared_ptr<const TableDef>>> dbs_;  // GUARDED_BY(mu_)

@@ -349,5 +349,177 @@ TEST_F(ReplicatedCatalogTest, RemovedNodeLeavesEverySlice) {
   }
 }
 
+// Slices of MakeTable: 0 on (node1, node2), 1 on (node2, node3), 2 on
+// (node3, node1).
+RebalanceTaskDef Task(uint64_t id, const TableDef& t, int slice, const std::string& source,
+                      const std::string& target, const std::string& drop_from = {}) {
+  RebalanceTaskDef task;
+  task.id = id;
+  task.kind = drop_from.empty() ? "reprotect" : "rebalance";
+  task.table_id = t.id;
+  task.slice_id = t.primary.slices[slice].id;
+  task.source = source;
+  task.target = target;
+  task.drop_from = drop_from;
+  task.started_ms = 1000;
+  return task;
+}
+
+TEST_F(ReplicatedCatalogTest, BuildingReplicaIsAddedPromotedAndRecordedEverywhere) {
+  Node& a = *nodes_[0];
+  bool created = false;
+  ASSERT_TRUE(a.catalog->CreateDatabase("d", false, &created).ok());
+  ASSERT_TRUE(a.catalog->CreateTable(MakeTable(a, "d", "t"), false, &created).ok());
+  pb::Command remove;
+  remove.mutable_remove_node_replicas()->set_node("node2");
+  ASSERT_TRUE(Submit(&a, remove.SerializeAsString()).status.ok());
+  auto t = *a.catalog->GetTable("d", "t");
+  const uint64_t id = *a.catalog->NextId();
+  for (auto& n : nodes_) n->prepared.clear();
+  ASSERT_TRUE(a.catalog->AddBuildingReplica(Task(id, *t, 0, "node1", "node3")).ok());
+  for (auto& n : nodes_) {
+    auto now = *n->catalog->GetTable("d", "t");
+    const SliceDef& s = now->primary.slices[0];
+    EXPECT_EQ(s.replicas, (std::vector<std::string>{"node1"}));
+    ASSERT_EQ(s.building.size(), 1u);
+    EXPECT_EQ(s.building[0], (BuildingReplica{"node3", id, "node1", 1000}));
+    // Writes reach the building replica; reads rank node1.
+    EXPECT_EQ(s.WriteReplicas(), (std::vector<std::string>{"node1", "node3"}));
+    EXPECT_TRUE(s.PlacedOn("node3"));
+    EXPECT_EQ(now->version, t->version + 1);
+    // Told before the change is written, so node3 can create its slice.
+    EXPECT_TRUE(n->prepared.count(now->id));
+    auto tasks = n->catalog->RebalanceTasks();
+    ASSERT_EQ(tasks.size(), 1u);
+    EXPECT_EQ(tasks[0].state, "copying");
+    EXPECT_EQ(tasks[0].representation, "PRIMARY");
+    EXPECT_EQ(tasks[0].db, "d");
+  }
+  ASSERT_TRUE(a.catalog->PromoteReplica(t->id, t->primary.slices[0].id, id, 12345, 2000).ok());
+  for (auto& n : nodes_) {
+    auto now = *n->catalog->GetTable("d", "t");
+    const SliceDef& s = now->primary.slices[0];
+    EXPECT_EQ(s.replicas, (std::vector<std::string>{"node1", "node3"}));
+    EXPECT_TRUE(s.building.empty());
+    EXPECT_EQ(s.WriteReplicas(), s.replicas);
+    auto tasks = n->catalog->RebalanceTasks();
+    ASSERT_EQ(tasks.size(), 1u);
+    EXPECT_EQ(tasks[0].state, "finished");
+    EXPECT_EQ(tasks[0].bytes, 12345u);
+    EXPECT_EQ(tasks[0].finished_ms, 2000);
+    EXPECT_EQ(State(*n), State(a));
+  }
+  // A second promotion of the same task fails alike everywhere.
+  EXPECT_FALSE(a.catalog->PromoteReplica(t->id, t->primary.slices[0].id, id, 1, 3000).ok());
+  // The state survives a restart and goes into snapshots.
+  Open(a);
+  EXPECT_EQ(a.catalog->RebalanceTasks().size(), 1u);
+  EXPECT_EQ((*a.catalog->GetTable("d", "t"))->primary.slices[0].replicas,
+            (std::vector<std::string>{"node1", "node3"}));
+  Node& fresh = AddNode();
+  ASSERT_TRUE(RestoreCatalogState(fresh.catalog.get(), fresh.accounts.get(),
+                                  SnapshotCatalogState(*a.catalog, *a.accounts), log_.size())
+                  .ok());
+  EXPECT_EQ(State(fresh), State(a));
+}
+
+TEST_F(ReplicatedCatalogTest, BadRebalanceCommandsChangeNothing) {
+  Node& a = *nodes_[0];
+  bool created = false;
+  ASSERT_TRUE(a.catalog->CreateDatabase("d", false, &created).ok());
+  ASSERT_TRUE(a.catalog->CreateTable(MakeTable(a, "d", "t"), false, &created).ok());
+  auto t = *a.catalog->GetTable("d", "t");
+  const std::string before = State(a);
+  // The target already holds a replica; the source does not serve; no such
+  // slice; an unknown task.
+  EXPECT_FALSE(a.catalog->AddBuildingReplica(Task(*a.catalog->NextId(), *t, 0, "node1", "node2")).ok());
+  EXPECT_FALSE(a.catalog->AddBuildingReplica(Task(*a.catalog->NextId(), *t, 0, "node3", "node4")).ok());
+  RebalanceTaskDef missing = Task(*a.catalog->NextId(), *t, 0, "node1", "node4");
+  missing.slice_id = 999999;
+  EXPECT_FALSE(a.catalog->AddBuildingReplica(missing).ok());
+  EXPECT_FALSE(a.catalog->PromoteReplica(t->id, t->primary.slices[0].id, 77, 0, 0).ok());
+  EXPECT_FALSE(a.catalog->CancelTask(t->id, t->primary.slices[0].id, 77, "x", 0).ok());
+  pb::State now, then;
+  now.ParseFromString(State(a));
+  then.ParseFromString(before);
+  now.clear_next_id();
+  then.clear_next_id();
+  EXPECT_EQ(now.SerializeAsString(), then.SerializeAsString());
+  for (auto& n : nodes_) EXPECT_TRUE(n->catalog->RebalanceTasks().empty());
+}
+
+TEST_F(ReplicatedCatalogTest, RebalanceMoveDropsTheOldReplicaOnPromotion) {
+  Node& a = *nodes_[0];
+  bool created = false;
+  ASSERT_TRUE(a.catalog->CreateDatabase("d", false, &created).ok());
+  ASSERT_TRUE(a.catalog->CreateTable(MakeTable(a, "d", "t"), false, &created).ok());
+  auto t = *a.catalog->GetTable("d", "t");
+  const uint64_t id = *a.catalog->NextId();
+  ASSERT_TRUE(a.catalog->AddBuildingReplica(Task(id, *t, 1, "node3", "node4", "node3")).ok());
+  ASSERT_TRUE(a.catalog->PromoteReplica(t->id, t->primary.slices[1].id, id, 10, 20).ok());
+  for (auto& n : nodes_) {
+    auto now = *n->catalog->GetTable("d", "t");
+    EXPECT_EQ(now->primary.slices[1].replicas, (std::vector<std::string>{"node2", "node4"}));
+    EXPECT_EQ(n->catalog->RebalanceTasks()[0].kind, "rebalance");
+  }
+}
+
+TEST_F(ReplicatedCatalogTest, NodeLeavingCancelsItsBuildsAndThoseCopiedFromIt) {
+  Node& a = *nodes_[0];
+  bool created = false;
+  ASSERT_TRUE(a.catalog->CreateDatabase("d", false, &created).ok());
+  ASSERT_TRUE(a.catalog->CreateTable(MakeTable(a, "d", "t"), false, &created).ok());
+  auto t = *a.catalog->GetTable("d", "t");
+  const uint64_t to_leaver = *a.catalog->NextId(), from_leaver = *a.catalog->NextId(),
+                 other = *a.catalog->NextId();
+  ASSERT_TRUE(a.catalog->AddBuildingReplica(Task(to_leaver, *t, 0, "node1", "node4")).ok());
+  ASSERT_TRUE(a.catalog->AddBuildingReplica(Task(from_leaver, *t, 1, "node3", "node5")).ok());
+  ASSERT_TRUE(a.catalog->AddBuildingReplica(Task(other, *t, 2, "node1", "node6")).ok());
+  ASSERT_TRUE(a.catalog->CancelTask(t->id, t->primary.slices[2].id, other, "copy failed", 55).ok());
+  pb::Command cmd;
+  cmd.mutable_remove_node_replicas()->set_node("node4");
+  ASSERT_TRUE(Submit(&a, cmd.SerializeAsString()).status.ok());
+  cmd.mutable_remove_node_replicas()->set_node("node3");
+  ASSERT_TRUE(Submit(&a, cmd.SerializeAsString()).status.ok());
+  for (auto& n : nodes_) {
+    auto now = *n->catalog->GetTable("d", "t");
+    for (const SliceDef& s : now->primary.slices) EXPECT_TRUE(s.building.empty());
+    std::map<uint64_t, RebalanceTaskDef> tasks;
+    for (auto& task : n->catalog->RebalanceTasks()) tasks[task.id] = task;
+    ASSERT_EQ(tasks.size(), 3u);
+    for (uint64_t id : {to_leaver, from_leaver, other}) EXPECT_EQ(tasks[id].state, "cancelled");
+    EXPECT_EQ(tasks[other].error, "copy failed");
+    EXPECT_EQ(tasks[other].finished_ms, 55);
+    EXPECT_NE(tasks[to_leaver].error.find("node4"), std::string::npos);
+    EXPECT_NE(tasks[from_leaver].error.find("node3"), std::string::npos);
+    EXPECT_EQ(State(*n), State(a));
+  }
+}
+
+TEST_F(ReplicatedCatalogTest, FinishedTaskHistoryIsBounded) {
+  Node& a = *nodes_[0];
+  // One node is enough here (two thousand commands).
+  for (size_t i = 1; i < nodes_.size(); ++i) {
+    nodes_[i]->accounts.reset();
+    nodes_[i]->catalog.reset();
+  }
+  bool created = false;
+  ASSERT_TRUE(a.catalog->CreateDatabase("d", false, &created).ok());
+  ASSERT_TRUE(a.catalog->CreateTable(MakeTable(a, "d", "t"), false, &created).ok());
+  auto t = *a.catalog->GetTable("d", "t");
+  uint64_t first = 0;
+  for (size_t i = 0; i < kKeptFinishedTasks + 5; ++i) {
+    const uint64_t id = *a.catalog->NextId();
+    if (i == 0) first = id;
+    ASSERT_TRUE(a.catalog->AddBuildingReplica(Task(id, *t, 0, "node1", "node9")).ok());
+    ASSERT_TRUE(a.catalog->CancelTask(t->id, t->primary.slices[0].id, id, "x", 1).ok());
+  }
+  auto tasks = a.catalog->RebalanceTasks();
+  EXPECT_EQ(tasks.size(), kKeptFinishedTasks);
+  EXPECT_GT(tasks.front().id, first);
+  Open(a);
+  EXPECT_EQ(a.catalog->RebalanceTasks().size(), kKeptFinishedTasks);
+}
+
 }  // namespace
 }  // namespace shale::catalog

@@ -489,10 +489,17 @@ void ClusterNode::UpdateStatus() {
   }
   has_quorum_.store(quorum, std::memory_order_release);
   epoch_.store(metadata_.epoch(), std::memory_order_release);
+  applied_index_.store(metadata_.applied_index(), std::memory_order_release);
   term_.store(raft_->term(), std::memory_order_release);
   was_leader_ = raft_->role() == raft::Role::kLeader;
   is_leader_.store(was_leader_, std::memory_order_release);
   applied_cv_.notify_all();
+}
+
+bool ClusterNode::AwaitApplied(uint64_t index, std::chrono::milliseconds timeout) {
+  if (applied_index() >= index) return true;
+  std::unique_lock lock(mu_);
+  return WaitApplied(lock, index, std::chrono::steady_clock::now() + timeout);
 }
 
 bool ClusterNode::WaitApplied(std::unique_lock<std::mutex>& lock, uint64_t index,
@@ -620,6 +627,13 @@ std::vector<std::string> ClusterNode::MemberNames() const {
   std::vector<std::string> out;
   for (const raft::Member& m : metadata_.members().voters) out.push_back(m.name);
   if (out.empty()) out.push_back(identity_.name);
+  return out;
+}
+
+std::vector<std::string> ClusterNode::MemberIds() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> out;
+  for (const raft::Member& m : metadata_.members().voters) out.push_back(m.id);
   return out;
 }
 

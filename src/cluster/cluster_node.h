@@ -137,6 +137,12 @@ class ClusterNode {
   // Members and what this node knows about them.
   std::vector<NodeStatus> Nodes() const;
   uint64_t epoch() const { return epoch_.load(std::memory_order_acquire); }
+  // The metadata log index this node has applied (membership, catalog,
+  // slice map); it never decreases.
+  uint64_t applied_index() const { return applied_index_.load(std::memory_order_acquire); }
+  // Waits up to `timeout` until this node has applied `index`; false if it
+  // has not (no quorum, or the entry is not committed yet).
+  bool AwaitApplied(uint64_t index, std::chrono::milliseconds timeout);
   const NodeIdentity& identity() const { return identity_; }
 
   // How applied entries reach the catalog. REQUIRES: before Start.
@@ -155,6 +161,8 @@ class ClusterNode {
 
   // The applied members' names, in config order (placement of new slices).
   std::vector<std::string> MemberNames() const;
+  // The applied members' node ids (empty before the first config applies).
+  std::vector<std::string> MemberIds() const;
   // Where the member named `name` is; nullopt if no member has that name.
   std::optional<NodeAddress> AddressOf(const std::string& name) const;
   // Whether this node is the Raft leader now.
@@ -220,6 +228,7 @@ class ClusterNode {
 
   std::atomic<bool> has_quorum_{false};
   std::atomic<uint64_t> epoch_{0};
+  std::atomic<uint64_t> applied_index_{0};
   std::atomic<uint64_t> term_{0};
   std::atomic<bool> is_leader_{false};
 

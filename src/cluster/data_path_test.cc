@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <thread>
 #include <memory>
@@ -88,6 +89,26 @@ class DataPathTest : public ::testing::Test {
     ASSERT_TRUE(n->rpc->Start(address).ok());
     n->port = n->rpc->port();
     addresses_[n->name] = "127.0.0.1:" + std::to_string(n->port);
+  }
+
+  // A participant's crash and restart: its SliceService (and the locks it
+  // holds) goes, and is opened again from the node's MetaStore.
+  // `before_serving` runs once it is open, before its server starts.
+  void RestartDataPath(TestNode* n, const std::function<void()>& before_serving) {
+    n->rpc->Shutdown();
+    n->engine->SetDataRouter(nullptr);
+    n->data.reset();
+    EXPECT_EQ(n->engine->txn()->locks()->locks_held(), 0u);
+    SliceServiceOptions o;
+    o.node_name = n->name;
+    o.address_of = [this](const std::string& name) -> Result<std::string> { return addresses_.at(name); };
+    o.resolve_after_ms = 60000;
+    auto reopened = SliceService::Open(n->engine->txn(), n->engine->slices(), n->engine->meta(), o);
+    ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
+    n->data = std::move(reopened).value();
+    n->engine->SetDataRouter(n->data.get());
+    before_serving();
+    StartServer(n, addresses_[n->name]);
   }
 
   std::vector<Result<exec::StatementResult>> Exec(exec::Session* s, std::string_view sql) {
@@ -383,18 +404,7 @@ TEST_F(DataPathTest, PreparedTransactionSurvivesParticipantRestart) {
   nodes_[0]->engine->txn()->TEST_SetAfterPrepare(nullptr);
   nodes_[0]->data->TEST_SetUnreachable("n2", false);
   ASSERT_EQ(results.size(), 1u);
-  n2->rpc->Shutdown();
-  n2->engine->SetDataRouter(nullptr);
-  n2->data.reset();
-  SliceServiceOptions o;
-  o.node_name = n2->name;
-  o.address_of = [this](const std::string& name) -> Result<std::string> { return addresses_.at(name); };
-  o.resolve_after_ms = 60000;
-  auto reopened = SliceService::Open(n2->engine->txn(), n2->engine->slices(), n2->engine->meta(), o);
-  ASSERT_TRUE(reopened.ok());
-  n2->data = std::move(reopened).value();
-  n2->engine->SetDataRouter(n2->data.get());
-  StartServer(n2, addresses_[n2->name]);
+  RestartDataPath(n2, [] {});
   const size_t waiting = n2->data->prepared_count();
   for (auto& n : nodes_) n->data->TEST_ResolveNow();
   EXPECT_EQ(n2->data->prepared_count(), 0u);
@@ -404,6 +414,112 @@ TEST_F(DataPathTest, PreparedTransactionSurvivesParticipantRestart) {
   }
   for (int n = 0; n < 3; ++n) EXPECT_EQ(Query(SessionOn(n), "SELECT COUNT(*) FROM d.t"), std::vector<std::string>{count});
   ExpectReplicasIdentical();
+}
+
+// A participant restarted while prepared takes the prepared transaction's
+// row locks again before it serves: another node's writer of those rows
+// waits (1205) until the outcome is resolved, then goes through.
+TEST_F(DataPathTest, PreparedLocksAreTakenAgainAfterParticipantRestart) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  exec::Session* s1 = SessionOn(0);
+  TestNode* n2 = nodes_[1].get();
+  std::string insert = "INSERT INTO d.t VALUES ";
+  for (int i = 1; i <= 30; ++i) insert += (i > 1 ? "," : "") + fmt::format("({}, {})", i, i);
+  Run(s1, insert);
+  // Node 1 updates every row; after prepare node 2 cannot hear the outcome.
+  nodes_[0]->engine->txn()->TEST_SetAfterPrepare([&] { nodes_[0]->data->TEST_SetUnreachable("n2", true); });
+  auto results = Exec(s1, "UPDATE d.t SET n = n + 100");
+  nodes_[0]->engine->txn()->TEST_SetAfterPrepare(nullptr);
+  nodes_[0]->data->TEST_SetUnreachable("n2", false);
+  ASSERT_EQ(results.size(), 1u);
+  ASSERT_EQ(n2->data->prepared_count(), 1u);
+  const size_t held = n2->engine->txn()->locks()->locks_held();
+  ASSERT_GT(held, 0u) << "node 2 ranks some of the rows";
+  // Restart node 2's data path from its MetaStore (its locks go with it);
+  // the prepared transaction's locks are back before anyone is served.
+  RestartDataPath(n2, [&] { EXPECT_EQ(n2->engine->txn()->locks()->locks_held(), held); });
+  exec::Session* s3 = SessionOn(2);
+  Run(s3, "SET innodb_lock_wait_timeout = 1");
+  Status blocked = Fail(s3, "UPDATE d.t SET n = 0");
+  EXPECT_EQ(blocked.mysql_code(), 1205) << blocked.ToString();
+  // Resolved from the decider: the locks go, the writer goes through.
+  for (auto& n : nodes_) n->data->TEST_ResolveNow();
+  EXPECT_EQ(n2->data->prepared_count(), 0u);
+  const std::string sum = results[0].ok() ? "3465" : "465";  // 1..30, plus 100 each if committed
+  for (int n = 0; n < 3; ++n) EXPECT_EQ(Query(SessionOn(n), "SELECT SUM(n) FROM d.t"), std::vector<std::string>{sum});
+  Run(s3, "UPDATE d.t SET n = 0");
+  EXPECT_EQ(Query(SessionOn(1), "SELECT SUM(n) FROM d.t"), std::vector<std::string>{"0"});
+  ExpectReplicasIdentical();
+  for (auto& n : nodes_) EXPECT_EQ(n->engine->txn()->locks()->locks_held(), 0u) << n->name;
+}
+
+// An autocommit statement that meets a node not answering is run again
+// inside the cluster (docs/cluster.md "Failures while statements run"): the
+// client sees nothing when the node is back within the retry budget.
+TEST_F(DataPathTest, AutocommitStatementsAreRetriedInsideTheCluster) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  exec::Session* s1 = SessionOn(0);
+  Run(s1, "INSERT INTO d.t VALUES (1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (6, 6), (7, 7), (8, 8)");
+  const uint64_t retries = exec::Session::StatementRetries();
+  nodes_[0]->data->TEST_SetUnreachable("n2", true);
+  std::thread heal([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    nodes_[0]->data->TEST_SetUnreachable("n2", false);
+  });
+  Run(s1, "UPDATE d.t SET n = n * 10");
+  heal.join();
+  EXPECT_GT(exec::Session::StatementRetries(), retries);
+  EXPECT_EQ(Query(SessionOn(2), "SELECT SUM(n) FROM d.t"), std::vector<std::string>{"360"});
+  ExpectReplicasIdentical();
+}
+
+// A statement of a multi-statement transaction that meets a node not
+// answering fails with the retryable 1047 and rolls the whole transaction
+// back, its locks released on every node.
+TEST_F(DataPathTest, RetryableErrorRollsBackAMultiStatementTransaction) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  exec::Session* s1 = SessionOn(0);
+  Run(s1, "INSERT INTO d.t VALUES (1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (6, 6), (7, 7), (8, 8)");
+  Run(s1, "BEGIN");
+  Run(s1, "UPDATE d.t SET n = 100 WHERE id = 1");
+  nodes_[0]->data->TEST_SetUnreachable("n2", true);
+  Status st = Fail(s1, "UPDATE d.t SET n = n + 1");
+  nodes_[0]->data->TEST_SetUnreachable("n2", false);
+  EXPECT_EQ(st.mysql_code(), 1047) << st.ToString();
+  EXPECT_STREQ(st.sqlstate(), "08S01");
+  EXPECT_NE(st.message().find("retry"), std::string::npos) << st.message();
+  // The transaction is gone: COMMIT commits nothing, nothing is locked.
+  Run(s1, "COMMIT");
+  EXPECT_EQ(Query(SessionOn(1), "SELECT SUM(n) FROM d.t"), std::vector<std::string>{"36"});
+  for (auto& n : nodes_) n->data->TEST_ResolveNow();
+  for (int i = 0; i < 3; ++i) {
+    // Node 2's locks of the transaction go when the coordinator's unlock
+    // reaches it (it was cut off then) or with the lease; the others at once.
+    if (i == 1) continue;
+    EXPECT_EQ(nodes_[i]->engine->txn()->locks()->locks_held(), 0u) << nodes_[i]->name;
+  }
+}
+
+// The decider drops its record once every participant has finished.
+TEST_F(DataPathTest, DecisionRecordsAreDroppedOnceEveryParticipantFinished) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  exec::Session* s1 = SessionOn(0);
+  for (int round = 0; round < 5; ++round) {
+    std::string insert = "INSERT INTO d.t VALUES ";
+    for (int i = 1; i <= 12; ++i) insert += (i > 1 ? "," : "") + fmt::format("({}, {})", round * 100 + i, i);
+    Run(s1, insert);
+  }
+  EXPECT_EQ(Query(SessionOn(2), "SELECT COUNT(*) FROM d.t"), std::vector<std::string>{"60"});
+  for (auto& n : nodes_) {
+    size_t records = 0;
+    ASSERT_TRUE(n->engine->meta()
+                    ->Scan("txn/decision/", [&](std::string_view, std::string_view) {
+                      ++records;
+                      return true;
+                    })
+                    .ok());
+    EXPECT_EQ(records, 0u) << n->name;
+  }
 }
 
 TEST_F(DataPathTest, SingleReplicaSlicesOnOtherNodes) {

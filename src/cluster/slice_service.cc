@@ -109,6 +109,12 @@ Result<txn::WriteSet> FromPb(const google::protobuf::RepeatedPtrField<SliceWrite
   return out;
 }
 
+uint64_t WriteRows(const google::protobuf::RepeatedPtrField<SliceWritesPb>& writes) {
+  uint64_t rows = 0;
+  for (const SliceWritesPb& w : writes) rows += static_cast<uint64_t>(w.keys_size());
+  return rows;
+}
+
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -190,15 +196,20 @@ class SliceServiceGrpc final : public DataService::Service {
   grpc::Status Get(grpc::ServerContext*, const GetRequest* req, GetResponse* resp) override {
     if (auto refused = Epoch(req->header())) return *refused;
     std::string value;
-    Status st = s_->LocalGet(req->slice(), req->key(), req->snapshot(), &value);
+    Status st = s_->LocalGet(req->slice(), req->key(), req->snapshot(), &value, req->header().applied_index());
     ToPb(st, resp->mutable_status());
-    if (st.ok()) resp->set_value(std::move(value));
+    if (st.ok()) {
+      resp->set_value(std::move(value));
+      s_->rows_sent_.fetch_add(1, std::memory_order_relaxed);
+    }
     return grpc::Status::OK;
   }
   grpc::Status Scan(grpc::ServerContext*, const ScanRequest* req, ScanResponse* resp) override {
     if (auto refused = Epoch(req->header())) return *refused;
-    Status st = s_->LocalScan(req->slice(), FromPb(req->range()), req->snapshot(), req->limit(), resp);
+    Status st = s_->LocalScan(req->slice(), FromPb(req->range()), req->snapshot(), req->limit(), resp,
+                              req->header().applied_index());
     ToPb(st, resp->mutable_status());
+    s_->rows_sent_.fetch_add(static_cast<uint64_t>(resp->keys_size()), std::memory_order_relaxed);
     return grpc::Status::OK;
   }
   grpc::Status Lock(grpc::ServerContext*, const LockRequest* req, LockResponse* resp) override {
@@ -216,11 +227,16 @@ class SliceServiceGrpc final : public DataService::Service {
   }
   grpc::Status Prepare(grpc::ServerContext*, const PrepareRequest* req, PrepareResponse* resp) override {
     if (auto refused = Epoch(req->header())) return *refused;
+    s_->rows_received_.fetch_add(WriteRows(req->writes()), std::memory_order_relaxed);
     ToPb(s_->LocalPrepare(*req), resp->mutable_status());
     return grpc::Status::OK;
   }
   grpc::Status Decide(grpc::ServerContext*, const DecideRequest* req, DecideResponse* resp) override {
     if (auto refused = Epoch(req->header())) return *refused;
+    if (req->forget()) {
+      ToPb(s_->LocalForget(KeyOf(req->txn())), resp->mutable_status());
+      return grpc::Status::OK;
+    }
     Result<bool> r = s_->LocalDecide(KeyOf(req->txn()), req->commit(), req->commit_ts());
     ToPb(r.status(), resp->mutable_status());
     if (r.ok()) resp->set_committed(*r);
@@ -238,8 +254,10 @@ class SliceServiceGrpc final : public DataService::Service {
       ToPb(writes.status(), resp->mutable_status());
       return grpc::Status::OK;
     }
+    s_->rows_received_.fetch_add(WriteRows(req->writes()), std::memory_order_relaxed);
     std::string key = KeyOf(req->txn());
-    ToPb(s_->LocalApply(req->has_txn() ? &key : nullptr, req->commit_ts(), *writes), resp->mutable_status());
+    ToPb(s_->LocalApply(req->has_txn() ? &key : nullptr, req->commit_ts(), *writes, req->header().applied_index()),
+         resp->mutable_status());
     return grpc::Status::OK;
   }
 
@@ -271,7 +289,20 @@ Result<std::unique_ptr<SliceService>> SliceService::Open(txn::TxnManager* txn, s
       return false;
     }
     const std::string k = KeyOf(request->txn());
-    s->owners_[k] = Owner{txn->NewOwnerId(), std::chrono::steady_clock::now(), true};
+    const uint64_t owner_id = txn->NewOwnerId();
+    // Its row locks again, before this node serves anyone: no other
+    // transaction may write those rows until the outcome is known. (Nothing
+    // else holds locks yet; a failure here is a bug, reported.)
+    for (const std::string& name : request->locks()) {
+      Status locked = txn->locks()->Lock(owner_id, name, txn::LockMode::kExclusive, std::chrono::milliseconds(0),
+                                         nullptr);
+      if (!locked.ok()) {
+        scan_error = Status::Internal(
+            fmt::format("prepared transaction {}: cannot take its row lock again: {}", k, locked.ToString()));
+        return false;
+      }
+    }
+    s->owners_[k] = Owner{owner_id, std::chrono::steady_clock::now(), true};
     s->prepared_[k] = Prepared{std::move(request), std::chrono::steady_clock::now()};
     return true;
   }));
@@ -306,35 +337,76 @@ Status SliceService::CheckEpoch(const DataHeaderPb& header) const {
   return Status::OK();
 }
 
-// How long a request waits for a slice replica this node has not created
-// yet (its catalog change is committed but not yet applied here).
-constexpr int kAwaitSliceMs = 5000;
+// A transaction's locks survive this long after its last request even when
+// its coordinator is not (yet) a member here: a node that just joined may
+// send before this node applied its membership.
+constexpr std::chrono::milliseconds kMembershipGrace{2000};
 
-Result<storage::Slice*> SliceService::AwaitSlice(storage::SliceId slice) const {
+// How long a request waits for this node to apply the metadata index it
+// was routed by (the catalog change naming a replica is committed, the
+// sender applied it, this node is about to).
+constexpr std::chrono::milliseconds kAwaitAppliedMs{5000};
+
+Result<storage::Slice*> SliceService::AwaitSlice(storage::SliceId slice, uint64_t routed_at) const {
   auto s = store_->GetSlice(slice);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kAwaitSliceMs);
-  while (!s.ok() && s.status().IsNotFound() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    s = store_->GetSlice(slice);
+  if (s.ok() || !s.status().IsNotFound()) return s;
+  if (!options_.applied_index || !options_.await_applied) {
+    // Outside a cluster (in-process tests): the replica appears within moments.
+    const auto deadline = std::chrono::steady_clock::now() + kAwaitAppliedMs;
+    while (!s.ok() && s.status().IsNotFound() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      s = store_->GetSlice(slice);
+    }
+    return s;
   }
-  return s;
+  if (routed_at > options_.applied_index()) {
+    // The sender's slice map is newer than ours: catch up first. A replica
+    // is created before the catalog change naming it is applied.
+    if (!options_.await_applied(routed_at, kAwaitAppliedMs)) {
+      return SqlError(ErrorCode::kUnknownCom,
+                      "Node '{}' has not applied cluster metadata index {} yet (it is at {}); the statement was "
+                      "not run, retry it",
+                      options_.node_name, routed_at, options_.applied_index());
+    }
+    s = store_->GetSlice(slice);
+    if (s.ok() || !s.status().IsNotFound()) return s;
+  }
+  return SqlError(ErrorCode::kUnknownCom,
+                  "Cluster metadata changed while the statement ran (node '{}' holds no replica of slice {}: the "
+                  "request was routed by metadata index {}, this node is at {}); the statement was not run, retry it",
+                  options_.node_name, slice, routed_at, options_.applied_index());
 }
 
-Status SliceService::AwaitSlices(const txn::WriteSet& writes) const {
-  for (const auto& [slice, w] : writes) SHALE_RETURN_IF_ERROR(AwaitSlice(slice).status());
+Status SliceService::AwaitSlices(const txn::WriteSet& writes, uint64_t routed_at) const {
+  for (const auto& [slice, w] : writes) SHALE_RETURN_IF_ERROR(AwaitSlice(slice, routed_at).status());
   return Status::OK();
 }
 
-Status SliceService::LocalGet(storage::SliceId slice, std::string_view key, uint64_t snapshot, std::string* value) {
-  SHALE_ASSIGN_OR_RETURN(storage::Slice * s, AwaitSlice(slice));
+Status SliceService::CheckSnapshot(uint64_t snapshot) const {
+  if (snapshot == storage::kLatestSnapshot) return Status::OK();
+  const uint64_t collected = txn_->collected_horizon();
+  if (snapshot >= collected) return Status::OK();
+  // The cluster's GC horizon keeps every registered snapshot readable; a
+  // read below what was collected here gets an error, never wrong rows.
+  return SqlError(ErrorCode::kUnknownCom,
+                  "Snapshot too old: node '{}' has garbage-collected row versions below timestamp {} and the "
+                  "transaction reads at {}; retry the transaction",
+                  options_.node_name, collected, snapshot);
+}
+
+Status SliceService::LocalGet(storage::SliceId slice, std::string_view key, uint64_t snapshot, std::string* value,
+                              uint64_t routed_at) {
+  SHALE_ASSIGN_OR_RETURN(storage::Slice * s, AwaitSlice(slice, routed_at));
+  SHALE_RETURN_IF_ERROR(CheckSnapshot(snapshot));
   storage::ReadOptions ro;
   ro.snapshot = snapshot;
   return storage::MvccSlice(s).Get(ro, key, value);
 }
 
 Status SliceService::LocalScan(storage::SliceId slice, const storage::KeyRange& range, uint64_t snapshot,
-                               uint32_t limit, ScanResponse* out) {
-  SHALE_ASSIGN_OR_RETURN(storage::Slice * s, AwaitSlice(slice));
+                               uint32_t limit, ScanResponse* out, uint64_t routed_at) {
+  SHALE_ASSIGN_OR_RETURN(storage::Slice * s, AwaitSlice(slice, routed_at));
+  SHALE_RETURN_IF_ERROR(CheckSnapshot(snapshot));
   storage::ReadOptions ro;
   ro.snapshot = snapshot;
   auto it = storage::MvccSlice(s).NewIterator(ro, range);
@@ -397,7 +469,8 @@ Status SliceService::LocalPrepare(const PrepareRequest& request) {
     // Before taking mu_: the replicas may still be being created.
     auto writes = FromPb(request.writes());
     SHALE_RETURN_IF_ERROR(writes.status());
-    SHALE_RETURN_IF_ERROR(AwaitSlices(*writes));
+    SHALE_RETURN_IF_ERROR(AwaitSlices(*writes, request.has_header() ? request.header().applied_index()
+                                                                     : AppliedIndex()));
   }
   auto stored = std::make_unique<PrepareRequest>(request);
   stored->clear_header();
@@ -406,16 +479,25 @@ Status SliceService::LocalPrepare(const PrepareRequest& request) {
   SHALE_RETURN_IF_ERROR(CheckNotExpired(k));
   if (prepared_.count(k)) return Status::OK();  // a repeated request
   SHALE_RETURN_IF_ERROR(FromPb(stored->writes()).status());
-  SHALE_RETURN_IF_ERROR(meta_->Put(kPreparedPrefix + k, stored->SerializeAsString()));
-  Owner& owner = owners_[k];
   // This node's own transaction: its local row locks are owned by its id,
   // so they stay with the prepared share until it is finished.
-  if (owner.id == 0) {
-    owner.id = request.txn().coordinator() == options_.node_name ? request.txn().id() : txn_->NewOwnerId();
-  }
+  auto found = owners_.find(k);
+  const uint64_t owner_id = found != owners_.end() && found->second.id != 0 ? found->second.id
+                            : request.txn().coordinator() == options_.node_name ? request.txn().id()
+                                                                                : txn_->NewOwnerId();
+  // The row locks go into the record: a restart takes them again.
+  for (std::string& name : txn_->locks()->ExclusiveLocksOf(owner_id)) stored->add_locks(std::move(name));
+  SHALE_RETURN_IF_ERROR(meta_->Put(kPreparedPrefix + k, stored->SerializeAsString()));
+  Owner& owner = owners_[k];
+  owner.id = owner_id;
   owner.prepared = true;
   prepared_[k] = Prepared{std::move(stored), std::chrono::steady_clock::now()};
   return Status::OK();
+}
+
+Status SliceService::LocalForget(const std::string& txn) {
+  std::lock_guard<std::mutex> l(decide_mu_);
+  return meta_->Delete(kDecisionPrefix + txn);
 }
 
 Result<bool> SliceService::LocalDecide(const std::string& txn, bool commit, uint64_t ts) {
@@ -443,15 +525,30 @@ Status SliceService::LocalFinish(const std::string& txn, bool commit) {
     }
     request = std::move(it->second.request);
     prepared_.erase(it);
-    finishing_.insert(txn);
+    finishing_[txn] = request->commit_ts();
   }
   Status st;
   if (commit) {
     auto writes = FromPb(request->writes());
+    if (writes.ok()) {
+      // A slice whose replica left this node meanwhile (the node was
+      // removed from the slice map while it was down, and its storage
+      // dropped): nothing to apply there.
+      for (auto it = writes->begin(); it != writes->end();) {
+        auto slice = store_->GetSlice(it->first);
+        if (!slice.ok() && slice.status().IsNotFound()) {
+          log::Warn("node {}: transaction {}: slice {} is no longer stored here; its share is skipped",
+                    options_.node_name, txn, it->first);
+          it = writes->erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
     st = writes.ok() ? txn_->ApplyAt(request->commit_ts(), *writes) : writes.status();
   }
   if (st.ok()) st = meta_->Delete(kPreparedPrefix + txn);
-  std::lock_guard<std::mutex> l(mu_);
+  std::unique_lock<std::mutex> l(mu_);
   finishing_.erase(txn);
   if (!st.ok()) {
     // Still prepared: the resolver tries again.
@@ -459,15 +556,20 @@ Status SliceService::LocalFinish(const std::string& txn, bool commit) {
     return st;
   }
   ReleaseOwnerLocked(txn);
+  l.unlock();
+  // No report to the timestamp service that still counts it as prepared
+  // may arrive after the coordinator's FinishCommit.
+  if (options_.report_barrier) options_.report_barrier();
   return Status::OK();
 }
 
-Status SliceService::LocalApply(const std::string* txn, uint64_t ts, const txn::WriteSet& writes) {
+Status SliceService::LocalApply(const std::string* txn, uint64_t ts, const txn::WriteSet& writes,
+                                uint64_t routed_at) {
   if (txn != nullptr) {
     std::lock_guard<std::mutex> l(mu_);
     SHALE_RETURN_IF_ERROR(CheckNotExpired(*txn));
   }
-  Status st = AwaitSlices(writes);
+  Status st = AwaitSlices(writes, routed_at);
   if (st.ok()) st = txn_->ApplyAt(ts, writes);
   if (txn != nullptr) {
     std::lock_guard<std::mutex> l(mu_);
@@ -476,9 +578,40 @@ Status SliceService::LocalApply(const std::string* txn, uint64_t ts, const txn::
   return st;
 }
 
+std::vector<uint64_t> SliceService::PreparedTimestamps() const {
+  std::vector<std::pair<uint64_t, std::string>> prepared;
+  std::vector<uint64_t> out;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const auto& [k, p] : prepared_) prepared.emplace_back(p.request->commit_ts(), p.request->decider());
+    for (const auto& [k, ts] : finishing_) out.push_back(ts);
+  }
+  for (const auto& [ts, decider] : prepared) {
+    // A transaction whose decider left the cluster is applied nowhere until
+    // the decider is back (nobody learnt a commit from it, or its live
+    // coordinator finishes every participant at once): it need not hold
+    // every snapshot back meanwhile.
+    if (decider != options_.node_name && options_.address_of && !options_.address_of(decider).ok()) continue;
+    out.push_back(ts);
+  }
+  return out;
+}
+
 size_t SliceService::prepared_count() const {
   std::lock_guard<std::mutex> l(mu_);
   return prepared_.size() + finishing_.size();
+}
+
+std::map<std::string, uint64_t> SliceService::PreparedOn(storage::SliceId slice) const {
+  std::map<std::string, uint64_t> out;
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& [key, p] : prepared_) {
+    for (const SliceWritesPb& w : p.request->writes()) {
+      if (w.slice() == slice) out[key] = p.request->commit_ts();
+    }
+  }
+  for (const std::string& key : finishing_) out.emplace(key, 0);  // being applied now
+  return out;
 }
 
 // ---- background: resolver and lease expiry ------------------------------
@@ -491,13 +624,21 @@ void SliceService::BackgroundLoop() {
     l.unlock();
     ResolvePass(/*all=*/false);
     {
+      // Coordinators that are no longer cluster members (removed after a
+      // failure): their transactions cannot commit any more, so their locks
+      // that are not prepared end now instead of after the whole lease.
+      std::set<std::string> gone = CoordinatorsGone();
       const auto now = std::chrono::steady_clock::now();
       const auto lease = std::chrono::milliseconds(options_.lock_lease_ms);
       std::lock_guard<std::mutex> g(mu_);
       for (auto it = owners_.begin(); it != owners_.end();) {
-        if (!it->second.prepared && now - it->second.last_used > lease) {
-          log::Warn("node {}: row locks of transaction {} released: no request from its coordinator for {} ms",
-                    options_.node_name, it->first, options_.lock_lease_ms);
+        const bool expired = now - it->second.last_used > lease;
+        const bool orphaned = gone.count(it->first.substr(0, it->first.rfind('/'))) > 0 &&
+                              now - it->second.last_used > kMembershipGrace;
+        if (!it->second.prepared && (expired || orphaned)) {
+          log::Warn("node {}: row locks of transaction {} released: {}", options_.node_name, it->first,
+                    expired ? fmt::format("no request from its coordinator for {} ms", options_.lock_lease_ms)
+                            : std::string("its coordinator left the cluster"));
           txn_->locks()->ReleaseAll(it->second.id);
           if (expired_.size() > 100000) expired_.clear();
           expired_.insert(it->first);
@@ -511,6 +652,22 @@ void SliceService::BackgroundLoop() {
   }
 }
 
+std::set<std::string> SliceService::CoordinatorsGone() {
+  std::set<std::string> coordinators;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const auto& [k, owner] : owners_) {
+      if (!owner.prepared) coordinators.insert(k.substr(0, k.rfind('/')));
+    }
+  }
+  std::set<std::string> gone;
+  if (!options_.address_of) return gone;
+  for (const std::string& c : coordinators) {
+    if (c != options_.node_name && !options_.address_of(c).ok()) gone.insert(c);
+  }
+  return gone;
+}
+
 void SliceService::ResolvePass(bool all) {
   struct Overdue {
     std::string key;
@@ -518,13 +675,23 @@ void SliceService::ResolvePass(bool all) {
     std::string decider;
   };
   std::vector<Overdue> overdue;
+  std::vector<Overdue> young;  // within resolve_after_ms: resolved now only if the coordinator left
   {
     const auto now = std::chrono::steady_clock::now();
     std::lock_guard<std::mutex> l(mu_);
     for (const auto& [k, p] : prepared_) {
-      if (!all && now - p.since < std::chrono::milliseconds(options_.resolve_after_ms)) continue;
-      overdue.push_back({k, txn::TxnKey{p.request->txn().coordinator(), p.request->txn().id()}, p.request->decider()});
+      Overdue o{k, txn::TxnKey{p.request->txn().coordinator(), p.request->txn().id()}, p.request->decider()};
+      if (all || now - p.since >= std::chrono::milliseconds(options_.resolve_after_ms)) {
+        overdue.push_back(std::move(o));
+      } else if (o.txn.coordinator != options_.node_name && now - p.since >= kMembershipGrace) {
+        young.push_back(std::move(o));
+      }
     }
+  }
+  // A coordinator removed from the cluster will not finish its
+  // transactions: ask their deciders at once.
+  for (Overdue& o : young) {
+    if (options_.address_of && !options_.address_of(o.txn.coordinator).ok()) overdue.push_back(std::move(o));
   }
   for (const Overdue& o : overdue) {
     // Ask the decider; if nothing is recorded it records abort, so a late
@@ -588,17 +755,30 @@ Result<PeerStubs*> SliceService::Peer(const std::string& node) {
 void SliceService::Header(DataHeaderPb* header) const {
   header->set_from_node(options_.node_name);
   header->set_epoch(options_.epoch ? options_.epoch() : 0);
+  header->set_applied_index(AppliedIndex());
 }
 
 namespace {
 void SetDeadline(grpc::ClientContext* ctx, std::chrono::milliseconds d) {
   ctx->set_deadline(std::chrono::system_clock::now() + d);
 }
+
+// One unary data RPC to `node` within `timeout`. A transport failure is the
+// retryable 1047 (FromGrpc); OK means *resp holds the receiver's reply.
+template <typename Request, typename Response>
+Status Rpc(PeerStubs* peer, const std::string& node, std::chrono::milliseconds timeout,
+           grpc::Status (DataService::Stub::*method)(grpc::ClientContext*, const Request&, Response*),
+           const Request& req, Response* resp) {
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, timeout);
+  grpc::Status g = (peer->stub()->*method)(&ctx, req, resp);
+  return g.ok() ? Status::OK() : FromGrpc(g, node);
+}
 }  // namespace
 
 Status SliceService::Get(const std::string& node, storage::SliceId slice, std::string_view key, uint64_t snapshot,
                          std::string* value) {
-  if (node == self()) return LocalGet(slice, key, snapshot, value);
+  if (node == self()) return LocalGet(slice, key, snapshot, value, AppliedIndex());
   SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
   GetRequest req;
   Header(req.mutable_header());
@@ -619,7 +799,7 @@ Status SliceService::Get(const std::string& node, storage::SliceId slice, std::s
   Status st = FromPb(resp.status());
   if (st.ok()) {
     *value = std::move(*resp.mutable_value());
-    rows_moved_.fetch_add(1, std::memory_order_relaxed);
+    CountReceived(1);
   }
   return st;
 }
@@ -652,7 +832,7 @@ std::unique_ptr<storage::SliceIterator> SliceService::Scan(const std::string& no
       if (g.error_code() != grpc::StatusCode::UNAVAILABLE) break;
     }
     if (!g.ok()) return FromGrpc(g, node);
-    rows_moved_.fetch_add(static_cast<uint64_t>(page->keys_size()), std::memory_order_relaxed);
+    CountReceived(static_cast<uint64_t>(page->keys_size()));
     return FromPb(page->status());
   };
   return std::make_unique<RemoteIterator>(std::move(fetch), range);
@@ -717,11 +897,8 @@ Status SliceService::Prepare(const std::string& node, const txn::TxnKey& txn, ui
   SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
   Header(req.mutable_header());
   PrepareResponse resp;
-  grpc::ClientContext ctx;
-  SetDeadline(&ctx, std::chrono::milliseconds(options_.rpc_timeout_ms));
-  grpc::Status g = peer->stub()->Prepare(&ctx, req, &resp);
-  if (!g.ok()) return FromGrpc(g, node);
-  rows_moved_.fetch_add(rows, std::memory_order_relaxed);
+  SHALE_RETURN_IF_ERROR(Rpc(peer, node, RpcTimeout(), &DataService::Stub::Prepare, req, &resp));
+  CountSent(rows);
   return FromPb(resp.status());
 }
 
@@ -734,12 +911,29 @@ Result<bool> SliceService::Decide(const std::string& node, const txn::TxnKey& tx
   req.set_commit(commit);
   req.set_commit_ts(ts);
   DecideResponse resp;
-  grpc::ClientContext ctx;
-  SetDeadline(&ctx, std::chrono::milliseconds(options_.rpc_timeout_ms));
-  grpc::Status g = peer->stub()->Decide(&ctx, req, &resp);
-  if (!g.ok()) return FromGrpc(g, node);
+  SHALE_RETURN_IF_ERROR(Rpc(peer, node, RpcTimeout(), &DataService::Stub::Decide, req, &resp));
   SHALE_RETURN_IF_ERROR(FromPb(resp.status()));
   return resp.committed();
+}
+
+void SliceService::Forget(const std::string& node, const txn::TxnKey& txn) {
+  Status st;
+  if (node == self()) {
+    st = LocalForget(txn.ToString());
+  } else if (auto peer = Peer(node); !peer.ok()) {
+    st = peer.status();
+  } else {
+    DecideRequest req;
+    Header(req.mutable_header());
+    ToPb(txn, req.mutable_txn());
+    req.set_forget(true);
+    DecideResponse resp;
+    st = Rpc(*peer, node, RpcTimeout(), &DataService::Stub::Decide, req, &resp);
+    if (st.ok()) st = FromPb(resp.status());
+  }
+  // A record left behind costs a few bytes of the decider's MetaStore.
+  if (!st.ok()) log::Warn("transaction {}: dropping its decision record at node {}: {}", txn.ToString(), node,
+                          st.ToString());
 }
 
 Status SliceService::Finish(const std::string& node, const txn::TxnKey& txn, bool commit) {
@@ -750,10 +944,7 @@ Status SliceService::Finish(const std::string& node, const txn::TxnKey& txn, boo
   ToPb(txn, req.mutable_txn());
   req.set_commit(commit);
   FinishResponse resp;
-  grpc::ClientContext ctx;
-  SetDeadline(&ctx, std::chrono::milliseconds(options_.rpc_timeout_ms));
-  grpc::Status g = peer->stub()->Finish(&ctx, req, &resp);
-  if (!g.ok()) return FromGrpc(g, node);
+  SHALE_RETURN_IF_ERROR(Rpc(peer, node, RpcTimeout(), &DataService::Stub::Finish, req, &resp));
   return FromPb(resp.status());
 }
 
@@ -761,7 +952,7 @@ Status SliceService::Apply(const std::string& node, const txn::TxnKey* txn, uint
                            const txn::WriteSet& writes) {
   if (node == self()) {
     const std::string k = txn ? txn->ToString() : std::string();
-    return LocalApply(txn ? &k : nullptr, ts, writes);
+    return LocalApply(txn ? &k : nullptr, ts, writes, AppliedIndex());
   }
   SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
   ApplyRequest req;
@@ -770,11 +961,8 @@ Status SliceService::Apply(const std::string& node, const txn::TxnKey* txn, uint
   req.set_commit_ts(ts);
   const uint64_t rows = ToPb(writes, req.mutable_writes());
   ApplyResponse resp;
-  grpc::ClientContext ctx;
-  SetDeadline(&ctx, std::chrono::milliseconds(options_.rpc_timeout_ms));
-  grpc::Status g = peer->stub()->Apply(&ctx, req, &resp);
-  if (!g.ok()) return FromGrpc(g, node);
-  rows_moved_.fetch_add(rows, std::memory_order_relaxed);
+  SHALE_RETURN_IF_ERROR(Rpc(peer, node, RpcTimeout(), &DataService::Stub::Apply, req, &resp));
+  CountSent(rows);
   return FromPb(resp.status());
 }
 

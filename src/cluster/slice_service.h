@@ -73,6 +73,16 @@ struct SliceServiceOptions {
   // A node name -> its cluster (gRPC) address "host:port"; Unavailable if
   // unknown. Set by shaled from the cluster layer. Required for remote calls.
   std::function<Result<std::string>(const std::string&)> address_of;
+  // The metadata log index this node has applied, sent with every request,
+  // and a bounded wait until this node has applied an index (false: not
+  // within the timeout). Unset (in-process tests): requests carry 0 and a
+  // missing replica is waited for up to 5 s.
+  std::function<uint64_t()> applied_index;
+  std::function<bool(uint64_t index, std::chrono::milliseconds timeout)> await_applied;
+  // Called after a prepared transaction was applied or dropped here, before
+  // Finish is answered: waits for this node's reports in flight to the
+  // timestamp service (ClusterTimestamps::ReportBarrier). Unset: nothing.
+  std::function<void()> report_barrier;
   // Locks of a remote transaction that is not prepared are released after
   // this long without a request from it. Default: 60000.
   uint32_t lock_lease_ms = 60000;
@@ -109,11 +119,21 @@ class SliceService final : public txn::DataRouter {
                  const std::string& decider) override;
   Result<bool> Decide(const std::string& node, const txn::TxnKey& txn, bool commit, uint64_t ts) override;
   Status Finish(const std::string& node, const txn::TxnKey& txn, bool commit) override;
+  void Forget(const std::string& node, const txn::TxnKey& txn) override;
   Status Apply(const std::string& node, const txn::TxnKey* txn, uint64_t ts, const txn::WriteSet& writes) override;
-  uint64_t rows_moved() const override { return rows_moved_.load(std::memory_order_relaxed); }
+  uint64_t rows_sent() const override { return rows_sent_.load(std::memory_order_relaxed); }
+  uint64_t rows_received() const override { return rows_received_.load(std::memory_order_relaxed); }
 
   // Prepared transactions waiting for their outcome at this node.
   size_t prepared_count() const;
+  // The commit timestamps of the transactions prepared (or being applied)
+  // here: commits in flight, reported to the cluster timestamp service so
+  // no snapshot at or above one is taken before it is applied everywhere.
+  std::vector<uint64_t> PreparedTimestamps() const;
+  // Those whose write set touches `slice` (and those being applied right
+  // now), by transaction, with their commit timestamps: a rebalancer copy
+  // from this node waits for them (src/cluster/replica_copy.h).
+  std::map<std::string, uint64_t> PreparedOn(storage::SliceId slice) const;
   // Runs one resolver pass now, treating every prepared transaction as
   // overdue (tests).
   void TEST_ResolveNow();
@@ -127,22 +147,32 @@ class SliceService final : public txn::DataRouter {
 
   // Server side (also what a call naming this node runs).
   Status CheckEpoch(const DataHeaderPb& header) const;
-  // The local replica of `slice`. A replica named by a catalog change this
-  // node has not applied yet (the sender applied it first: DDL returns once
-  // its own node applied it) appears within moments, so a missing slice is
-  // waited for up to kAwaitSliceMs before NotFound is returned.
-  Result<storage::Slice*> AwaitSlice(storage::SliceId slice) const;
-  Status AwaitSlices(const txn::WriteSet& writes) const;
-  Status LocalGet(storage::SliceId slice, std::string_view key, uint64_t snapshot, std::string* value);
+  // The local replica of `slice` for a request routed by a slice map at
+  // metadata index `routed_at` (the sender's applied index). A replica
+  // named by a catalog change this node has not applied yet (the sender
+  // applied it first) is waited for: until this node has applied
+  // `routed_at`, at most kAwaitAppliedMs. A replica still missing then is
+  // not here (it moved, or the sender's map is older than ours): 1047, the
+  // retryable "slice map changed" error, so the sender re-routes.
+  Result<storage::Slice*> AwaitSlice(storage::SliceId slice, uint64_t routed_at) const;
+  Status AwaitSlices(const txn::WriteSet& writes, uint64_t routed_at) const;
+  // A read at `snapshot` below what this node's garbage collector has
+  // collected: 1047 ("snapshot too old", retryable), never wrong rows.
+  Status CheckSnapshot(uint64_t snapshot) const;
+  // This node's applied metadata index (0 outside a cluster).
+  uint64_t AppliedIndex() const { return options_.applied_index ? options_.applied_index() : 0; }
+  Status LocalGet(storage::SliceId slice, std::string_view key, uint64_t snapshot, std::string* value,
+                  uint64_t routed_at);
   Status LocalScan(storage::SliceId slice, const storage::KeyRange& range, uint64_t snapshot, uint32_t limit,
-                   ScanResponse* out);
+                   ScanResponse* out, uint64_t routed_at);
   Status LocalLock(const std::string& txn, const std::string& name, txn::LockMode mode,
                    std::chrono::milliseconds wait);
   void LocalUnlock(const std::string& txn);
   Status LocalPrepare(const PrepareRequest& request);
   Result<bool> LocalDecide(const std::string& txn, bool commit, uint64_t ts);
   Status LocalFinish(const std::string& txn, bool commit);
-  Status LocalApply(const std::string* txn, uint64_t ts, const txn::WriteSet& writes);
+  Status LocalForget(const std::string& txn);
+  Status LocalApply(const std::string* txn, uint64_t ts, const txn::WriteSet& writes, uint64_t routed_at);
 
   // Lock owners of remote transactions at this node.
   struct Owner {
@@ -157,11 +187,15 @@ class SliceService final : public txn::DataRouter {
   // REQUIRES: mu_ held.
   void ReleaseOwnerLocked(const std::string& txn);
   Status CheckNotExpired(const std::string& txn) const;
+  // Coordinators of this node's remote lock owners that are not cluster
+  // members (address_of fails).
+  std::set<std::string> CoordinatorsGone();
   void BackgroundLoop();
   void ResolvePass(bool all);
 
   Result<PeerStubs*> Peer(const std::string& node);
   void Header(DataHeaderPb* header) const;
+  std::chrono::milliseconds RpcTimeout() const { return std::chrono::milliseconds(options_.rpc_timeout_ms); }
 
   txn::TxnManager* const txn_;
   storage::SliceStore* const store_;
@@ -173,14 +207,27 @@ class SliceService final : public txn::DataRouter {
   std::unordered_map<std::string, Owner> owners_;       // GUARDED_BY(mu_)
   std::unordered_set<std::string> expired_;             // GUARDED_BY(mu_): leases ended
   std::map<std::string, Prepared> prepared_;            // GUARDED_BY(mu_)
-  std::set<std::string> finishing_;                     // GUARDED_BY(mu_): being applied
+  std::map<std::string, uint64_t> finishing_;           // GUARDED_BY(mu_): being applied, -> commit ts
   std::mutex decide_mu_;                                // one Decide at a time
   std::mutex peers_mu_;
   std::map<std::string, std::unique_ptr<PeerStubs>> peers_;  // GUARDED_BY(peers_mu_), by address
   std::set<std::string> unreachable_;                         // GUARDED_BY(peers_mu_), tests
   // Node name -> (address, when looked up).
   std::map<std::string, std::pair<std::string, std::chrono::steady_clock::time_point>> addresses_;  // GUARDED_BY(peers_mu_)
-  std::atomic<uint64_t> rows_moved_{0};
+  // Rows this node sent to / received from other nodes: as the requester
+  // (rows written to other replicas, rows read from them) and as the server
+  // (rows read by other nodes, rows they wrote here).
+  std::atomic<uint64_t> rows_sent_{0};
+  std::atomic<uint64_t> rows_received_{0};
+  // Requester side: also counted for the calling thread's statement.
+  void CountSent(uint64_t rows) {
+    rows_sent_.fetch_add(rows, std::memory_order_relaxed);
+    txn::StatementRowsMoved() += rows;
+  }
+  void CountReceived(uint64_t rows) {
+    rows_received_.fetch_add(rows, std::memory_order_relaxed);
+    txn::StatementRowsMoved() += rows;
+  }
 
   std::mutex bg_mu_;
   std::condition_variable bg_cv_;

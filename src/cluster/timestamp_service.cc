@@ -71,6 +71,8 @@ Status ClusterTimestamps::EnsureLeader(std::unique_lock<std::mutex>& lock) {
   in_flight_.clear();
   reported_.clear();
   last_seen_ms_.clear();
+  oldest_reported_.clear();
+  recent_reads_.clear();
   serving_since_ms_ = NowMs();
   leader_term_ = term;
   log::Info("cluster: timestamp service starts on the leader in term {} after {}", term, last_);
@@ -81,13 +83,20 @@ Status ClusterTimestamps::EnsureLeader(std::unique_lock<std::mutex>& lock) {
 uint64_t ClusterTimestamps::WatermarkLocked() {
   const uint64_t now = NowMs();
   const std::string self = node_->identity().id;
-  // Commits of nodes not heard from for a while no longer count.
+  // Commits of nodes not heard from for a while, or removed from the
+  // membership (failure detection), no longer count: a dead node's commit
+  // is applied nowhere unless its participants prepared it, and they report
+  // it themselves until it is resolved (SliceService::PreparedTimestamps).
+  const std::vector<std::string> ids = node_->MemberIds();
+  const std::set<std::string> members(ids.begin(), ids.end());
   for (auto it = last_seen_ms_.begin(); it != last_seen_ms_.end();) {
-    if (it->first != self && it->second + options_.expire_ms < now) {
+    const bool removed = !members.empty() && members.count(it->first) == 0;
+    if (it->first != self && (removed || it->second + options_.expire_ms < now)) {
       for (auto f = in_flight_.begin(); f != in_flight_.end();) {
         f = f->second == it->first ? in_flight_.erase(f) : std::next(f);
       }
       reported_.erase(it->first);
+      oldest_reported_.erase(it->first);
       it = last_seen_ms_.erase(it);
     } else {
       ++it;
@@ -101,14 +110,40 @@ uint64_t ClusterTimestamps::WatermarkLocked() {
   return oldest == UINT64_MAX ? last_ : std::min(last_, oldest - 1);
 }
 
+uint64_t ClusterTimestamps::GcHorizonLocked() {
+  const uint64_t now = NowMs();
+  // A new leader has not heard every node's snapshots yet.
+  if (now < serving_since_ms_ + options_.horizon_lag_ms) return 0;
+  uint64_t h = WatermarkLocked();
+  while (!recent_reads_.empty() && recent_reads_.front().first + options_.horizon_lag_ms < now) {
+    recent_reads_.pop_front();
+  }
+  if (!recent_reads_.empty()) h = std::min(h, recent_reads_.front().second);
+  for (const auto& [node, oldest] : oldest_reported_) h = std::min(h, oldest);
+  return h;
+}
+
+void ClusterTimestamps::LearnGcHorizon(uint64_t h) {
+  if (h != 0) gc_horizon_.store(h, std::memory_order_release);
+}
+
 Status ClusterTimestamps::LeaderServe(const std::string& node, uint32_t begin, const std::vector<uint64_t>& finished,
-                                      const std::vector<uint64_t>& in_flight, bool read, std::vector<uint64_t>* begun,
-                                      uint64_t* read_ts) {
+                                      const std::vector<uint64_t>& in_flight, bool read, uint64_t oldest_snapshot,
+                                      std::vector<uint64_t>* begun, uint64_t* read_ts, uint64_t* gc_horizon) {
   std::unique_lock lock(leader_mu_);
   SHALE_RETURN_IF_ERROR(EnsureLeader(lock));
   last_seen_ms_[node] = NowMs();
-  for (uint64_t ts : finished) in_flight_.erase(ts);
-  if (node != node_->identity().id) {
+  oldest_reported_[node] = oldest_snapshot;
+  for (uint64_t ts : finished) {
+    in_flight_.erase(ts);
+    // A participant's report of the transaction as prepared may have been
+    // processed just before (SliceService waits for its reports in flight,
+    // ReportBarrier, before it answers Finish): finished is finished.
+    for (auto& [id, reported] : reported_) reported.erase(ts);
+  }
+  {
+    // The leader's own entry holds its prepared transactions (its own
+    // commits are in in_flight_ already).
     std::set<uint64_t>& reported = reported_[node];
     reported = std::set<uint64_t>(in_flight.begin(), in_flight.end());
     for (uint64_t ts : finished) reported.erase(ts);
@@ -141,19 +176,28 @@ Status ClusterTimestamps::LeaderServe(const std::string& node, uint32_t begin, c
       if (leader_term_ == 0) return NoTimestamps("the metadata leader changed");
     }
     *read_ts = WatermarkLocked();
+    // Sliding-window minimum of the read timestamps handed out.
+    while (!recent_reads_.empty() && recent_reads_.back().second >= *read_ts) recent_reads_.pop_back();
+    recent_reads_.emplace_back(NowMs(), *read_ts);
   }
+  *gc_horizon = GcHorizonLocked();
   return Status::OK();
 }
 
 grpc::Status ClusterTimestamps::Handle(const TimestampRequest& request, TimestampResponse* response) {
   std::vector<uint64_t> begun;
   uint64_t read_ts = 0;
+  uint64_t gc_horizon = 0;
   std::vector<uint64_t> finished(request.finished().begin(), request.finished().end());
   std::vector<uint64_t> in_flight(request.in_flight().begin(), request.in_flight().end());
-  Status st = LeaderServe(request.node(), request.begin(), finished, in_flight, request.read(), &begun, &read_ts);
+  // A node that does not report its snapshots holds the horizon at 0.
+  const uint64_t oldest = request.reports_snapshot() ? request.oldest_snapshot() : 0;
+  Status st = LeaderServe(request.node(), request.begin(), finished, in_flight, request.read(), oldest, &begun,
+                          &read_ts, &gc_horizon);
   if (!st.ok()) return grpc::Status(grpc::StatusCode::UNAVAILABLE, st.message());
   for (uint64_t ts : begun) response->add_begun(ts);
   response->set_read(read_ts);
+  response->set_gc_horizon(gc_horizon);
   response->set_leader_term(node_->term());
   return grpc::Status::OK;
 }
@@ -198,12 +242,20 @@ void ClusterTimestamps::Call(Pending* p) {
   if (node_->IsLeader()) {
     // On the leader: no batching, no RPC.
     std::vector<uint64_t> finished;
+    uint64_t report = 0;
     {
       std::lock_guard lock(mu_);
       finished.swap(finished_);
+      report = ++report_gen_;
+      reports_active_.insert(report);
     }
-    Status st = LeaderServe(node_->identity().id, p->begin, finished, {}, p->read, &p->begun, &p->read_ts);
+    uint64_t gc_horizon = 0;
+    Status st = LeaderServe(node_->identity().id, p->begin, finished, PreparedInFlight(), p->read,
+                            OwnOldestSnapshot(), &p->begun, &p->read_ts, &gc_horizon);
+    if (st.ok()) LearnGcHorizon(gc_horizon);
     std::lock_guard lock(mu_);
+    reports_active_.erase(reports_active_.find(report));
+    cv_.notify_all();
     if (!st.ok()) finished_.insert(finished_.end(), finished.begin(), finished.end());
     for (uint64_t ts : p->begun) mine_.insert(ts);
     p->status = st;
@@ -225,7 +277,10 @@ void ClusterTimestamps::Call(Pending* p) {
     finished.swap(finished_);
     std::vector<uint64_t> in_flight(mine_.begin(), mine_.end());
     last_sent_ms_ = NowMs();
+    const uint64_t report = ++report_gen_;
+    reports_active_.insert(report);
     lock.unlock();
+    for (uint64_t ts : PreparedInFlight()) in_flight.push_back(ts);
     uint32_t begin = 0;
     bool read = false;
     for (Pending* q : batch) {
@@ -234,9 +289,11 @@ void ClusterTimestamps::Call(Pending* p) {
     }
     std::vector<uint64_t> begun;
     uint64_t read_ts = 0;
+    uint64_t gc_horizon = 0;
     Status st;
     if (node_->IsLeader()) {
-      st = LeaderServe(node_->identity().id, begin, finished, in_flight, read, &begun, &read_ts);
+      st = LeaderServe(node_->identity().id, begin, finished, in_flight, read, OwnOldestSnapshot(), &begun, &read_ts,
+                       &gc_horizon);
     } else if (auto leader = node_->LeaderAddress(); !leader) {
       st = NoTimestamps("no metadata leader is known");
     } else {
@@ -247,6 +304,8 @@ void ClusterTimestamps::Call(Pending* p) {
       request.set_epoch(node_->epoch());
       for (uint64_t ts : finished) request.add_finished(ts);
       for (uint64_t ts : in_flight) request.add_in_flight(ts);
+      request.set_oldest_snapshot(OwnOldestSnapshot());
+      request.set_reports_snapshot(true);
       grpc::ClientContext context;
       context.set_deadline(std::chrono::system_clock::now() + kRpcDeadline);
       TimestampResponse response;
@@ -266,9 +325,12 @@ void ClusterTimestamps::Call(Pending* p) {
       } else {
         begun.assign(response.begun().begin(), response.begun().end());
         read_ts = response.read();
+        gc_horizon = response.gc_horizon();
       }
     }
+    if (st.ok()) LearnGcHorizon(gc_horizon);
     lock.lock();
+    reports_active_.erase(reports_active_.find(report));
     if (!st.ok()) {
       // Finishes are reported again with the next batch.
       finished_.insert(finished_.end(), finished.begin(), finished.end());
@@ -289,13 +351,22 @@ void ClusterTimestamps::Call(Pending* p) {
   }
 }
 
+void ClusterTimestamps::ReportBarrier() {
+  std::unique_lock lock(mu_);
+  const uint64_t upto = report_gen_;
+  cv_.wait(lock, [&] { return stopping_ || reports_active_.empty() || *reports_active_.begin() > upto; });
+}
+
 void ClusterTimestamps::ReportLoop() {
   std::unique_lock lock(mu_);
   for (;;) {
     cv_.wait_for(lock, std::chrono::milliseconds(10));
     if (stopping_) return;
+    // Also every snapshot_report_ms: this node's oldest snapshot for the
+    // cluster's GC horizon (and the horizon back).
     const bool due = !finished_.empty() ||
-                     (!mine_.empty() && NowMs() >= last_sent_ms_ + options_.report_interval_ms);
+                     (!mine_.empty() && NowMs() >= last_sent_ms_ + options_.report_interval_ms) ||
+                     NowMs() >= last_sent_ms_ + options_.snapshot_report_ms;
     if (!due || sending_) continue;
     Pending p;  // no begin, no read: only reports
     lock.unlock();

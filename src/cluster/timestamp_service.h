@@ -27,11 +27,23 @@
 // taken anywhere after a commit is acknowledged includes it; the reporter
 // thread re-sends reports that failed and reports long commits.
 //
+// Garbage collection across nodes: every request also carries the oldest
+// snapshot the node's transactions read at, and every node reports at least
+// every snapshot_report_ms. The leader answers with the cluster's GC
+// horizon: the minimum of those reports, of the read timestamps it handed
+// out within the last horizon_lag_ms (a snapshot taken but not yet
+// reported) and of the watermark. A node's garbage collector never removes
+// a version a snapshot at or above that horizon can see, so a snapshot
+// taken on one node reads the same rows from replicas on any other.
+//
 // Thread-safety: all methods may be called concurrently.
 #pragma once
 
 #include <chrono>
+#include <atomic>
 #include <condition_variable>
+#include <deque>
+#include <functional>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -64,6 +76,12 @@ struct TimestampServiceOptions {
   // In-flight commits of a node silent this long stop holding the read
   // watermark back. Default: 5000 ms.
   uint64_t expire_ms = 5000;
+  // Every node reports its oldest snapshot at least this often.
+  // Default: 250 ms.
+  uint64_t snapshot_report_ms = 250;
+  // Read timestamps handed out within this long hold the GC horizon back
+  // (until the node that took one has reported it). Default: 5000 ms.
+  uint64_t horizon_lag_ms = 5000;
 };
 
 class ClusterTimestamps final : public txn::TimestampSource {
@@ -77,6 +95,27 @@ class ClusterTimestamps final : public txn::TimestampSource {
   Result<uint64_t> BeginCommit() override;
   void FinishCommit(uint64_t ts) override;
   uint64_t ReadTimestamp() override;
+  uint64_t GcHorizon() override { return gc_horizon_.load(std::memory_order_acquire); }
+  // Returns once every report whose prepared set was taken before the call
+  // has been answered by the leader (SliceService calls it after finishing
+  // a prepared transaction, before it answers Finish: a stale "still
+  // prepared" report cannot reach the leader after the coordinator's
+  // FinishCommit).
+  void ReportBarrier();
+  // Where this node's oldest snapshot comes from (TxnManager::OldestSnapshot;
+  // UINT64_MAX: none). REQUIRES: before the node serves.
+  void SetSnapshotSource(std::function<uint64_t()> oldest) {
+    std::lock_guard lock(source_mu_);
+    oldest_snapshot_ = std::move(oldest);
+  }
+  // The commit timestamps of transactions prepared at this node (the data
+  // path's participants, SliceService::PreparedTimestamps): reported as
+  // commits in flight until they are applied or dropped, so the read
+  // watermark stays below them even when their coordinator died.
+  void SetPreparedSource(std::function<std::vector<uint64_t>()> prepared) {
+    std::lock_guard lock(source_mu_);
+    prepared_ = std::move(prepared);
+  }
 
   // RaftService.Timestamps on the leader.
   grpc::Status Handle(const TimestampRequest& request, TimestampResponse* response);
@@ -85,10 +124,21 @@ class ClusterTimestamps final : public txn::TimestampSource {
   struct Pending;
   // The leader's side. REQUIRES: leader_mu_ not held.
   Status LeaderServe(const std::string& node, uint32_t begin, const std::vector<uint64_t>& finished,
-                     const std::vector<uint64_t>& in_flight, bool read, std::vector<uint64_t>* begun,
-                     uint64_t* read_ts);
+                     const std::vector<uint64_t>& in_flight, bool read, uint64_t oldest_snapshot,
+                     std::vector<uint64_t>* begun, uint64_t* read_ts, uint64_t* gc_horizon);
   Status EnsureLeader(std::unique_lock<std::mutex>& lock);  // REQUIRES: leader_mu_ held
   uint64_t WatermarkLocked();                                // REQUIRES: leader_mu_ held
+  uint64_t GcHorizonLocked();                                // REQUIRES: leader_mu_ held
+  std::vector<uint64_t> PreparedInFlight() {
+    std::lock_guard lock(source_mu_);
+    return prepared_ ? prepared_() : std::vector<uint64_t>{};
+  }
+  // 0 until the snapshot source is set (holds every node's GC back).
+  uint64_t OwnOldestSnapshot() {
+    std::lock_guard lock(source_mu_);
+    return oldest_snapshot_ ? oldest_snapshot_() : 0;
+  }
+  void LearnGcHorizon(uint64_t h);
   // A follower's side: queue `p`, send or wait for the batch holding it.
   void Call(Pending* p);
   void ReportLoop();
@@ -107,6 +157,10 @@ class ClusterTimestamps final : public txn::TimestampSource {
   std::map<uint64_t, std::string> in_flight_;      // GUARDED_BY(leader_mu_): ts -> node id
   std::map<std::string, std::set<uint64_t>> reported_;  // GUARDED_BY(leader_mu_)
   std::map<std::string, uint64_t> last_seen_ms_;   // GUARDED_BY(leader_mu_)
+  std::map<std::string, uint64_t> oldest_reported_;  // GUARDED_BY(leader_mu_): node -> oldest snapshot
+  // Read timestamps handed out within horizon_lag_ms, as (ms, ts), kept as
+  // a sliding-window minimum (ts increasing from the front).
+  std::deque<std::pair<uint64_t, uint64_t>> recent_reads_;  // GUARDED_BY(leader_mu_)
 
   // This node's commits in flight and what is to be reported.
   std::mutex mu_;
@@ -118,9 +172,15 @@ class ClusterTimestamps final : public txn::TimestampSource {
   uint64_t last_read_ = 0;                // GUARDED_BY(mu_): the last watermark learned
   uint64_t last_sent_ms_ = 0;             // GUARDED_BY(mu_)
   bool stopping_ = false;                 // GUARDED_BY(mu_)
+  uint64_t report_gen_ = 0;               // GUARDED_BY(mu_): reports started
+  std::multiset<uint64_t> reports_active_;  // GUARDED_BY(mu_): reports not answered yet
   std::mutex stub_mu_;
   std::string stub_address_;                         // GUARDED_BY(stub_mu_)
   std::shared_ptr<RaftService::Stub> stub_;          // GUARDED_BY(stub_mu_)
+  std::mutex source_mu_;
+  std::function<uint64_t()> oldest_snapshot_;  // GUARDED_BY(source_mu_)
+  std::function<std::vector<uint64_t>()> prepared_;  // GUARDED_BY(source_mu_)
+  std::atomic<uint64_t> gc_horizon_{0};        // the last horizon learned
   std::thread reporter_;
 };
 

@@ -50,6 +50,14 @@ std::map<std::string, Value> DefaultGlobals(const EngineOptions& o) {
       {"query_cache_size", i(0)},
       {"query_cache_type", s("OFF")},
       {"secure_file_priv", Value::Null()},
+      // Bytes of buffered rows one statement may hold (memory_budget.h).
+      {"shale_query_memory_limit", i(static_cast<int64_t>(o.query_memory_limit))},
+      // The plan cache (src/exec/plan_cache.h): 1 = on, 0 = off (for
+      // measuring it; SET GLOBAL shale_plan_cache = 0 for new sessions).
+      {"shale_plan_cache", i(1)},
+      // MiB/s this node receives for rebalancer copies; 0 = unlimited
+      // (docs/cluster.md "Reprotection and rebalancing").
+      {"shale_rebalance_rate_mb", i(o.rebalance_rate_mb)},
       {"sql_mode", s("ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,"
                      "ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION")},
       {"sql_select_limit", i(INT64_MAX)},
@@ -90,6 +98,9 @@ Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
     return Status::IOError(fmt::format("cannot create data directory {}: {}", options.data_dir,
                                        ec.message()));
   }
+  // Sort spill runs of a previous process (they are unlinked when made, so
+  // normally there are none).
+  std::filesystem::remove_all(options.data_dir + "/tmp", ec);
   std::unique_ptr<Engine> engine(new Engine(options));
   SHALE_ASSIGN_OR_RETURN(engine->meta_, storage::MetaStore::Open(options.data_dir + "/meta"));
   SHALE_ASSIGN_OR_RETURN(engine->slices_, storage::SliceStore::Open(options.data_dir + "/slices", options.storage));
@@ -150,23 +161,27 @@ ProtectionSummary Engine::Protection() const {
   return p;
 }
 
-bool Engine::HoldsReplica(const catalog::SliceDef& slice) const {
-  return std::find(slice.replicas.begin(), slice.replicas.end(), options_.node_name) != slice.replicas.end();
-}
+bool Engine::HoldsReplica(const catalog::SliceDef& slice) const { return slice.PlacedOn(options_.node_name); }
 
 Status Engine::ReconcileSlices() {
   // Slices no table refers to were left by a CREATE or DROP that was
-  // interrupted, or are replicas this node no longer holds: remove them.
+  // interrupted; slices of a table whose map does not place a replica here
+  // are replicas this node no longer holds (removed while it was down, or
+  // moved by the rebalancer): remove them.
   std::set<storage::SliceId> referenced;
   for (const auto& table : catalog_->AllTables()) {
-    for (const auto& s : table->primary.slices) referenced.insert(s.id);
+    for (const auto& s : table->primary.slices) {
+      if (HoldsReplica(s)) referenced.insert(s.id);
+    }
     for (const auto& index : table->indexes) {
-      for (const auto& s : index.slices) referenced.insert(s.id);
+      for (const auto& s : index.slices) {
+        if (HoldsReplica(s)) referenced.insert(s.id);
+      }
     }
   }
   for (storage::SliceId id : slices_->ListSlices()) {
     if (!referenced.count(id)) {
-      log::Warn("dropping orphan slice {} (no table refers to it)", id);
+      log::Warn("dropping orphan slice {} (no replica of it is placed on this node)", id);
       std::unique_lock<std::shared_mutex> no_gc(txn_->slice_drop_mutex());
       SHALE_RETURN_IF_ERROR(slices_->DropSlice(id));
     }
@@ -190,13 +205,50 @@ void Engine::OnTableChange(catalog::TableChangePhase phase, const catalog::Table
   };
   const std::set<storage::SliceId> had = local_slices(before);
   const std::set<storage::SliceId> has = local_slices(after);
+  // Building replicas placed here by `t` (the rebalancer fills them): slice
+  // -> task.
+  auto building_on_this_node = [&](const catalog::TableDef* t) {
+    std::map<storage::SliceId, uint64_t> out;
+    if (t == nullptr) return out;
+    auto add = [&](const catalog::RepresentationDef& rep) {
+      for (const auto& s : rep.slices) {
+        for (const auto& b : s.building) {
+          if (b.node == options_.node_name) out[s.id] = b.task_id;
+        }
+      }
+    };
+    add(t->primary);
+    for (const auto& index : t->indexes) add(index);
+    return out;
+  };
+  const std::map<storage::SliceId, uint64_t> building_here = building_on_this_node(after);
   if (phase == catalog::TableChangePhase::kPrepare) {
     // New replicas here: create them (empty) before the catalog names them.
     // One made earlier by the statement itself (an index built before its
     // definition is published) is kept as it is.
+    const std::map<storage::SliceId, uint64_t> was_building = building_on_this_node(before);
     for (storage::SliceId id : has) {
-      if (had.count(id) || slices_->GetSlice(id).ok()) continue;
-      auto made = slices_->CreateSlice(id, catalog::SliceOptionsOf(*after));
+      // A build of a task this node did not know yet.
+      auto build = building_here.find(id);
+      auto known = was_building.find(id);
+      const bool new_build =
+          build != building_here.end() && (known == was_building.end() || known->second != build->second);
+      if (had.count(id) && !new_build) continue;
+      TakeRetired(id);
+      if (new_build && slices_->GetSlice(id).ok()) {
+        // A storage slice of that id here is stale (a replica retired from
+        // here moments ago, or kept from before this node was removed):
+        // the build starts from an empty slice.
+        std::unique_lock<std::shared_mutex> no_gc(txn_->slice_drop_mutex());
+        Status st = slices_->DropSlice(id);
+        if (!st.ok() && !st.IsNotFound()) log::Warn("drop of stale slice {} failed: {}", id, st.ToString());
+      }
+      if (slices_->GetSlice(id).ok()) continue;
+      // A building replica (the rebalancer fills it) is created in state
+      // kBuilding; it takes the commits' writes from now on.
+      auto made = building_here.count(id)
+                      ? slices_->CreateBuildingSlice(id, catalog::kOpenBuildSnapshot, catalog::SliceOptionsOf(*after))
+                      : slices_->CreateSlice(id, catalog::SliceOptionsOf(*after));
       if (!made.ok()) {
         log::Error("slice {} of {}.{}: cannot create this node's replica: {}", id, after->db, after->name,
                    made.status().ToString());
@@ -204,15 +256,72 @@ void Engine::OnTableChange(catalog::TableChangePhase phase, const catalog::Table
     }
     return;
   }
-  // Replicas no longer here: drop them.
+  // Slices that still exist but left this node (moved by the rebalancer, a
+  // cancelled build, this node removed): statements that routed to them
+  // before the change may still be reading them, so they are dropped a
+  // little later (DropRetiredSlices). Slices that are gone (DROP TABLE,
+  // DROP INDEX) are dropped now.
+  std::set<storage::SliceId> still_exist;
+  if (after != nullptr) {
+    for (const auto& s : after->primary.slices) still_exist.insert(s.id);
+    for (const auto& index : after->indexes) {
+      for (const auto& s : index.slices) still_exist.insert(s.id);
+    }
+  }
+  {
+    std::lock_guard lock(retired_mu_);
+    for (storage::SliceId id : had) {
+      if (!has.count(id) && still_exist.count(id)) retired_.emplace(id, std::chrono::steady_clock::now());
+    }
+  }
   std::unique_lock<std::shared_mutex> no_gc(txn_->slice_drop_mutex());
   for (storage::SliceId id : had) {
-    if (has.count(id)) continue;
+    if (has.count(id) || still_exist.count(id)) continue;
     Status st = slices_->DropSlice(id);
     if (!st.ok() && !st.IsNotFound()) {
       // An orphan now; the next start removes it.
       log::Warn("drop of slice {} of {}.{} failed: {}", id, before->db, before->name, st.ToString());
     }
+  }
+}
+
+bool Engine::TakeRetired(storage::SliceId id) {
+  std::lock_guard lock(retired_mu_);
+  return retired_.erase(id) > 0;
+}
+
+void Engine::DropRetiredSlices(std::chrono::milliseconds older_than) {
+  std::vector<storage::SliceId> due;
+  {
+    std::lock_guard lock(retired_mu_);
+    const auto cutoff = std::chrono::steady_clock::now() - older_than;
+    for (auto it = retired_.begin(); it != retired_.end();) {
+      if (it->second > cutoff) {
+        ++it;
+        continue;
+      }
+      due.push_back(it->first);
+      it = retired_.erase(it);
+    }
+  }
+  if (due.empty()) return;
+  // Placed here again since (a build that started over): keep.
+  std::set<storage::SliceId> placed;
+  for (const auto& table : catalog_->AllTables()) {
+    for (const auto& s : table->primary.slices) {
+      if (HoldsReplica(s)) placed.insert(s.id);
+    }
+    for (const auto& index : table->indexes) {
+      for (const auto& s : index.slices) {
+        if (HoldsReplica(s)) placed.insert(s.id);
+      }
+    }
+  }
+  std::unique_lock<std::shared_mutex> no_gc(txn_->slice_drop_mutex());
+  for (storage::SliceId id : due) {
+    if (placed.count(id)) continue;
+    Status st = slices_->DropSlice(id);
+    if (!st.ok() && !st.IsNotFound()) log::Warn("drop of retired slice {} failed: {}", id, st.ToString());
   }
 }
 
@@ -253,10 +362,13 @@ Result<txn::SliceHandle> Engine::RouteSlice(const catalog::TableDef& table, cons
   txn::SliceHandle h;
   h.id = def.id;
   txn::DataRouter* router = txn_->router();
+  // Writes go to the serving replicas and to the building ones (the
+  // rebalancer is filling them); reads only to the ranking replica.
+  const std::vector<std::string>& writes_to = def.WriteReplicas();
   const bool only_here =
-      router == nullptr || def.replicas.empty() || (def.replicas.size() == 1 && def.replicas[0] == router->self());
+      router == nullptr || def.replicas.empty() || (writes_to.size() == 1 && writes_to[0] == router->self());
   if (!only_here) {
-    h.replicas = &def.replicas;
+    h.replicas = &writes_to;
     h.router = router;
     if (def.replicas[0] != router->self()) return h;  // read at the ranking replica's node
   }

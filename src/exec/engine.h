@@ -4,6 +4,7 @@
 // Thread-safety: all methods may be called concurrently.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -37,6 +38,14 @@ struct EngineOptions {
   // (shaled: after the cluster replayed its metadata log, which may still
   // publish them). Default: false (Open removes them).
   bool defer_orphan_cleanup = false;
+  // The default of shale_query_memory_limit: bytes of buffered rows one
+  // statement may hold (src/exec/memory_budget.h); 0: no limit. Sorts past
+  // it spill to <data_dir>/tmp (emptied at Open). Default: 512 MiB.
+  uint64_t query_memory_limit = 512ull << 20;
+  // The initial value of the global shale_rebalance_rate_mb: MiB/s this
+  // node receives for rebalancer copies, 0 = unlimited (shaled
+  // --rebalance-rate-mb). Default: 0.
+  uint32_t rebalance_rate_mb = 0;
 };
 
 // What the cluster layer (src/cluster) tells the executor. shaled sets them
@@ -55,6 +64,10 @@ struct ClusterHooks {
   // Whether the member named `name` is live (heard from within the node
   // timeout); empty function: only this node, which is.
   std::function<bool(const std::string& name)> is_live;
+  // The metadata (Raft) log index this node has applied; it moves whenever
+  // the membership, the catalog or the slice map changes (statement retry
+  // waits for it). Empty function: a node outside any cluster.
+  std::function<uint64_t()> metadata_index;
 };
 
 // How well the slices are protected (system.protection,
@@ -62,7 +75,8 @@ struct ClusterHooks {
 struct ProtectionSummary {
   uint64_t slices = 0;
   // Slices with fewer replicas than they want: REPLICAS=n (default 2)
-  // capped at the member count. Reprotection (a later task) restores them.
+  // capped at the member count; building replicas do not count. The
+  // rebalancer (rebalancer/rebalancer.h) restores them.
   uint64_t under_protected = 0;
   uint64_t lost = 0;  // slices with no replica left
 };
@@ -118,8 +132,12 @@ class Engine {
   bool HoldsReplica(const catalog::SliceDef& slice) const;
   // Counts the under-protected slices of every table.
   ProtectionSummary Protection() const;
-  // Drops the storage slices no table refers to (see
-  // EngineOptions::defer_orphan_cleanup).
+  // Drops the storage slices of replicas that left this node (moved by the
+  // rebalancer, cancelled builds) at least `older_than` ago and are not
+  // placed here again. shaled calls it periodically.
+  void DropRetiredSlices(std::chrono::milliseconds older_than);
+  // Drops the storage slices no table refers to, and those of replicas the
+  // slice map does not place here (see EngineOptions::defer_orphan_cleanup).
   Status ReconcileSlices();
 
  private:
@@ -140,6 +158,11 @@ class Engine {
   std::mutex table_mutexes_mu_;
   std::map<uint64_t, std::unique_ptr<std::mutex>> table_mutexes_;  // GUARDED_BY(table_mutexes_mu_)
   ClusterHooks cluster_hooks_;  // set once before serving
+  // Removes `id` from the retired slices; whether it was there.
+  bool TakeRetired(storage::SliceId id);
+  std::mutex retired_mu_;
+  // Replicas that left this node, by when (DropRetiredSlices).
+  std::map<storage::SliceId, std::chrono::steady_clock::time_point> retired_;  // GUARDED_BY(retired_mu_)
 };
 
 }  // namespace shale::exec

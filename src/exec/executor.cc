@@ -16,6 +16,7 @@
 #include "src/common/log.h"
 #include "src/common/warnings.h"
 #include "src/exec/auto_increment.h"
+#include "src/exec/external_sort.h"
 
 namespace shale::exec {
 namespace {
@@ -39,6 +40,14 @@ using planner::PhysicalOperator;
 thread_local StatementContext* t_statement = nullptr;
 
 txn::Transaction* CurrentTxn() { return t_statement ? t_statement->txn : nullptr; }
+
+// The running statement's memory budget (null: no limit) and spill directory.
+MemoryBudget* StatementMemory() { return t_statement ? t_statement->memory : nullptr; }
+std::string StatementSpillDir() { return t_statement ? t_statement->spill_dir : std::string(); }
+
+// The bytes a hash table entry costs beyond its row or key: the node, the
+// bucket slot and the key's string header.
+constexpr uint64_t kHashEntryBytes = 64;
 
 // Reads a row of a slice: through the statement's transaction (its snapshot,
 // or the newest committed version when `latest`, overlaid by its own
@@ -95,7 +104,9 @@ class RowSource {
   virtual Result<bool> Next(Row* row) = 0;
 };
 
-Result<std::unique_ptr<RowSource>> Build(Engine* engine, const PhysicalOperator& op);
+// `top_n` (0: none): only the first top_n rows of the result will be read
+// (a LIMIT above, through 1:1 operators), so a sort may keep only those.
+Result<std::unique_ptr<RowSource>> Build(Engine* engine, const PhysicalOperator& op, uint64_t top_n = 0);
 
 // Where a slice's reads go: this node's replica, or its ranking replica on
 // another node (Engine::RouteSlice).
@@ -423,52 +434,60 @@ void EncodeGroupKey(const Row& values, const std::vector<sierra::ColumnInfo>& ty
   EncodeRow(keys, out);
 }
 
+// ORDER BY: sorts its input within the statement's memory budget, spilling
+// sorted runs to disk and merging them when it does not fit
+// (ExternalSorter). Under a LIMIT of at most kMaxTopN rows (top_n) it keeps
+// only the first top_n rows in a heap instead (top-N), ties in input order.
 class SortSource : public RowSource {
  public:
-  SortSource(const PhysicalOperator& op, std::unique_ptr<RowSource> child)
-      : op_(op), child_(std::move(child)) {}
+  static constexpr uint64_t kMaxTopN = 10000;
+
+  SortSource(const PhysicalOperator& op, std::unique_ptr<RowSource> child, uint64_t top_n)
+      : op_(op), child_(std::move(child)), top_n_(top_n <= kMaxTopN ? top_n : 0) {}
   Result<bool> Next(Row* row) override {
-    if (!sorted_) {
-      SHALE_RETURN_IF_ERROR(Materialize());
-      sorted_ = true;
+    if (!sorter_) SHALE_RETURN_IF_ERROR(Materialize());
+    if (top_n_ != 0) {
+      if (next_ >= heap_.size()) return false;
+      *row = std::move(heap_[next_++].row);
+      return true;
     }
-    if (next_ >= rows_.size()) return false;
-    *row = std::move(rows_[next_++].second);
-    return true;
+    return sorter_->Next(row);
   }
 
  private:
+  struct HeapEntry {
+    Row keys;
+    Row row;
+    uint64_t seq;  // input order: ties keep it
+  };
+
+  // Top-N: a max-heap of the best top_n_ rows seen so far, under
+  // `before` (the sort order, then input order).
+  template <typename Before>
+  void AddTopN(Row keys, Row row, const Before& before) {
+    HeapEntry e{std::move(keys), std::move(row), seq_++};
+    if (heap_.size() == top_n_) {
+      if (!before(e, heap_.front())) return;  // not among the first top_n
+      std::pop_heap(heap_.begin(), heap_.end(), before);
+      heap_.back() = std::move(e);
+    } else {
+      memory_.ForceGrow(RowBytes(e.keys) + RowBytes(e.row));  // at most kMaxTopN rows
+      heap_.push_back(std::move(e));
+    }
+    std::push_heap(heap_.begin(), heap_.end(), before);
+  }
+
   Status Materialize() {
-    Row r;
-    while (true) {
-      SHALE_ASSIGN_OR_RETURN(bool more, child_->Next(&r));
-      if (!more) break;
-      Row keys;
-      keys.reserve(op_.sort_keys.size());
-      for (const auto& k : op_.sort_keys) {
-        SHALE_ASSIGN_OR_RETURN(Value v, sierra::Evaluate(*k.expr, r));
-        keys.push_back(std::move(v));
-      }
-      rows_.emplace_back(std::move(keys), std::move(r));
-    }
-    // A string key whose values are all strings (or NULL) is replaced by its
-    // weight strings once per row (KeyForm: their byte order is the
-    // collation's order; ENUMs become their indexes), so the O(n log n)
-    // comparisons are byte compares instead of collation walks.
+    // A string key is replaced by its weight string (KeyForm: their byte
+    // order is the collation's order; ENUMs become their indexes), once per
+    // row, so the O(n log n) comparisons are byte compares instead of
+    // collation walks.
     std::vector<bool> key_form(op_.sort_keys.size(), false);
-    for (size_t i = 0; i < op_.sort_keys.size(); ++i) {
-      const SqlType& type = op_.sort_keys[i].expr->type;
-      if (!type.is_string()) continue;
-      bool all_strings = true;
-      for (const auto& [keys, row] : rows_) all_strings = all_strings && (keys[i].is_null() || keys[i].is_string());
-      if (!all_strings) continue;
-      for (auto& [keys, row] : rows_) keys[i] = KeyForm(keys[i], type);
-      key_form[i] = true;
-    }
-    std::stable_sort(rows_.begin(), rows_.end(), [&](const auto& a, const auto& b) {
+    for (size_t i = 0; i < op_.sort_keys.size(); ++i) key_form[i] = op_.sort_keys[i].expr->type.is_string();
+    auto less = [this, key_form](const Row& a, const Row& b) {
       for (size_t i = 0; i < op_.sort_keys.size(); ++i) {
-        const Value& x = a.first[i];
-        const Value& y = b.first[i];
+        const Value& x = a[i];
+        const Value& y = b[i];
         int c;
         if (key_form[i]) {
           // NULL first; weight strings (and ENUM indexes) compare as bytes / numbers.
@@ -480,15 +499,47 @@ class SortSource : public RowSource {
         if (c != 0) return op_.sort_keys[i].desc ? c > 0 : c < 0;
       }
       return false;
-    });
-    return Status::OK();
+    };
+    auto before = [&less](const HeapEntry& a, const HeapEntry& b) {
+      if (less(a.keys, b.keys)) return true;
+      if (less(b.keys, a.keys)) return false;
+      return a.seq < b.seq;
+    };
+    sorter_.emplace(less, StatementMemory(), StatementSpillDir());
+    if (top_n_ != 0) heap_.reserve(top_n_);
+    Row r;
+    while (true) {
+      SHALE_ASSIGN_OR_RETURN(bool more, child_->Next(&r));
+      if (!more) break;
+      Row keys;
+      keys.reserve(op_.sort_keys.size());
+      for (size_t i = 0; i < op_.sort_keys.size(); ++i) {
+        SHALE_ASSIGN_OR_RETURN(Value v, sierra::Evaluate(*op_.sort_keys[i].expr, r));
+        if (key_form[i] && v.is_string()) v = KeyForm(v, op_.sort_keys[i].expr->type);
+        keys.push_back(std::move(v));
+      }
+      if (top_n_ != 0) {
+        AddTopN(std::move(keys), std::move(r), before);
+      } else {
+        SHALE_RETURN_IF_ERROR(sorter_->Add(std::move(keys), std::move(r)));
+      }
+      r = Row();
+    }
+    if (top_n_ != 0) {
+      std::sort_heap(heap_.begin(), heap_.end(), before);
+      return Status::OK();
+    }
+    return sorter_->Finish();
   }
 
   const PhysicalOperator& op_;
   std::unique_ptr<RowSource> child_;
-  std::vector<std::pair<Row, Row>> rows_;  // (sort keys, row)
+  const uint64_t top_n_;
+  std::optional<ExternalSorter> sorter_;
+  std::vector<HeapEntry> heap_;  // top-N
   size_t next_ = 0;
-  bool sorted_ = false;
+  uint64_t seq_ = 0;
+  MemoryReservation memory_{StatementMemory()};  // top-N rows
 };
 
 class DistinctSource : public RowSource {
@@ -501,7 +552,11 @@ class DistinctSource : public RowSource {
       if (!more) return false;
       std::string key;
       EncodeGroupKey(*row, op_.columns, &key);
-      if (seen_.insert(std::move(key)).second) return true;
+      const uint64_t bytes = key.capacity() + kHashEntryBytes;
+      if (seen_.insert(std::move(key)).second) {
+        SHALE_RETURN_IF_ERROR(memory_.Grow(bytes, "#sql-distinct"));
+        return true;
+      }
     }
   }
 
@@ -509,6 +564,7 @@ class DistinctSource : public RowSource {
   const PhysicalOperator& op_;
   std::unique_ptr<RowSource> child_;
   std::unordered_set<std::string> seen_;
+  MemoryReservation memory_{StatementMemory()};
 };
 
 class LimitSource : public RowSource {
@@ -580,8 +636,14 @@ class HashAggregateSource : public RowSource {
       }
       std::string encoded;
       EncodeRow(key_forms, &encoded);
+      const uint64_t key_bytes = encoded.capacity();
       auto [it, added] = index.emplace(std::move(encoded), groups_.size());
-      if (added) groups_.push_back(NewGroup(std::move(keys)));
+      if (added) {
+        SHALE_RETURN_IF_ERROR(memory_.Grow(RowBytes(keys) + key_bytes + kHashEntryBytes +
+                                               op_.aggregates.size() * sizeof(sierra::Accumulator),
+                                           "#sql-group-by"));
+        groups_.push_back(NewGroup(std::move(keys)));
+      }
       for (sierra::Accumulator& a : groups_[it->second].accumulators) {
         SHALE_RETURN_IF_ERROR(a.Add(r));
       }
@@ -596,6 +658,7 @@ class HashAggregateSource : public RowSource {
   std::vector<Group> groups_;
   size_t next_ = 0;
   bool done_ = false;
+  MemoryReservation memory_{StatementMemory()};
 };
 
 // Joins by scanning the (materialized) right input once per left row, or
@@ -611,10 +674,15 @@ class NestedLoopJoinSource : public RowSource {
       while (true) {
         SHALE_ASSIGN_OR_RETURN(bool more, right_->Next(&r));
         if (!more) break;
+        uint64_t bytes = RowBytes(r) + sizeof(size_t);
         if (!op_.hash_keys.empty()) {
           SHALE_ASSIGN_OR_RETURN(std::optional<std::string> key, HashKey(r, /*left=*/false));
-          if (key) buckets_[*key].push_back(right_rows_.size());
+          if (key) {
+            bytes += key->capacity() + kHashEntryBytes;
+            buckets_[*key].push_back(right_rows_.size());
+          }
         }
+        SHALE_RETURN_IF_ERROR(memory_.Grow(bytes, op_.hash_keys.empty() ? "#sql-join-buffer" : "#sql-hash-join"));
         right_rows_.push_back(std::move(r));
         r = Row();
       }
@@ -691,7 +759,14 @@ class NestedLoopJoinSource : public RowSource {
   bool have_left_ = false;
   bool matched_ = false;
   size_t next_right_ = 0;
+  MemoryReservation memory_{StatementMemory()};
 };
+
+uint64_t RowsBytes(const std::vector<Row>& rows) {
+  uint64_t bytes = rows.capacity() * sizeof(Row);
+  for (const Row& r : rows) bytes += RowBytes(r);
+  return bytes;
+}
 
 // Every row of `source`.
 Result<std::vector<Row>> Drain(RowSource* source) {
@@ -722,6 +797,7 @@ class ApplySource : public RowSource {
       if (!uncorrelated_) {
         SHALE_ASSIGN_OR_RETURN(auto sub, Build(engine_, *op_.children[1]));
         SHALE_ASSIGN_OR_RETURN(std::vector<Row> rows, Drain(sub.get()));
+        SHALE_RETURN_IF_ERROR(memory_.Grow(RowsBytes(rows), "#sql-subquery"));
         uncorrelated_ = std::move(rows);
       }
       result = &*uncorrelated_;
@@ -734,7 +810,14 @@ class ApplySource : public RowSource {
         SHALE_ASSIGN_OR_RETURN(auto physical, planner::Plan(*logical));
         SHALE_ASSIGN_OR_RETURN(auto sub, Build(engine_, *physical));
         SHALE_ASSIGN_OR_RETURN(std::vector<Row> rows, Drain(sub.get()));
-        if (memo_.size() > kMaxMemo) memo_.clear();
+        // The memo is a cache: over its size or the memory budget it starts
+        // again empty; one result over the budget fails the statement.
+        const uint64_t bytes = RowsBytes(rows) + key.capacity() + kHashEntryBytes;
+        if (memo_.size() > kMaxMemo || !memory_.TryGrow(bytes)) {
+          memo_.clear();
+          memory_.ReleaseAll();
+          SHALE_RETURN_IF_ERROR(memory_.Grow(bytes, "#sql-subquery"));
+        }
         it = memo_.emplace(std::move(key), std::move(rows)).first;
       }
       result = &it->second;
@@ -787,6 +870,7 @@ class ApplySource : public RowSource {
   std::unique_ptr<RowSource> child_;
   std::optional<std::vector<Row>> uncorrelated_;
   std::unordered_map<std::string, std::vector<Row>> memo_;  // outer row -> subquery rows
+  MemoryReservation memory_{StatementMemory()};             // the rows held above
 };
 
 class UnionAllSource : public RowSource {
@@ -813,11 +897,19 @@ class UnionAllSource : public RowSource {
   std::unique_ptr<RowSource> current_;
 };
 
-Result<std::unique_ptr<RowSource>> Build(Engine* engine, const PhysicalOperator& op) {
+Result<std::unique_ptr<RowSource>> Build(Engine* engine, const PhysicalOperator& op, uint64_t top_n) {
   if (op.kind == PhysicalKind::kUnionAll) return std::unique_ptr<RowSource>(new UnionAllSource(engine, op));
   std::unique_ptr<RowSource> child;
   if (!op.children.empty()) {
-    SHALE_ASSIGN_OR_RETURN(child, Build(engine, *op.children[0]));
+    // A LIMIT reads at most offset + limit rows; a projection passes the
+    // bound through (one row out per row in).
+    uint64_t child_top_n = 0;
+    if (op.kind == PhysicalKind::kLimit && op.limit <= SortSource::kMaxTopN && op.offset <= SortSource::kMaxTopN) {
+      child_top_n = op.offset + op.limit;
+    } else if (op.kind == PhysicalKind::kProject) {
+      child_top_n = top_n;
+    }
+    SHALE_ASSIGN_OR_RETURN(child, Build(engine, *op.children[0], child_top_n));
   }
   switch (op.kind) {
     case PhysicalKind::kValues: return std::unique_ptr<RowSource>(new ValuesSource(op));
@@ -826,7 +918,7 @@ Result<std::unique_ptr<RowSource>> Build(Engine* engine, const PhysicalOperator&
     case PhysicalKind::kIndexScan: return std::unique_ptr<RowSource>(new IndexScanSource(engine, op));
     case PhysicalKind::kFilter: return std::unique_ptr<RowSource>(new FilterSource(op, std::move(child)));
     case PhysicalKind::kProject: return std::unique_ptr<RowSource>(new ProjectSource(op, std::move(child)));
-    case PhysicalKind::kSort: return std::unique_ptr<RowSource>(new SortSource(op, std::move(child)));
+    case PhysicalKind::kSort: return std::unique_ptr<RowSource>(new SortSource(op, std::move(child), top_n));
     case PhysicalKind::kDistinct: return std::unique_ptr<RowSource>(new DistinctSource(op, std::move(child)));
     case PhysicalKind::kLimit: return std::unique_ptr<RowSource>(new LimitSource(op, std::move(child)));
     case PhysicalKind::kHashAggregate:
@@ -1060,7 +1152,16 @@ class TableWriter {
       }
       if (any && t_statement->written_tables) {
         auto current = engine_->catalog()->GetTable(table_.db, table_.name);
-        if (current.ok() && (*current)->id == table_.id) t_statement->written_tables->emplace(table_.id, *current);
+        if (current.ok() && (*current)->id == table_.id) {
+          // The rows were routed with table_ (its slice map): if the
+          // definition changed while the statement ran (the rebalancer
+          // added or promoted a replica), COMMIT must not take the new
+          // one for the one written with.
+          if (current->get() != &table_) {
+            return SqlError(ErrorCode::kTableDefChanged, "Table definition has changed, please retry transaction");
+          }
+          t_statement->written_tables->emplace(table_.id, *current);
+        }
       }
       return Status::OK();
     }

@@ -17,6 +17,7 @@
 #include "planner/physical.h"
 #include "shale/status.h"
 #include "src/exec/engine.h"
+#include "src/exec/memory_budget.h"
 #include "src/exec/session.h"
 #include "src/txn/transaction.h"
 
@@ -59,6 +60,11 @@ struct StatementContext {
   // not fit its column fails the statement; otherwise INSERT and UPDATE
   // store it adjusted with a warning (CoerceToColumnNonStrict).
   bool strict_mode = true;
+  // The statement's memory budget (shale_query_memory_limit,
+  // src/exec/memory_budget.h) and the directory sorts spill runs to
+  // (<data dir>/tmp). Null: no limit.
+  MemoryBudget* memory = nullptr;
+  std::string spill_dir;
 };
 
 class StatementScope {

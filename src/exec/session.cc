@@ -322,6 +322,8 @@ Status NormalizeTxnVariable(const std::string& name, Value* v) {
     }
   } else if (name == "innodb_lock_wait_timeout") {
     if (!v->is_int() || v->as_int() < 1 || v->as_int() > 1073741824) return wrong();
+  } else if (name == "shale_query_memory_limit") {
+    if (!v->is_int() || v->as_int() < 0) return wrong();
   }
   return Status::OK();
 }
@@ -418,13 +420,23 @@ Result<StatementResult> Session::RunInTransaction(const std::function<Result<Sta
   context.interrupt = &interrupted_;
   context.written_tables = tables;
   context.strict_mode = StrictSqlMode();
+  auto limit = variables_.find("shale_query_memory_limit");
+  MemoryBudget memory(limit != variables_.end() && limit->second.is_int() ? limit->second.as_int() : 0);
+  context.memory = &memory;
+  context.spill_dir = engine_->options().data_dir + "/tmp";
   Result<StatementResult> r = [&] {
     StatementScope scope(&context);
     return run();
   }();
+  last_query_memory_peak_.store(memory.peak(), std::memory_order_relaxed);
   if (!r.ok()) {
-    if (r.status().mysql_code() == static_cast<uint16_t>(ErrorCode::kLockDeadlock) && t == txn_.get()) {
-      RollbackTransaction();  // the deadlock victim's whole transaction (InnoDB)
+    if ((r.status().mysql_code() == static_cast<uint16_t>(ErrorCode::kLockDeadlock) ||
+         txn::IsRetryableClusterError(r.status())) &&
+        t == txn_.get()) {
+      // The deadlock victim's whole transaction (InnoDB); likewise a
+      // transaction the cluster changed under (a node holding its locks or
+      // replicas died): it is rolled back everywhere and the client retries.
+      RollbackTransaction();
     } else {
       t->RollbackStatement();  // only this statement's changes
     }
@@ -484,16 +496,20 @@ void SetOkInfo(const ast::Statement& stmt, StatementResult* r) {
 std::vector<Result<StatementResult>> Session::Execute(std::string_view sql) {
   std::vector<Result<StatementResult>> results;
   interrupted_.store(false, std::memory_order_relaxed);
-  sql::Parser parser(sql);
+  // A cached SELECT (plan_cache.h) is not parsed: its statement and plan
+  // come from the cache.
+  std::shared_ptr<const ast::Statement> cached = LookUpPlanCache(sql);
+  sql::Parser parser(cached ? std::string_view() : sql);
   while (true) {
-    auto next = parser.Next();
+    Result<std::optional<ast::Statement>> next = std::optional<ast::Statement>();
+    if (!cached) next = parser.Next();
     if (!next.ok()) {
       warnings_ = {{"Error", next.status().mysql_code(), next.status().message()}};
       results.emplace_back(next.status());
       break;
     }
-    if (!next->has_value()) break;
-    const ast::Statement& stmt = **next;
+    if (!cached && !next->has_value()) break;
+    const ast::Statement& stmt = cached ? *cached : **next;
     bool is_show_warnings = std::holds_alternative<ast::ShowStmt>(stmt) &&
                             std::get<ast::ShowStmt>(stmt).kind == ast::ShowStmt::Kind::kWarnings;
     std::vector<Warning> previous = std::move(warnings_);
@@ -504,7 +520,7 @@ std::vector<Result<StatementResult>> Session::Execute(std::string_view sql) {
       ScopedWarningSink sink(&raised);
       ScopedUserVariables user_variables(&user_variables_);
       ScopedTemporalContext clock(StatementClock());
-      Result<StatementResult> r = ExecuteStatement(stmt, is_show_warnings ? previous : std::vector<Warning>{});
+      Result<StatementResult> r = ExecuteRetrying(stmt, is_show_warnings ? previous : std::vector<Warning>{}, &raised);
       // TIMESTAMPs leave the session as local times of its time_zone.
       if (r.ok()) LocalizeTimestamps(&r->rows);
       return r;
@@ -524,7 +540,10 @@ std::vector<Result<StatementResult>> Session::Execute(std::string_view sql) {
     SetOkInfo(stmt, &*result);
     row_count_ = result->is_result_set ? -1 : static_cast<int64_t>(result->affected_rows);
     results.push_back(std::move(result));
+    AfterStatementForPlanCache(stmt);
+    if (cached) break;  // one statement
   }
+  cached_plan_.reset();
   return results;
 }
 
@@ -555,7 +574,10 @@ Result<StatementResult> Session::ExecuteStatement(const ast::Statement& stmt,
   for (const Warning& w : shown_warnings) {
     ctx.warnings.push_back({Value::String(w.level), Value::Int(w.code), Value::String(w.message)});
   }
-  SHALE_ASSIGN_OR_RETURN(sql::BoundStatement bound, sql::Bind(stmt, ctx));
+  // A plan from the plan cache (Execute) stands for the bind.
+  SHALE_ASSIGN_OR_RETURN(sql::BoundStatement bound,
+                         cached_plan_ ? Result<sql::BoundStatement>(sql::PlanCmd{std::move(cached_plan_)})
+                                      : sql::Bind(stmt, ctx));
   if (const auto* plan = std::get_if<sql::PlanCmd>(&bound)) {
     SHALE_RETURN_IF_ERROR(CheckPlanPrivileges(*plan->plan));
   }
@@ -762,6 +784,7 @@ Result<StatementResult> Session::ExecuteBound(const ast::Statement& stmt, sql::B
           return Ok();
         } else if constexpr (std::is_same_v<T, sql::ExplainCmd>) {
           SHALE_ASSIGN_OR_RETURN(auto physical, planner::Plan(*cmd.plan));
+          if (cmd.analyze) return ExplainAnalyze(*physical);
           return ExplainPlan(engine_, *physical, cmd.tree);
         } else if constexpr (std::is_same_v<T, sql::AlterTableCmd>) {
           SHALE_RETURN_IF_ERROR(EndTransaction());

@@ -31,14 +31,28 @@ std::vector<std::vector<Value>> SliceRows(Engine* engine) {
             bytes_v = Value::Int(static_cast<int64_t>(stats.bytes));
           }
         }
+        std::string building;
+        for (const catalog::BuildingReplica& b : s.building) building += (building.empty() ? "" : ",") + b.node;
         rows.push_back({Value::String(table->db), Value::String(table->name), Value::String(rep->name),
                         Value::Int(static_cast<int64_t>(s.id)), U64(s.hash_begin), U64(s.hash_end),
                         Value::String(replicas),
                         s.replicas.empty() ? Value::Null() : Value::String(s.replicas.front()),
                         Value::Int(static_cast<int64_t>(s.replicas.size())), Value::Int(static_cast<int64_t>(wanted)),
-                        rows_v, bytes_v});
+                        rows_v, bytes_v, Value::String(building)});
       }
     }
+  }
+  return rows;
+}
+
+std::vector<std::vector<Value>> RebalancerRows(Engine* engine) {
+  std::vector<std::vector<Value>> rows;
+  for (const catalog::RebalanceTaskDef& t : engine->catalog()->RebalanceTasks()) {
+    rows.push_back({Value::Int(static_cast<int64_t>(t.id)), Value::String(t.kind), Value::String(t.db),
+                    Value::String(t.table), Value::String(t.representation),
+                    Value::Int(static_cast<int64_t>(t.slice_id)), Value::String(t.source), Value::String(t.target),
+                    Value::String(t.state), Value::Int(static_cast<int64_t>(t.bytes)), Value::Int(t.started_ms),
+                    t.finished_ms == 0 ? Value::Null() : Value::Int(t.finished_ms), Value::String(t.error)});
   }
   return rows;
 }
@@ -59,6 +73,7 @@ sql::SystemTableFn SystemTables(Engine* engine) {
     if (table == "nodes") return sql::GeneratedTable{sql::SystemNodesColumns(), engine->cluster_hooks().nodes()};
     if (table == "slices") return sql::GeneratedTable{sql::SystemSlicesColumns(), SliceRows(engine)};
     if (table == "protection") return sql::GeneratedTable{sql::SystemProtectionColumns(), ProtectionRows(engine)};
+    if (table == "rebalancer") return sql::GeneratedTable{sql::SystemRebalancerColumns(), RebalancerRows(engine)};
     return Status::Sql(static_cast<uint16_t>(ErrorCode::kNoSuchTable),
                        fmt::format("Table '{}.{}' doesn't exist", sql::kSystemDb, table));
   };

@@ -27,6 +27,7 @@
 #include "src/common/errors.h"
 #include "src/common/log.h"
 #include "src/exec/engine.h"
+#include "src/exec/memory_budget.h"
 #include "src/server/compression.h"
 #include "src/server/messages.h"
 #include "src/server/native_password.h"
@@ -183,8 +184,23 @@ std::vector<std::pair<std::string, std::string>> ServerState::StatusVariables(ui
   // Rows read from or written to other nodes' replicas (docs/cluster.md "Data path").
   if (engine != nullptr && engine->txn() != nullptr) {
     const txn::DataRouter* router = engine->txn()->router();
+    // Garbage collection of old row versions (docs/transactions.md).
+    const txn::TxnStats txn_stats = engine->txn()->stats();
+    add("Shale_gc_passes", txn_stats.gc_passes);
+    add("Shale_gc_versions_removed", txn_stats.gc_removed);
+    add("Shale_rows_received_from_other_nodes", router ? router->rows_received() : 0);
     add("Shale_rows_sent_between_nodes", router ? router->rows_moved() : 0);
+    add("Shale_rows_sent_to_other_nodes", router ? router->rows_sent() : 0);
+    // Autocommit statements run again after a retryable cluster error.
+    add("Shale_statement_retries", exec::Session::StatementRetries());
   }
+  // Sorts that spilled and statements stopped by shale_query_memory_limit
+  // (src/exec/memory_budget.h).
+  const exec::SpillStats& spill = exec::GlobalSpillStats();
+  add("Sort_merge_passes", spill.merge_passes.load(std::memory_order_relaxed));
+  add("Shale_sort_spill_runs", spill.sort_runs.load(std::memory_order_relaxed));
+  add("Shale_sort_spill_bytes", spill.bytes_written.load(std::memory_order_relaxed));
+  add("Shale_memory_limit_errors", spill.limit_errors.load(std::memory_order_relaxed));
   // Slices below their replica count (docs/cluster.md, system.protection).
   if (engine != nullptr && engine->catalog() != nullptr) {
     add("Shale_under_protected_slices", engine->Protection().under_protected);
@@ -234,8 +250,13 @@ void Connection::SessionStatus(std::vector<std::pair<std::string, std::string>>*
     add("Com_" + std::string(exec::ComCounterName(c)), session_ ? session_->com_count(c) : 0);
   }
   add("Questions", questions_.load(std::memory_order_relaxed));
+  // This session's plan cache (src/exec/plan_cache.h): SELECTs served from
+  // it, and cacheable SELECTs that had to be bound.
+  add("Shale_plan_cache_hits", session_ ? session_->plan_cache_hits() : 0);
+  add("Shale_plan_cache_misses", session_ ? session_->plan_cache_misses() : 0);
   add("Ssl_cipher", ssl_cipher_);
   add("Ssl_version", ssl_version_);
+  add("Shale_last_query_memory_peak", session_ ? session_->last_query_memory_peak() : 0);
 }
 
 std::chrono::seconds Connection::IdleTimeout() const {

@@ -11,10 +11,12 @@
 #include <thread>
 #include <vector>
 
+#include "rebalancer/rebalancer.h"
 #include "shale/version.h"
 #include "src/catalog/catalog_command.h"
 #include "src/cluster/cluster_node.h"
 #include "src/cluster/node_identity.h"
+#include "src/cluster/replica_copy.h"
 #include "src/cluster/rpc_server.h"
 #include "src/cluster/slice_service.h"
 #include "src/cluster/timestamp_service.h"
@@ -56,9 +58,11 @@ int main(int argc, char** argv) {
   eo.data_dir = opts.data_dir;
   eo.node_name = opts.node_name;
   eo.default_slices = opts.default_slices;
+  eo.query_memory_limit = opts.query_memory_limit_mb << 20;
   eo.storage = opts.storage;
   // Orphan slices are removed once the metadata log is replayed (below).
   eo.defer_orphan_cleanup = true;
+  eo.rebalance_rate_mb = opts.rebalance_rate_mb;
   auto engine = exec::Engine::Open(eo);
   if (!engine.ok()) return Fail(engine.status());
 
@@ -100,6 +104,11 @@ int main(int argc, char** argv) {
   cluster::SliceServiceOptions dso;
   dso.node_name = opts.node_name;
   dso.epoch = [&cluster_node] { return cluster_node.epoch(); };
+  dso.applied_index = [&cluster_node] { return cluster_node.applied_index(); };
+  dso.report_barrier = [&timestamps] { timestamps.ReportBarrier(); };
+  dso.await_applied = [&cluster_node](uint64_t index, std::chrono::milliseconds timeout) {
+    return cluster_node.AwaitApplied(index, timeout);
+  };
   dso.address_of = [&cluster_node](const std::string& name) -> Result<std::string> {
     std::optional<cluster::NodeAddress> where = cluster_node.AddressOf(name);
     if (!where) return Status::Unavailable(fmt::format("node '{}' is not a cluster member", name));
@@ -109,9 +118,31 @@ int main(int argc, char** argv) {
   if (!data_service.ok()) return Fail(data_service.status());
   (*engine)->SetDataRouter(data_service->get());
 
+  // Filling the replicas the rebalancer adds (src/cluster/replica_copy.h):
+  // the source side serves copies and commit barriers, the builder fills
+  // this node's building replicas.
+  cluster::ReplicaCopyOptions rco;
+  rco.node_name = opts.node_name;
+  rco.epoch = dso.epoch;
+  rco.address_of = dso.address_of;
+  rco.members = [&cluster_node] { return cluster_node.MemberNames(); };
+  rco.table_write_mutex = [e = engine->get()](uint64_t table_id) -> std::mutex& { return e->TableWriteMutex(table_id); };
+  rco.rate_bytes_per_sec = [e = engine->get()]() -> uint64_t {
+    auto globals = e->GlobalVariablesSnapshot();
+    auto it = globals->find("shale_rebalance_rate_mb");
+    if (it == globals->end() || !it->second.is_int() || it->second.as_int() <= 0) return 0;
+    return static_cast<uint64_t>(it->second.as_int()) << 20;
+  };
+  // Replicas that left this node are dropped 10 s later (statements that
+  // routed to them before may still read them).
+  rco.prepared_on = [ds = data_service->get()](uint64_t slice) { return ds->PreparedOn(slice); };
+  rco.on_poll = [e = engine->get()] { e->DropRetiredSlices(std::chrono::seconds(10)); };
+  cluster::ReplicaCopy replica_copy(catalog, (*engine)->slices(), (*engine)->txn(), rco);
+
   cluster::RpcServer rpc(*identity);
   rpc.AddService(cluster_node.service());
   rpc.AddService((*data_service)->service());
+  rpc.AddService(replica_copy.service());
   rpc.SetEpochSource([&cluster_node] { return cluster_node.epoch(); });
   st = rpc.Start(fmt::format("{}:{}", opts.bind_address, opts.rpc_port));
   if (!st.ok()) return Fail(st);
@@ -129,7 +160,23 @@ int main(int argc, char** argv) {
   };
   catalog->SetSubmitter(submit);
   accounts->SetSubmitter(submit);
+  timestamps.SetSnapshotSource([txn = (*engine)->txn()] { return txn->OldestSnapshot(); });
+  timestamps.SetPreparedSource([data = data_service->get()] { return data->PreparedTimestamps(); });
   (*engine)->txn()->oracle()->SetSource(&timestamps);
+  replica_copy.Start();
+  // The rebalancer plans on the metadata leader only (rebalancer/rebalancer.h).
+  rebalancer::RebalancerOptions rbo;
+  rbo.is_leader = [&cluster_node] { return cluster_node.IsLeader() && cluster_node.HasQuorum(); };
+  rbo.live_members = [&cluster_node] {
+    std::vector<std::string> live;
+    for (const std::string& name : cluster_node.MemberNames()) {
+      auto where = cluster_node.AddressOf(name);
+      if (where.has_value() && where->live) live.push_back(name);
+    }
+    return live;
+  };
+  rebalancer::Rebalancer rebalancer(catalog, rbo);
+  rebalancer.Start();
   (*engine)->SetClusterHooks(exec::ClusterHooks{
       [node = &cluster_node] { return node->CheckQuorum(); },
       [node = &cluster_node] {
@@ -146,7 +193,8 @@ int main(int argc, char** argv) {
       [node = &cluster_node](const std::string& name) {
         auto where = node->AddressOf(name);
         return where.has_value() && where->live;
-      }});
+      },
+      [node = &cluster_node] { return node->applied_index(); }});
 
   boost::asio::io_context io;
   server::ServerOptions so;
@@ -194,9 +242,14 @@ int main(int argc, char** argv) {
   if (Status released = catalog->ReleaseUnusedIds(); !released.ok()) {
     log::Warn("shaled: saving id counters failed: {}", released.ToString());
   }
+  rebalancer.Stop();
+  replica_copy.Stop();
   catalog->Detach();
   rpc.Shutdown();
   (*engine)->txn()->oracle()->SetSource(nullptr);
+  // The reporter thread outlives the data path and the engine's snapshots.
+  timestamps.SetPreparedSource(nullptr);
+  timestamps.SetSnapshotSource(nullptr);
   cluster_node.Stop();
   log::Info("shaled: stopped");
   return 0;

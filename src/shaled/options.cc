@@ -25,6 +25,10 @@ constexpr const char* kUsage = R"(Usage: shaled [options]
   --max-allowed-packet=N largest client packet or statement, bytes (default 67108864,
                          1024 .. 1073741824)
   --threads=N            I/O threads (default: hardware threads)
+  --query-memory-limit-mb=N  memory one statement's sorts, joins, aggregations and
+                         DISTINCTs may hold; sorts spill to DATADIR/tmp past it, the
+                         others fail with 1114; 0 = no limit; the default of the
+                         variable shale_query_memory_limit (default 512)
   --log-level=LEVEL      debug, info, warn or error (default info)
   --ssl=ON|OFF           offer TLS to MySQL clients (default ON)
   --ssl-cert=FILE        TLS certificate chain, PEM (default: DATADIR/server-cert.pem,
@@ -56,6 +60,8 @@ constexpr const char* kUsage = R"(Usage: shaled [options]
   --heartbeat-interval-ms=N  Raft leader heartbeat period (default 100)
   --node-timeout-ms=N    a member silent this long is removed from the cluster;
                          must exceed the election timeout (default 3000)
+  --rebalance-rate-mb=N  MiB/s this node receives for rebalancer copies, 0 for
+                         unlimited (default 0; SET GLOBAL shale_rebalance_rate_mb)
   --help, --version
 )";
 
@@ -128,12 +134,16 @@ Status Apply(const std::string& raw_name, const std::string& value, NodeOptions*
   if (name == "election-timeout-ms") return ParseNumber<uint32_t>(name, value, 50, 600000, &o->election_timeout_ms);
   if (name == "heartbeat-interval-ms") return ParseNumber<uint32_t>(name, value, 5, 60000, &o->heartbeat_interval_ms);
   if (name == "node-timeout-ms") return ParseNumber<uint32_t>(name, value, 100, 3600000, &o->node_timeout_ms);
+  if (name == "rebalance-rate-mb") return ParseNumber<uint32_t>(name, value, 0, 1000000, &o->rebalance_rate_mb);
   if (name == "slices") return ParseNumber<uint32_t>(name, value, 1, 4096, &o->default_slices);
   if (name == "max-allowed-packet") {
     return ParseNumber<uint32_t>(name, value, 1024, 1u << 30, &o->max_allowed_packet);
   }
   if (name == "max-connections") return ParseNumber<uint32_t>(name, value, 1, 100000, &o->max_connections);
   if (name == "threads") return ParseNumber<uint32_t>(name, value, 0, 1024, &o->threads);
+  if (name == "query-memory-limit-mb") {
+    return ParseNumber<uint64_t>(name, value, 0, 1ull << 30, &o->query_memory_limit_mb);
+  }
   if (name == "log-level") {
     if (value != "debug" && value != "info" && value != "warn" && value != "error") {
       return Status::InvalidArgument("option log-level: expected debug, info, warn or error");

@@ -27,6 +27,10 @@ struct NodeOptions {
   uint32_t max_connections = 151;          // max-connections. Default: 151
   uint32_t max_allowed_packet = 64u << 20; // max-allowed-packet (bytes). Default: 64 MiB
   uint32_t threads = 0;                    // threads: I/O threads. Default: hardware threads
+  // query-memory-limit-mb: the default of shale_query_memory_limit, the
+  // memory one statement's sorts, joins, aggregations and DISTINCTs may
+  // hold (0: no limit). Default: 512
+  uint64_t query_memory_limit_mb = 512;
   std::string log_level = "info";          // log-level: debug|info|warn|error. Default: info
   // ssl: offer TLS to MySQL clients (ON/OFF). Default: ON
   bool ssl = true;
@@ -51,6 +55,10 @@ struct NodeOptions {
   uint32_t heartbeat_interval_ms = 100;
   // node-timeout-ms: a member silent this long is removed. Default: 3000
   uint32_t node_timeout_ms = 3000;
+  // rebalance-rate-mb: MiB/s this node receives for rebalancer copies at
+  // most (all of its copies together); 0 = unlimited. SET GLOBAL
+  // shale_rebalance_rate_mb changes it at run time. Default: 0
+  uint32_t rebalance_rate_mb = 0;
   // The slice store (storage/slice.h SliceStoreOptions, defaults there):
   //   buffer-pool-mb          buffer pool size in MiB. Default: 128
   //   wal-sync                durable (ack after fsync, group commit) or async

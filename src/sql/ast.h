@@ -291,6 +291,7 @@ struct ExplainStmt {
   std::shared_ptr<const UpdateStmt> update;
   std::shared_ptr<const DeleteStmt> del;
   bool tree = false;  // FORMAT=TREE
+  bool analyze = false;  // EXPLAIN ANALYZE: runs the query, shows what it did
 };
 
 // 'user'@'host' in account statements. CURRENT_USER[()] and USER() are

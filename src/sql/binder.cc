@@ -304,6 +304,14 @@ bool ContainsAggregate(const ast::Expr& e) {
   return false;
 }
 
+bool ContainsSubquery(const ast::Expr& e) {
+  if (e.kind == ast::ExprKind::kSubquery) return true;
+  for (const auto& c : e.children) {
+    if (ContainsSubquery(*c)) return true;
+  }
+  return false;
+}
+
 class Binder {
  public:
   explicit Binder(const BindContext& ctx) : ctx_(ctx) {}
@@ -358,6 +366,10 @@ class Binder {
   // With agg_ set: an expression without aggregates, as seen above the
   // aggregate (a group value, a constant, or a column's value in the group).
   Result<ExprPtr> BindGrouped(const ast::Expr& e, const char* clause);
+  // With agg_ set: the column of the aggregate's rows holding input column
+  // `column`: its GROUP BY column, else (MariaDB's default) an ANY_VALUE
+  // aggregate of it, added if needed.
+  int GroupRowColumn(int column);
   Result<ExprPtr> BindAggregateCall(const ast::Expr& e);
   // FROM: the tables and joins, filling scope->tables.
   Result<LogicalPtr> BindFrom(const ast::SelectStmt& s, Scope* scope);
@@ -389,9 +401,12 @@ class Binder {
   // The FROM clause has RIGHT/NATURAL/USING or parenthesized joins, so it
   // is not the left-deep chain PushDownWhere/JoinInConnectedOrder reorder.
   bool extended_from_ = false;
-  // Binding HAVING above an aggregate: uncorrelated subqueries are allowed
-  // there (their Applies go above the Aggregate).
-  bool in_having_ = false;
+  // Binding the select list, HAVING or ORDER BY of a query with an
+  // aggregate: subqueries are allowed there (their Applies go above the
+  // Aggregate, and a correlated one reads the group rows: GroupRowColumn).
+  bool above_aggregate_ = false;
+  // Binding an aggregate call's argument (below the aggregate).
+  bool in_aggregate_arg_ = false;
   // ON DUPLICATE KEY UPDATE: VALUES(c) reads column c of the inserted row,
   // which follows the existing row at this offset (-1: VALUES() not allowed).
   int values_offset_ = -1;
@@ -475,7 +490,7 @@ Result<BoundStatement> Binder::BindStatement(const ast::Statement& stmt) {
           } else {
             SHALE_ASSIGN_OR_RETURN(plan, BindSelect(*s.select));
           }
-          return BoundStatement(ExplainCmd{std::move(plan), s.tree});
+          return BoundStatement(ExplainCmd{std::move(plan), s.tree, s.analyze});
         } else if constexpr (std::is_same_v<T, ast::AlterTableStmt>) {
           return BindAlterTable(s);
         } else if constexpr (std::is_same_v<T, ast::RenameTableStmt>) {
@@ -905,8 +920,18 @@ Result<LogicalPtr> Binder::BindSelect(const ast::SelectStmt& s) {
     ~ResetAgg() { *p = nullptr; }
   } reset_agg{&agg_};
   const Scope& input = aggregate ? agg.input : scope;
-  // Subqueries of the select list and ORDER BY (not above an aggregate).
-  if (!aggregate) StartApplies(plan->columns.size());
+  // Subqueries of the select list, HAVING and ORDER BY. Above an aggregate
+  // their Applies go over the aggregate's rows; their columns follow the
+  // aggregate's, whose number is known only once everything is bound (HAVING
+  // and ORDER BY may add aggregate calls), so they are numbered from a
+  // placeholder base and rebased below.
+  constexpr int kAboveAggregateApplyBase = 1 << 24;
+  if (aggregate) {
+    StartApplies(kAboveAggregateApplyBase);
+    above_aggregate_ = true;
+  } else {
+    StartApplies(plan->columns.size());
+  }
 
   // Select list, with * expanded.
   std::vector<ExprPtr> exprs;
@@ -953,28 +978,10 @@ Result<LogicalPtr> Binder::BindSelect(const ast::SelectStmt& s) {
   }
 
   ExprPtr having;
-  // Above an aggregate, HAVING's subqueries become Applies over the
-  // aggregate's rows; their columns follow the aggregate's, whose number is
-  // known only once HAVING is bound (it may add aggregate calls), so they
-  // are numbered from a placeholder base and rebased below.
-  constexpr int kHavingApplyBase = 1 << 24;
-  std::vector<PendingApply> having_applies;
   if (s.having) {
     Scope having_scope = scope;
     having_scope.clause = "having clause";
-    if (aggregate) {
-      StartApplies(kHavingApplyBase);
-      in_having_ = true;
-    }
-    auto bound = BindExpr(*s.having, having_scope);
-    if (aggregate) {
-      in_having_ = false;
-      collecting_applies_ = false;
-      having_applies = std::move(applies_);
-      applies_.clear();
-    }
-    if (!bound.ok()) return bound.status();
-    having = *bound;
+    SHALE_ASSIGN_OR_RETURN(having, BindExpr(*s.having, having_scope));
   }
 
   // ORDER BY: a position, a select-list alias, or an expression over the source.
@@ -1011,6 +1018,13 @@ Result<LogicalPtr> Binder::BindSelect(const ast::SelectStmt& s) {
     }
   }
 
+  std::vector<PendingApply> above_applies;
+  if (aggregate) {
+    above_aggregate_ = false;
+    collecting_applies_ = false;
+    above_applies = std::move(applies_);
+    applies_.clear();
+  }
   if (aggregate) {
     std::vector<ColumnInfo> agg_columns;
     for (size_t i = 0; i < agg.group_by.size(); ++i) {
@@ -1030,13 +1044,16 @@ Result<LogicalPtr> Binder::BindSelect(const ast::SelectStmt& s) {
     }
     plan = LogicalOperator::Aggregate(std::move(plan), agg.group_by, agg.calls, std::move(agg_columns));
   }
-  if (having && !having_applies.empty()) {
-    having = RebaseColumns(having, kHavingApplyBase, static_cast<int>(plan->columns.size()));
-    applies_ = std::move(having_applies);
+  if (!above_applies.empty()) {
+    const int width = static_cast<int>(plan->columns.size());
+    if (having) having = RebaseColumns(having, kAboveAggregateApplyBase, width);
+    for (ExprPtr& e : exprs) e = RebaseColumns(e, kAboveAggregateApplyBase, width);
+    for (sierra::SortKey& k : keys) k.expr = RebaseColumns(k.expr, kAboveAggregateApplyBase, width);
+    applies_ = std::move(above_applies);
     plan = FinishApplies(std::move(plan));  // the columns above keep their positions
   }
+  if (!aggregate) plan = FinishApplies(std::move(plan));  // HAVING may read them
   if (having) plan = LogicalOperator::Filter(std::move(plan), std::move(having));
-  if (!aggregate) plan = FinishApplies(std::move(plan));
   if (!keys.empty()) plan = LogicalOperator::Sort(std::move(plan), std::move(keys));
   plan = LogicalOperator::Project(std::move(plan), std::move(exprs), std::move(columns));
   if (s.distinct) plan = LogicalOperator::Distinct(std::move(plan));
@@ -1121,7 +1138,9 @@ Result<ExprPtr> Binder::BindAggregateCall(const ast::Expr& e) {
     call.kind = kKinds.at(n);
     if (call.kind == AggregateKind::kGroupConcat && e.value.is_string()) call.separator = e.value.as_string();
     agg_->inside_call = true;
+    in_aggregate_arg_ = true;
     auto arg = BindExpr(*e.children[0], agg_->input);
+    in_aggregate_arg_ = false;
     agg_->inside_call = false;
     if (!arg.ok()) return arg.status();
     call.arg = *arg;
@@ -1492,8 +1511,32 @@ Result<ExprPtr> Binder::BindFunction(const ast::Expr& e, const Scope& scope) {
   return SqlError(ErrorCode::kSpDoesNotExist, "FUNCTION {}{} does not exist", db, n);
 }
 
+int Binder::GroupRowColumn(int column) {
+  AggregateBinding* agg = agg_;
+  for (size_t i = 0; i < agg->group_by.size(); ++i) {
+    const ExprPtr& g = agg->group_by[i];
+    if (g->kind == sierra::ExprKind::kColumnRef && g->column == column) return static_cast<int>(i);
+  }
+  const ColumnInfo& info = agg->input.source->columns[column];
+  sierra::AggregateCall call;
+  call.kind = sierra::AggregateKind::kAnyValue;
+  call.arg = Expr::ColumnRef(column, info.name, info.type, info.nullable);
+  call.type = info.type;
+  call.nullable = info.nullable;
+  std::string key = call.ToString();
+  size_t index = 0;
+  while (index < agg->calls.size() && agg->calls[index].ToString() != key) ++index;
+  if (index == agg->calls.size()) {
+    agg->calls.push_back(call);
+    agg->call_names.push_back(info.name);
+  }
+  return static_cast<int>(agg->group_by.size() + index);
+}
+
 Result<ExprPtr> Binder::BindExpr(const ast::Expr& e, const Scope& scope) {
-  if (agg_ && !agg_->inside_call && !ContainsAggregate(e)) {
+  // A subquery is never a GROUP BY expression: bind it (and expressions
+  // holding one) part by part, so each subquery is bound once.
+  if (agg_ && !agg_->inside_call && !ContainsAggregate(e) && !ContainsSubquery(e)) {
     auto grouped = BindGrouped(e, scope.clause);
     if (!grouped.ok()) return grouped.status();
     if (*grouped) return *grouped;
@@ -1658,9 +1701,13 @@ Result<ExprPtr> Binder::BindExprInner(const ast::Expr& e, const Scope& scope) {
 }
 
 Result<ExprPtr> Binder::BindSubquery(const ast::Expr& e, const Scope& scope) {
-  if (!collecting_applies_ || (agg_ && !in_having_)) {
+  if (!collecting_applies_ || (agg_ && !above_aggregate_)) {
     return SqlError(ErrorCode::kNotSupportedYet,
                     "This version of Shale doesn't yet support 'subqueries in this clause'");
+  }
+  if (in_aggregate_arg_) {
+    return SqlError(ErrorCode::kNotSupportedYet,
+                    "This version of Shale doesn't yet support 'subqueries in aggregate arguments'");
   }
   PendingApply a;
   if (e.op == "EXISTS") {
@@ -1683,10 +1730,12 @@ Result<ExprPtr> Binder::BindSubquery(const ast::Expr& e, const Scope& scope) {
   Binder sub(ctx_);
   sub.outer_ = &scope;
   SHALE_ASSIGN_OR_RETURN(a.plan, sub.BindSelect(*e.subquery));
-  if (in_having_ && sierra::HasOuterRefs(*a.plan)) {
-    // Its outer references would read the grouped rows, not the groups.
-    return SqlError(ErrorCode::kNotSupportedYet,
-                    "This version of Shale doesn't yet support 'correlated subqueries in HAVING'");
+  if (agg_ && sierra::HasOuterRefs(*a.plan)) {
+    // Above an aggregate the subquery runs per group: its outer references
+    // read the group row (a grouped column, else the group's first value).
+    std::map<int, int> group_column;
+    for (int c : sierra::OuterColumns(*a.plan)) group_column[c] = GroupRowColumn(c);
+    a.plan = sierra::RemapOuter(*a.plan, [&](int c) { return group_column.at(c); });
   }
   if (a.kind != sierra::ApplyKind::kExists && a.plan->columns.size() != 1) {
     return SqlError(ErrorCode::kOperandColumns, "Operand should contain 1 column(s)");
@@ -2899,8 +2948,14 @@ Result<LogicalPtr> Binder::BindShow(const ast::ShowStmt& s) {
       const auto* vars = s.global && ctx_.global_variables ? ctx_.global_variables : ctx_.variables;
       std::string pattern = s.like ? *s.like : "";
       for (char& ch : pattern) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      // Boolean variables show as ON/OFF (SELECT @@x gives 1/0), as MySQL.
+      static const std::set<std::string> kBoolean = {"autocommit", "local_infile", "performance_schema",
+                                                     "transaction_read_only", "tx_read_only"};
       for (const auto& [name, value] : *vars) {
-        if (!s.like || MatchLike(name, pattern)) rows.push_back({Value::String(name), Value::String(value.is_null() ? "" : value.ToText())});
+        if (s.like && !MatchLike(name, pattern)) continue;
+        std::string text = value.is_null() ? "" : value.ToText();
+        if (kBoolean.count(name) && value.is_int()) text = value.as_int() != 0 ? "ON" : "OFF";
+        rows.push_back({Value::String(name), Value::String(std::move(text))});
       }
       return ValuesPlan({TextColumn("Variable_name"), TextColumn("Value", 1024)}, rows);
     }

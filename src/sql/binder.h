@@ -129,6 +129,7 @@ struct RenameTableCmd {
 struct ExplainCmd {
   sierra::LogicalPtr plan;
   bool tree = false;  // FORMAT=TREE: one text value
+  bool analyze = false;  // EXPLAIN ANALYZE: run it and report what it did
 };
 // A Sierra plan: a query (kInsert at the root for INSERT).
 struct PlanCmd {

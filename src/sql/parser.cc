@@ -245,6 +245,9 @@ Result<ast::Statement> Parser::ParseStatement() {
     return ast::Statement(ast::TransactionStmt{ast::TransactionStmt::Kind::kRollback});
   }
   if (AcceptKeyword("EXPLAIN") || AcceptKeyword("DESCRIBE") || AcceptKeyword("DESC")) {
+    // EXPLAIN ANALYZE <query>: runs it (docs/cluster.md, rows moved).
+    const bool analyze = AtKeyword("ANALYZE") && (AtKeyword("SELECT", 1) || AtOperator("(", 1));
+    if (analyze) ++pos_;
     bool tree = false;
     if (AtKeyword("FORMAT") && AtOperator("=", 1)) {
       pos_ += 2;
@@ -286,6 +289,7 @@ Result<ast::Statement> Parser::ParseStatement() {
     ast::ExplainStmt e;
     e.select = std::make_shared<ast::SelectStmt>(std::move(q));
     e.tree = tree;
+    e.analyze = analyze;
     return ast::Statement(std::move(e));
   }
   if (AtKeyword("ALTER") && AtKeyword("TABLE", 1)) {

@@ -551,6 +551,11 @@ TEST(ParserTest, TableDdl) {
   EXPECT_NE(update.update, nullptr);
   EXPECT_NE(ParseAs<ast::ExplainStmt>("DESCRIBE DELETE FROM t WHERE a = 1").del, nullptr);
   EXPECT_EQ(ParseError("EXPLAIN FORMAT=JSON SELECT 1").mysql_code(), 1235);
+  auto analyze = ParseAs<ast::ExplainStmt>("EXPLAIN ANALYZE SELECT a FROM t");
+  EXPECT_TRUE(analyze.analyze);
+  EXPECT_NE(analyze.select, nullptr);
+  EXPECT_FALSE(explain.analyze);
+  EXPECT_EQ(ParseError("EXPLAIN ANALYZE t").mysql_code(), 1235);
   EXPECT_EQ(ParseAs<ast::ShowStmt>("SHOW INDEX FROM t").kind, ast::ShowStmt::Kind::kIndex);
 }
 

@@ -36,7 +36,27 @@ std::vector<sierra::ColumnInfo> SystemSlicesColumns() {
           col("replica_count", SqlType::BigInt(), false),
           col("wanted_replicas", SqlType::BigInt(), false),
           col("rows", SqlType::BigInt(), true),
-          col("bytes", SqlType::BigInt(), true)};
+          col("bytes", SqlType::BigInt(), true),
+          col("building_replicas", SqlType::Varchar(255), false)};
+}
+
+std::vector<sierra::ColumnInfo> SystemRebalancerColumns() {
+  auto col = [](std::string name, SqlType type, bool nullable) {
+    return SystemColumn("rebalancer", std::move(name), type, nullable);
+  };
+  return {col("task_id", SqlType::BigInt(), false),
+          col("kind", SqlType::Varchar(16), false),
+          col("db", SqlType::Varchar(64), false),
+          col("table_name", SqlType::Varchar(64), false),
+          col("representation", SqlType::Varchar(64), false),
+          col("slice_id", SqlType::BigInt(), false),
+          col("source", SqlType::Varchar(64), false),
+          col("target", SqlType::Varchar(64), false),
+          col("state", SqlType::Varchar(16), false),
+          col("bytes", SqlType::BigInt(), false),
+          col("started_ms", SqlType::BigInt(), false),
+          col("finished_ms", SqlType::BigInt(), true),
+          col("error", SqlType::Varchar(255), false)};
 }
 
 std::vector<sierra::ColumnInfo> SystemProtectionColumns() {

@@ -48,8 +48,18 @@ std::vector<sierra::ColumnInfo> SystemNodesColumns();
 // [hash_begin, hash_end]), replicas (node names, comma-separated, the
 // ranking one first), ranking_replica (NULL when none is left),
 // replica_count, wanted_replicas (REPLICAS=n capped at the member count),
-// rows and bytes (of this node's replica; NULL where it holds none).
+// rows and bytes (of this node's replica; NULL where it holds none),
+// building_replicas (nodes of the replicas the rebalancer is filling,
+// comma-separated; '' when none).
 std::vector<sierra::ColumnInfo> SystemSlicesColumns();
+
+// The columns of system.rebalancer (one row per rebalancer task, running
+// and the last finished ones, docs/cluster.md): task_id, kind ('reprotect'
+// or 'rebalance'), db, table_name, representation, slice_id, source,
+// target, state ('copying', 'finished', 'cancelled'), bytes, started_ms,
+// finished_ms (ms since the Unix epoch; NULL while copying or when not
+// known), error.
+std::vector<sierra::ColumnInfo> SystemRebalancerColumns();
 
 // The columns of system.protection (one row): status ('fully protected' or
 // 'N slices under-protected'), slices, under_protected_slices, lost_slices

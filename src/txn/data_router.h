@@ -91,14 +91,35 @@ class DataRouter {
   virtual Result<bool> Decide(const std::string& node, const TxnKey& txn, bool commit, uint64_t ts) = 0;
   // Applies (commit) or discards the prepared writes; releases the locks.
   virtual Status Finish(const std::string& node, const TxnKey& txn, bool commit) = 0;
+  // At the decider, once every participant has finished: drops the
+  // decision record (best effort; a record left behind is harmless).
+  virtual void Forget(const std::string& node, const TxnKey& txn) = 0;
   // One-phase: writes at `ts` at once (durable when OK) and, when txn is
   // set, releases its locks at `node`.
   virtual Status Apply(const std::string& node, const TxnKey* txn, uint64_t ts, const WriteSet& writes) = 0;
 
-  // Rows this node sent to or received from other nodes (SHOW STATUS
-  // Shale_rows_sent_between_nodes).
-  virtual uint64_t rows_moved() const = 0;
+  // Rows this node sent to / received from other nodes on the data path,
+  // as requester and as server (SHOW STATUS Shale_rows_sent_to_other_nodes,
+  // Shale_rows_received_from_other_nodes; Shale_rows_sent_between_nodes is
+  // their sum, rows_moved()).
+  virtual uint64_t rows_sent() const = 0;
+  virtual uint64_t rows_received() const = 0;
+  uint64_t rows_moved() const { return rows_sent() + rows_received(); }
 };
+
+// Whether a failed statement may be run again as a whole once the cluster
+// has moved on: ER_UNKNOWN_COM_ERROR 1047 (SQLSTATE 08S01) — a node holding
+// a replica did not answer, a data request met a newer epoch or slice map,
+// or this node had no quorum. Nothing the statement wrote was committed: a
+// commit whose outcome is unknown fails with 1180 instead.
+inline bool IsRetryableClusterError(const Status& st) {
+  return st.code() == StatusCode::kSqlError && st.mysql_code() == 1047;
+}
+
+// Rows the calling thread's requests moved between this node and others
+// (both directions; reset by whoever measures a statement: EXPLAIN ANALYZE,
+// SHOW STATUS Shale_last_statement_rows_moved).
+uint64_t& StatementRowsMoved();
 
 // Newest committed version of `key` through a handle (no transaction).
 Status ReadLatest(const SliceHandle& slice, std::string_view key, std::string* value);

@@ -102,6 +102,20 @@ bool LockManager::Holds(uint64_t txn, const std::string& name, LockMode mode) co
   return h != it->second.holders.end() && (h->second == LockMode::kExclusive || mode == LockMode::kShared);
 }
 
+std::vector<std::string> LockManager::ExclusiveLocksOf(uint64_t txn) const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<std::string> out;
+  auto held = held_.find(txn);
+  if (held == held_.end()) return out;
+  for (const std::string& name : held->second) {
+    auto it = locks_.find(name);
+    if (it == locks_.end()) continue;
+    auto h = it->second.holders.find(txn);
+    if (h != it->second.holders.end() && h->second == LockMode::kExclusive) out.push_back(name);
+  }
+  return out;
+}
+
 size_t LockManager::locks_held() const {
   std::lock_guard<std::mutex> l(mu_);
   return locks_.size();

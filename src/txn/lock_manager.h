@@ -33,6 +33,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 #include <unordered_map>
 
 #include "shale/status.h"
@@ -52,6 +53,9 @@ class LockManager {
   void ReleaseAll(uint64_t txn);
   // Whether `txn` holds `name` in `mode` (or stronger).
   bool Holds(uint64_t txn, const std::string& name, LockMode mode) const;
+  // The names of the locks `txn` holds in X mode (what a prepared
+  // transaction records, to take them again after a restart).
+  std::vector<std::string> ExclusiveLocksOf(uint64_t txn) const;
 
   // Statistics: SHOW STATUS Innodb_row_lock_waits, Shale_deadlocks, ...
   uint64_t waits() const { return waits_.load(); }

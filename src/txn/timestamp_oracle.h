@@ -40,6 +40,10 @@ class TimestampSource {
   virtual Result<uint64_t> BeginCommit() = 0;
   virtual void FinishCommit(uint64_t ts) = 0;
   virtual uint64_t ReadTimestamp() = 0;
+  // Cluster-wide garbage-collection bound: no node reads at a snapshot
+  // below it (docs/transactions.md "Garbage collection across nodes").
+  // 0 when not known yet.
+  virtual uint64_t GcHorizon() { return UINT64_MAX; }
 };
 
 class TimestampOracle {
@@ -55,6 +59,13 @@ class TimestampOracle {
   // Every commit at or below this timestamp is applied (and none above it
   // that is not yet applied is at or below it).
   uint64_t ReadTimestamp() const;
+  // No snapshot anywhere in the cluster reads below this (the source's
+  // GcHorizon); UINT64_MAX without a source (only this node's snapshots
+  // matter then).
+  uint64_t GcHorizon() const {
+    TimestampSource* source = source_.load(std::memory_order_acquire);
+    return source != nullptr ? source->GcHorizon() : UINT64_MAX;
+  }
   // The last timestamp handed out by the local oracle (with a source: the
   // last before the source was set).
   uint64_t last() const;

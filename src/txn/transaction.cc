@@ -133,6 +133,7 @@ uint64_t TxnManager::AcquireSnapshot() {
   std::lock_guard<std::mutex> l(snap_mu_);
   uint64_t ts = Oracle()->ReadTimestamp();
   snapshots_.insert(ts);
+  oldest_snapshot_.store(*snapshots_.begin(), std::memory_order_release);
   return ts;
 }
 
@@ -140,13 +141,20 @@ void TxnManager::ReleaseSnapshot(uint64_t ts) {
   std::lock_guard<std::mutex> l(snap_mu_);
   auto it = snapshots_.find(ts);
   if (it != snapshots_.end()) snapshots_.erase(it);
+  oldest_snapshot_.store(snapshots_.empty() ? UINT64_MAX : *snapshots_.begin(), std::memory_order_release);
 }
 
 uint64_t TxnManager::Horizon() {
+  // Snapshots on other nodes may read this node's replicas: the cluster's
+  // bound (0 until known) caps this node's own.
+  const uint64_t cluster = Oracle()->GcHorizon();
   std::lock_guard<std::mutex> l(snap_mu_);
   uint64_t now = Oracle()->ReadTimestamp();
-  return snapshots_.empty() ? now : std::min(now, *snapshots_.begin());
+  uint64_t h = snapshots_.empty() ? now : std::min(now, *snapshots_.begin());
+  return std::min(h, cluster);
 }
+
+uint64_t TxnManager::OldestSnapshot() const { return oldest_snapshot_.load(std::memory_order_acquire); }
 
 Status TxnManager::ApplyAt(uint64_t ts, const WriteSet& writes) {
   std::vector<storage::WriteBatch> batches(writes.size());
@@ -278,11 +286,17 @@ Status TxnManager::CommitWrites(const TxnKey& key, const WriteSet& writes, const
                                          "commit was recorded)",
                                          key.ToString()));
   }
+  bool all_finished = true;
   for (const std::string& node : prepared) {
     Status st = router_->Finish(node, key, /*commit=*/true);
     // The decision is recorded: a participant that missed this resolves it.
-    if (!st.ok()) log::Warn("transaction {}: commit at node {}: {}", key.ToString(), node, st.ToString());
+    if (!st.ok()) {
+      all_finished = false;
+      log::Warn("transaction {}: commit at node {}: {}", key.ToString(), node, st.ToString());
+    }
   }
+  // No participant will ask for the outcome any more: the record can go.
+  if (all_finished) router_->Forget(decider, key);
   Oracle()->FinishCommit(ts);
   return Status::OK();
 }
@@ -304,6 +318,9 @@ Status TxnManager::CommitBatches(const std::vector<std::pair<storage::SliceId, c
 uint64_t TxnManager::CollectPass() {
   std::lock_guard<std::mutex> pass(pass_mu_);
   const uint64_t horizon = Horizon();
+  if (horizon > collected_horizon_.load(std::memory_order_relaxed)) {
+    collected_horizon_.store(horizon, std::memory_order_release);
+  }
   std::deque<Garbage> work;
   {
     std::lock_guard<std::mutex> l(gc_mu_);
@@ -344,6 +361,7 @@ uint64_t TxnManager::CollectPass() {
     for (Garbage& g : keep) garbage_.push_back(std::move(g));
   }
   gc_removed_.fetch_add(removed, std::memory_order_relaxed);
+  gc_passes_.fetch_add(1, std::memory_order_relaxed);
   return removed;
 }
 
@@ -367,6 +385,7 @@ TxnStats TxnManager::stats() const {
   s.rollbacks = rollbacks_.load();
   s.gc_removed = gc_removed_.load();
   s.gc_queued = gc_queued_.load();
+  s.gc_passes = gc_passes_.load();
   return s;
 }
 
@@ -554,6 +573,11 @@ void Transaction::Rollback() {
   if (done_) return;
   manager_->rollbacks_.fetch_add(1, std::memory_order_relaxed);
   Finish();
+}
+
+uint64_t& StatementRowsMoved() {
+  thread_local uint64_t rows = 0;
+  return rows;
 }
 
 Status ReadLatest(const SliceHandle& slice, std::string_view key, std::string* value) {

@@ -82,6 +82,7 @@ struct TxnManagerOptions {
 
 struct TxnStats {
   uint64_t commits = 0, rollbacks = 0, gc_removed = 0, gc_queued = 0;
+  uint64_t gc_passes = 0;  // collection passes run
 };
 
 class TxnManager {
@@ -124,6 +125,13 @@ class TxnManager {
   // The garbage collector holds this shared while it works on slices; hold
   // it exclusively to drop slices.
   std::shared_mutex& slice_drop_mutex() { return slice_drop_mu_; }
+  // The oldest snapshot this node's transactions read at; UINT64_MAX when
+  // none is in use (reported to the cluster timestamp service). Lock-free:
+  // safe to call from inside the timestamp source.
+  uint64_t OldestSnapshot() const;
+  // The highest horizon a garbage-collection pass used: versions only a
+  // snapshot below it could see may be gone from this node's replicas.
+  uint64_t collected_horizon() const { return collected_horizon_.load(std::memory_order_acquire); }
   TxnStats stats() const;
   // Runs one garbage-collection pass now (tests). Returns versions removed.
   uint64_t TEST_CollectGarbage();
@@ -175,6 +183,9 @@ class TxnManager {
   std::mutex pass_mu_;  // one collection pass at a time
   std::thread gc_thread_;
   std::atomic<uint64_t> commits_{0}, rollbacks_{0}, gc_removed_{0}, gc_queued_{0};
+  std::atomic<uint64_t> collected_horizon_{0};
+  std::atomic<uint64_t> gc_passes_{0};
+  std::atomic<uint64_t> oldest_snapshot_{UINT64_MAX};  // min of snapshots_, written under snap_mu_
 };
 
 class Transaction {

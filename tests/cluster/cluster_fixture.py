@@ -83,3 +83,31 @@ def wait_until(what, predicate, timeout):
             last = e
         time.sleep(0.2)
     raise AssertionError("timed out after %.0f s waiting for %s (last: %r)" % (timeout, what, last))
+
+
+def members_agree(nodes, names):
+    """Every node in `nodes` shows exactly `names` as members, with one leader."""
+    for node in nodes:
+        view = node.nodes()
+        if set(view) != set(names) or sum(1 for row in view.values() if row[2]) != 1:
+            return False
+    return True
+
+
+def status_counter(node, name):
+    """SHOW GLOBAL STATUS value `name` of `node` as an int (None if absent)."""
+    rows = node.query("SHOW GLOBAL STATUS LIKE '%s'" % name)
+    return int(rows[0][1]) if rows else None
+
+
+def fully_protected(node):
+    """system.protection says every slice has all its replicas."""
+    return node.query("SELECT status FROM system.protection")[0][0] == "fully protected"
+
+
+def wait_for_table(nodes, table, timeout=15):
+    """A DDL statement returns once its own node applied it; waits until
+    every node in `nodes` can read `table` (db.name)."""
+    for node in nodes:
+        wait_until("node%d sees %s" % (node.index, table),
+                   lambda: node.query("SELECT COUNT(*) FROM %s" % table), timeout)

@@ -3,8 +3,9 @@
 Three shaled processes form a cluster; system.nodes shows all three on every
 node. kill -9 of one: within seconds the other two show two members and keep
 serving. kill -9 of a second: the survivor refuses statements with error 1047
-(SQLSTATE 08S01, "Cluster has no quorum") but still answers SELECT 1, SHOW
-and system.nodes. The killed nodes restart without --join and rejoin by
+(SQLSTATE 08S01, "Cluster has no quorum") — reads of data written before
+included, so it serves no stale rows, and no writes (issue 6 test 4) — but
+still answers SELECT 1, SHOW and system.nodes. The killed nodes restart without --join and rejoin by
 themselves. --rounds N (the slow ctest) then kills and restarts a random node
 N more times, checking the membership each time.
 """
@@ -93,6 +94,11 @@ class MembershipTest(unittest.TestCase):
         self.assertGreater(epoch2, epoch)
         for node in (n1, n2):
             self.assertTrue(serves(node, "d%d" % node.index))
+        # Data written before the survivor is cut off (a replica on each of
+        # the two nodes, so node 1 holds one locally).
+        n2.query("CREATE TABLE d1.keep (id INT PRIMARY KEY, v VARCHAR(16)) REPLICAS=2")
+        n2.query("INSERT INTO d1.keep VALUES (1, 'before'), (2, 'before')")
+        self.assertEqual(n1.query("SELECT v FROM d1.keep WHERE id = 1"), (("before",),))
 
         # A second node dies: the survivor has no quorum and refuses.
         n2.kill()
@@ -117,6 +123,15 @@ class MembershipTest(unittest.TestCase):
             cur.execute("DROP DATABASE d1")
         self.assertEqual(ctx.exception.args[0], NO_QUORUM)
         conn.close()
+        # Issue 6 test 4: no stale reads of the data written before (its
+        # local replica is not read), and no writes to it.
+        for sql in ("SELECT v FROM d1.keep WHERE id = 1", "SELECT COUNT(*) FROM d1.keep",
+                    "UPDATE d1.keep SET v = 'during'", "INSERT INTO d1.keep VALUES (3, 'during')"):
+            conn = n1.connect()
+            with self.assertRaises(pymysql.MySQLError, msg=sql) as ctx:
+                conn.cursor().execute(sql)
+            self.assertEqual(ctx.exception.args[0], NO_QUORUM, sql)
+            conn.close()
 
         # Both come back without --join and find the cluster by themselves.
         for node in (n2, n3):
@@ -126,6 +141,9 @@ class MembershipTest(unittest.TestCase):
         for node in self.nodes:
             wait_until("node%d serving" % node.index, lambda: serves(node, "d%d" % node.index), 20)
         self.assertIn("d1", [r[0] for r in n1.query("SHOW DATABASES")])
+        # The refused writes did not happen anywhere.
+        for node in self.nodes:
+            self.assertEqual(node.query("SELECT id, v FROM d1.keep ORDER BY id"), ((1, "before"), (2, "before")))
 
         # The long form: kill and restart a random node, again and again.
         rng = random.Random(7)

@@ -6,7 +6,8 @@ once give one winner and error 1050; a user created on node 2 logs in on
 node 3; system.slices shows every slice's replicas on distinct nodes; kill -9
 of one node removes its replicas from the slice map within seconds and
 system.protection / Shale_under_protected_slices count the under-protected
-slices; the catalog and accounts survive kill -9 and restart of every node.
+slices until the rebalancer has re-protected them (by itself, within
+seconds); the catalog and accounts survive kill -9 and restart of every node.
 (Statements that read or write rows of replicas on other nodes are the data
 path's; this test does not need them.)
 """
@@ -173,15 +174,23 @@ class MetadataTest(unittest.TestCase):
             wait_until("node3's replicas gone on node%d" % node.index,
                        lambda: all("node3" not in r[6] for r in slices(node)), 20)
         print("node3's replicas left the slice map %.1f s after kill -9" % (time.time() - t0))
+        # The rebalancer starts re-protecting them at once, so some may be
+        # done already: at most the slices node3 held are under-protected,
+        # and the status line and the counter say so.
         for node in (n1, n2):
             p = protection(node)
-            self.assertEqual(p[2], len(held), p)
-            self.assertEqual(p[0], "%d slices under-protected" % len(held))
+            self.assertLessEqual(p[2], len(held), p)
+            self.assertEqual(p[0], "%d slices under-protected" % p[2] if p[2] else "fully protected")
             self.assertEqual(p[3], 0)
-            self.assertEqual(status_counter(node, "Shale_under_protected_slices"), len(held))
+            self.assertLessEqual(status_counter(node, "Shale_under_protected_slices"), len(held))
         for r in slices(n2):
             self.assertGreaterEqual(r[8], 1)
             self.assertEqual(r[7], r[6].split(",")[0])
+        # ... and with no command given they are fully protected again.
+        for node in (n1, n2):
+            wait_until("node%d fully protected again" % node.index,
+                       lambda: protection(node)[0] == "fully protected", 90)
+            self.assertEqual(status_counter(node, "Shale_under_protected_slices"), 0)
 
         # Everything survives kill -9 and restart of every node.
         for node in (n1, n2):

@@ -15,7 +15,8 @@ filters with NULLs (comparisons, IS [NOT] NULL, IN lists holding NULL,
 BETWEEN, <=>, NOT, AND/OR/XOR), arithmetic, inner/left/cross joins,
 GROUP BY with aggregates and HAVING, DISTINCT, scalar/IN/EXISTS/correlated
 subqueries, derived tables, UNION [ALL], and ORDER BY over a total order
-with LIMIT/OFFSET; subqueries in HAVING and in inner joins' ON; and, one
+with LIMIT/OFFSET; subqueries in HAVING (correlated with the group too),
+correlated subqueries in a grouped select list, and in inner joins' ON; and, one
 statement in 25, a write on both — UPDATE, multi-table UPDATE/DELETE
 (joins and LEFT JOIN anti-joins) — after which every table is compared
 row by row. Results
@@ -284,6 +285,12 @@ class Gen:
         if self.rng.random() < 0.3:
             aggs.append("COUNT(*)")
         where = " WHERE " + self.predicate(cols) if self.rng.random() < 0.6 else ""
+        int_groups = [g for g in groups if dict(cols)[g] == "int"]
+        if int_groups and self.rng.random() < 0.15:
+            # A correlated subquery in the select list, run per group.
+            t = self.pick(list(TABLES))
+            inner = [c for c, k in self.columns_of(t, "h") if k == "int"]
+            aggs.append("(SELECT COUNT(*) FROM %s AS h WHERE %s = %s)" % (t, self.pick(inner), self.pick(int_groups)))
         sql = "SELECT %s FROM %s%s" % (", ".join(groups + aggs), from_sql, where)
         ordered = False
         if groups:
@@ -296,6 +303,14 @@ class Gen:
                 t = self.pick(list(TABLES))
                 sql += " HAVING COUNT(*) %s (SELECT COUNT(*) FROM %s AS h WHERE %s)" % (
                     self.pick([">", "<="]), t, self.predicate(self.columns_of(t, "h")))
+            elif r < 0.5 and int_groups:
+                # Correlated with the group's value.
+                t = self.pick(list(TABLES))
+                inner = [c for c, k in self.columns_of(t, "h") if k == "int"]
+                sql += " HAVING %s %s (SELECT %s FROM %s AS h WHERE %s = %s)" % (
+                    self.pick(["COUNT(*)", "MIN(%s)" % self.pick(int_groups)]), self.pick([">", "<=", "="]),
+                    self.pick(["COUNT(*)", "MAX(%s)" % self.pick(inner)]), t, self.pick(inner),
+                    self.pick(int_groups))
             if self.rng.random() < 0.3:
                 # The group columns are a total order of the groups.
                 sql += " ORDER BY " + ", ".join(g + self.pick(["", " DESC"]) for g in groups)
