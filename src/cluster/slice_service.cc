@@ -610,7 +610,7 @@ std::map<std::string, uint64_t> SliceService::PreparedOn(storage::SliceId slice)
       if (w.slice() == slice) out[key] = p.request->commit_ts();
     }
   }
-  for (const std::string& key : finishing_) out.emplace(key, 0);  // being applied now
+  for (const auto& [key, ts] : finishing_) out.emplace(key, ts);  // being applied now
   return out;
 }
 
