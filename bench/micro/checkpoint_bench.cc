@@ -1,7 +1,8 @@
 // How long a checkpoint pauses writers, against the number of dirty pages
 // in the buffer pool (docs/storage.md, "Checkpoints").
 //
-// BM_CheckpointPause/<MiB>: a slice store with a 256 MiB pool (no eviction)
+// BM_CheckpointPause/<MiB>: a slice store with a 256 MiB pool (no eviction;
+// SHALE_BENCH_CACHE_MB sets it, and <MiB> is capped at half of it)
 // holds one slice of 96-byte rows; each iteration overwrites rows until
 // about <MiB> of distinct pages are dirty, then takes a checkpoint. The
 // counters are per checkpoint: `pause_us` (writers held at the gate: what
@@ -14,8 +15,10 @@
 // docs/storage.md came from it).
 #include <stdlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -28,7 +31,11 @@ namespace shale::storage {
 namespace {
 
 void BM_CheckpointPause(benchmark::State& state) {
-  const uint64_t dirty_bytes = static_cast<uint64_t>(state.range(0)) << 20;
+  // The pool is SHALE_BENCH_CACHE_MB (default 256; the smoke test's 16
+  // caps every case at 8 MiB dirty, to stay short).
+  const char* cache_env = getenv("SHALE_BENCH_CACHE_MB");
+  const uint64_t pool_mb = cache_env != nullptr && *cache_env != '\0' ? std::strtoull(cache_env, nullptr, 10) : 256;
+  const uint64_t dirty_bytes = std::min<uint64_t>(static_cast<uint64_t>(state.range(0)), pool_mb / 2) << 20;
   const char* tmp = getenv("TMPDIR");
   std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/shale-ckpt-bench-XXXXXX";
   if (mkdtemp(dir.data()) == nullptr) {
@@ -36,7 +43,7 @@ void BM_CheckpointPause(benchmark::State& state) {
     return;
   }
   SliceStoreOptions o;
-  o.buffer_pool_bytes = 256ull << 20;
+  o.buffer_pool_bytes = pool_mb << 20;
   o.checkpoint_interval_ms = 0;
   o.checkpoint_wal_bytes = 0;
   o.checkpoint_spill_bytes = 0;
