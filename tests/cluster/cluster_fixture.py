@@ -8,6 +8,7 @@ cluster's membership), so it can rejoin by itself.
 import os
 import sys
 import time
+import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 from shaled_fixture import ShaledProcess, free_port  # noqa: E402
@@ -92,6 +93,27 @@ def members_agree(nodes, names):
         if set(view) != set(names) or sum(1 for row in view.values() if row[2]) != 1:
             return False
     return True
+
+
+class ThreeNodeTestCase(unittest.TestCase):
+    """A test case with a fresh three-node cluster (`self.nodes`) per test,
+    all three members agreeing before it starts; `SHALED` is the binary. A
+    failed test prints each node's log tail; the nodes are stopped and their
+    directories removed after every test."""
+    SHALED = None
+    ALL3 = {"node1", "node2", "node3"}
+
+    def setUp(self):
+        self.nodes = start_cluster(self.SHALED, 3)
+        wait_until("three members on every node", lambda: members_agree(self.nodes, self.ALL3), 30)
+
+    def tearDown(self):
+        result = getattr(getattr(self, "_outcome", None), "result", None)
+        if result is not None and any(t is self for t, _ in result.errors + result.failures):
+            for n in self.nodes:
+                print("--- node%d log tail\n%s" % (n.index, n.log()[-3000:]))
+        for node in self.nodes:
+            node.cleanup()
 
 
 def status_counter(node, name):

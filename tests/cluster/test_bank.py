@@ -24,7 +24,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster_fixture import (fully_protected, members_agree, start_cluster, wait_for_table,  # noqa: E402
+from cluster_fixture import (ThreeNodeTestCase, fully_protected, members_agree, wait_for_table,  # noqa: E402
                              wait_until)
 
 SHALED = None
@@ -151,19 +151,7 @@ class Workload:
             return sum(1 for c in self.commit_times if c > t)
 
 
-class BankTest(unittest.TestCase):
-    def setUp(self):
-        self.nodes = start_cluster(SHALED, 3)
-        wait_until("three members on every node", lambda: members_agree(self.nodes, ALL3), 30)
-
-    def tearDown(self):
-        result = getattr(getattr(self, "_outcome", None), "result", None)
-        if result is not None and any(t is self for t, _ in result.errors + result.failures):
-            for n in self.nodes:
-                print("--- node%d log tail\n%s" % (n.index, n.log()[-3000:]))
-        for node in self.nodes:
-            node.cleanup()
-
+class BankTest(ThreeNodeTestCase):
     def balances(self, node):
         return node.query("SELECT id, balance FROM bank.accounts ORDER BY id")
 
@@ -231,5 +219,6 @@ if __name__ == "__main__":
     parser.add_argument("--cycles", type=int, default=1)
     args, rest = parser.parse_known_args()
     SHALED = os.path.abspath(args.shaled)
+    ThreeNodeTestCase.SHALED = SHALED
     CYCLES = args.cycles
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)

@@ -25,7 +25,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster_fixture import (members_agree, start_cluster, status_counter, wait_for_table,  # noqa: E402
+from cluster_fixture import (ThreeNodeTestCase, members_agree, status_counter, wait_for_table,  # noqa: E402
                              wait_until)
 
 SHALED = None
@@ -59,19 +59,7 @@ def answers(node, queries):
         conn.close()
 
 
-class DataPathTest(unittest.TestCase):
-    def setUp(self):
-        self.nodes = start_cluster(SHALED, 3)
-        wait_until("three members on every node", lambda: members_agree(self.nodes, ALL3), 30)
-
-    def tearDown(self):
-        result = getattr(getattr(self, "_outcome", None), "result", None)
-        if result is not None and any(t is self for t, _ in result.errors + result.failures):
-            for n in self.nodes:
-                print("--- node%d log tail\n%s" % (n.index, n.log()[-3000:]))
-        for node in self.nodes:
-            node.cleanup()
-
+class DataPathTest(ThreeNodeTestCase):
     def test_reads_identical_through_every_node(self):
         n1, n2, n3 = self.nodes
         conns = [connect(n) for n in self.nodes]
@@ -330,4 +318,5 @@ if __name__ == "__main__":
     parser.add_argument("--shaled", required=True)
     args, rest = parser.parse_known_args()
     SHALED = os.path.abspath(args.shaled)
+    ThreeNodeTestCase.SHALED = SHALED
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
