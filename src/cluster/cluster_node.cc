@@ -490,6 +490,7 @@ void ClusterNode::UpdateStatus() {
   has_quorum_.store(quorum, std::memory_order_release);
   epoch_.store(metadata_.epoch(), std::memory_order_release);
   applied_index_.store(metadata_.applied_index(), std::memory_order_release);
+  commit_index_.store(raft_->commit_index(), std::memory_order_release);
   term_.store(raft_->term(), std::memory_order_release);
   was_leader_ = raft_->role() == raft::Role::kLeader;
   is_leader_.store(was_leader_, std::memory_order_release);

@@ -143,6 +143,9 @@ class ClusterNode {
   // Waits up to `timeout` until this node has applied `index`; false if it
   // has not (no quorum, or the entry is not committed yet).
   bool AwaitApplied(uint64_t index, std::chrono::milliseconds timeout);
+  // The metadata log index this node knows to be committed (on the leader:
+  // every entry a client was told is done).
+  uint64_t commit_index() const { return commit_index_.load(std::memory_order_acquire); }
   const NodeIdentity& identity() const { return identity_; }
 
   // How applied entries reach the catalog. REQUIRES: before Start.
@@ -229,6 +232,7 @@ class ClusterNode {
   std::atomic<bool> has_quorum_{false};
   std::atomic<uint64_t> epoch_{0};
   std::atomic<uint64_t> applied_index_{0};
+  std::atomic<uint64_t> commit_index_{0};
   std::atomic<uint64_t> term_{0};
   std::atomic<bool> is_leader_{false};
 

@@ -199,6 +199,7 @@ grpc::Status ClusterTimestamps::Handle(const TimestampRequest& request, Timestam
   response->set_read(read_ts);
   response->set_gc_horizon(gc_horizon);
   response->set_leader_term(node_->term());
+  response->set_commit_index(node_->commit_index());
   return grpc::Status::OK;
 }
 
@@ -236,6 +237,17 @@ uint64_t ClusterTimestamps::ReadTimestamp() {
   }
   last_read_ = std::max(last_read_, p.read_ts);
   return p.read_ts;
+}
+
+Result<uint64_t> ClusterTimestamps::MetadataReadIndex() {
+  if (node_->IsLeader()) return node_->commit_index();
+  Pending p;
+  p.read = true;
+  Call(&p);
+  if (!p.status.ok()) return p.status;
+  // The batch that carried this request was sent after it was queued; its
+  // answer (or a later one) set leader_commit_.
+  return leader_commit_.load(std::memory_order_acquire);
 }
 
 void ClusterTimestamps::Call(Pending* p) {
@@ -326,6 +338,7 @@ void ClusterTimestamps::Call(Pending* p) {
         begun.assign(response.begun().begin(), response.begun().end());
         read_ts = response.read();
         gc_horizon = response.gc_horizon();
+        LearnLeaderCommit(response.commit_index());
       }
     }
     if (st.ok()) LearnGcHorizon(gc_horizon);

@@ -96,6 +96,12 @@ class ClusterTimestamps final : public txn::TimestampSource {
   void FinishCommit(uint64_t ts) override;
   uint64_t ReadTimestamp() override;
   uint64_t GcHorizon() override { return gc_horizon_.load(std::memory_order_acquire); }
+  // A metadata read index: asks the leader (one round trip, batched with
+  // the other timestamp requests) for its metadata commit index, answered
+  // after this call began, so a node that has applied it has applied every
+  // catalog change acknowledged before the call (a table another node just
+  // created). Unavailable without a reachable leader.
+  Result<uint64_t> MetadataReadIndex();
   // Returns once every report whose prepared set was taken before the call
   // has been answered by the leader (SliceService calls it after finishing
   // a prepared transaction, before it answers Finish: a stale "still
@@ -139,6 +145,12 @@ class ClusterTimestamps final : public txn::TimestampSource {
     return oldest_snapshot_ ? oldest_snapshot_() : 0;
   }
   void LearnGcHorizon(uint64_t h);
+  void LearnLeaderCommit(uint64_t index) {
+    uint64_t seen = leader_commit_.load(std::memory_order_acquire);
+    while (seen < index && !leader_commit_.compare_exchange_weak(seen, index, std::memory_order_acq_rel)) {
+    }
+  }
+  std::atomic<uint64_t> leader_commit_{0};  // the highest leader commit index answered
   // A follower's side: queue `p`, send or wait for the batch holding it.
   void Call(Pending* p);
   void ReportLoop();

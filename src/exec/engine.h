@@ -69,6 +69,12 @@ struct ClusterHooks {
   // the membership, the catalog or the slice map changes (statement retry
   // waits for it). Empty function: a node outside any cluster.
   std::function<uint64_t()> metadata_index;
+  // Waits (bounded) until this node has applied every metadata change the
+  // leader had committed when called — a metadata read index; false if it
+  // could not (no leader, timeout). A statement that met an unknown table
+  // or database calls it before it is retried (session_retry.cc). Empty
+  // function: a node outside any cluster.
+  std::function<bool()> sync_metadata;
 };
 
 // How well the slices are protected (system.protection,

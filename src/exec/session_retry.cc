@@ -54,6 +54,16 @@ bool RetryableFailure(const Status& st) {
           st.mysql_code() == static_cast<uint16_t>(ErrorCode::kTableDefChanged));
 }
 
+// A table or database this node does not know (yet): DDL returns once the
+// node that ran it has applied it, so another node may learn of it a
+// moment later. Binding again after catching up with the leader's metadata
+// gives the answer a client expects after the CREATE was acknowledged.
+bool UnknownObject(const Status& st) {
+  return st.code() == StatusCode::kSqlError &&
+         (st.mysql_code() == static_cast<uint16_t>(ErrorCode::kNoSuchTable) ||
+          st.mysql_code() == static_cast<uint16_t>(ErrorCode::kBadDb));
+}
+
 std::atomic<uint64_t> g_statement_retries{0};
 
 }  // namespace
@@ -89,6 +99,14 @@ Result<StatementResult> Session::ExecuteRetrying(const sql::ast::Statement& stmt
   for (int attempt = 0;; ++attempt) {
     const uint64_t metadata_before = cluster.metadata_index ? cluster.metadata_index() : 0;
     Result<StatementResult> r = ExecuteStatement(stmt, shown_warnings);
+    if (!r.ok() && attempt == 0 && UnknownObject(r.status()) && cluster.sync_metadata) {
+      // Once: catch up with the leader's metadata; bind again only if that
+      // brought something new.
+      if (cluster.sync_metadata() && cluster.metadata_index() != metadata_before) {
+        raised->clear();
+        r = ExecuteStatement(stmt, shown_warnings);
+      }
+    }
     if (r.ok() || !may_retry || !RetryableFailure(r.status()) || attempt == kMaxRetries) return r;
     if (!WaitBeforeRetry(attempt, metadata_before, deadline)) return r;
     log::Info("connection {}: statement failed ({}), retrying it (attempt {})", connection_id_,

@@ -195,7 +195,11 @@ int main(int argc, char** argv) {
         auto where = node->AddressOf(name);
         return where.has_value() && where->live;
       },
-      [node = &cluster_node] { return node->applied_index(); }});
+      [node = &cluster_node] { return node->applied_index(); },
+      [node = &cluster_node, ts = &timestamps] {
+        Result<uint64_t> index = ts->MetadataReadIndex();
+        return index.ok() && node->AwaitApplied(*index, std::chrono::seconds(2));
+      }});
 
   boost::asio::io_context io;
   server::ServerOptions so;

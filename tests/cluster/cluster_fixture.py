@@ -128,8 +128,9 @@ def fully_protected(node):
 
 
 def wait_for_table(nodes, table, timeout=15):
-    """A DDL statement returns once its own node applied it; waits until
-    every node in `nodes` can read `table` (db.name)."""
+    """Waits until every node in `nodes` can read `table` (db.name). Nodes
+    catch up with the leader's metadata before answering 1146, so this
+    normally returns at once; it stays as a guard with a clear message."""
     for node in nodes:
         wait_until("node%d sees %s" % (node.index, table),
                    lambda: node.query("SELECT COUNT(*) FROM %s" % table), timeout)

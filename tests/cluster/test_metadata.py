@@ -75,6 +75,32 @@ class MetadataTest(unittest.TestCase):
         lead = next(n for n in self.nodes if "node%d" % n.index == leader)
         return lead, [n for n in self.nodes if n is not lead]
 
+    def test_ddl_usable_through_every_node_at_once(self):
+        """A table created through one node is usable through any other node
+        as soon as the CREATE is acknowledged, with no waiting: a node that
+        has not applied it yet catches up with the leader's metadata before
+        it would answer 1146 (session_retry.cc, UnknownObject)."""
+        conns = [n.connect() for n in self.nodes]
+        try:
+            conns[0].cursor().execute("CREATE DATABASE vis")
+            for i in range(30):
+                creator = conns[i % 3]
+                creator.cursor().execute("CREATE TABLE vis.t%d (id INT PRIMARY KEY, v INT)" % i)
+                for j, c in enumerate(conns):
+                    if c is creator:
+                        continue
+                    cur = c.cursor()
+                    cur.execute("INSERT INTO vis.t%d VALUES (%d, %d)" % (i, j, i))
+                    cur.execute("SELECT COUNT(*) FROM vis.t%d" % i)
+                    self.assertGreaterEqual(cur.fetchone()[0], 1)
+            for c in conns:
+                cur = c.cursor()
+                cur.execute("SELECT COUNT(*) FROM vis.t29")
+                self.assertEqual(cur.fetchone()[0], 2)
+        finally:
+            for c in conns:
+                c.close()
+
     def test_one_catalog(self):
         import pymysql
         n1, n2, n3 = self.nodes
