@@ -362,7 +362,7 @@ TEST(AggregateTest, Semantics) {
   EXPECT_EQ(Aggregate(AggregateKind::kAnyValue, false, {kNull, Value::Int(1)}), kNull);
 }
 
-TEST(AggregateTest, SumIsExactBeyondBigIntAndOutOfRangeBeyond38Digits) {
+TEST(AggregateTest, SumIsExactBeyondBigIntAndOutOfRangeBeyond81Digits) {
   AggregateCall call;
   call.kind = AggregateKind::kSum;
   call.arg = Expr::ColumnRef(0, "a", SqlType::BigInt(), true);
@@ -374,12 +374,18 @@ TEST(AggregateTest, SumIsExactBeyondBigIntAndOutOfRangeBeyond38Digits) {
   EXPECT_EQ(call.ToString(), "sum(#0:a)");
 
   AggregateCall dec = call;
-  dec.arg = Expr::ColumnRef(0, "d", SqlType::Decimal(38, 0), true);
-  dec.type = SqlType::Decimal(60, 0);
+  dec.arg = Expr::ColumnRef(0, "d", SqlType::Decimal(65, 0), true);
+  dec.type = SqlType::Decimal(65, 0);
   Accumulator big(dec);
-  Value nines = Value::Dec(*Decimal::Parse("99999999999999999999999999999999999999"));
+  // A sum may pass 65 digits (MySQL's decimal buffers hold 81), not 81.
+  Value nines = Value::Dec(*Decimal::Parse(std::string(65, '9')));
   ASSERT_TRUE(big.Add({nines}).ok());
-  EXPECT_EQ(big.Add({nines}).mysql_code(), 1690);
+  ASSERT_TRUE(big.Add({nines}).ok());
+  EXPECT_EQ(big.Result().ToText(), "1" + std::string(64, '9') + "8");
+  Accumulator huge(dec);
+  Value nines81 = Value::Dec(*Decimal::Parse(std::string(81, '9')));
+  ASSERT_TRUE(huge.Add({nines81}).ok());
+  EXPECT_EQ(huge.Add({nines81}).mysql_code(), 1690);
 }
 
 TEST(AggregateTest, AvgStddevBitsAndGroupConcat) {

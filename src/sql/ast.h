@@ -59,6 +59,27 @@ struct Expr {
 };
 using ExprPtr = std::unique_ptr<Expr>;
 
+// A deep copy of `e` (subqueries are shared: they are immutable).
+inline ExprPtr Clone(const Expr& e) {
+  auto out = std::make_unique<Expr>();
+  out->kind = e.kind;
+  out->value = e.value;
+  out->names = e.names;
+  out->op = e.op;
+  out->name = e.name;
+  out->scope = e.scope;
+  out->negated = e.negated;
+  out->distinct = e.distinct;
+  out->has_operand = e.has_operand;
+  out->has_else = e.has_else;
+  out->subquery = e.subquery;
+  out->text = e.text;
+  for (const auto& c : e.children) out->children.push_back(Clone(*c));
+  for (const auto& c : e.order_by) out->order_by.push_back(Clone(*c));
+  out->order_desc = e.order_desc;
+  return out;
+}
+
 struct TableName {
   std::string db;  // empty: the current database
   std::string table;

@@ -301,25 +301,7 @@ LogicalPtr JoinInConnectedOrder(LogicalPtr plan, std::vector<ExprPtr> conjuncts,
   return LogicalOperator::Project(std::move(joined), std::move(exprs), std::move(written));
 }
 
-ast::ExprPtr CloneAst(const ast::Expr& e) {
-  auto out = std::make_unique<ast::Expr>();
-  out->kind = e.kind;
-  out->value = e.value;
-  out->names = e.names;
-  out->op = e.op;
-  out->name = e.name;
-  out->scope = e.scope;
-  out->negated = e.negated;
-  out->distinct = e.distinct;
-  out->has_operand = e.has_operand;
-  out->has_else = e.has_else;
-  out->subquery = e.subquery;
-  out->text = e.text;
-  for (const auto& c : e.children) out->children.push_back(CloneAst(*c));
-  for (const auto& c : e.order_by) out->order_by.push_back(CloneAst(*c));
-  out->order_desc = e.order_desc;
-  return out;
-}
+ast::ExprPtr CloneAst(const ast::Expr& e) { return ast::Clone(e); }
 
 bool ContainsAggregate(const ast::Expr& e) {
   if (e.kind == ast::ExprKind::kFunction && IsAggregateFunction(e.name)) return true;
@@ -1430,6 +1412,7 @@ Result<ExprPtr> Binder::BindFunction(const ast::Expr& e, const Scope& scope) {
   };
   const std::string& n = e.name;
   if (IsAggregateFunction(n)) return BindAggregateCall(e);
+  if (n == "ROW") return SqlError(ErrorCode::kOperandColumns, "Operand should contain 1 column(s)");
   // Control-flow and scalar functions.
   auto arg_count = [&](size_t min, size_t max) -> Status {
     if (e.children.size() < min || e.children.size() > max) {

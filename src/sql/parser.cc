@@ -338,7 +338,10 @@ Result<ast::SelectStmt> Parser::ParseSelect() {
       all = true;
     } else if (AcceptKeyword("SQL_CALC_FOUND_ROWS")) {
       s.calc_found_rows = true;
-    } else if (!AcceptKeyword("SQL_NO_CACHE")) {
+    } else if (!AcceptKeyword("SQL_NO_CACHE") && !AcceptKeyword("SQL_CACHE") && !AcceptKeyword("HIGH_PRIORITY") &&
+               !AcceptKeyword("STRAIGHT_JOIN") && !AcceptKeyword("SQL_SMALL_RESULT") &&
+               !AcceptKeyword("SQL_BIG_RESULT") && !AcceptKeyword("SQL_BUFFER_RESULT")) {
+      // (Hints for MySQL's optimizer and query cache: accepted and ignored.)
       break;
     }
   }
@@ -601,8 +604,94 @@ Result<ast::TableRef> Parser::ParseTableRef() {
     return ref;
   }
   SHALE_ASSIGN_OR_RETURN(ref.name, ParseTableName());
+  SHALE_RETURN_IF_ERROR(SkipIndexHints());
   SHALE_ASSIGN_OR_RETURN(ref.alias, ParseOptionalAlias());
+  SHALE_RETURN_IF_ERROR(SkipIndexHints());
   return ref;
+}
+
+namespace {
+
+bool IsRow(const ast::Expr& e) { return e.kind == ast::ExprKind::kFunction && e.name == "ROW"; }
+
+Status RowArityError(size_t n) {
+  return SqlError(ErrorCode::kOperandColumns, "Operand should contain {} column(s)", n);
+}
+
+// `out` joined with `next` by binary operator `op` (just `next` when `out`
+// is null).
+ast::ExprPtr Joined(ast::ExprPtr out, ast::ExprPtr next, const char* op) {
+  if (!out) return next;
+  auto both = MakeExpr(ast::ExprKind::kBinary);
+  both->op = op;
+  both->children.push_back(std::move(out));
+  both->children.push_back(std::move(next));
+  return both;
+}
+
+// a1 op b1 AND a2 op b2 ... of rows `a` (cloned) and `b` (moved from).
+Result<ast::ExprPtr> RowEquality(const ast::Expr& a, ast::Expr* b, const std::string& op) {
+  if (!IsRow(*b) || b->children.size() != a.children.size()) return RowArityError(a.children.size());
+  ast::ExprPtr out;
+  for (size_t i = 0; i < a.children.size(); ++i) {
+    auto eq = MakeExpr(ast::ExprKind::kBinary);
+    eq->op = op;
+    eq->text = a.children[i]->text + " " + op + " " + b->children[i]->text;
+    eq->children.push_back(ast::Clone(*a.children[i]));
+    eq->children.push_back(std::move(b->children[i]));
+    out = Joined(std::move(out), std::move(eq), "AND");
+  }
+  return out;
+}
+
+ast::ExprPtr Negated(ast::ExprPtr e) {
+  auto n = MakeExpr(ast::ExprKind::kUnary);
+  n->op = "NOT";
+  n->children.push_back(std::move(e));
+  return n;
+}
+
+}  // namespace
+
+Result<ast::ExprPtr> Parser::ExpandRows(ast::ExprPtr e) {
+  const bool in_list = e->kind == ast::ExprKind::kInList;
+  if (!IsRow(*e->children[0]) && !(!in_list && IsRow(*e->children[1]))) return e;
+  const ast::Expr& row = *e->children[0];
+  if (!IsRow(row)) return RowArityError(1);
+  ast::ExprPtr out;
+  if (in_list) {
+    // (a, b) IN ((1, 2), (3, 4)): (a = 1 AND b = 2) OR (a = 3 AND b = 4).
+    for (size_t i = 1; i < e->children.size(); ++i) {
+      SHALE_ASSIGN_OR_RETURN(ast::ExprPtr eq, RowEquality(row, e->children[i].get(), "="));
+      out = Joined(std::move(out), std::move(eq), "OR");
+    }
+    if (e->negated) out = Negated(std::move(out));
+  } else {
+    if (e->op != "=" && e->op != "<>" && e->op != "<=>") return NotSupported("row comparisons other than =, <> and <=>");
+    SHALE_ASSIGN_OR_RETURN(out, RowEquality(row, e->children[1].get(), e->op == "<=>" ? "<=>" : "="));
+    if (e->op == "<>") out = Negated(std::move(out));
+  }
+  out->text = e->text;
+  return out;
+}
+
+Status Parser::SkipIndexHints() {
+  while ((AtKeyword("USE") || AtKeyword("FORCE") || AtKeyword("IGNORE")) &&
+         (AtKeyword("INDEX", 1) || AtKeyword("KEY", 1))) {
+    pos_ += 2;
+    if (AcceptKeyword("FOR")) {
+      if (!AcceptKeyword("JOIN")) {
+        if (!AcceptKeyword("ORDER") && !AcceptKeyword("GROUP")) return ErrorHere();
+        SHALE_RETURN_IF_ERROR(ExpectKeyword("BY"));
+      }
+    }
+    SHALE_RETURN_IF_ERROR(ExpectOperator("("));
+    while (!AcceptOperator(")")) {
+      if (Peek().kind == TokenKind::kEnd) return ErrorHere();
+      ++pos_;
+    }
+  }
+  return Status::OK();
 }
 
 Status Parser::ParseOrderBy(std::vector<ast::OrderItem>* out) {
@@ -1515,10 +1604,24 @@ Result<ast::ExprPtr> Parser::ParsePredicate() {
     if (AcceptKeyword("IS")) {
       auto e = MakeExpr(ast::ExprKind::kIsNull);
       e->negated = AcceptKeyword("NOT");
-      if (AtKeyword("TRUE") || AtKeyword("FALSE") || AtKeyword("UNKNOWN")) {
-        return NotSupported("IS TRUE/FALSE/UNKNOWN");
+      if (AtKeyword("TRUE") || AtKeyword("FALSE")) {
+        // x IS [NOT] TRUE: COALESCE(x <> 0, 0) [negated]; FALSE: x = 0.
+        auto cmp = MakeExpr(ast::ExprKind::kBinary);
+        cmp->op = AtKeyword("TRUE") ? "<>" : "=";
+        ++pos_;
+        cmp->children.push_back(std::move(left));
+        cmp->children.push_back(MakeExpr(ast::ExprKind::kLiteral));
+        cmp->children.back()->value = Value::Int(0);
+        auto known = MakeExpr(ast::ExprKind::kFunction);
+        known->name = "COALESCE";
+        known->children.push_back(std::move(cmp));
+        known->children.push_back(MakeExpr(ast::ExprKind::kLiteral));
+        known->children.back()->value = Value::Int(0);
+        if (e->negated) known = Negated(std::move(known));
+        left = Finish(std::move(known), begin);
+        continue;
       }
-      SHALE_RETURN_IF_ERROR(ExpectKeyword("NULL"));
+      if (!AcceptKeyword("UNKNOWN")) SHALE_RETURN_IF_ERROR(ExpectKeyword("NULL"));  // IS UNKNOWN = IS NULL
       e->children.push_back(std::move(left));
       left = Finish(std::move(e), begin);
       continue;
@@ -1548,7 +1651,7 @@ Result<ast::ExprPtr> Parser::ParsePredicate() {
         if (!AcceptOperator(",")) break;
       }
       SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
-      left = Finish(std::move(e), begin);
+      SHALE_ASSIGN_OR_RETURN(left, ExpandRows(Finish(std::move(e), begin)));
       continue;
     }
     if (AcceptKeyword("BETWEEN")) {
@@ -1603,7 +1706,7 @@ Result<ast::ExprPtr> Parser::ParsePredicate() {
       e->op = op;
       e->children.push_back(std::move(left));
       e->children.push_back(std::move(right));
-      left = Finish(std::move(e), begin);
+      SHALE_ASSIGN_OR_RETURN(left, ExpandRows(Finish(std::move(e), begin)));
       continue;
     }
     return left;
@@ -1631,6 +1734,15 @@ Result<ast::ExprPtr> Parser::ParseUnary() {
     return Finish(std::move(e), begin);
   }
   if (AtOperator("~")) return NotSupported("bit operators");
+  if (AcceptKeyword("BINARY")) {
+    // BINARY x: CAST(x AS BINARY), a byte-wise compared string.
+    SHALE_ASSIGN_OR_RETURN(ast::ExprPtr operand, ParseUnary());
+    auto c = MakeExpr(ast::ExprKind::kFunction);
+    c->name = "CAST";
+    c->names = {"BINARY", "", ""};
+    c->children.push_back(std::move(operand));
+    return Finish(std::move(c), begin);
+  }
   SHALE_ASSIGN_OR_RETURN(ast::ExprPtr e, ParsePrimary());
   // expr COLLATE name binds tighter than any operator: a COLLATE function
   // node of the expression and the collation name as a string literal.
@@ -1743,7 +1855,19 @@ Result<ast::ExprPtr> Parser::ParsePrimary() {
           return Finish(std::move(e), begin);
         }
         SHALE_ASSIGN_OR_RETURN(ast::ExprPtr inner, ParseExpr());
-        if (AtOperator(",")) return NotSupported("row constructors");
+        if (AtOperator(",")) {
+          // A row constructor (a, b, ...): a ROW function node, expanded by
+          // the comparison or IN it is an operand of.
+          auto row = MakeExpr(ast::ExprKind::kFunction);
+          row->name = "ROW";
+          row->children.push_back(std::move(inner));
+          while (AcceptOperator(",")) {
+            SHALE_ASSIGN_OR_RETURN(auto item, ParseExpr());
+            row->children.push_back(std::move(item));
+          }
+          SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
+          return Finish(std::move(row), begin);
+        }
         SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
         return Finish(std::move(inner), begin);
       }
@@ -1985,6 +2109,21 @@ Result<ast::ExprPtr> Parser::ParsePrimary() {
             }
           }
           SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
+          if (e->name == "FIELD" && e->children.size() >= 2) {
+            // FIELD(x, a, b, ...): CASE x WHEN a THEN 1 WHEN b THEN 2 ... ELSE 0 END.
+            auto c = MakeExpr(ast::ExprKind::kCase);
+            c->has_operand = true;
+            c->has_else = true;
+            c->children.push_back(std::move(e->children[0]));
+            for (size_t i = 1; i < e->children.size(); ++i) {
+              c->children.push_back(std::move(e->children[i]));
+              c->children.push_back(MakeExpr(ast::ExprKind::kLiteral));
+              c->children.back()->value = Value::Int(static_cast<int64_t>(i));
+            }
+            c->children.push_back(MakeExpr(ast::ExprKind::kLiteral));
+            c->children.back()->value = Value::Int(0);
+            e = std::move(c);
+          }
           return Finish(std::move(e), begin);
         }
         if (IsReservedWord(t.text)) return ErrorHere();

@@ -124,6 +124,14 @@ class Parser {
   Status ErrorHere() const;  // ER_PARSE_ERROR near the current token
   Status NotSupported(std::string_view what) const;
   ast::ExprPtr Finish(ast::ExprPtr e, size_t begin) const;  // sets e->text
+  // Index hints after a table name or alias (USE/FORCE/IGNORE INDEX ...):
+  // skipped, the planner chooses its own access paths.
+  Status SkipIndexHints();
+  // A comparison or IN list `e` with row constructors ((a, b) = (1, 2),
+  // (a, b) IN ((1, 2), ...)) as ANDs and ORs of column comparisons (with
+  // SQL's NULL logic); other expressions as they are. 1241 when the rows'
+  // sizes differ.
+  Result<ast::ExprPtr> ExpandRows(ast::ExprPtr e);
 
   std::string_view sql_;
   std::vector<Token> tokens_;
