@@ -155,8 +155,14 @@ int main(int argc, char** argv) {
   st = (*engine)->ReconcileSlices();
   if (!st.ok()) return Fail(st);
   // From now on every catalog and account change goes through the log.
+  // A user-visible change (DDL, users, grants) is acknowledged once every
+  // live member has applied it too, so the next statement through any node
+  // sees it (docs/cluster.md "The catalog in the log").
   auto submit = [node = &cluster_node](const std::string& command) {
     cluster::ApplyResult r = node->ProposeCatalog(command);
+    if (r.status.ok() && catalog::IsUserVisibleCommand(command)) {
+      node->AwaitMembersApplied(node->applied_index(), std::chrono::seconds(2));
+    }
     return catalog::CommandResult{std::move(r.status), r.value};
   };
   catalog->SetSubmitter(submit);
