@@ -24,6 +24,21 @@ class ClusterNode(ShaledProcess):
         self.join_args = ["--join", join] if join else []
         super().__init__(binary, ["--node-name", "node%d" % index, "--rpc-port", str(self.rpc_port),
                                   "--ssl", "OFF"] + TIMING + self.join_args)
+        self.started_once = False
+
+    def _start_once(self, timeout):
+        super()._start_once(timeout)
+        self.started_once = True
+
+    def move_ports(self, error):
+        """A failed bind of the cluster port moves it too, but only before
+        the node first ran: after that its address is part of the cluster's
+        membership, so a restart must come back on the same port."""
+        if "127.0.0.1:%d" % self.rpc_port in error and not self.started_once:
+            i = self.extra_args.index("--rpc-port")
+            self.rpc_port = free_port()
+            self.extra_args[i + 1] = str(self.rpc_port)
+        super().move_ports(error)
 
     @property
     def rpc_address(self):
