@@ -101,6 +101,20 @@ def wait_until(what, predicate, timeout):
     raise AssertionError("timed out after %.0f s waiting for %s (last: %r)" % (timeout, what, last))
 
 
+def query_when_ready(node, sql, timeout=30):
+    """The answer to `sql` on `node`, retrying while the node answers with an
+    error (it may still be coming back: restarting, catching up with the
+    leader); a wrong answer is the caller's to check, never retried."""
+    deadline = time.time() + timeout
+    while True:
+        try:
+            return node.query(sql)
+        except Exception as e:  # noqa: BLE001 - a node answering an error is "not yet"
+            if time.time() > deadline:
+                raise AssertionError("node%d still fails %r after %.0f s: %r" % (node.index, sql, timeout, e))
+        time.sleep(0.2)
+
+
 def members_agree(nodes, names):
     """Every node in `nodes` shows exactly `names` as members, with one leader."""
     for node in nodes:

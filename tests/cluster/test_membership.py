@@ -17,7 +17,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster_fixture import start_cluster, wait_until  # noqa: E402
+from cluster_fixture import query_when_ready, start_cluster, wait_until  # noqa: E402
 
 NO_QUORUM = 1047
 SHALED = None
@@ -143,7 +143,8 @@ class MembershipTest(unittest.TestCase):
         self.assertIn("d1", [r[0] for r in n1.query("SHOW DATABASES")])
         # The refused writes did not happen anywhere.
         for node in self.nodes:
-            self.assertEqual(node.query("SELECT id, v FROM d1.keep ORDER BY id"), ((1, "before"), (2, "before")))
+            self.assertEqual(query_when_ready(node, "SELECT id, v FROM d1.keep ORDER BY id"),
+                             ((1, "before"), (2, "before")))
 
         # The long form: kill and restart a random node, again and again.
         rng = random.Random(7)

@@ -133,6 +133,17 @@ def fully_protected(nodes, expect_members):
     return maps[0]
 
 
+def same_tasks(nodes, kind):
+    """system.rebalancer is the same on every node in `nodes` and has a
+    finished task of `kind`: returns it (else false, for wait_until)."""
+    sql = "SELECT kind, state, source, target FROM system.rebalancer ORDER BY task_id"
+    views = [node.query(sql) for node in nodes]
+    if any(v != views[0] for v in views):
+        return False
+    finished = any(k == kind and state == "finished" for k, state, _, _ in views[0])
+    return finished and views[0]
+
+
 def replica_counts(slice_map, members):
     counts = {m: 0 for m in members}
     for _, replicas in slice_map:
@@ -257,9 +268,11 @@ class ReprotectTest(unittest.TestCase):
                        lambda: fully_protected([n1, n2], {"node1", "node2"}), 120)
         reprotected = time.time() - killed_at
         print("fully protected again %.1f s after the kill" % reprotected)
-        tasks = n1.query("SELECT kind, state, source, target FROM system.rebalancer")
+        # The task list is metadata each node applies from the Raft log on
+        # its own: node2 may show a task's last state a moment after node1.
+        tasks = wait_until("the same finished reprotect tasks on node1 and node2",
+                           lambda: same_tasks([n1, n2], "reprotect"), 30)
         self.assertTrue(any(k == "reprotect" and s == "finished" for k, s, _, _ in tasks), tasks)
-        self.assertEqual(tasks, n2.query("SELECT kind, state, source, target FROM system.rebalancer"))
         self.assertEqual(n1.query("SHOW STATUS LIKE 'Shale_under_protected_slices'")[0][1], "0")
         time.sleep(1)
         self.stop_writers()
@@ -282,8 +295,7 @@ class ReprotectTest(unittest.TestCase):
         counts = wait_until("replicas rebalanced onto node3", balanced, 180)
         print("rebalanced: replicas per node %s" % counts)
         self.assertGreater(counts["node3"], 0)
-        moves = n3.query("SELECT task_id FROM system.rebalancer WHERE kind = 'rebalance' AND state = 'finished'")
-        self.assertTrue(moves)
+        wait_until("finished rebalance tasks on every node", lambda: same_tasks(self.nodes, "rebalance"), 30)
         time.sleep(1)
         self.stop_writers()
         self.check_data(self.nodes)
