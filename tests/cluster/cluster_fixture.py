@@ -134,7 +134,7 @@ class ThreeNodeTestCase(unittest.TestCase):
 
     def setUp(self):
         self.nodes = start_cluster(self.SHALED, 3)
-        wait_until("three members on every node", lambda: members_agree(self.nodes, self.ALL3), 30)
+        wait_until("three members on every node", lambda: members_agree(self.nodes, self.ALL3), 60)
 
     def tearDown(self):
         result = getattr(getattr(self, "_outcome", None), "result", None)

@@ -249,11 +249,11 @@ class ReprotectTest(unittest.TestCase):
     def test_reprotect_after_kill_and_rebalance_onto_returned_node(self):
         n1, n2, n3 = self.nodes
         all3 = {"node1", "node2", "node3"}
-        wait_until("three members", lambda: all(set(n.nodes()) == all3 for n in self.nodes), 30)
+        wait_until("three members", lambda: all(set(n.nodes()) == all3 for n in self.nodes), 60)
         n1.query("CREATE DATABASE %s" % DB)
         n1.query("CREATE TABLE %s.t (id BIGINT PRIMARY KEY, grp INT, v VARCHAR(32), KEY k_grp (grp)) REPLICAS=2" % DB)
-        wait_until("the table everywhere", lambda: all(slices(n) for n in self.nodes), 20)
-        wait_until("a fully protected table", lambda: fully_protected(self.nodes, all3), 20)
+        wait_until("the table everywhere", lambda: all(slices(n) for n in self.nodes), 45)
+        wait_until("a fully protected table", lambda: fully_protected(self.nodes, all3), 45)
         load_s = 6 if LONG else 2
 
         # --- test 1: kill -9 one node mid-load --------------------------------
