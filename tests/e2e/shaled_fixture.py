@@ -73,6 +73,7 @@ class ShaledProcess:
         self.port = free_port()
         self.proc = None
         self.log_path = os.path.join(self.data_dir, "shaled.log")
+        self._scan_from = 0  # where _logged() reads on from
 
     # Start-up includes WAL recovery and, for a cluster node, reaching the
     # cluster: seconds on a 2-core machine running other tests, so the limit
@@ -105,28 +106,48 @@ class ShaledProcess:
                  "--datadir", os.path.join(self.data_dir, "data")] + self.extra_args,
                 stdout=log, stderr=subprocess.STDOUT)
         deadline = time.time() + timeout
+        self._scan_from = log_start
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError("shaled exited with %s; log:\n%s" %
                                    (self.proc.returncode, self.log(since=log_start)))
-            if self._listening(log_start):
+            if self._listening():
                 return
             time.sleep(0.05)
         raise RuntimeError("shaled did not listen within %.0fs; log:\n%s" % (timeout, self.log()))
 
-    def _listening(self, log_start):
+    def _listening(self):
         # Ready once this shaled logs that it listens on our port: a bare
         # connect could reach whatever else holds the port. With a log level
         # that hides that INFO line, fall back to connecting.
         quiet = any(a.startswith("--log-level=") and a.split("=", 1)[1] not in ("info", "debug")
                     for a in self.extra_args)
         if not quiet:
-            return "listening for MySQL clients on 127.0.0.1:%d\n" % self.port in self.log(since=log_start)
+            return self._logged(b"listening for MySQL clients on 127.0.0.1:%d\n" % self.port)
         try:
             with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
                 return True
         except OSError:
             return False
+
+    def _logged(self, needle):
+        """Whether `needle` appears in the log from self._scan_from on.
+
+        Reads only what is new since the previous call (keeping a needle's
+        length of overlap), so a line is found however much the node logs
+        after it before the next poll -- a busy node (a cluster node
+        rejoining, retrying statements) can write kilobytes in 50 ms, and
+        looking only at the log's tail then missed the line."""
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(self._scan_from)
+                data = f.read()
+        except OSError:
+            return False
+        if needle in data:
+            return True
+        self._scan_from += max(0, len(data) - len(needle))
+        return False
 
     def stop(self):
         if self.proc and self.proc.poll() is None:
