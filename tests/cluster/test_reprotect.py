@@ -161,6 +161,9 @@ class ReprotectTest(unittest.TestCase):
 
     def tearDown(self):
         self.stop_writers()
+        result = getattr(getattr(self, "_outcome", None), "result", None)
+        if result is not None and any(t is self for t, _ in result.errors + result.failures):
+            print(self.logs(), flush=True)
         keep = os.environ.get("SHALE_KEEP_LOGS")  # a directory: each node's log is copied there
         for node in self.nodes:
             if keep:
