@@ -121,7 +121,7 @@ class SessionTest(NodeTestCase):
             out.append(("error", e.args[0]))
 
     def wait_for_query(self, cur, thread_id):
-        deadline = time.time() + 10
+        deadline = time.time() + 30
         while time.time() < deadline:
             cur.execute("SHOW FULL PROCESSLIST")
             for r in cur.fetchall():
@@ -173,7 +173,7 @@ class SessionTest(NodeTestCase):
                 cur.execute("SELECT 1")
         with killer.cursor() as cur:
             # The thread leaves the list once its statement has stopped.
-            deadline = time.time() + 5
+            deadline = time.time() + 30
             while True:
                 cur.execute("SHOW PROCESSLIST")
                 ids = [r[0] for r in cur.fetchall()]
@@ -341,7 +341,7 @@ class MaxConnectionsTest(NodeTestCase):
             c.execute("SELECT 1")
             self.assertEqual(c.fetchone(), (1,))
         conns.pop().close()
-        deadline = time.time() + 10
+        deadline = time.time() + 30
         while True:
             try:
                 conns.append(self.connect())
