@@ -216,6 +216,8 @@ int main(int argc, char** argv) {
   so.max_allowed_packet = opts.max_allowed_packet;
   so.tls = opts.ssl;
   so.require_secure_transport = opts.require_secure_transport;
+  // Made on first start and kept: a 2048-bit key costs up to a second of CPU.
+  so.rsa_key_path = (std::filesystem::path(opts.data_dir) / "private_key.pem").string();
   if (opts.ssl) {
     so.ssl_cert = opts.ssl_cert;
     so.ssl_key = opts.ssl_key;
