@@ -28,17 +28,35 @@ StatementResult Ok(uint64_t affected = 0) {
   return r;
 }
 
+// The replicas (serving and building) and ranking replicas each node holds
+// in the applied slice map: where new slices should not pile up.
+rebalancer::NodeLoad CurrentNodeLoad(Engine* engine) {
+  rebalancer::NodeLoad load;
+  for (const auto& table : engine->catalog()->AllTables()) {
+    auto add = [&](const catalog::RepresentationDef& rep) {
+      for (const catalog::SliceDef& s : rep.slices) {
+        load.Add(s.replicas);
+        for (const catalog::BuildingReplica& b : s.building) ++load.replicas[b.node];
+      }
+    };
+    add(table->primary);
+    for (const auto& index : table->indexes) add(index);
+  }
+  return load;
+}
+
 // Cuts `rep` into `count` new slices with `replicas` replicas each, placed
-// over the cluster's members (rebalancer::PlaceNewRepresentation), with ids
+// over the cluster's members (rebalancer::PlaceNewRepresentation: on the
+// nodes holding the fewest replicas in *load, which grows by them), with ids
 // from the catalog. With `create_local`, the slices this node holds a
 // replica of are created now (an index is built into them before its
 // definition is published) and their ids added to *created (so the caller
 // can undo); otherwise every node creates its replicas when it applies the
 // catalog change (Engine::OnTableChange).
 Status PlaceSlicesFor(Engine* engine, uint32_t count, uint32_t replicas, catalog::RepresentationDef* rep,
-                      bool create_local, std::vector<storage::SliceId>* created,
+                      rebalancer::NodeLoad* load, bool create_local, std::vector<storage::SliceId>* created,
                       const storage::SliceOptions& options = {}) {
-  auto placements = rebalancer::PlaceNewRepresentation(count, replicas, engine->PlacementNodes());
+  auto placements = rebalancer::PlaceNewRepresentation(count, replicas, engine->PlacementNodes(), load);
   for (const auto& p : placements) {
     catalog::SliceDef s;
     SHALE_ASSIGN_OR_RETURN(s.id, engine->catalog()->NextId());
@@ -58,8 +76,9 @@ Status PlaceSlicesFor(Engine* engine, uint32_t count, uint32_t replicas, catalog
 // table's replica count.
 Status CreateSlicesFor(Engine* engine, const catalog::TableDef& table, catalog::RepresentationDef* rep,
                        std::vector<storage::SliceId>* created) {
+  rebalancer::NodeLoad load = CurrentNodeLoad(engine);
   return PlaceSlicesFor(engine, static_cast<uint32_t>(table.primary.slices.size()), catalog::WantedReplicas(table),
-                        rep, /*create_local=*/true, created, catalog::SliceOptionsOf(table));
+                        rep, &load, /*create_local=*/true, created, catalog::SliceOptionsOf(table));
 }
 
 void DropCreatedSlices(Engine* engine, const std::vector<storage::SliceId>& created) {
@@ -82,10 +101,11 @@ Status RunCreateTable(Engine* engine, sql::CreateTableCmd cmd) {
   const uint32_t replicas = catalog::WantedReplicas(cmd.def);
   SHALE_ASSIGN_OR_RETURN(cmd.def.id, cat->NextId());
   std::vector<storage::SliceId> created;
-  SHALE_RETURN_IF_ERROR(PlaceSlicesFor(engine, count, replicas, &cmd.def.primary, false, &created));
+  rebalancer::NodeLoad load = CurrentNodeLoad(engine);
+  SHALE_RETURN_IF_ERROR(PlaceSlicesFor(engine, count, replicas, &cmd.def.primary, &load, false, &created));
   // Each secondary index is its own representation with its own slices.
   for (size_t i = 0; i < cmd.def.indexes.size(); ++i) {
-    SHALE_RETURN_IF_ERROR(PlaceSlicesFor(engine, count, replicas, &cmd.def.indexes[i], false, &created));
+    SHALE_RETURN_IF_ERROR(PlaceSlicesFor(engine, count, replicas, &cmd.def.indexes[i], &load, false, &created));
   }
   // The catalog change is the commit point; applying it creates every
   // node's replicas (before the change is written).
