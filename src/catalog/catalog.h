@@ -179,6 +179,16 @@ struct TableDef {
   // Page compression of the table's slices on disk (table option
   // COMPRESSION=): "" for none, "zlib" or "zstd".
   std::string compression;
+  // Online DDL in a cluster (src/exec/online_ddl.h). While `ddl_owner`
+  // names a node, a DDL statement running there is changing the table: no
+  // statement writes its rows (writers fail with the retryable 1047) and the
+  // rebalancer leaves it alone. `pending_indexes` are representations that
+  // DDL is building: their slices exist on the nodes placed (every node
+  // creates them when it applies the change, as for any representation),
+  // but no statement reads or writes them until the DDL publishes them as
+  // `indexes`. Both are empty outside such a DDL.
+  std::string ddl_owner;
+  std::vector<RepresentationDef> pending_indexes;
 
   // Index of the column named `name` (case-insensitive), or -1.
   int FindColumn(std::string_view name) const;
@@ -186,6 +196,9 @@ struct TableDef {
   int FindIndex(std::string_view name) const;
   // Index of the AUTO_INCREMENT column, or -1.
   int AutoIncrementColumn() const;
+  // Every representation with storage slices: the primary key, the
+  // indexes and the pending indexes.
+  std::vector<const RepresentationDef*> StoredRepresentations() const;
 };
 
 // The storage options of a table's slices (its COMPRESSION= option):

@@ -205,7 +205,8 @@ int main(int argc, char** argv) {
       [node = &cluster_node, ts = &timestamps] {
         Result<uint64_t> index = ts->MetadataReadIndex();
         return index.ok() && node->AwaitApplied(*index, std::chrono::seconds(2));
-      }});
+      },
+      [rc = &replica_copy](uint64_t table_id, uint64_t version) { return rc->ClusterBarrier(table_id, version); }});
 
   boost::asio::io_context io;
   server::ServerOptions so;
