@@ -17,6 +17,7 @@
 #include "src/common/warnings.h"
 #include "src/exec/auto_increment.h"
 #include "src/exec/external_sort.h"
+#include "src/exec/online_ddl.h"
 
 namespace shale::exec {
 namespace {
@@ -1410,7 +1411,7 @@ Status CheckTableUnchanged(Engine* engine, const PhysicalOperator& op) {
   if (!current.ok() || *current != op.table) {
     return SqlError(ErrorCode::kTableDefChanged, "Table definition has changed, please retry transaction");
   }
-  return Status::OK();
+  return CheckNotFenced(**current);  // an online DDL is changing the table
 }
 
 Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op) {

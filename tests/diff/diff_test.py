@@ -42,7 +42,6 @@ import decimal
 import os
 import random
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -53,7 +52,7 @@ import pymysql
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "tests", "e2e"))
-from shaled_fixture import ShaledProcess  # noqa: E402
+from shaled_fixture import ShaledProcess, free_port  # noqa: E402
 
 DB = "difftest"
 
@@ -428,14 +427,6 @@ def run(conn, sql):
         return ("error", e.args[0], str(e))
 
 # ---- servers ------------------------------------------------------------------
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def start_mariadb():

@@ -9,6 +9,7 @@ The table has SHALE_MEMORY_TEST_ROWS rows (default 2^17; ctest's
 e2e_memory_limit_large, label slow, runs 2^19)."""
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from shaled_fixture import NodeTestCase, main  # noqa: E402
@@ -189,6 +190,11 @@ class MemoryLimitTest(NodeTestCase):
         cur = self.connect().cursor()
         cur.execute("SELECT COUNT(*) FROM m.t")
         self.assertEqual(cur.fetchone()[0], ROWS)
+        # KILL closes the connection at once; the killed statement notices
+        # at its next check and removes its run files then, so wait for that.
+        deadline = time.time() + 30
+        while self.spill_files() and time.time() < deadline:
+            time.sleep(0.1)
         self.assertEqual(self.spill_files(), [])
 
 
