@@ -271,6 +271,27 @@ const SliceDef& RepresentationDef::SliceForHash(uint64_t h) const {
   return *(it - 1);
 }
 
+bool IsUserVisibleCommand(const std::string& command) {
+  pb::Command cmd;
+  if (!cmd.ParseFromString(command)) return false;
+  switch (cmd.op_case()) {
+    case pb::Command::kCreateDatabase:
+    case pb::Command::kDropDatabase:
+    case pb::Command::kCreateTable:
+    case pb::Command::kDropTable:
+    case pb::Command::kReplaceTable:
+    case pb::Command::kRenameTable:
+    case pb::Command::kCreateUser:
+    case pb::Command::kDropUser:
+    case pb::Command::kSetCredential:
+    case pb::Command::kChangeGrant:
+    case pb::Command::kRevokeAll:
+      return true;
+    default:
+      return false;
+  }
+}
+
 bool OnlyPlacementDiffers(const TableDef& a, const TableDef& b) {
   auto strip = [](TableDef t) {
     t.version = 0;

@@ -255,6 +255,12 @@ using TableListener =
 // commits under the other is retried (1047), not refused as changed (1412).
 bool OnlyPlacementDiffers(const TableDef& a, const TableDef& b);
 
+// Whether the serialized command (a pb::Command, catalog or accounts) is
+// one a user issued and expects every node to know once it is acknowledged:
+// DDL, users and grants. False for internal bookkeeping (id reservations,
+// AUTO_INCREMENT counters, replica moves, tasks) and unreadable bytes.
+bool IsUserVisibleCommand(const std::string& command);
+
 // The replica count a table asks for (TableDef::replicas or the default).
 inline uint32_t WantedReplicas(const TableDef& t) { return t.replicas ? t.replicas : kDefaultReplicas; }
 

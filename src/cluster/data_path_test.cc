@@ -12,6 +12,7 @@
 #include <map>
 #include <thread>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -56,11 +57,7 @@ class DataPathTest : public ::testing::Test {
       o.node_name = n->name;
       TestNode* raw = n.get();
       o.epoch = [raw] { return raw->epoch.load(); };
-      o.address_of = [this](const std::string& name) -> Result<std::string> {
-        auto it = addresses_.find(name);
-        if (it == addresses_.end()) return Status::Unavailable("unknown node " + name);
-        return it->second;
-      };
+      o.address_of = [this](const std::string& name) { return AddressOf(name); };
       o.rpc_timeout_ms = 3000;
       o.lock_lease_ms = LockLeaseMs();
       o.resolve_after_ms = 60000;  // tests resolve explicitly
@@ -88,7 +85,7 @@ class DataPathTest : public ::testing::Test {
     n->rpc->AddService(n->data->service());
     ASSERT_TRUE(n->rpc->Start(address).ok());
     n->port = n->rpc->port();
-    addresses_[n->name] = "127.0.0.1:" + std::to_string(n->port);
+    SetAddress(n->name, "127.0.0.1:" + std::to_string(n->port));
   }
 
   // A participant's crash and restart: its SliceService (and the locks it
@@ -101,14 +98,14 @@ class DataPathTest : public ::testing::Test {
     EXPECT_EQ(n->engine->txn()->locks()->locks_held(), 0u);
     SliceServiceOptions o;
     o.node_name = n->name;
-    o.address_of = [this](const std::string& name) -> Result<std::string> { return addresses_.at(name); };
+    o.address_of = [this](const std::string& name) { return AddressOf(name); };
     o.resolve_after_ms = 60000;
     auto reopened = SliceService::Open(n->engine->txn(), n->engine->slices(), n->engine->meta(), o);
     ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
     n->data = std::move(reopened).value();
     n->engine->SetDataRouter(n->data.get());
     before_serving();
-    StartServer(n, addresses_[n->name]);
+    StartServer(n, *AddressOf(n->name));
   }
 
   std::vector<Result<exec::StatementResult>> Exec(exec::Session* s, std::string_view sql) {
@@ -238,7 +235,24 @@ class DataPathTest : public ::testing::Test {
 
   shale::testing::TempDir dir_;
   std::vector<std::unique_ptr<TestNode>> nodes_;
-  std::map<std::string, std::string> addresses_;
+  // Node name -> address: the membership as the nodes see it (the
+  // SliceServices' background threads read it while a test changes it).
+  Result<std::string> AddressOf(const std::string& name) {
+    std::lock_guard<std::mutex> l(addresses_mu_);
+    auto it = addresses_.find(name);
+    if (it == addresses_.end()) return Status::Unavailable("unknown node " + name);
+    return it->second;
+  }
+  void SetAddress(const std::string& name, const std::string& address) {
+    std::lock_guard<std::mutex> l(addresses_mu_);
+    addresses_[name] = address;
+  }
+  void EraseAddress(const std::string& name) {
+    std::lock_guard<std::mutex> l(addresses_mu_);
+    addresses_.erase(name);
+  }
+  std::mutex addresses_mu_;
+  std::map<std::string, std::string> addresses_;  // GUARDED_BY(addresses_mu_)
   std::vector<std::unique_ptr<exec::Session>> sessions_;
   catalog::TableDef def_;
 };
@@ -348,9 +362,20 @@ TEST_F(DataPathTest, ParticipantStoppedBetweenPrepareAndCommitResolvesToCommit) 
     EXPECT_EQ(results[0].status().mysql_code(), 1180) << results[0].status().ToString();
   }
   EXPECT_EQ(n3->data->prepared_count(), 1u);
-  // Node 3 comes back and resolves from the decider's record.
-  StartServer(n3, addresses_[n3->name]);
-  for (auto& n : nodes_) n->data->TEST_ResolveNow();
+  // Node 3 comes back and resolves from the decider's record (which may be
+  // recorded at node 3 as the backup: the others' channels to it reconnect
+  // within moments, so resolve until done, with a deadline).
+  StartServer(n3, *AddressOf(n3->name));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  auto pending = [&] {
+    size_t n = 0;
+    for (auto& node : nodes_) n += node->data->prepared_count();
+    return n;
+  };
+  while (pending() > 0 && std::chrono::steady_clock::now() < deadline) {
+    for (auto& n : nodes_) n->data->TEST_ResolveNow();
+    if (pending() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
   for (auto& n : nodes_) EXPECT_EQ(n->data->prepared_count(), 0u) << n->name;
   const std::vector<std::string> want = {results[0].ok() ? "30" : Query(s1, "SELECT COUNT(*) FROM d.t")[0]};
   for (int n = 0; n < 3; ++n) EXPECT_EQ(Query(SessionOn(n), "SELECT COUNT(*) FROM d.t"), want);
@@ -391,6 +416,80 @@ TEST_F(DataPathTest, CoordinatorLostBeforeDecisionResolvesToAbort) {
   // The table takes writes again.
   Run(s1, "INSERT INTO d.t VALUES (2, 2)");
   EXPECT_EQ(Query(SessionOn(1), "SELECT COUNT(*) FROM d.t"), std::vector<std::string>{"2"});
+}
+
+// The commit decision survives the loss of the node that keeps it (issue
+// 6): after the decision the decider is lost (stopped and removed from the
+// membership) and the coordinator is cut off before any participant hears
+// the outcome; the remaining participant resolves it from the backup's
+// record, and the decider, back, from its own copy.
+TEST_F(DataPathTest, DecisionSurvivesTheLossOfTheDecider) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  exec::Session* s1 = SessionOn(0);
+  txn::DeciderPair deciders;
+  std::string decider_address;
+  nodes_[0]->engine->txn()->TEST_SetAfterDecide([&](const txn::DeciderPair& d) {
+    deciders = d;
+    for (auto& n : nodes_) {
+      if (n->name == d.decider) {
+        n->rpc->Shutdown();
+        decider_address = *AddressOf(n->name);
+        EraseAddress(n->name);  // removed from the membership
+      }
+    }
+    nodes_[0]->data->TEST_SetUnreachable("n2", true);
+    nodes_[0]->data->TEST_SetUnreachable("n3", true);
+  });
+  std::string insert = "INSERT INTO d.t VALUES ";
+  for (int i = 1; i <= 30; ++i) insert += (i > 1 ? "," : "") + fmt::format("({}, {})", i, i);
+  auto results = Exec(s1, insert);
+  nodes_[0]->engine->txn()->TEST_SetAfterDecide(nullptr);
+  ASSERT_EQ(results.size(), 1u);
+  ASSERT_TRUE(results[0].ok()) << results[0].status().ToString();  // decided: committed
+  ASSERT_EQ(deciders.decider == "n2" || deciders.decider == "n3", true) << deciders.decider;
+  ASSERT_EQ(deciders.backup, deciders.decider == "n2" ? "n3" : "n2") << "a third participant keeps the backup";
+  TestNode* decider = deciders.decider == "n2" ? nodes_[1].get() : nodes_[2].get();
+  TestNode* backup = deciders.decider == "n2" ? nodes_[2].get() : nodes_[1].get();
+  EXPECT_EQ(backup->data->prepared_count(), 1u);
+  EXPECT_GT(backup->engine->txn()->locks()->locks_held(), 0u);
+  // The backup asks the (lost) decider, then answers from its own record.
+  backup->data->TEST_ResolveNow();
+  EXPECT_EQ(backup->data->prepared_count(), 0u);
+  EXPECT_EQ(backup->engine->txn()->locks()->locks_held(), 0u);
+  // The decider returns and resolves its own share from its copy.
+  StartServer(decider, decider_address);
+  nodes_[0]->data->TEST_SetUnreachable("n2", false);
+  nodes_[0]->data->TEST_SetUnreachable("n3", false);
+  decider->data->TEST_ResolveNow();
+  for (auto& n : nodes_) EXPECT_EQ(n->data->prepared_count(), 0u) << n->name;
+  for (int n = 0; n < 3; ++n) {
+    EXPECT_EQ(Query(SessionOn(n), "SELECT COUNT(*), SUM(n) FROM d.t"), std::vector<std::string>{"30|465"})
+        << nodes_[n]->name;
+  }
+  ExpectReplicasIdentical();
+  for (auto& n : nodes_) EXPECT_EQ(n->engine->txn()->locks()->locks_held(), 0u) << n->name;
+}
+
+// While the decider is a member, its backup does not answer in its place:
+// the record is reached only through the decider.
+TEST_F(DataPathTest, BackupAnswersOnlyOnceTheDeciderLeft) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  SliceService* n3 = nodes_[2]->data.get();
+  const txn::TxnKey k{"n1", 999999};
+  txn::DeciderPair only_backup{"n2", "n3"};
+  // The decider n2 cannot be reached but is a member: n3 refuses.
+  nodes_[2]->data->TEST_SetUnreachable("n2", true);
+  Result<bool> r = n3->Decide(only_backup, k, /*commit=*/false, 0);
+  EXPECT_FALSE(r.ok());
+  // n2 left the cluster: n3 records (abort) and answers.
+  EraseAddress("n2");
+  r = n3->Decide(only_backup, k, /*commit=*/false, 0);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(*r);
+  // A later commit request gets the recorded abort (first one wins).
+  r = n3->Decide(txn::DeciderPair{"n3", ""}, k, /*commit=*/true, 7);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(*r);
 }
 
 TEST_F(DataPathTest, PreparedTransactionSurvivesParticipantRestart) {

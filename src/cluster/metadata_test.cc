@@ -82,7 +82,9 @@ struct MetaNode {
         [cat, acc](const std::string& state, uint64_t index) {
           ASSERT_TRUE(catalog::RestoreCatalogState(cat, acc, state, index).ok());
         }});
-    timestamps = std::make_unique<ClusterTimestamps>(node.get(), oracle.get());
+    TimestampServiceOptions ts_options;
+    ts_options.snapshot_wait_ms = 20000;  // a snapshot waits out a slow machine (tests)
+    timestamps = std::make_unique<ClusterTimestamps>(node.get(), oracle.get(), ts_options);
     node->SetTimestampService(timestamps.get());
     rpc = std::make_unique<RpcServer>(*identity);
     rpc->AddService(node->service());
@@ -294,6 +296,31 @@ TEST_F(MetadataClusterTest, TimestampsGrowAcrossALeaderChange) {
     n->oracle->FinishCommit(*ts);
     EXPECT_GE(n->oracle->ReadTimestamp(), *ts);
   }
+}
+
+// External consistency: a snapshot taken after a commit was acknowledged
+// includes it, even while an older commit is still in flight (the watermark
+// is below both): the snapshot waits for the older one.
+TEST_F(MetadataClusterTest, ASnapshotIncludesEveryAcknowledgedCommit) {
+  ASSERT_TRUE(WaitFor([&] { return Leader() != nullptr; }, std::chrono::seconds(10)));
+  auto older = b_.oracle->BeginCommit();
+  ASSERT_TRUE(older.ok()) << older.status().ToString();
+  auto acked = c_.oracle->BeginCommit();
+  ASSERT_TRUE(acked.ok()) << acked.status().ToString();
+  c_.oracle->FinishCommit(*acked);  // acknowledged to its client
+  for (MetaNode* n : all()) EXPECT_LT(n->oracle->ReadTimestamp(), *older);  // the watermark waits for `older`
+  std::atomic<bool> done{false};
+  uint64_t snapshot = 0;
+  std::thread reader([&] {
+    snapshot = a_.oracle->SnapshotTimestamp();
+    done = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_FALSE(done.load()) << "the snapshot did not wait for the commit in flight below the acknowledged one";
+  b_.oracle->FinishCommit(*older);
+  reader.join();
+  EXPECT_GE(snapshot, *acked);
+  for (MetaNode* n : all()) EXPECT_GE(n->oracle->SnapshotTimestamp(), *acked);
 }
 
 TEST_F(MetadataClusterTest, ALaggingNodeGetsTheCatalogInASnapshot) {

@@ -123,14 +123,15 @@ class ReplicaCopyGrpc final : public ReplicaCopyService::Service {
         if (!pending) break;
         if (ctx->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "target went away");
         if (std::chrono::steady_clock::now() > until) {
-          // Their decider is gone (they stay in doubt until it returns):
-          // copy without them rather than leave the slice unprotected.
+          // Still in doubt (their decision cannot be reached yet): a copy
+          // now would miss them if they commit later. This attempt fails;
+          // the target tries again (and the rebalancer plans the slice
+          // again after the last attempt).
           std::string keys;
           for (const auto& [key, ts] : now) keys += (keys.empty() ? "" : ", ") + key;
-          log::Warn("replica copy: task {}: slice {}: copying while transaction(s) {} stay in doubt here; if "
-                    "they commit later, the new replica on {} misses them",
-                    req->task_id(), req->slice_id(), keys, req->from_node());
-          break;
+          return ToGrpc(Status::Unavailable(
+              fmt::format("slice {} has transaction(s) {} prepared at {} whose outcome is not known yet",
+                          req->slice_id(), keys, c_->options_.node_name)));
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
@@ -417,6 +418,13 @@ Status ReplicaCopy::CopyOnce(const Build& build, uint64_t* bytes) {
         return Status::Corruption(fmt::format("replica copy: slice {}: a row at {} after the snapshot {}",
                                               build.slice_id, row.commit_ts, chunk.snapshot_ts));
       }
+    }
+    // The new replica is complete only for snapshots at or above the
+    // stream's (every attempt's): reads below it are refused, before it
+    // can serve any (TxnManager::CheckReadable).
+    if (Status noted = txn_->NoteReadableFrom(build.slice_id, chunk.snapshot_ts); !noted.ok()) {
+      ctx.TryCancel();
+      return noted;
     }
     // The building slice was created before its snapshot was chosen
     // (catalog::kOpenBuildSnapshot); the chunk's rows are checked above.

@@ -22,6 +22,14 @@ constexpr std::chrono::milliseconds kLockSlice{250};
 constexpr std::chrono::milliseconds kReconnectWait{1500};
 
 std::string KeyOf(const TxnKeyPb& k) { return k.coordinator() + "/" + std::to_string(k.id()); }
+// The inverse of TxnKey::ToString ("<coordinator>/<id>").
+txn::TxnKey ParseTxnKey(const std::string& key) {
+  const size_t slash = key.rfind('/');
+  txn::TxnKey k;
+  k.coordinator = key.substr(0, slash);
+  k.id = slash == std::string::npos ? 0 : std::strtoull(key.c_str() + slash + 1, nullptr, 10);
+  return k;
+}
 void ToPb(const txn::TxnKey& k, TxnKeyPb* out) {
   out->set_coordinator(k.coordinator);
   out->set_id(k.id);
@@ -237,7 +245,12 @@ class SliceServiceGrpc final : public DataService::Service {
       ToPb(s_->LocalForget(KeyOf(req->txn())), resp->mutable_status());
       return grpc::Status::OK;
     }
-    Result<bool> r = s_->LocalDecide(KeyOf(req->txn()), req->commit(), req->commit_ts());
+    SliceService::DecideArgs args;
+    args.commit = req->commit();
+    args.ts = req->commit_ts();
+    args.backup = req->backup();
+    args.decider = req->decider();
+    Result<bool> r = s_->LocalDecide(KeyOf(req->txn()), args);
     ToPb(r.status(), resp->mutable_status());
     if (r.ok()) resp->set_committed(*r);
     return grpc::Status::OK;
@@ -303,7 +316,7 @@ Result<std::unique_ptr<SliceService>> SliceService::Open(txn::TxnManager* txn, s
       }
     }
     s->owners_[k] = Owner{owner_id, std::chrono::steady_clock::now(), true};
-    s->prepared_[k] = Prepared{std::move(request), std::chrono::steady_clock::now()};
+    s->prepared_[k] = Prepared{std::move(request), std::chrono::steady_clock::now(), /*loaded=*/true};
     return true;
   }));
   SHALE_RETURN_IF_ERROR(scan_error);
@@ -418,6 +431,7 @@ Status SliceService::LocalGet(storage::SliceId slice, std::string_view key, uint
                               uint64_t routed_at) {
   SHALE_ASSIGN_OR_RETURN(storage::Slice * s, AwaitSlice(slice, routed_at));
   SHALE_RETURN_IF_ERROR(CheckSnapshot(snapshot));
+  SHALE_RETURN_IF_ERROR(txn_->CheckReadable(slice, snapshot, options_.node_name));
   storage::ReadOptions ro;
   ro.snapshot = snapshot;
   return storage::MvccSlice(s).Get(ro, key, value);
@@ -427,6 +441,7 @@ Status SliceService::LocalScan(storage::SliceId slice, const storage::KeyRange& 
                                uint32_t limit, ScanResponse* out, uint64_t routed_at) {
   SHALE_ASSIGN_OR_RETURN(storage::Slice * s, AwaitSlice(slice, routed_at));
   SHALE_RETURN_IF_ERROR(CheckSnapshot(snapshot));
+  SHALE_RETURN_IF_ERROR(txn_->CheckReadable(slice, snapshot, options_.node_name));
   storage::ReadOptions ro;
   ro.snapshot = snapshot;
   auto it = storage::MvccSlice(s).NewIterator(ro, range);
@@ -520,16 +535,70 @@ Status SliceService::LocalForget(const std::string& txn) {
   return meta_->Delete(kDecisionPrefix + txn);
 }
 
-Result<bool> SliceService::LocalDecide(const std::string& txn, bool commit, uint64_t ts) {
-  std::lock_guard<std::mutex> l(decide_mu_);
+Result<bool> SliceService::LocalDecide(const std::string& txn, const DecideArgs& args) {
+  // One Decide of a transaction at a time here (the relay to the backup is
+  // an RPC: other transactions' decisions go on meanwhile).
+  {
+    std::unique_lock<std::mutex> l(decide_mu_);
+    decide_cv_.wait(l, [&] { return deciding_.count(txn) == 0; });
+    deciding_.insert(txn);
+  }
+  struct Done {
+    SliceService* s;
+    const std::string& txn;
+    ~Done() {
+      {
+        std::lock_guard<std::mutex> l(s->decide_mu_);
+        s->deciding_.erase(txn);
+      }
+      s->decide_cv_.notify_all();
+    }
+  } done{this, txn};
+  const std::string key = kDecisionPrefix + txn;
   std::string recorded;
-  Status st = meta_->Get(kDecisionPrefix + txn, &recorded);
+  Status st = meta_->Get(key, &recorded);
   if (st.ok()) return !recorded.empty() && recorded[0] == 'C';
   if (!st.IsNotFound()) return st;
-  SHALE_RETURN_IF_ERROR(meta_->Put(kDecisionPrefix + txn, commit ? "C" + std::to_string(ts) : std::string("A")));
-  if (!commit) log::Warn("node {}: recorded abort of transaction {} (its coordinator went silent)",
-                         options_.node_name, txn);
-  return commit;
+  auto record = [&](bool commit, const char* why) -> Result<bool> {
+    SHALE_RETURN_IF_ERROR(meta_->Put(key, commit ? "C" + std::to_string(args.ts) : std::string("A")));
+    if (!commit && why != nullptr) log::Warn("node {}: recorded abort of transaction {} ({})", options_.node_name, txn, why);
+    return commit;
+  };
+  if (!args.decider.empty() && args.decider != self() && options_.address_of &&
+      options_.address_of(args.decider).ok()) {
+    // Asked as the backup while the decider is a member: the outcome is
+    // the decider's to give (it reads and writes this record through us).
+    return SqlError(ErrorCode::kUnknownCom,
+                    "Node '{}' keeps the decision of transaction {}: ask it (node '{}' answers for it only once it "
+                    "has left the cluster)",
+                    args.decider, txn, options_.node_name);
+  }
+  if (args.backup.empty() || args.backup == self()) {
+    return record(args.commit, args.decider.empty() ? "its coordinator went silent" : "asked in place of its decider");
+  }
+  // The decider: the backup's record is authoritative (first one wins
+  // there); this node keeps a copy of the answer, so either node can give
+  // the outcome when the other is lost.
+  DecideArgs plain;
+  plain.commit = args.commit;
+  plain.ts = args.ts;
+  const txn::TxnKey k = ParseTxnKey(txn);
+  Result<bool> at_backup = DecideAt(args.backup, k, plain);
+  if (at_backup.ok()) return record(*at_backup, nullptr);
+  if (!args.commit && MayDecideAlone(txn, args.backup)) {
+    return record(false, "its backup left the cluster before the outcome was recorded there");
+  }
+  return at_backup.status();
+}
+
+bool SliceService::MayDecideAlone(const std::string& txn, const std::string& backup) {
+  if (!options_.address_of || options_.address_of(backup).ok()) return false;  // the backup is a member
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = prepared_.find(txn);
+  if (it == prepared_.end() || it->second.loaded) return false;
+  const int64_t since =
+      std::chrono::duration_cast<std::chrono::milliseconds>(it->second.since.time_since_epoch()).count();
+  return member_since_ms_.load(std::memory_order_acquire) <= since;
 }
 
 Status SliceService::LocalFinish(const std::string& txn, bool commit) {
@@ -636,6 +705,19 @@ void SliceService::BackgroundLoop() {
     bg_cv_.wait_for(l, std::chrono::milliseconds(200));
     if (stop_) break;
     l.unlock();
+    if (options_.address_of) {
+      // Whether this node is a member, without a break since when
+      // (MayDecideAlone).
+      const bool member = options_.address_of(options_.node_name).ok();
+      const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::steady_clock::now().time_since_epoch())
+                                 .count();
+      if (!member) {
+        member_since_ms_.store(INT64_MAX, std::memory_order_release);
+      } else if (member_since_ms_.load(std::memory_order_acquire) == INT64_MAX) {
+        member_since_ms_.store(now_ms, std::memory_order_release);
+      }
+    }
     ResolvePass(/*all=*/false);
     {
       // Coordinators that are no longer cluster members (removed after a
@@ -686,7 +768,7 @@ void SliceService::ResolvePass(bool all) {
   struct Overdue {
     std::string key;
     txn::TxnKey txn;
-    std::string decider;
+    txn::DeciderPair deciders;
   };
   std::vector<Overdue> overdue;
   std::vector<Overdue> young;  // within resolve_after_ms: resolved now only if the coordinator left
@@ -694,7 +776,8 @@ void SliceService::ResolvePass(bool all) {
     const auto now = std::chrono::steady_clock::now();
     std::lock_guard<std::mutex> l(mu_);
     for (const auto& [k, p] : prepared_) {
-      Overdue o{k, txn::TxnKey{p.request->txn().coordinator(), p.request->txn().id()}, p.request->decider()};
+      Overdue o{k, txn::TxnKey{p.request->txn().coordinator(), p.request->txn().id()},
+                txn::DeciderPair{p.request->decider(), p.request->backup()}};
       if (all || now - p.since >= std::chrono::milliseconds(options_.resolve_after_ms)) {
         overdue.push_back(std::move(o));
       } else if (o.txn.coordinator != options_.node_name && now - p.since >= kMembershipGrace) {
@@ -710,10 +793,10 @@ void SliceService::ResolvePass(bool all) {
   for (const Overdue& o : overdue) {
     // Ask the decider; if nothing is recorded it records abort, so a late
     // commit from the coordinator is refused.
-    Result<bool> outcome = Decide(o.decider, o.txn, /*commit=*/false, 0);
+    Result<bool> outcome = Decide(o.deciders, o.txn, /*commit=*/false, 0);
     if (!outcome.ok()) {
       log::Warn("node {}: prepared transaction {} unresolved: decider '{}': {}", options_.node_name, o.key,
-                o.decider, outcome.status().ToString());
+                o.deciders.decider, outcome.status().ToString());
       continue;
     }
     Status st = LocalFinish(o.key, *outcome);
@@ -823,6 +906,8 @@ std::unique_ptr<storage::SliceIterator> SliceService::Scan(const std::string& no
   if (node == self()) {
     auto s = store_->GetSlice(slice);
     if (!s.ok()) return std::make_unique<ErrorIterator>(s.status());
+    Status readable = txn_->CheckReadable(slice, snapshot, options_.node_name);
+    if (!readable.ok()) return std::make_unique<ErrorIterator>(std::move(readable));
     storage::ReadOptions ro;
     ro.snapshot = snapshot;
     return storage::MvccSlice(*s).NewIterator(ro, range);
@@ -901,12 +986,13 @@ void SliceService::Unlock(const std::string& node, const txn::TxnKey& txn) {
 }
 
 Status SliceService::Prepare(const std::string& node, const txn::TxnKey& txn, uint64_t ts,
-                             const txn::WriteSet& writes, const std::string& decider) {
+                             const txn::WriteSet& writes, const txn::DeciderPair& deciders) {
   PrepareRequest req;
   ToPb(txn, req.mutable_txn());
   req.set_commit_ts(ts);
   const uint64_t rows = ToPb(writes, req.mutable_writes());
-  req.set_decider(decider);
+  req.set_decider(deciders.decider);
+  req.set_backup(deciders.backup);
   if (node == self()) return LocalPrepare(req);
   SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
   Header(req.mutable_header());
@@ -916,21 +1002,44 @@ Status SliceService::Prepare(const std::string& node, const txn::TxnKey& txn, ui
   return FromPb(resp.status());
 }
 
-Result<bool> SliceService::Decide(const std::string& node, const txn::TxnKey& txn, bool commit, uint64_t ts) {
-  if (node == self()) return LocalDecide(txn.ToString(), commit, ts);
+Result<bool> SliceService::DecideAt(const std::string& node, const txn::TxnKey& txn, const DecideArgs& args) {
+  if (node == self()) return LocalDecide(txn.ToString(), args);
   SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
   DecideRequest req;
   Header(req.mutable_header());
   ToPb(txn, req.mutable_txn());
-  req.set_commit(commit);
-  req.set_commit_ts(ts);
+  req.set_commit(args.commit);
+  req.set_commit_ts(args.ts);
+  req.set_backup(args.backup);
+  req.set_decider(args.decider);
   DecideResponse resp;
   SHALE_RETURN_IF_ERROR(Rpc(peer, node, RpcTimeout(), &DataService::Stub::Decide, req, &resp));
   SHALE_RETURN_IF_ERROR(FromPb(resp.status()));
   return resp.committed();
 }
 
-void SliceService::Forget(const std::string& node, const txn::TxnKey& txn) {
+Result<bool> SliceService::Decide(const txn::DeciderPair& deciders, const txn::TxnKey& txn, bool commit,
+                                  uint64_t ts) {
+  DecideArgs args;
+  args.commit = commit;
+  args.ts = ts;
+  args.backup = deciders.backup;
+  Result<bool> r = DecideAt(deciders.decider, txn, args);
+  if (r.ok() || deciders.backup.empty() || deciders.backup == deciders.decider) return r;
+  // The decider did not answer: the backup answers in its place once the
+  // decider has left the cluster (it refuses while it is a member).
+  DecideArgs direct;
+  direct.commit = commit;
+  direct.ts = ts;
+  direct.decider = deciders.decider;
+  Result<bool> at_backup = DecideAt(deciders.backup, txn, direct);
+  if (at_backup.ok()) return at_backup;
+  if (r.status().code() != StatusCode::kSqlError) return r.status();
+  return Status::Sql(r.status().mysql_code(), fmt::format("{}; backup '{}': {}", r.status().message(),
+                                                          deciders.backup, at_backup.status().message()));
+}
+
+void SliceService::ForgetAt(const std::string& node, const txn::TxnKey& txn) {
   Status st;
   if (node == self()) {
     st = LocalForget(txn.ToString());
@@ -945,9 +1054,14 @@ void SliceService::Forget(const std::string& node, const txn::TxnKey& txn) {
     st = Rpc(*peer, node, RpcTimeout(), &DataService::Stub::Decide, req, &resp);
     if (st.ok()) st = FromPb(resp.status());
   }
-  // A record left behind costs a few bytes of the decider's MetaStore.
+  // A record left behind costs a few bytes of that node's MetaStore.
   if (!st.ok()) log::Warn("transaction {}: dropping its decision record at node {}: {}", txn.ToString(), node,
                           st.ToString());
+}
+
+void SliceService::Forget(const txn::DeciderPair& deciders, const txn::TxnKey& txn) {
+  ForgetAt(deciders.decider, txn);
+  if (!deciders.backup.empty() && deciders.backup != deciders.decider) ForgetAt(deciders.backup, txn);
 }
 
 Status SliceService::Finish(const std::string& node, const txn::TxnKey& txn, bool commit) {

@@ -121,10 +121,10 @@ class SliceService final : public txn::DataRouter {
               std::chrono::milliseconds timeout, const std::atomic<bool>* interrupt) override;
   void Unlock(const std::string& node, const txn::TxnKey& txn) override;
   Status Prepare(const std::string& node, const txn::TxnKey& txn, uint64_t ts, const txn::WriteSet& writes,
-                 const std::string& decider) override;
-  Result<bool> Decide(const std::string& node, const txn::TxnKey& txn, bool commit, uint64_t ts) override;
+                 const txn::DeciderPair& deciders) override;
+  Result<bool> Decide(const txn::DeciderPair& deciders, const txn::TxnKey& txn, bool commit, uint64_t ts) override;
   Status Finish(const std::string& node, const txn::TxnKey& txn, bool commit) override;
-  void Forget(const std::string& node, const txn::TxnKey& txn) override;
+  void Forget(const txn::DeciderPair& deciders, const txn::TxnKey& txn) override;
   Status Apply(const std::string& node, const txn::TxnKey* txn, uint64_t ts, const txn::WriteSet& writes) override;
   uint64_t rows_sent() const override { return rows_sent_.load(std::memory_order_relaxed); }
   uint64_t rows_received() const override { return rows_received_.load(std::memory_order_relaxed); }
@@ -174,7 +174,26 @@ class SliceService final : public txn::DataRouter {
                    std::chrono::milliseconds wait);
   void LocalUnlock(const std::string& txn);
   Status LocalPrepare(const PrepareRequest& request);
-  Result<bool> LocalDecide(const std::string& txn, bool commit, uint64_t ts);
+  // One Decide request at this node: `backup` set — this node is the
+  // decider and records at the backup first; `decider` set — this node is
+  // the backup, asked directly (answers only while the decider is not a
+  // member); neither — a plain first-wins record here.
+  struct DecideArgs {
+    bool commit = false;
+    uint64_t ts = 0;
+    std::string backup;
+    std::string decider;
+  };
+  Result<bool> LocalDecide(const std::string& txn, const DecideArgs& args);
+  // Decide at `node` (an RPC unless it is this node).
+  Result<bool> DecideAt(const std::string& node, const txn::TxnKey& txn, const DecideArgs& args);
+  void ForgetAt(const std::string& node, const txn::TxnKey& txn);
+  // Whether this node, the decider of `txn`, may record abort without its
+  // backup: the backup has left the cluster, and this node prepared `txn`
+  // itself (not loaded at a restart) while it has been a member without a
+  // break, so no one can have read the backup's record directly (the
+  // backup answers directly only while the decider is not a member).
+  bool MayDecideAlone(const std::string& txn, const std::string& backup);
   Status LocalFinish(const std::string& txn, bool commit);
   Status LocalForget(const std::string& txn);
   Status LocalApply(const std::string* txn, uint64_t ts, const txn::WriteSet& writes, uint64_t routed_at);
@@ -188,6 +207,7 @@ class SliceService final : public txn::DataRouter {
   struct Prepared {
     std::unique_ptr<PrepareRequest> request;
     std::chrono::steady_clock::time_point since;
+    bool loaded = false;  // from the MetaStore at Open (prepared before a restart)
   };
   // REQUIRES: mu_ held.
   void ReleaseOwnerLocked(const std::string& txn);
@@ -213,7 +233,12 @@ class SliceService final : public txn::DataRouter {
   std::unordered_set<std::string> expired_;             // GUARDED_BY(mu_): leases ended
   std::map<std::string, Prepared> prepared_;            // GUARDED_BY(mu_)
   std::map<std::string, uint64_t> finishing_;           // GUARDED_BY(mu_): being applied, -> commit ts
-  std::mutex decide_mu_;                                // one Decide at a time
+  std::mutex decide_mu_;
+  std::condition_variable decide_cv_;
+  std::set<std::string> deciding_;                      // GUARDED_BY(decide_mu_): one Decide per transaction at a time
+  // Since when this node has been a cluster member without a break (seen by
+  // the background thread); max() until it has seen itself a member.
+  std::atomic<int64_t> member_since_ms_{INT64_MAX};
   std::mutex peers_mu_;
   std::map<std::string, std::unique_ptr<PeerStubs>> peers_;  // GUARDED_BY(peers_mu_), by address
   std::set<std::string> unreachable_;                         // GUARDED_BY(peers_mu_), tests

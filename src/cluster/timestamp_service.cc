@@ -29,6 +29,7 @@ struct ClusterTimestamps::Pending {
   bool read = false;
   std::vector<uint64_t> begun;
   uint64_t read_ts = 0;
+  uint64_t finished_high = 0;
   Status status;
   bool done = false;
 };
@@ -69,6 +70,7 @@ Status ClusterTimestamps::EnsureLeader(std::unique_lock<std::mutex>& lock) {
   last_ = static_cast<uint64_t>(r.value);
   reserved_ = last_;
   in_flight_.clear();
+  finished_high_ = 0;
   reported_.clear();
   last_seen_ms_.clear();
   oldest_reported_.clear();
@@ -129,13 +131,15 @@ void ClusterTimestamps::LearnGcHorizon(uint64_t h) {
 
 Status ClusterTimestamps::LeaderServe(const std::string& node, uint32_t begin, const std::vector<uint64_t>& finished,
                                       const std::vector<uint64_t>& in_flight, bool read, uint64_t oldest_snapshot,
-                                      std::vector<uint64_t>* begun, uint64_t* read_ts, uint64_t* gc_horizon) {
+                                      std::vector<uint64_t>* begun, uint64_t* read_ts, uint64_t* gc_horizon,
+                                      uint64_t* finished_high) {
   std::unique_lock lock(leader_mu_);
   SHALE_RETURN_IF_ERROR(EnsureLeader(lock));
   last_seen_ms_[node] = NowMs();
   oldest_reported_[node] = oldest_snapshot;
   for (uint64_t ts : finished) {
     in_flight_.erase(ts);
+    finished_high_ = std::max(finished_high_, ts);
     // A participant's report of the transaction as prepared may have been
     // processed just before (SliceService waits for its reports in flight,
     // ReportBarrier, before it answers Finish): finished is finished.
@@ -181,6 +185,7 @@ Status ClusterTimestamps::LeaderServe(const std::string& node, uint32_t begin, c
     recent_reads_.emplace_back(NowMs(), *read_ts);
   }
   *gc_horizon = GcHorizonLocked();
+  *finished_high = finished_high_;
   return Status::OK();
 }
 
@@ -188,18 +193,20 @@ grpc::Status ClusterTimestamps::Handle(const TimestampRequest& request, Timestam
   std::vector<uint64_t> begun;
   uint64_t read_ts = 0;
   uint64_t gc_horizon = 0;
+  uint64_t finished_high = 0;
   std::vector<uint64_t> finished(request.finished().begin(), request.finished().end());
   std::vector<uint64_t> in_flight(request.in_flight().begin(), request.in_flight().end());
   // A node that does not report its snapshots holds the horizon at 0.
   const uint64_t oldest = request.reports_snapshot() ? request.oldest_snapshot() : 0;
   Status st = LeaderServe(request.node(), request.begin(), finished, in_flight, request.read(), oldest, &begun,
-                          &read_ts, &gc_horizon);
+                          &read_ts, &gc_horizon, &finished_high);
   if (!st.ok()) return grpc::Status(grpc::StatusCode::UNAVAILABLE, st.message());
   for (uint64_t ts : begun) response->add_begun(ts);
   response->set_read(read_ts);
   response->set_gc_horizon(gc_horizon);
   response->set_leader_term(node_->term());
   response->set_commit_index(node_->commit_index());
+  response->set_finished_high(finished_high);
   return grpc::Status::OK;
 }
 
@@ -239,6 +246,34 @@ uint64_t ClusterTimestamps::ReadTimestamp() {
   return p.read_ts;
 }
 
+uint64_t ClusterTimestamps::SnapshotTimestamp() {
+  Pending p;
+  p.read = true;
+  Call(&p);
+  if (!p.status.ok()) return ReadTimestamp();  // no leader: the cached watermark
+  // Every commit acknowledged before this call was reported finished before
+  // the leader answered (FinishCommit reports before the client is
+  // answered), so it is at or below `target`.
+  const uint64_t target = p.finished_high;
+  uint64_t ts = p.read_ts;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.snapshot_wait_ms);
+  while (ts < target && std::chrono::steady_clock::now() < deadline) {
+    // Commits below `target` are still being applied: ask again.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    Pending again;
+    again.read = true;
+    Call(&again);
+    if (!again.status.ok()) break;
+    ts = std::max(ts, again.read_ts);
+  }
+  if (ts < target) {
+    log::Debug("cluster: snapshot {} below the newest acknowledged commit {} (commits in doubt)", ts, target);
+  }
+  std::lock_guard lock(mu_);
+  last_read_ = std::max(last_read_, ts);
+  return ts;
+}
+
 Result<uint64_t> ClusterTimestamps::MetadataReadIndex() {
   if (node_->IsLeader()) return node_->commit_index();
   Pending p;
@@ -263,7 +298,7 @@ void ClusterTimestamps::Call(Pending* p) {
     }
     uint64_t gc_horizon = 0;
     Status st = LeaderServe(node_->identity().id, p->begin, finished, PreparedInFlight(), p->read,
-                            OwnOldestSnapshot(), &p->begun, &p->read_ts, &gc_horizon);
+                            OwnOldestSnapshot(), &p->begun, &p->read_ts, &gc_horizon, &p->finished_high);
     if (st.ok()) LearnGcHorizon(gc_horizon);
     std::lock_guard lock(mu_);
     reports_active_.erase(reports_active_.find(report));
@@ -302,10 +337,11 @@ void ClusterTimestamps::Call(Pending* p) {
     std::vector<uint64_t> begun;
     uint64_t read_ts = 0;
     uint64_t gc_horizon = 0;
+    uint64_t finished_high = 0;
     Status st;
     if (node_->IsLeader()) {
       st = LeaderServe(node_->identity().id, begin, finished, in_flight, read, OwnOldestSnapshot(), &begun, &read_ts,
-                       &gc_horizon);
+                       &gc_horizon, &finished_high);
     } else if (auto leader = node_->LeaderAddress(); !leader) {
       st = NoTimestamps("no metadata leader is known");
     } else {
@@ -338,6 +374,7 @@ void ClusterTimestamps::Call(Pending* p) {
         begun.assign(response.begun().begin(), response.begun().end());
         read_ts = response.read();
         gc_horizon = response.gc_horizon();
+        finished_high = response.finished_high();
         LearnLeaderCommit(response.commit_index());
       }
     }
@@ -357,6 +394,7 @@ void ClusterTimestamps::Call(Pending* p) {
         ++next;
       }
       q->read_ts = read_ts;
+      q->finished_high = finished_high;
       q->done = true;
     }
     sending_ = false;

@@ -82,6 +82,10 @@ struct TimestampServiceOptions {
   // Read timestamps handed out within this long hold the GC horizon back
   // (until the node that took one has reported it). Default: 5000 ms.
   uint64_t horizon_lag_ms = 5000;
+  // A new snapshot waits at most this long for the commits in flight below
+  // the newest acknowledged commit (SnapshotTimestamp); then it takes the
+  // watermark (consistent, possibly stale). Default: 1500 ms.
+  uint64_t snapshot_wait_ms = 1500;
 };
 
 class ClusterTimestamps final : public txn::TimestampSource {
@@ -95,6 +99,14 @@ class ClusterTimestamps final : public txn::TimestampSource {
   Result<uint64_t> BeginCommit() override;
   void FinishCommit(uint64_t ts) override;
   uint64_t ReadTimestamp() override;
+  // A read timestamp at or above every commit acknowledged before the call:
+  // the leader answers the watermark W and the highest commit timestamp
+  // reported finished F (every acknowledged commit is reported before its
+  // client is answered); while W < F the commits in flight below F are
+  // still being applied, and this asks again (polling, at most
+  // snapshot_wait_ms) until W >= F. After that it returns W: a commit held
+  // in doubt (a dead node's) keeps the snapshot stale but consistent.
+  uint64_t SnapshotTimestamp() override;
   uint64_t GcHorizon() override { return gc_horizon_.load(std::memory_order_acquire); }
   // A metadata read index: asks the leader (one round trip, batched with
   // the other timestamp requests) for its metadata commit index, answered
@@ -131,7 +143,8 @@ class ClusterTimestamps final : public txn::TimestampSource {
   // The leader's side. REQUIRES: leader_mu_ not held.
   Status LeaderServe(const std::string& node, uint32_t begin, const std::vector<uint64_t>& finished,
                      const std::vector<uint64_t>& in_flight, bool read, uint64_t oldest_snapshot,
-                     std::vector<uint64_t>* begun, uint64_t* read_ts, uint64_t* gc_horizon);
+                     std::vector<uint64_t>* begun, uint64_t* read_ts, uint64_t* gc_horizon,
+                     uint64_t* finished_high);
   Status EnsureLeader(std::unique_lock<std::mutex>& lock);  // REQUIRES: leader_mu_ held
   uint64_t WatermarkLocked();                                // REQUIRES: leader_mu_ held
   uint64_t GcHorizonLocked();                                // REQUIRES: leader_mu_ held
@@ -166,6 +179,7 @@ class ClusterTimestamps final : public txn::TimestampSource {
   uint64_t last_ = 0;          // GUARDED_BY(leader_mu_): last handed out
   uint64_t reserved_ = 0;      // GUARDED_BY(leader_mu_): committed high-water mark
   uint64_t serving_since_ms_ = 0;                  // GUARDED_BY(leader_mu_)
+  uint64_t finished_high_ = 0;  // GUARDED_BY(leader_mu_): highest commit timestamp reported finished
   std::map<uint64_t, std::string> in_flight_;      // GUARDED_BY(leader_mu_): ts -> node id
   std::map<std::string, std::set<uint64_t>> reported_;  // GUARDED_BY(leader_mu_)
   std::map<std::string, uint64_t> last_seen_ms_;   // GUARDED_BY(leader_mu_)

@@ -54,6 +54,15 @@ struct TxnKey {
   std::string ToString() const { return coordinator + "/" + std::to_string(id); }
 };
 
+// Where a two-phase commit's decision is kept: the decider (a participant
+// other than the coordinator) and the backup (another node, when there is
+// one), which holds the authoritative record (docs/transactions.md
+// "Distributed commit").
+struct DeciderPair {
+  std::string decider;
+  std::string backup;  // empty: the decider alone
+};
+
 // Buffered writes: per slice, key -> value (nullopt: delete), in key order.
 using SliceWrites = std::map<std::string, std::optional<std::string>>;
 using WriteSet = std::map<storage::SliceId, SliceWrites>;
@@ -83,17 +92,23 @@ class DataRouter {
   virtual void Unlock(const std::string& node, const TxnKey& txn) = 0;
 
   // Two-phase commit, participant side at `node`: record `writes` (the
-  // slices of `node`'s replicas) durably, to be applied at `ts`.
+  // slices of `node`'s replicas) durably, to be applied at `ts`. The
+  // decision is kept by `decider` and, authoritatively, by `backup` (empty:
+  // by the decider alone).
   virtual Status Prepare(const std::string& node, const TxnKey& txn, uint64_t ts, const WriteSet& writes,
-                         const std::string& decider) = 0;
-  // At the decider: records commit (at ts) or abort unless an outcome is
-  // recorded already; returns the recorded outcome (true: commit).
-  virtual Result<bool> Decide(const std::string& node, const TxnKey& txn, bool commit, uint64_t ts) = 0;
+                         const DeciderPair& deciders) = 0;
+  // Records commit (at ts) or abort unless an outcome is recorded already;
+  // returns the recorded outcome (true: commit). With a backup: asks the
+  // decider (which records at the backup first and keeps a copy), and when
+  // the decider does not answer and has left the cluster, the backup
+  // directly. Fails when neither can give the outcome.
+  virtual Result<bool> Decide(const DeciderPair& deciders, const TxnKey& txn, bool commit, uint64_t ts) = 0;
   // Applies (commit) or discards the prepared writes; releases the locks.
   virtual Status Finish(const std::string& node, const TxnKey& txn, bool commit) = 0;
-  // At the decider, once every participant has finished: drops the
-  // decision record (best effort; a record left behind is harmless).
-  virtual void Forget(const std::string& node, const TxnKey& txn) = 0;
+  // Once every participant has finished: drops the decision records at
+  // the decider and the backup (best effort; a record left behind is
+  // harmless).
+  virtual void Forget(const DeciderPair& deciders, const TxnKey& txn) = 0;
   // One-phase: writes at `ts` at once (durable when OK) and, when txn is
   // set, releases its locks at `node`.
   virtual Status Apply(const std::string& node, const TxnKey* txn, uint64_t ts, const WriteSet& writes) = 0;

@@ -40,6 +40,11 @@ class TimestampSource {
   virtual Result<uint64_t> BeginCommit() = 0;
   virtual void FinishCommit(uint64_t ts) = 0;
   virtual uint64_t ReadTimestamp() = 0;
+  // The snapshot of a new transaction or statement: a read timestamp at or
+  // above every commit acknowledged before the call (external
+  // consistency: a client that saw its commit acknowledged through one
+  // node sees it through any other). Default: ReadTimestamp.
+  virtual uint64_t SnapshotTimestamp() { return ReadTimestamp(); }
   // Cluster-wide garbage-collection bound: no node reads at a snapshot
   // below it (docs/transactions.md "Garbage collection across nodes").
   // 0 when not known yet.
@@ -59,6 +64,9 @@ class TimestampOracle {
   // Every commit at or below this timestamp is applied (and none above it
   // that is not yet applied is at or below it).
   uint64_t ReadTimestamp() const;
+  // A transaction's snapshot: with a source, its SnapshotTimestamp (at or
+  // above every acknowledged commit); else ReadTimestamp.
+  uint64_t SnapshotTimestamp() const;
   // No snapshot anywhere in the cluster reads below this (the source's
   // GcHorizon); UINT64_MAX without a source (only this node's snapshots
   // matter then).
@@ -73,6 +81,7 @@ class TimestampOracle {
   // From now on BeginCommit/FinishCommit/ReadTimestamp go to `source`.
   // REQUIRES: source outlives the oracle's use; no commit in flight.
   void SetSource(TimestampSource* source) { source_.store(source, std::memory_order_release); }
+  bool has_source() const { return source_.load(std::memory_order_acquire) != nullptr; }
 
  private:
   TimestampOracle(storage::MetaStore* meta, uint64_t block) : meta_(meta), block_(block) {}

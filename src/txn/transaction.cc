@@ -15,6 +15,37 @@ namespace {
 
 using WriteMap = SliceWrites;
 
+constexpr char kReadableFromPrefix[] = "txn/readable_from/";
+// How long a coordinator keeps asking for its commit decision: long enough
+// for a dead decider to be removed from the membership (then its backup
+// answers), after which the outcome is unknown to it (1180).
+constexpr std::chrono::milliseconds kDecideRetryFor{8000};
+
+bool ParseU64(std::string_view text, uint64_t* out) {
+  if (text.empty() || text.size() > 20) return false;
+  uint64_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  *out = v;
+  return true;
+}
+
+// A scan that fails at once (a read the replica cannot answer).
+class FailedIterator final : public storage::SliceIterator {
+ public:
+  explicit FailedIterator(Status st) : st_(std::move(st)) {}
+  bool Valid() const override { return false; }
+  void Next() override {}
+  std::string_view key() const override { return {}; }
+  std::string_view value() const override { return {}; }
+  Status status() const override { return st_; }
+
+ private:
+  Status st_;
+};
+
 // The rows of a snapshot iterator with a transaction's own writes to the
 // same slice laid over them: a buffered put replaces or adds a row, a
 // buffered delete hides one. Both inputs are in key order.
@@ -106,8 +137,20 @@ bool ParseIsolation(std::string_view text, Isolation* out) {
 
 Result<std::unique_ptr<TxnManager>> TxnManager::Open(storage::SliceStore* store, storage::MetaStore* meta,
                                                      TxnManagerOptions options) {
-  std::unique_ptr<TxnManager> m(new TxnManager(store, options));
+  std::unique_ptr<TxnManager> m(new TxnManager(store, meta, options));
   SHALE_ASSIGN_OR_RETURN(m->oracle_, TimestampOracle::Open(meta));
+  Status bad;
+  SHALE_RETURN_IF_ERROR(meta->Scan(kReadableFromPrefix, [&](std::string_view key, std::string_view value) {
+    uint64_t slice = 0, ts = 0;
+    const std::string_view id = key.substr(std::string_view(kReadableFromPrefix).size());
+    if (!ParseU64(id, &slice) || !ParseU64(value, &ts)) {
+      bad = Status::Corruption(fmt::format("unreadable record {}", key));
+      return false;
+    }
+    m->readable_from_[slice] = ts;
+    return true;
+  }));
+  SHALE_RETURN_IF_ERROR(bad);
   m->gc_thread_ = std::thread([raw = m.get()] { raw->GcLoop(); });
   return m;
 }
@@ -130,8 +173,16 @@ std::unique_ptr<Transaction> TxnManager::Begin(const TxnOptions& options) {
 }
 
 uint64_t TxnManager::AcquireSnapshot() {
+  // In a cluster taken before snap_mu_: it may wait (briefly) for commits
+  // in flight below the newest acknowledged one. Until it is registered the
+  // GC horizon cannot pass it: the cluster's horizon holds read timestamps
+  // the leader handed out within the last seconds (docs/transactions.md
+  // "Garbage collection"). Locally it is taken under snap_mu_ (Horizon).
+  TimestampOracle* oracle = Oracle();
+  const bool cluster = oracle->has_source();
+  uint64_t ts = cluster ? oracle->SnapshotTimestamp() : 0;
   std::lock_guard<std::mutex> l(snap_mu_);
-  uint64_t ts = Oracle()->ReadTimestamp();
+  if (!cluster) ts = oracle->ReadTimestamp();
   snapshots_.insert(ts);
   oldest_snapshot_.store(*snapshots_.begin(), std::memory_order_release);
   return ts;
@@ -152,6 +203,31 @@ uint64_t TxnManager::Horizon() {
   uint64_t now = Oracle()->ReadTimestamp();
   uint64_t h = snapshots_.empty() ? now : std::min(now, *snapshots_.begin());
   return std::min(h, cluster);
+}
+
+Status TxnManager::NoteReadableFrom(storage::SliceId slice, uint64_t ts) {
+  std::lock_guard<std::mutex> l(readable_mu_);
+  uint64_t& from = readable_from_[slice];
+  if (ts <= from) return Status::OK();
+  SHALE_RETURN_IF_ERROR(meta_->Put(kReadableFromPrefix + std::to_string(slice), std::to_string(ts)));
+  from = ts;
+  return Status::OK();
+}
+
+uint64_t TxnManager::ReadableFrom(storage::SliceId slice) const {
+  std::lock_guard<std::mutex> l(readable_mu_);
+  auto it = readable_from_.find(slice);
+  return it == readable_from_.end() ? 0 : it->second;
+}
+
+Status TxnManager::CheckReadable(storage::SliceId slice, uint64_t snapshot, const std::string& node) const {
+  if (snapshot == storage::kLatestSnapshot) return Status::OK();
+  const uint64_t from = ReadableFrom(slice);
+  if (snapshot >= from) return Status::OK();
+  return Status::Sql(static_cast<uint16_t>(ErrorCode::kUnknownCom),
+                     fmt::format("Snapshot too old: the replica of slice {} on node '{}' was copied at timestamp {} "
+                                 "and holds no older versions; the transaction reads at {}; retry the transaction",
+                                 slice, node, from, snapshot));
 }
 
 uint64_t TxnManager::OldestSnapshot() const { return oldest_snapshot_.load(std::memory_order_acquire); }
@@ -223,24 +299,27 @@ Status TxnManager::CommitWrites(const TxnKey& key, const WriteSet& writes, const
   }
   // The decision is kept by a node other than this one, so it survives the
   // loss of the coordinator: a replica of the first written slice if one is
-  // elsewhere, else any other participant.
-  std::string decider;
+  // elsewhere, else any other participant. Its authoritative copy is kept
+  // by a backup, so it also survives the loss of the decider: a third
+  // participant if there is one, else this node.
+  DeciderPair deciders;
   if (auto p = placement.find(writes.begin()->first); p != placement.end()) {
     for (const std::string& node : p->second) {
       if (node != self) {
-        decider = node;
+        deciders.decider = node;
         break;
       }
     }
   }
-  if (decider.empty()) {
-    for (const auto& [node, ws] : by_node) {
-      if (node != self) {
-        decider = node;
-        break;
-      }
+  for (const auto& [node, ws] : by_node) {
+    if (node == self) continue;
+    if (deciders.decider.empty()) {
+      deciders.decider = node;
+    } else if (deciders.backup.empty() && node != deciders.decider) {
+      deciders.backup = node;
     }
   }
+  if (deciders.backup.empty()) deciders.backup = self;
   auto abort_prepared = [&](const std::vector<std::string>& prepared) {
     for (const std::string& node : prepared) {
       Status st = router_->Finish(node, key, /*commit=*/false);
@@ -249,7 +328,7 @@ Status TxnManager::CommitWrites(const TxnKey& key, const WriteSet& writes, const
   };
   std::vector<std::string> prepared;
   for (const auto& [node, ws] : by_node) {
-    Status st = router_->Prepare(node, key, ts, ws, decider);
+    Status st = router_->Prepare(node, key, ts, ws, deciders);
     if (!st.ok()) {
       // Nothing is decided: the prepared participants discard their writes;
       // one that missed the abort asks the decider, which records abort.
@@ -261,22 +340,25 @@ Status TxnManager::CommitWrites(const TxnKey& key, const WriteSet& writes, const
     prepared.push_back(node);
   }
   if (after_prepare_) after_prepare_();
-  Result<bool> decided = router_->Decide(decider, key, /*commit=*/true, ts);
-  for (int attempt = 0; !decided.ok() && attempt < 3; ++attempt) {
+  Result<bool> decided = router_->Decide(deciders, key, /*commit=*/true, ts);
+  // A decider that died is removed from the membership within seconds;
+  // then its backup answers in its place.
+  const auto give_up = std::chrono::steady_clock::now() + kDecideRetryFor;
+  while (!decided.ok() && std::chrono::steady_clock::now() < give_up) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    decided = router_->Decide(decider, key, /*commit=*/true, ts);
+    decided = router_->Decide(deciders, key, /*commit=*/true, ts);
   }
   if (!decided.ok()) {
     // The decider may or may not have recorded the commit: the participants
     // stay prepared and each resolves from the decider's record.
     if (in_doubt != nullptr) *in_doubt = true;
     Oracle()->FinishCommit(ts);
-    log::Error("transaction {}: commit decision at node {} unknown: {}", key.ToString(), decider,
-               decided.status().ToString());
+    log::Error("transaction {}: commit decision at node {} (backup {}) unknown: {}", key.ToString(),
+               deciders.decider, deciders.backup, decided.status().ToString());
     return Status::Sql(1180 /* ER_ERROR_DURING_COMMIT */, fmt::format("Got error during COMMIT: the outcome of transaction {} is not known "
                                          "(node {}, which records it, did not answer: {}); the participants "
                                          "resolve it from that node's record",
-                                         key.ToString(), decider, decided.status().message()));
+                                         key.ToString(), deciders.decider, decided.status().message()));
   }
   if (!*decided) {
     abort_prepared(prepared);
@@ -286,6 +368,7 @@ Status TxnManager::CommitWrites(const TxnKey& key, const WriteSet& writes, const
                                          "commit was recorded)",
                                          key.ToString()));
   }
+  if (after_decide_) after_decide_(deciders);
   bool all_finished = true;
   for (const std::string& node : prepared) {
     Status st = router_->Finish(node, key, /*commit=*/true);
@@ -296,7 +379,7 @@ Status TxnManager::CommitWrites(const TxnKey& key, const WriteSet& writes, const
     }
   }
   // No participant will ask for the outcome any more: the record can go.
-  if (all_finished) router_->Forget(decider, key);
+  if (all_finished) router_->Forget(deciders, key);
   Oracle()->FinishCommit(ts);
   return Status::OK();
 }
@@ -439,6 +522,7 @@ Status Transaction::Get(const SliceHandle& slice, std::string_view key, bool lat
   storage::ReadOptions ro;
   ro.snapshot = latest ? storage::kLatestSnapshot : Snapshot();
   if (slice.remote()) return slice.router->Get(slice.ranking(), slice.id, key, ro.snapshot, value);
+  SHALE_RETURN_IF_ERROR(manager_->CheckReadable(slice.id, ro.snapshot, LocalName()));
   return storage::MvccSlice(slice.local).Get(ro, key, value);
 }
 
@@ -446,6 +530,10 @@ std::unique_ptr<storage::SliceIterator> Transaction::NewIterator(const SliceHand
                                                                  const storage::KeyRange& range, bool latest) {
   storage::ReadOptions ro;
   ro.snapshot = latest ? storage::kLatestSnapshot : Snapshot();
+  if (!slice.remote()) {
+    Status readable = manager_->CheckReadable(slice.id, ro.snapshot, LocalName());
+    if (!readable.ok()) return std::make_unique<FailedIterator>(std::move(readable));
+  }
   auto base = slice.remote() ? slice.router->Scan(slice.ranking(), slice.id, range, ro.snapshot)
                              : storage::MvccSlice(slice.local).NewIterator(ro, range);
   auto s = writes_.find(slice.id);
@@ -486,6 +574,10 @@ void Transaction::Put(const SliceHandle& slice, std::string key, std::string val
 void Transaction::Delete(const SliceHandle& slice, std::string key) {
   NotePlacement(slice);
   Buffer(slice.id, std::move(key), std::nullopt);
+}
+
+std::string Transaction::LocalName() const {
+  return manager_->router_ != nullptr ? manager_->router_->self() : std::string("this node");
 }
 
 TxnKey Transaction::key() const {

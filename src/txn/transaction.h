@@ -121,6 +121,9 @@ class TxnManager {
   // Runs between the prepare and the decision of every two-phase commit
   // (tests: stop a participant or the decider there).
   void TEST_SetAfterPrepare(std::function<void()> hook) { after_prepare_ = std::move(hook); }
+  // Runs after the commit decision was recorded, before the participants
+  // are told (tests: lose the decider or the coordinator there).
+  void TEST_SetAfterDecide(std::function<void(const DeciderPair&)> hook) { after_decide_ = std::move(hook); }
   storage::SliceStore* store() { return store_; }
   // The garbage collector holds this shared while it works on slices; hold
   // it exclusively to drop slices.
@@ -136,9 +139,24 @@ class TxnManager {
   // Runs one garbage-collection pass now (tests). Returns versions removed.
   uint64_t TEST_CollectGarbage();
 
+  // A replica built from a snapshot stream at T (the rebalancer's copy,
+  // src/cluster/replica_copy.h) holds, for every key, the newest version at
+  // or below T and every later one: complete only for snapshots >= T. Its
+  // builder records T here (durably, MetaStore key
+  // txn/readable_from/<slice>, the highest T of any chunk) before the
+  // replica can serve reads; a read of that slice at a snapshot below it
+  // fails with the retryable 1047 ("snapshot too old") instead of missing
+  // rows. 0: complete for every snapshot.
+  Status NoteReadableFrom(storage::SliceId slice, uint64_t ts);
+  uint64_t ReadableFrom(storage::SliceId slice) const;
+  // OK, or the 1047 above when `snapshot` (not kLatestSnapshot) is below
+  // ReadableFrom(slice). `node` names this node in the message.
+  Status CheckReadable(storage::SliceId slice, uint64_t snapshot, const std::string& node) const;
+
  private:
   friend class Transaction;
-  TxnManager(storage::SliceStore* store, TxnManagerOptions options) : store_(store), options_(options) {}
+  TxnManager(storage::SliceStore* store, storage::MetaStore* meta, TxnManagerOptions options)
+      : store_(store), meta_(meta), options_(options) {}
 
   TimestampOracle* Oracle() { return shared_oracle_ != nullptr ? shared_oracle_ : oracle_.get(); }
   uint64_t AcquireSnapshot();
@@ -158,10 +176,14 @@ class TxnManager {
   void GcLoop();
 
   storage::SliceStore* const store_;
+  storage::MetaStore* const meta_;
   const TxnManagerOptions options_;
+  mutable std::mutex readable_mu_;
+  std::map<storage::SliceId, uint64_t> readable_from_;  // GUARDED_BY(readable_mu_)
   std::unique_ptr<TimestampOracle> oracle_;
   TimestampOracle* shared_oracle_ = nullptr;
   std::function<void()> after_prepare_;  // tests
+  std::function<void(const DeciderPair&)> after_decide_;  // tests
   DataRouter* router_ = nullptr;
   LockManager locks_;
   std::atomic<uint64_t> next_txn_id_{1};
@@ -237,6 +259,7 @@ class Transaction {
   bool HoldsLock(const std::string& name, LockMode mode) const;
   // The transaction's cluster-wide name.
   TxnKey key() const;
+  std::string LocalName() const;  // this node's name in messages
 
   // Writes the write set atomically at a new commit timestamp, then releases
   // locks and snapshots. On failure nothing is written and the transaction

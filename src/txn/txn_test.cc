@@ -92,7 +92,12 @@ TEST(LockManagerTest, DeadlockFailsExactlyOneWaiter) {
   ASSERT_TRUE(locks.Lock(2, "b", LockMode::kExclusive, 1s, nullptr).ok());
   Status first;
   std::thread t([&] { first = locks.Lock(1, "b", LockMode::kExclusive, 10s, nullptr); });
-  std::this_thread::sleep_for(50ms);
+  // Txn 1 must be waiting before txn 2 closes the cycle (a fixed sleep was
+  // not always enough on a loaded machine: then txn 1 was the victim and
+  // txn 2 timed out waiting for it).
+  const auto waiting_deadline = std::chrono::steady_clock::now() + 10s;
+  while (locks.waits() < 1 && std::chrono::steady_clock::now() < waiting_deadline) std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(locks.waits(), 1u);
   auto start = std::chrono::steady_clock::now();
   Status second = locks.Lock(2, "a", LockMode::kExclusive, 10s, nullptr);
   EXPECT_EQ(second.mysql_code(), 1213);
@@ -166,6 +171,44 @@ TEST_F(TransactionTest, UncommittedWritesAreInvisibleToOthersAndVisibleToSelf) {
   EXPECT_EQ(Read(b.get(), "k", /*latest=*/true), "1");
   auto c = manager_->Begin({});
   EXPECT_EQ(Read(c.get(), "k"), "1");
+}
+
+// A replica copied from a snapshot stream at T (the rebalancer) holds no
+// versions older than T's: a read below T must fail retryably (1047), not
+// miss rows; the mark survives a restart.
+TEST_F(TransactionTest, ACopiedReplicaRefusesSnapshotsBelowItsCopy) {
+  auto a = manager_->Begin({});
+  a->Put(slice_->id(), "k", "1");
+  ASSERT_TRUE(a->Commit().ok());
+  auto old = manager_->Begin({});
+  EXPECT_EQ(Read(old.get(), "k"), "1");  // takes its snapshot
+  auto c = manager_->Begin({});
+  c->Put(slice_->id(), "k", "2");
+  ASSERT_TRUE(c->Commit().ok());
+  const uint64_t copied_at = manager_->oracle()->ReadTimestamp();
+  ASSERT_TRUE(manager_->NoteReadableFrom(slice_->id(), copied_at).ok());
+  ASSERT_TRUE(manager_->NoteReadableFrom(slice_->id(), copied_at - 1).ok());  // never lowered
+  EXPECT_EQ(manager_->ReadableFrom(slice_->id()), copied_at);
+  std::string v;
+  Status st = old->Get(slice_, "k", false, &v);
+  EXPECT_EQ(st.mysql_code(), 1047) << st.ToString();
+  auto it = old->NewIterator(slice_, storage::KeyRange::All(), false);
+  EXPECT_FALSE(it->Valid());
+  EXPECT_EQ(it->status().mysql_code(), 1047);
+  EXPECT_EQ(Read(old.get(), "k", /*latest=*/true), "2");  // locking reads read the newest version
+  EXPECT_EQ(Read(old.get(), "x"), Read(old.get(), "k"));  // every key of the slice, found or not
+  // Other slices and newer snapshots read normally.
+  std::string other;
+  EXPECT_TRUE(old->Get(other_, "x", false, &other).IsNotFound());
+  auto fresh = manager_->Begin({});
+  EXPECT_EQ(Read(fresh.get(), "k"), "2");
+  old->Rollback();
+  fresh->Rollback();
+  manager_.reset();
+  auto reopened = TxnManager::Open(store_.get(), meta_.get(), {});
+  ASSERT_TRUE(reopened.ok());
+  EXPECT_EQ((*reopened)->ReadableFrom(slice_->id()), copied_at);
+  EXPECT_EQ((*reopened)->ReadableFrom(other_->id()), 0u);
 }
 
 TEST_F(TransactionTest, ReadCommittedTakesASnapshotPerStatement) {

@@ -18,6 +18,7 @@ can take the last replica of a slice.
 import argparse
 import os
 import random
+import shutil
 import sys
 import threading
 import time
@@ -130,7 +131,8 @@ class Workload:
         with self.lock:
             self.snapshots += 1
             if int(total) != TOTAL or int(count) != ACCOUNTS or first + second != TOTAL:
-                self.bad_totals.append((node.index, int(total), int(count), first + second))
+                self.bad_totals.append((node.index, int(total), int(count), first + second,
+                                        time.strftime("%H:%M:%S", time.gmtime())))
 
     def start(self, transfers=3, readers=2):
         for i in range(transfers):
@@ -152,6 +154,16 @@ class Workload:
 
 
 class BankTest(ThreeNodeTestCase):
+    def tearDown(self):
+        # SHALE_KEEP_LOGS=dir: keep each node's whole log there (debugging).
+        keep = os.environ.get("SHALE_KEEP_LOGS")
+        if keep:
+            os.makedirs(keep, exist_ok=True)
+            for n in self.nodes:
+                if os.path.exists(n.log_path):
+                    shutil.copy(n.log_path, os.path.join(keep, "node%d.log" % n.index))
+        super().tearDown()
+
     def balances(self, node):
         return node.query("SELECT id, balance FROM bank.accounts ORDER BY id")
 
