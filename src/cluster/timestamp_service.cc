@@ -250,7 +250,11 @@ uint64_t ClusterTimestamps::SnapshotTimestamp() {
   Pending p;
   p.read = true;
   Call(&p);
-  if (!p.status.ok()) return ReadTimestamp();  // no leader: the cached watermark
+  if (!p.status.ok()) {
+    // No leader to ask: the last watermark learned (older, consistent).
+    std::lock_guard lock(mu_);
+    return last_read_;
+  }
   // Every commit acknowledged before this call was reported finished before
   // the leader answered (FinishCommit reports before the client is
   // answered), so it is at or below `target`.
