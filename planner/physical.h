@@ -27,6 +27,10 @@
 //   kDelete     table: deletes the child's rows
 //   kHashAggregate group_by, aggregates: sierra kAggregate, with a hash
 //               table of groups (materializes its input's groups)
+//   kStreamAggregate group_by, aggregates: sierra kAggregate over input
+//               that arrives grouped (an ordered scan whose key starts
+//               with the GROUP BY columns): one group at a time, no hash
+//               table
 //   kNestedLoopJoin join_kind, predicate: sierra kJoin; materializes the
 //               right input once and scans it per left row
 //   kHashJoin   join_kind, predicate, hash_keys: as kNestedLoopJoin, but the
@@ -76,6 +80,7 @@ enum class PhysicalKind : uint8_t {
   kApply = 15,
   kUnionAll = 16,
   kLookupJoin = 17,
+  kStreamAggregate = 18,
 };
 
 struct PhysicalOperator;
@@ -107,8 +112,8 @@ struct PhysicalOperator {
   uint64_t limit_hint = std::numeric_limits<uint64_t>::max();
   int index = -1;                                   // kIndexScan: position in table->indexes
   sierra::ExprPtr predicate;                        // kFilter, kNestedLoopJoin
-  std::vector<sierra::ExprPtr> group_by;            // kHashAggregate
-  std::vector<sierra::AggregateCall> aggregates;    // kHashAggregate
+  std::vector<sierra::ExprPtr> group_by;            // kHashAggregate, kStreamAggregate
+  std::vector<sierra::AggregateCall> aggregates;    // kHashAggregate, kStreamAggregate
   sierra::JoinKind join_kind = sierra::JoinKind::kInner;  // kNestedLoopJoin, kHashJoin
   // kHashJoin: (expression over a left row, expression over a right row).
   std::vector<std::pair<sierra::ExprPtr, sierra::ExprPtr>> hash_keys;

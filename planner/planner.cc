@@ -396,6 +396,14 @@ PhysicalPtr OrderedAccessPath(const std::shared_ptr<const catalog::TableDef>& ta
 // reached, with no sort. Null when the shape or the keys do not allow it.
 Result<PhysicalPtr> PlanOrderedLimit(const LogicalOperator& limit);
 
+// GROUP BY columns of one table (through a filter) that a representation's
+// key — after the columns WHERE fixes — starts with, in some order: the
+// rows arrive grouped, so the groups are aggregated one at a time without
+// a hash table. Only where the plain access path would read that
+// representation anyway (an index scan looks every row up by its primary
+// key, which costs more than hashing). Null when the shape does not allow it.
+PhysicalPtr PlanStreamAggregate(const LogicalOperator& agg);
+
 void ColumnRange(const sierra::Expr& e, int* min, int* max) {
   if (e.kind == ExprKind::kColumnRef) {
     *min = std::min(*min, e.column);
@@ -526,6 +534,7 @@ Result<PhysicalPtr> Plan(const LogicalOperator& logical) {
       return op;
     }
     case LogicalKind::kAggregate: {
+      if (PhysicalPtr streamed = PlanStreamAggregate(logical)) return streamed;
       auto op = Make(PhysicalKind::kHashAggregate, logical);
       op->group_by = logical.group_by;
       op->aggregates = logical.aggregates;
@@ -675,6 +684,48 @@ Result<PhysicalPtr> PlanOrderedLimit(const LogicalOperator& limit) {
   return op;
 }
 
+PhysicalPtr PlanStreamAggregate(const LogicalOperator& agg) {
+  constexpr size_t kMaxPermutedColumns = 4;
+  if (agg.group_by.empty() || agg.group_by.size() > kMaxPermutedColumns) return nullptr;
+  const LogicalOperator* below = agg.children[0].get();
+  const LogicalOperator* filter = nullptr;
+  if (below->kind == LogicalKind::kFilter) {
+    filter = below;
+    below = below->children[0].get();
+  }
+  if (below->kind != LogicalKind::kScan) return nullptr;
+  const ExprPtr predicate = filter ? filter->predicate : nullptr;
+  std::vector<size_t> order(agg.group_by.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    const ExprPtr& g = agg.group_by[i];
+    if (g->kind != ExprKind::kColumnRef || g->column < 0) return nullptr;
+    order[i] = i;
+  }
+  PhysicalPtr plain = AccessPath(below->table, below->columns, predicate);
+  // Grouping needs equal keys next to each other, not one direction: try
+  // the GROUP BY columns in every order.
+  do {
+    std::vector<sierra::SortKey> keys;
+    for (size_t i : order) keys.push_back({agg.group_by[i], false});
+    PhysicalPtr access =
+        OrderedAccessPath(below->table, below->columns, predicate, keys, std::numeric_limits<uint64_t>::max());
+    if (!access || access->kind != plain->kind || access->index != plain->index) continue;
+    PhysicalPtr input = std::move(access);
+    if (filter) {
+      auto f = Make(PhysicalKind::kFilter, *filter);
+      f->predicate = filter->predicate;
+      f->children.push_back(std::move(input));
+      input = std::move(f);
+    }
+    auto op = Make(PhysicalKind::kStreamAggregate, agg);
+    op->group_by = agg.group_by;
+    op->aggregates = agg.aggregates;
+    op->children.push_back(std::move(input));
+    return op;
+  } while (std::next_permutation(order.begin(), order.end()));
+  return nullptr;
+}
+
 }  // namespace
 
 std::string PhysicalOperator::Describe() const {
@@ -719,6 +770,8 @@ std::string PhysicalOperator::Describe() const {
     case PhysicalKind::kDelete: return fmt::format("Delete {}.{}", table->db, table->name);
     case PhysicalKind::kHashAggregate:
       return "Hash" + sierra::DescribeAggregate(group_by, aggregates);
+    case PhysicalKind::kStreamAggregate:
+      return "Stream" + sierra::DescribeAggregate(group_by, aggregates);
     case PhysicalKind::kNestedLoopJoin:
       return "NestedLoop" + sierra::DescribeJoin(join_kind, predicate);
     case PhysicalKind::kLookupJoin: {

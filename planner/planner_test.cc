@@ -643,6 +643,36 @@ TEST_F(PlannerTest, OrderByLimitReadsInKeyOrder) {
   }
 }
 
+TEST_F(PlannerTest, GroupByLeadingKeyColumnsStreams) {
+  // GROUP BY the primary key's columns, in either order: an ordered scan
+  // and a streaming aggregate.
+  for (const char* sql : {"SELECT a, COUNT(*) FROM c GROUP BY a", "SELECT a, b, SUM(v) FROM c GROUP BY b, a",
+                          "SELECT id, MAX(n) FROM t WHERE n > 3 GROUP BY id"}) {
+    plan_ = PlanSql(sql);
+    const PhysicalOperator* agg = FindKind(plan_.get(), PhysicalKind::kStreamAggregate);
+    ASSERT_TRUE(agg) << sql << "\n" << plan_->ToString();
+    EXPECT_EQ(agg->Describe().rfind("StreamAggregate", 0), 0u) << agg->Describe();
+    const PhysicalOperator* scan = FindKind(plan_.get(), PhysicalKind::kSliceScan);
+    ASSERT_TRUE(scan) << plan_->ToString();
+    EXPECT_TRUE(scan->ordered) << sql;
+    EXPECT_FALSE(FindKind(plan_.get(), PhysicalKind::kHashAggregate)) << sql;
+  }
+  // An index the plain access path reads anyway (equality on its first
+  // column), grouped by its next column: streams too.
+  plan_ = PlanSql("SELECT b, COUNT(*) FROM ix WHERE a = 4 GROUP BY b");
+  ASSERT_TRUE(FindKind(plan_.get(), PhysicalKind::kStreamAggregate)) << plan_->ToString();
+  EXPECT_TRUE(FindKind(plan_.get(), PhysicalKind::kIndexScan)) << plan_->ToString();
+  // Hashed: not a key prefix, an expression, a column only an index
+  // orders (its lookups would cost more than hashing), no GROUP BY, a join.
+  for (const char* sql : {"SELECT b, COUNT(*) FROM c GROUP BY b", "SELECT n, COUNT(*) FROM t GROUP BY n",
+                          "SELECT id + 1, COUNT(*) FROM t GROUP BY id + 1", "SELECT a, COUNT(*) FROM ix GROUP BY a",
+                          "SELECT COUNT(*) FROM t", "SELECT t.id, COUNT(*) FROM t JOIN s ON s.v = t.id GROUP BY t.id"}) {
+    plan_ = PlanSql(sql);
+    EXPECT_TRUE(FindKind(plan_.get(), PhysicalKind::kHashAggregate)) << sql << "\n" << plan_->ToString();
+    EXPECT_FALSE(FindKind(plan_.get(), PhysicalKind::kStreamAggregate)) << sql;
+  }
+}
+
 TEST_F(PlannerTest, InListsBecomePointRanges) {
   plan_ = PlanSql("SELECT * FROM t WHERE id IN (9, 3, NULL, 3)");
   const PhysicalOperator* scan = FindKind(plan_.get(), PhysicalKind::kSliceScan);

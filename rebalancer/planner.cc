@@ -98,7 +98,7 @@ std::vector<PlannedTask> Plan(const std::vector<SliceState>& input, const std::v
   // Reprotect first.
   for (const SliceState& s : slices) {
     const size_t wanted = std::min<size_t>(s.wanted, live.size());
-    if (s.replicas.empty()) continue;  // lost: nothing to copy from
+    if (s.replicas.empty() || s.frozen) continue;  // lost: nothing to copy from; frozen: DDL
     if (s.replicas.size() < wanted) under_protected = true;
     size_t have = s.replicas.size() + s.building.size();
     SliceState planned = s;
@@ -132,7 +132,7 @@ std::vector<PlannedTask> Plan(const std::vector<SliceState>& input, const std::v
     const SliceState* pick = nullptr;
     for (int pass = 0; pass < 2 && pick == nullptr; ++pass) {
       for (const SliceState& s : slices) {
-        if (!s.building.empty() || moved.count(s.slice_id) || Holds(s, least)) continue;
+        if (s.frozen || !s.building.empty() || moved.count(s.slice_id) || Holds(s, least)) continue;
         auto it = std::find(s.replicas.begin(), s.replicas.end(), most);
         if (it == s.replicas.end()) continue;
         if (pass == 0 && it == s.replicas.begin()) continue;

@@ -37,6 +37,9 @@ struct SliceState {
   std::vector<std::string> replicas;   // serving, the first ranks
   std::vector<std::string> building;   // nodes of its building replicas
   std::vector<std::string> building_sources;  // the source of each building replica
+  // A DDL statement is changing its table (catalog::TableDef::ddl_owner):
+  // its replicas count toward the nodes' load, but no task touches it.
+  bool frozen = false;
 };
 
 struct PlanLimits {

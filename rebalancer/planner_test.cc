@@ -122,5 +122,21 @@ TEST(PlannerTest, NoRebalanceWhileUnderProtectedOrCopying) {
   EXPECT_TRUE(Plan(slices, {"a", "b", "c"}, {}).empty());
 }
 
+// A table an online DDL is changing (frozen) is neither re-protected nor
+// moved, but its replicas count toward the nodes' load.
+TEST(PlannerTest, FrozenSlicesAreLeftAloneButCounted) {
+  std::vector<SliceState> slices{Slice(1, {"a"}), Slice(2, {"a", "b"}), Slice(3, {"a", "b"}), Slice(4, {"a", "b"})};
+  for (SliceState& s : slices) s.frozen = true;
+  EXPECT_TRUE(Plan(slices, {"a", "b", "c"}, {}).empty());
+  // A movable slice of another table: c is the least loaded, a the most.
+  SliceState other = Slice(5, {"a", "b"});
+  other.table_id = 11;
+  slices.push_back(other);
+  auto plan = Plan(slices, {"a", "b", "c"}, {});
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_EQ(plan[0].slice_id, 5u);
+  EXPECT_EQ(plan[0].target, "c");
+}
+
 }  // namespace
 }  // namespace shale::rebalancer

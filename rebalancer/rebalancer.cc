@@ -1,5 +1,6 @@
 #include "rebalancer/rebalancer.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "src/common/log.h"
@@ -17,11 +18,10 @@ int64_t NowMs() {
 std::vector<SliceState> SliceStates(const catalog::Catalog& catalog) {
   std::vector<SliceState> out;
   for (const auto& table : catalog.AllTables()) {
-    std::vector<const catalog::RepresentationDef*> reps{&table->primary};
-    for (const auto& index : table->indexes) reps.push_back(&index);
-    for (const catalog::RepresentationDef* rep : reps) {
+    for (const catalog::RepresentationDef* rep : table->StoredRepresentations()) {
       for (const catalog::SliceDef& s : rep->slices) {
         SliceState st;
+        st.frozen = !table->ddl_owner.empty();
         st.table_id = table->id;
         st.slice_id = s.id;
         st.wanted = catalog::WantedReplicas(*table);
@@ -69,6 +69,23 @@ void Rebalancer::Loop() {
   }
 }
 
+void Rebalancer::ClearAbandonedFences(const std::vector<std::string>& live) {
+  for (const auto& table : catalog_->AllTables()) {
+    if (table->ddl_owner.empty() ||
+        std::find(live.begin(), live.end(), table->ddl_owner) != live.end()) {
+      continue;
+    }
+    // Its DDL cannot finish: the owner is gone (or silent; if it comes back,
+    // its publish fails the version check and it starts over).
+    catalog::TableDef plain = *table;
+    plain.ddl_owner.clear();
+    plain.pending_indexes.clear();
+    Status st = catalog_->ReplaceTable(table, std::move(plain));
+    log::Warn("rebalancer: table {}.{} was fenced by a DDL on node {}, which is not live: fence removed ({})",
+              table->db, table->name, table->ddl_owner, st.ToString());
+  }
+}
+
 size_t Rebalancer::RunOnce() {
   // Copies that take too long are given up and planned again.
   const int64_t now = NowMs();
@@ -88,6 +105,7 @@ size_t Rebalancer::RunOnce() {
   }
   const std::vector<std::string> live = options_.live_members ? options_.live_members() : std::vector<std::string>{};
   if (live.empty()) return 0;
+  ClearAbandonedFences(live);
   std::vector<PlannedTask> plan = Plan(SliceStates(*catalog_), live, options_.limits);
   size_t started = 0;
   for (const PlannedTask& p : plan) {

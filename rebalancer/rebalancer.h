@@ -7,7 +7,9 @@
 // fills it (src/cluster/replica_copy.h) and asks for its promotion; the
 // rebalancer only plans, so a leader change loses nothing: the next leader
 // sees the same map and running tasks. A task running longer than
-// task_timeout_ms is cancelled and planned again.
+// task_timeout_ms is cancelled and planned again. Tables an online DDL is
+// changing (catalog::TableDef::ddl_owner) are left alone; a fence whose
+// owner is no longer live is removed.
 //
 // Thread-safety: Start/Stop from one owning thread; the loop runs on its own
 // thread.
@@ -53,6 +55,9 @@ class Rebalancer {
 
  private:
   void Loop();
+  // Removes the online-DDL fence (catalog::TableDef::ddl_owner) of tables
+  // whose owner is not among the `live` members (src/exec/online_ddl.h).
+  void ClearAbandonedFences(const std::vector<std::string>& live);
 
   catalog::Catalog* const catalog_;
   const RebalancerOptions options_;

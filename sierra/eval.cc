@@ -71,12 +71,11 @@ Result<Value> EvaluateArith(const Expr& e, const Value& l, const Value& r) {
     auto a = ToDecimalLenient(l), b = ToDecimalLenient(r);
     if (!a || !b) return OutOfRange(e);
     if (b->is_zero()) return DivisionByZero();
-    int s = std::max(a->scale(), b->scale());
-    auto x = a->Rescale(s), y = b->Rescale(s);
-    if (!x || !y) return OutOfRange(e);
-    __int128 q = x->units() / y->units();
-    if (q > INT64_MAX || q < INT64_MIN) return OutOfRange(e);
-    return Value::Int(static_cast<int64_t>(q));
+    auto q = Decimal::IntDiv(*a, *b);
+    bool overflow = false;
+    int64_t n = q ? q->ToInt64Rounded(&overflow) : 0;
+    if (!q || overflow) return OutOfRange(e);
+    return Value::Int(n);
   }
   if (e.type.is_floating()) {
     double a = ToDoubleLenient(l), b = ToDoubleLenient(r);
@@ -157,11 +156,9 @@ Result<Value> ConvertToType(const Value& v, const SqlType& t) {
       // MySQL clamps to the largest value of the type, with warning 1264.
       PushWarning("Warning", static_cast<uint16_t>(ErrorCode::kDataOutOfRange),
                   "Out of range value for column 'cast' at row 1");
-      int digits = static_cast<int>(t.length);
-      if (digits > Decimal::kMaxDigits) digits = Decimal::kMaxDigits;
-      __int128 max = Pow10_128(digits) - 1;
+      int digits = std::min(static_cast<int>(t.length), Decimal::kMaxDigits);
       bool neg = d ? d->is_negative() : ToDoubleLenient(v) < 0;
-      return Value::Dec(Decimal(neg ? -max : max, t.scale));
+      return Value::Dec(Decimal::Max(digits, t.scale, neg));
     }
     return Value::Dec(*scaled);
   }
@@ -645,6 +642,8 @@ Result<Value> Evaluate(const Expr& e, const Row& row) {
   return Status::Internal("bad expression kind");
 }
 
+constexpr size_t kGroupConcatMaxLen = 1024;  // group_concat_max_len default
+
 Status Accumulator::Add(const Row& row) {
   const AggregateCall& c = *call_;
   if (c.kind == AggregateKind::kCountStar) {
@@ -657,9 +656,18 @@ Status Accumulator::Add(const Row& row) {
     return Status::OK();
   }
   if (v.is_null()) return Status::OK();
+  Row more;
+  for (const ExprPtr& m : c.more_args) {
+    SHALE_ASSIGN_OR_RETURN(Value x, Evaluate(*m, row));
+    if (x.is_null()) return Status::OK();  // a row counts only without NULLs
+    more.push_back(std::move(x));
+  }
   if (c.distinct) {
+    // Equal under the collations: one value (one tuple).
+    Row forms{KeyForm(v, c.arg->type)};
+    for (size_t i = 0; i < more.size(); ++i) forms.push_back(KeyForm(more[i], c.more_args[i]->type));
     std::string key;
-    EncodeRow({KeyForm(v, c.arg->type)}, &key);  // equal under the collation: one value
+    EncodeRow(forms, &key);
     if (!seen_.insert(std::move(key)).second) return Status::OK();
   }
   ++count_;
@@ -704,16 +712,28 @@ Status Accumulator::Add(const Row& row) {
       break;
     }
     case AggregateKind::kGroupConcat: {
-      constexpr size_t kGroupConcatMaxLen = 1024;  // group_concat_max_len default
-      if (c.distinct) {
-        // MySQL joins distinct values in their sorted order.
-        distinct_values_.push_back(std::move(v));
+      std::string text = v.ToText();
+      for (const Value& x : more) text += x.ToText();
+      if (c.distinct || !c.order_by.empty()) {
+        // Joined in order at the end: ORDER BY's, else (DISTINCT) the
+        // values' sorted order, as MySQL.
+        Row keys;
+        if (c.order_by.empty()) {
+          keys.push_back(std::move(v));
+          for (Value& x : more) keys.push_back(std::move(x));
+        } else {
+          for (const AggregateOrder& o : c.order_by) {
+            SHALE_ASSIGN_OR_RETURN(Value k, Evaluate(*o.expr, row));
+            keys.push_back(std::move(k));
+          }
+        }
+        pending_.emplace_back(std::move(keys), std::move(text));
         has_value_ = true;
         break;
       }
       if (cut_) break;
       if (has_value_) text_ += c.separator;
-      text_ += v.ToText();
+      text_ += text;
       has_value_ = true;
       if (text_.size() > kGroupConcatMaxLen) {
         text_.resize(kGroupConcatMaxLen);
@@ -783,16 +803,34 @@ Value Accumulator::Result() const {
     }
     case AggregateKind::kGroupConcat: {
       if (!has_value_) return Value::Null();
-      if (!c.distinct) return Value::String(text_);
-      std::vector<Value> sorted = distinct_values_;
-      std::sort(sorted.begin(), sorted.end(),
-                [](const Value& a, const Value& b) { return CompareValues(a, b) < 0; });
+      if (!c.distinct && c.order_by.empty()) return Value::String(text_);
+      std::vector<const std::pair<Row, std::string>*> sorted;
+      for (const auto& p : pending_) sorted.push_back(&p);
+      auto less = [&c](const std::pair<Row, std::string>* a, const std::pair<Row, std::string>* b) {
+        for (size_t i = 0; i < a->first.size(); ++i) {
+          const Value &x = a->first[i], &y = b->first[i];
+          int cmp = 0;
+          if (x.is_null() || y.is_null()) {
+            cmp = x.is_null() == y.is_null() ? 0 : (x.is_null() ? -1 : 1);  // NULL first
+          } else {
+            const ExprPtr& key = c.order_by.empty() ? (i == 0 ? c.arg : c.more_args[i - 1]) : c.order_by[i].expr;
+            cmp = CompareValuesCollated(x, y, key->type.Collation());
+          }
+          if (cmp != 0) return c.order_by.empty() || !c.order_by[i].desc ? cmp < 0 : cmp > 0;
+        }
+        return false;
+      };
+      std::stable_sort(sorted.begin(), sorted.end(), less);
       std::string out;
       for (size_t i = 0; i < sorted.size(); ++i) {
         if (i > 0) out += c.separator;
-        out += sorted[i].ToText();
+        out += sorted[i]->second;
+        if (out.size() > kGroupConcatMaxLen) {
+          out.resize(kGroupConcatMaxLen);
+          PushWarning("Warning", 1260, "Row 1 was cut by GROUP_CONCAT()");
+          break;
+        }
       }
-      if (out.size() > 1024) out.resize(1024);
       return Value::String(std::move(out));
     }
     default:

@@ -65,7 +65,9 @@ class Accumulator {
   double mean_ = 0, m2_ = 0;   // STDDEV/VARIANCE: Welford's running mean and squares
   uint64_t bits_ = 0;          // BIT_AND/OR/XOR
   std::string text_;           // GROUP_CONCAT
-  std::vector<Value> distinct_values_;  // GROUP_CONCAT(DISTINCT): joined in value order
+  // GROUP_CONCAT with DISTINCT or ORDER BY: each row's sort keys (the ORDER
+  // BY values, else the arguments) and text, joined in order at the end.
+  std::vector<std::pair<Row, std::string>> pending_;
   bool cut_ = false;           // GROUP_CONCAT reached group_concat_max_len
   std::unordered_set<std::string> seen_;  // DISTINCT: encoded values
 };

@@ -50,7 +50,7 @@ ExprPtr Expr::Constant(Value v) {
     uint32_t scale = static_cast<uint32_t>(d.scale());
     uint32_t precision = std::max<uint32_t>(static_cast<uint32_t>(d.IntegerDigits()) + scale, 1);
     // MySQL counts a leading "0." as no integer digit.
-    if (d.IntegerDigits() == 1 && d.Abs().units() < Pow10_128(d.scale()) && scale > 0) precision = scale;
+    if (d.IntegerDigits() == 1 && Decimal::Compare(d.Abs(), Decimal::FromInt(1)) < 0 && scale > 0) precision = scale;
     t = SqlType::Decimal(precision, static_cast<uint8_t>(scale));
   }
   if (v.is_string()) t = SqlType::Varchar(static_cast<uint32_t>(v.as_string().size()));
@@ -526,8 +526,20 @@ std::string AggregateCall::ToString() const {
                                            "var_pop",     "var_samp", "bit_and", "bit_or",  "bit_xor",
                                            "group_concat"};
   if (kind == AggregateKind::kCountStar) return "count(*)";
-  return fmt::format("{}({}{})", kNames[static_cast<int>(kind)], distinct ? "DISTINCT " : "",
-                     arg ? arg->ToString() : "");
+  std::string args = arg ? arg->ToString() : "";
+  for (const ExprPtr& e : more_args) args += ", " + e->ToString();
+  for (size_t i = 0; i < order_by.size(); ++i) {
+    args += (i == 0 ? " ORDER BY " : ", ") + order_by[i].expr->ToString() + (order_by[i].desc ? " DESC" : "");
+  }
+  return fmt::format("{}({}{})", kNames[static_cast<int>(kind)], distinct ? "DISTINCT " : "", args);
+}
+
+std::vector<ExprPtr> AggregateCall::Exprs() const {
+  std::vector<ExprPtr> out;
+  if (arg) out.push_back(arg);
+  out.insert(out.end(), more_args.begin(), more_args.end());
+  for (const AggregateOrder& o : order_by) out.push_back(o.expr);
+  return out;
 }
 
 }  // namespace shale::sierra

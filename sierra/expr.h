@@ -197,6 +197,12 @@ enum class AggregateKind : uint8_t {
   kGroupConcat = 14,  // GROUP_CONCAT(x [SEPARATOR s]): texts joined, cut at 1024 bytes
 };
 
+// GROUP_CONCAT(... ORDER BY expr [DESC], ...): one sort key.
+struct AggregateOrder {
+  ExprPtr expr;
+  bool desc = false;
+};
+
 // One aggregate computed by a kAggregate operator, over the operator's input.
 struct AggregateCall {
   AggregateKind kind = AggregateKind::kCountStar;
@@ -205,6 +211,16 @@ struct AggregateCall {
   SqlType type;           // result type
   bool nullable = true;
   std::string separator = ",";  // kGroupConcat
+  // COUNT(DISTINCT a, b, ...) and GROUP_CONCAT(a, b, ...): the arguments
+  // after `arg`. A row counts only when none of the arguments is NULL;
+  // DISTINCT is over the tuple; GROUP_CONCAT joins the texts of a row's
+  // arguments without a separator.
+  std::vector<ExprPtr> more_args;
+  // GROUP_CONCAT(... ORDER BY ...): the order its rows' texts are joined in.
+  std::vector<AggregateOrder> order_by;
+
+  // arg (if any), more_args, then order_by's expressions.
+  std::vector<ExprPtr> Exprs() const;
 
   // "count(*)", "sum(DISTINCT #1:a)".
   std::string ToString() const;

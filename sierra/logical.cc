@@ -273,6 +273,8 @@ LogicalPtr CopyOperator(const LogicalOperator& op, const F& rewrite) {
   for (const ExprPtr& e : op.group_by) out->group_by.push_back(rewrite(e));
   for (AggregateCall call : op.aggregates) {
     if (call.arg) call.arg = rewrite(call.arg);
+    for (ExprPtr& e : call.more_args) e = rewrite(e);
+    for (AggregateOrder& o : call.order_by) o.expr = rewrite(o.expr);
     out->aggregates.push_back(std::move(call));
   }
   for (const ExprPtr& e : op.exprs) out->exprs.push_back(rewrite(e));

@@ -149,6 +149,12 @@ void ToProto(const LogicalOperator& op, pb::Operator* m) {
     ToProto(call.type, a->mutable_type());
     a->set_nullable(call.nullable);
     a->set_separator(call.separator);
+    for (const ExprPtr& e : call.more_args) ToProto(*e, a->add_more_args());
+    for (const AggregateOrder& o : call.order_by) {
+      pb::SortKey* k = a->add_order_by();
+      ToProto(*o.expr, k->mutable_expr());
+      k->set_desc(o.desc);
+    }
   }
   m->set_join_kind(static_cast<uint32_t>(op.join_kind));
   for (const ExprPtr& e : op.exprs) ToProto(*e, m->add_exprs());
@@ -221,6 +227,13 @@ Result<LogicalPtr> FromProto(const pb::Operator& m, const TableResolver& tables,
     SHALE_ASSIGN_OR_RETURN(call.type, FromProto(a.type()));
     call.nullable = a.nullable();
     call.separator = a.separator();
+    SHALE_ASSIGN_OR_RETURN(call.more_args, FromProto(a.more_args()));
+    for (const pb::SortKey& k : a.order_by()) {
+      AggregateOrder o;
+      SHALE_ASSIGN_OR_RETURN(o.expr, FromProto(k.expr()));
+      o.desc = k.desc();
+      call.order_by.push_back(std::move(o));
+    }
     op->aggregates.push_back(std::move(call));
   }
   op->join_kind = static_cast<JoinKind>(m.join_kind());

@@ -358,7 +358,7 @@ Result<Value> EvaluateTemporalFunction(const Expr& e, const std::vector<Value>& 
       auto d = ToDecimalLenient(args[0]);
       if (!d || d->is_negative()) return Value::Null();
       auto micros_dec = d->Rescale(6);
-      if (!micros_dec) return Value::Null();
+      if (!micros_dec || !micros_dec->FitsInt128()) return Value::Null();
       __int128 micros = micros_dec->units();
       if (micros / kMicrosPerSecond > kMaxTimestampSeconds) return Value::Null();
       DateTime t = UtcToLocal(static_cast<int64_t>(micros), CurrentTemporalContext());
@@ -378,7 +378,7 @@ Result<Value> EvaluateTemporalFunction(const Expr& e, const std::vector<Value>& 
       auto s = ToDecimalLenient(args[2]);
       if (!s || m < 0 || m > 59 || s->is_negative()) return Value::Null();
       auto s6 = s->Rescale(6);
-      if (!s6 || s6->units() >= 60 * kMicrosPerSecond) return Value::Null();
+      if (!s6 || !s6->FitsInt128() || s6->units() >= 60 * kMicrosPerSecond) return Value::Null();
       int64_t sec_micros = static_cast<int64_t>(s6->units());
       if (h > 100000 || h < -100000) h = h < 0 ? -100000 : 100000;
       int64_t abs_micros = ((std::llabs(h) * 60 + m) * 60) * kMicrosPerSecond + sec_micros;
@@ -392,7 +392,9 @@ Result<Value> EvaluateTemporalFunction(const Expr& e, const std::vector<Value>& 
       auto d = ToDecimalLenient(args[0]);
       if (!d) return Value::Null();
       auto six = d->Rescale(6);
-      if (!six) return OutTime(e, d->is_negative() ? -kMaxTimeMicros * 2 : kMaxTimeMicros * 2);
+      if (!six || !six->FitsInt128()) {
+        return OutTime(e, d->is_negative() ? -kMaxTimeMicros * 2 : kMaxTimeMicros * 2);
+      }
       __int128 u = six->units();
       if (u > kMaxTimeMicros * 2) u = kMaxTimeMicros * 2;
       if (u < -kMaxTimeMicros * 2) u = -kMaxTimeMicros * 2;

@@ -272,7 +272,14 @@ TEST(SnapshotStreamTest, CopyWhileTheSourceTakesWrites) {
     ASSERT_TRUE(wire.ok());
     ASSERT_TRUE(ApplySnapshotChunk(store->get(), 2, *wire).ok());
     ++chunks;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // let writes land between chunks
+    // Let writes land between chunks: wait for a few commits rather than a
+    // fixed 1 ms, which on a loaded machine let the copy finish with fewer
+    // than the 20 writes checked below.
+    const uint64_t seen = next_ts.load();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (next_ts.load() < seen + 5 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     if (wire->done) break;
     resume = wire->resume_key;
     has_resume = true;

@@ -143,6 +143,8 @@ void TableToPb(const TableDef& t, pb::Table* out) {
   SerializeRepresentation(t.primary, m.mutable_primary());
   for (const RepresentationDef& index : t.indexes) SerializeRepresentation(index, m.add_indexes());
   m.set_compression(t.compression);
+  m.set_ddl_owner(t.ddl_owner);
+  for (const RepresentationDef& index : t.pending_indexes) SerializeRepresentation(index, m.add_pending_indexes());
 }
 
 std::string SerializeTable(const TableDef& t) {
@@ -185,6 +187,12 @@ Result<std::shared_ptr<const TableDef>> TableFromPb(const pb::Table& m) {
     t->indexes.push_back(std::move(index));
   }
   t->compression = m.compression();
+  t->ddl_owner = m.ddl_owner();
+  for (const pb::Representation& pi : m.pending_indexes()) {
+    RepresentationDef index;
+    SHALE_RETURN_IF_ERROR(ParseRepresentation(pi, t->columns.size(), &index));
+    t->pending_indexes.push_back(std::move(index));
+  }
   return std::shared_ptr<const TableDef>(std::move(t));
 }
 
@@ -263,6 +271,27 @@ const SliceDef& RepresentationDef::SliceForHash(uint64_t h) const {
   return *(it - 1);
 }
 
+bool IsUserVisibleCommand(const std::string& command) {
+  pb::Command cmd;
+  if (!cmd.ParseFromString(command)) return false;
+  switch (cmd.op_case()) {
+    case pb::Command::kCreateDatabase:
+    case pb::Command::kDropDatabase:
+    case pb::Command::kCreateTable:
+    case pb::Command::kDropTable:
+    case pb::Command::kReplaceTable:
+    case pb::Command::kRenameTable:
+    case pb::Command::kCreateUser:
+    case pb::Command::kDropUser:
+    case pb::Command::kSetCredential:
+    case pb::Command::kChangeGrant:
+    case pb::Command::kRevokeAll:
+      return true;
+    default:
+      return false;
+  }
+}
+
 bool OnlyPlacementDiffers(const TableDef& a, const TableDef& b) {
   auto strip = [](TableDef t) {
     t.version = 0;
@@ -290,6 +319,13 @@ void SliceDef::SyncWriteReplicas() {
   if (building.empty()) return;
   write_replicas = replicas;
   for (const BuildingReplica& b : building) write_replicas.push_back(b.node);
+}
+
+std::vector<const RepresentationDef*> TableDef::StoredRepresentations() const {
+  std::vector<const RepresentationDef*> out{&primary};
+  for (const RepresentationDef& index : indexes) out.push_back(&index);
+  for (const RepresentationDef& index : pending_indexes) out.push_back(&index);
+  return out;
 }
 
 int TableDef::AutoIncrementColumn() const {

@@ -179,6 +179,16 @@ struct TableDef {
   // Page compression of the table's slices on disk (table option
   // COMPRESSION=): "" for none, "zlib" or "zstd".
   std::string compression;
+  // Online DDL in a cluster (src/exec/online_ddl.h). While `ddl_owner`
+  // names a node, a DDL statement running there is changing the table: no
+  // statement writes its rows (writers fail with the retryable 1047) and the
+  // rebalancer leaves it alone. `pending_indexes` are representations that
+  // DDL is building: their slices exist on the nodes placed (every node
+  // creates them when it applies the change, as for any representation),
+  // but no statement reads or writes them until the DDL publishes them as
+  // `indexes`. Both are empty outside such a DDL.
+  std::string ddl_owner;
+  std::vector<RepresentationDef> pending_indexes;
 
   // Index of the column named `name` (case-insensitive), or -1.
   int FindColumn(std::string_view name) const;
@@ -186,6 +196,9 @@ struct TableDef {
   int FindIndex(std::string_view name) const;
   // Index of the AUTO_INCREMENT column, or -1.
   int AutoIncrementColumn() const;
+  // Every representation with storage slices: the primary key, the
+  // indexes and the pending indexes.
+  std::vector<const RepresentationDef*> StoredRepresentations() const;
 };
 
 // The storage options of a table's slices (its COMPRESSION= option):
@@ -241,6 +254,12 @@ using TableListener =
 // are (the rebalancer's changes): a statement that routed with one and
 // commits under the other is retried (1047), not refused as changed (1412).
 bool OnlyPlacementDiffers(const TableDef& a, const TableDef& b);
+
+// Whether the serialized command (a pb::Command, catalog or accounts) is
+// one a user issued and expects every node to know once it is acknowledged:
+// DDL, users and grants. False for internal bookkeeping (id reservations,
+// AUTO_INCREMENT counters, replica moves, tasks) and unreadable bytes.
+bool IsUserVisibleCommand(const std::string& command);
 
 // The replica count a table asks for (TableDef::replicas or the default).
 inline uint32_t WantedReplicas(const TableDef& t) { return t.replicas ? t.replicas : kDefaultReplicas; }

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <deque>
 #include <random>
+#include <thread>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -38,6 +39,8 @@ constexpr std::chrono::milliseconds kJoinRetry{500};
 constexpr std::chrono::milliseconds kProposeDeadline{10000};
 // One forwarded proposal.
 constexpr std::chrono::milliseconds kProposeRpcDeadline{6000};
+// The longest an AwaitApplied RPC waits, whatever the caller asks.
+constexpr std::chrono::milliseconds kAwaitAppliedCap{5000};
 
 void ToPb(const Status& st, StatusPb* out) {
   out->set_code(static_cast<uint32_t>(st.code()));
@@ -109,6 +112,10 @@ class ClusterNode::Service final : public RaftService::Service {
   grpc::Status Timestamps(grpc::ServerContext*, const TimestampRequest* request,
                           TimestampResponse* response) override {
     return node_->HandleTimestamps(*request, response);
+  }
+  grpc::Status AwaitApplied(grpc::ServerContext*, const AwaitAppliedRequest* request,
+                            AwaitAppliedResponse* response) override {
+    return node_->HandleAwaitApplied(*request, response);
   }
 
  private:
@@ -621,6 +628,44 @@ grpc::Status ClusterNode::HandlePropose(const ProposeRequest& request, ProposeRe
 grpc::Status ClusterNode::HandleTimestamps(const TimestampRequest& request, TimestampResponse* response) {
   if (timestamp_service_ == nullptr) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "no timestamp service");
   return timestamp_service_->Handle(request, response);
+}
+
+grpc::Status ClusterNode::HandleAwaitApplied(const AwaitAppliedRequest& request, AwaitAppliedResponse* response) {
+  const auto timeout = std::min(std::chrono::milliseconds(request.timeout_ms()), kAwaitAppliedCap);
+  const bool reached = AwaitApplied(request.index(), timeout);
+  response->set_applied_index(applied_index());
+  response->set_reached(reached);
+  return grpc::Status::OK;
+}
+
+bool ClusterNode::AwaitMembersApplied(uint64_t index, std::chrono::milliseconds timeout) {
+  std::vector<std::string> addresses;
+  for (const NodeStatus& n : Nodes()) {
+    if (n.id == identity_.id || n.address.empty()) continue;
+    if (n.state != "online" && n.state != "member") continue;
+    addresses.push_back(n.address);
+  }
+  std::vector<char> reached(addresses.size(), 0);
+  std::vector<std::thread> waiters;
+  waiters.reserve(addresses.size());
+  for (size_t i = 0; i < addresses.size(); ++i) {
+    waiters.emplace_back([&, i] {
+      AwaitAppliedRequest request;
+      request.set_index(index);
+      request.set_timeout_ms(static_cast<uint32_t>(timeout.count()));
+      AwaitAppliedResponse response;
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + timeout + std::chrono::milliseconds(500));
+      std::unique_ptr<RaftService::Stub> stub = RaftService::NewStub(Dial(addresses[i]));
+      grpc::Status st = stub->AwaitApplied(&context, request, &response);
+      reached[i] = st.ok() && response.reached();
+    });
+  }
+  for (std::thread& t : waiters) t.join();
+  const bool all = std::all_of(reached.begin(), reached.end(), [](char r) { return r != 0; });
+  if (!all) log::Warn("node {}: not every live member applied metadata entry {} within {} ms", identity_.name, index,
+                      timeout.count());
+  return all;
 }
 
 std::vector<std::string> ClusterNode::MemberNames() const {

@@ -143,6 +143,12 @@ class ClusterNode {
   // Waits up to `timeout` until this node has applied `index`; false if it
   // has not (no quorum, or the entry is not committed yet).
   bool AwaitApplied(uint64_t index, std::chrono::milliseconds timeout);
+  // Waits up to `timeout` until every other live member has applied
+  // `index` too (asking them in parallel, AwaitApplied RPC); true if all
+  // did. A member that does not answer is skipped once the wait runs out:
+  // the failure detector is removing it. Used before a user-visible catalog
+  // change (DDL, GRANT) is acknowledged, so it is visible through every node.
+  bool AwaitMembersApplied(uint64_t index, std::chrono::milliseconds timeout);
   // The metadata log index this node knows to be committed (on the leader:
   // every entry a client was told is done).
   uint64_t commit_index() const { return commit_index_.load(std::memory_order_acquire); }
@@ -186,6 +192,7 @@ class ClusterNode {
   grpc::Status HandleJoin(const JoinRequest& request, JoinResponse* response);
   grpc::Status HandlePropose(const ProposeRequest& request, ProposeResponse* response);
   grpc::Status HandleTimestamps(const TimestampRequest& request, TimestampResponse* response);
+  grpc::Status HandleAwaitApplied(const AwaitAppliedRequest& request, AwaitAppliedResponse* response);
 
  private:
   struct Peer;

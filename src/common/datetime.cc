@@ -647,9 +647,8 @@ bool NumberParts(const Value& v, int64_t* n, int32_t* micro, bool* negative) {
   }
   if (v.is_decimal()) {
     const Decimal& d = v.as_decimal();
-    auto six = d.scale() > 6 ? Decimal(d.units() / static_cast<__int128>(Pow10_128(d.scale() - 6)), 6)
-                             : d.Rescale(6);
-    if (!six) return false;
+    auto six = d.scale() > 6 ? d.Truncate(6) : d.Rescale(6);
+    if (!six || !six->FitsInt128()) return false;
     __int128 u = six->units();
     *negative = u < 0;
     if (u < 0) u = -u;

@@ -1,10 +1,14 @@
 // Decimal: an exact fixed-point number, the value of a DECIMAL(p,s) column
 // and of MySQL's exact arithmetic (`1.5`, `1/3`, SUM/AVG of exact values).
 //
-// A Decimal is a 128-bit signed count of units of 10^-scale. It holds up to
-// kMaxDigits (38) significant digits; MySQL allows 65, so a result that
-// needs more is an out-of-range error (1690 / 1264) here rather than a value.
-// Scale is at most kMaxScale (30), as in MySQL.
+// A Decimal is a signed count of units of 10^-scale, held as a sign and a
+// 270-bit magnitude. A column holds up to kMaxDigits (65, MySQL's maximum
+// precision) digits; like MySQL's and MariaDB's decimal buffers, a value
+// computed by arithmetic may have up to kMaxValueDigits (81) before it is
+// stored or cast, and a result that needs more is an out-of-range error
+// (1690). Scale is at most kMaxScale (30), as in MySQL. Arithmetic works on
+// 512-bit intermediates, so products and quotients are exact before they
+// are rounded.
 //
 // Rounding everywhere is MySQL's: half away from zero.
 //
@@ -20,29 +24,37 @@ namespace shale {
 
 class Decimal {
  public:
-  static constexpr int kMaxDigits = 38;
+  static constexpr int kMaxDigits = 65;       // of a column (DECIMAL(65, s))
+  static constexpr int kMaxValueDigits = 81;  // of any value (9 words of 9 digits in MySQL)
   static constexpr int kMaxScale = 30;
   // MySQL's div_precision_increment default: a quotient's scale is the
   // dividend's scale plus this.
   static constexpr int kDivPrecisionIncrement = 4;
 
   Decimal() = default;
-  Decimal(__int128 units, int scale) : units_(units), scale_(scale) {}
+  // `units` units of 10^-scale (any __int128).
+  Decimal(__int128 units, int scale);
   static Decimal FromInt(int64_t v) { return Decimal(v, 0); }
 
   // Parses [space][sign]digits[.digits][e[sign]digits][space]. Returns
   // nullopt if the text is not entirely such a number or needs more than
-  // kMaxDigits digits at its scale (after dropping fraction digits beyond
-  // kMaxScale, rounded).
+  // kMaxValueDigits digits at its scale (after dropping fraction digits
+  // beyond kMaxScale, rounded).
   static std::optional<Decimal> Parse(std::string_view text);
   // The decimal nearest `d` with `scale` fraction digits (d's shortest
   // round-trip digits, rounded). nullopt if it does not fit or d is not finite.
   static std::optional<Decimal> FromDouble(double d, int scale);
+  // The largest value of DECIMAL(precision, scale) (all nines), negated if
+  // `negative`. REQUIRES: scale <= precision <= kMaxDigits.
+  static Decimal Max(int precision, int scale, bool negative = false);
 
-  __int128 units() const { return units_; }
-  int scale() const { return scale_; }
-  bool is_zero() const { return units_ == 0; }
-  bool is_negative() const { return units_ < 0; }
+  // Whether the units fit a signed 128-bit integer (|units| < 2^127).
+  bool FitsInt128() const { return w_[2] == 0 && w_[3] == 0 && TopLimb() == 0 && (w_[1] >> 63) == 0; }
+  // The units as a 128-bit integer. REQUIRES: FitsInt128().
+  __int128 units() const;
+  int scale() const { return static_cast<int>(w_[4] >> kScaleShift); }
+  bool is_zero() const { return (w_[0] | w_[1] | w_[2] | w_[3] | TopLimb()) == 0; }
+  bool is_negative() const { return (w_[4] & kNegativeBit) != 0; }
 
   // Digits before the point (at least 1 for 0.x as MySQL counts "0").
   int IntegerDigits() const;
@@ -70,11 +82,22 @@ class Decimal {
   static std::optional<Decimal> Mul(const Decimal& a, const Decimal& b);
   // a / b rounded to `scale` fraction digits. REQUIRES: !b.is_zero().
   static std::optional<Decimal> Div(const Decimal& a, const Decimal& b, int scale);
+  // a / b truncated toward zero to an integer (a DIV b). nullopt if it does
+  // not fit. REQUIRES: !b.is_zero().
+  static std::optional<Decimal> IntDiv(const Decimal& a, const Decimal& b);
   // a MOD b, sign of a, scale max(scales). REQUIRES: !b.is_zero().
   static std::optional<Decimal> Mod(const Decimal& a, const Decimal& b);
 
-  Decimal Negate() const { return Decimal(-units_, scale_); }
-  Decimal Abs() const { return Decimal(units_ < 0 ? -units_ : units_, scale_); }
+  Decimal Negate() const {
+    Decimal d = *this;
+    if (!is_zero()) d.w_[4] ^= kNegativeBit;
+    return d;
+  }
+  Decimal Abs() const {
+    Decimal d = *this;
+    d.w_[4] &= ~kNegativeBit;
+    return d;
+  }
 
   // <0, 0, >0 by numeric value (scales may differ).
   static int Compare(const Decimal& a, const Decimal& b);
@@ -85,11 +108,33 @@ class Decimal {
   // "-12.340": exactly `scale` fraction digits.
   std::string ToString() const;
 
-  bool operator==(const Decimal& o) const { return units_ == o.units_ && scale_ == o.scale_; }
+  // Memcomparable key bytes of the units (the scale is the column's and is
+  // not stored): a length byte then the big-endian magnitude without
+  // leading zero bytes — 0x80 + n for a value >= 0, 0x7F - n and the bytes
+  // complemented for a negative one (docs/formats/values.md).
+  void AppendKeyBytes(std::string* out) const;
+  // Reads what AppendKeyBytes wrote, at `scale`. False if malformed.
+  static bool DecodeKeyBytes(std::string_view* in, int scale, Decimal* out);
+  // Compact row bytes: the scale byte, a byte (n << 1 | negative) and the n
+  // little-endian magnitude bytes without trailing zeros.
+  void AppendRowBytes(std::string* out) const;
+  static bool DecodeRowBytes(std::string_view* in, Decimal* out);
+
+  bool operator==(const Decimal& o) const {
+    return w_[0] == o.w_[0] && w_[1] == o.w_[1] && w_[2] == o.w_[2] && w_[3] == o.w_[3] && w_[4] == o.w_[4];
+  }
 
  private:
-  __int128 units_ = 0;
-  int scale_ = 0;
+  friend struct DecimalAccess;
+  static constexpr int kScaleShift = 56;
+  static constexpr uint64_t kNegativeBit = uint64_t{1} << 55;
+  static constexpr uint64_t kTopMask = kNegativeBit - 1;
+  uint64_t TopLimb() const { return w_[4] & kTopMask; }
+  // |units| in 5 limbs, least significant first (81 digits < 2^270, so the
+  // top limb uses at most 14 bits); the top limb also holds the sign
+  // (kNegativeBit, never set for zero) and the scale (bits 56..63). Packed
+  // so a Value stays 48 bytes.
+  uint64_t w_[5] = {0, 0, 0, 0, 0};
 };
 
 // 10^n for 0 <= n <= 38.

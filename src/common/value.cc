@@ -756,9 +756,7 @@ void AppendKey(const Value& v, std::string* out) {
     return;
   }
   if (v.is_decimal()) {
-    unsigned __int128 u = static_cast<unsigned __int128>(v.as_decimal().units()) ^
-                          (static_cast<unsigned __int128>(1) << 127);
-    for (int shift = 120; shift >= 0; shift -= 8) out->push_back(static_cast<char>(u >> shift));
+    v.as_decimal().AppendKeyBytes(out);
     return;
   }
   for (char c : v.as_string()) {
@@ -799,12 +797,9 @@ Status DecodeKey(std::string_view* in, const SqlType& t, Value* out) {
     return Status::OK();
   }
   if (t.is_decimal()) {
-    if (in->size() < 16) return Status::Corruption("key: truncated decimal");
-    unsigned __int128 u = 0;
-    for (int i = 0; i < 16; ++i) u = (u << 8) | static_cast<uint8_t>((*in)[i]);
-    in->remove_prefix(16);
-    u ^= static_cast<unsigned __int128>(1) << 127;
-    *out = Value::Dec(Decimal(static_cast<__int128>(u), t.scale));
+    Decimal d;
+    if (!Decimal::DecodeKeyBytes(in, t.scale, &d)) return Status::Corruption("key: bad decimal");
+    *out = Value::Dec(d);
     return Status::OK();
   }
   std::string s;
@@ -900,8 +895,7 @@ void EncodeRow(const Row& row, std::string* out) {
       PutFixedLE(out, u, 8);
     } else if (v.is_decimal()) {
       out->push_back(static_cast<char>(RowTag::kDecimal));
-      out->push_back(static_cast<char>(v.as_decimal().scale()));
-      PutFixedLE(out, static_cast<unsigned __int128>(v.as_decimal().units()), 16);
+      v.as_decimal().AppendRowBytes(out);
     } else if (v.is_temporal()) {
       const TemporalValue& tv = v.as_temporal();
       out->push_back(static_cast<char>(RowTag::kTemporal));
@@ -963,14 +957,9 @@ Status DecodeRow(std::string_view in, Row* out) {
         break;
       }
       case RowTag::kDecimal: {
-        if (in.empty()) return Status::Corruption("row: bad decimal");
-        int scale = static_cast<uint8_t>(in[0]);
-        in.remove_prefix(1);
-        unsigned __int128 u = 0;
-        if (scale > Decimal::kMaxScale || !GetFixedLE(&in, 16, &u)) {
-          return Status::Corruption("row: bad decimal");
-        }
-        out->push_back(Value::Dec(Decimal(static_cast<__int128>(u), scale)));
+        Decimal d;
+        if (!Decimal::DecodeRowBytes(&in, &d)) return Status::Corruption("row: bad decimal");
+        out->push_back(Value::Dec(d));
         break;
       }
       case RowTag::kTemporal: {

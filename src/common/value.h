@@ -268,8 +268,9 @@ Result<Value> CoerceToColumnNonStrict(const Value& v, const SqlType& t, std::str
 // as 0x00 0xFF, terminated by 0x00 0x01. NULL: a 0x01 tag. DOUBLE/FLOAT: 0x02
 // then the 8 big-endian bytes of the double with the sign bit flipped for
 // positives and every bit flipped for negatives. DECIMAL: 0x02 then the
-// 16-byte big-endian units (at the column's scale: REQUIRES the value
-// rescaled to the column's scale) with the sign bit flipped. Temporal: 0x02
+// units (at the column's scale: REQUIRES the value rescaled to the column's
+// scale) as Decimal::AppendKeyBytes writes them (a length byte ordered by
+// sign and size, then the big-endian magnitude, complemented if negative). Temporal: 0x02
 // then the packed int64 (src/common/datetime.h) like an integer.
 void AppendKey(const Value& v, std::string* out);
 // Decodes one key component of type `t` from `*in`, advancing it.
@@ -278,7 +279,8 @@ Status DecodeKey(std::string_view* in, const SqlType& t, Value* out);
 // ---- row encoding -----------------------------------------------------------
 // A row is a varint column count then, per column, a tag (0 NULL, 1 integer as
 // zigzag varint, 2 string as varint length + bytes, 3 DOUBLE as 8 little-endian
-// bytes, 4 DECIMAL as a scale byte + 16 little-endian bytes of units, 5 FLOAT
+// bytes, 4 DECIMAL as Decimal::AppendRowBytes: a scale byte, a byte
+// (bytes << 1 | negative) and the magnitude's little-endian bytes, 5 FLOAT
 // as 4 little-endian bytes, 6 temporal as a TypeId byte, an fsp byte and the
 // packed value as a zigzag varint).
 void EncodeRow(const Row& row, std::string* out);

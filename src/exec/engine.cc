@@ -117,9 +117,7 @@ Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
   size_t tables = 0, local = 0;
   for (const auto& table : engine->catalog_->AllTables()) {
     ++tables;
-    std::vector<const catalog::RepresentationDef*> reps{&table->primary};
-    for (const auto& index : table->indexes) reps.push_back(&index);
-    for (const catalog::RepresentationDef* rep : reps) {
+    for (const catalog::RepresentationDef* rep : table->StoredRepresentations()) {
       for (const auto& s : rep->slices) {
         if (!engine->HoldsReplica(s)) continue;
         ++local;
@@ -176,11 +174,8 @@ Status Engine::ReconcileSlices() {
   const std::vector<storage::SliceId> stored = slices_->ListSlices();
   std::set<storage::SliceId> referenced;
   for (const auto& table : catalog_->AllTables()) {
-    for (const auto& s : table->primary.slices) {
-      if (HoldsReplica(s)) referenced.insert(s.id);
-    }
-    for (const auto& index : table->indexes) {
-      for (const auto& s : index.slices) {
+    for (const catalog::RepresentationDef* rep : table->StoredRepresentations()) {
+      for (const auto& s : rep->slices) {
         if (HoldsReplica(s)) referenced.insert(s.id);
       }
     }
@@ -205,8 +200,7 @@ void Engine::OnTableChange(catalog::TableChangePhase phase, const catalog::Table
         if (HoldsReplica(s)) out.insert(s.id);
       }
     };
-    add(t->primary);
-    for (const auto& index : t->indexes) add(index);
+    for (const catalog::RepresentationDef* rep : t->StoredRepresentations()) add(*rep);
     return out;
   };
   const std::set<storage::SliceId> had = local_slices(before);
@@ -223,8 +217,7 @@ void Engine::OnTableChange(catalog::TableChangePhase phase, const catalog::Table
         }
       }
     };
-    add(t->primary);
-    for (const auto& index : t->indexes) add(index);
+    for (const catalog::RepresentationDef* rep : t->StoredRepresentations()) add(*rep);
     return out;
   };
   const std::map<storage::SliceId, uint64_t> building_here = building_on_this_node(after);
@@ -279,9 +272,8 @@ void Engine::OnTableChange(catalog::TableChangePhase phase, const catalog::Table
   // DROP INDEX) are dropped now.
   std::set<storage::SliceId> still_exist;
   if (after != nullptr) {
-    for (const auto& s : after->primary.slices) still_exist.insert(s.id);
-    for (const auto& index : after->indexes) {
-      for (const auto& s : index.slices) still_exist.insert(s.id);
+    for (const catalog::RepresentationDef* rep : after->StoredRepresentations()) {
+      for (const auto& s : rep->slices) still_exist.insert(s.id);
     }
   }
   {
@@ -317,11 +309,8 @@ void Engine::DropRetiredSlices(std::chrono::milliseconds older_than) {
   // of retired_ under retired_mu_ first.
   std::set<storage::SliceId> placed;
   for (const auto& table : catalog_->AllTables()) {
-    for (const auto& s : table->primary.slices) {
-      if (HoldsReplica(s)) placed.insert(s.id);
-    }
-    for (const auto& index : table->indexes) {
-      for (const auto& s : index.slices) {
+    for (const catalog::RepresentationDef* rep : table->StoredRepresentations()) {
+      for (const auto& s : rep->slices) {
         if (HoldsReplica(s)) placed.insert(s.id);
       }
     }

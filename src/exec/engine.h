@@ -75,6 +75,12 @@ struct ClusterHooks {
   // or database calls it before it is retried (session_retry.cc). Empty
   // function: a node outside any cluster.
   std::function<bool()> sync_metadata;
+  // Waits (bounded) until every member has applied version >= `version` of
+  // table `table_id` and no commit there that checked an older definition
+  // is still writing (cluster::ReplicaCopy::ClusterBarrier); online DDL
+  // (online_ddl.h) runs it after fencing a table. Empty function: this
+  // node alone, where the table's write mutex does it.
+  std::function<Status(uint64_t table_id, uint64_t version)> table_barrier;
 };
 
 // How well the slices are protected (system.protection,

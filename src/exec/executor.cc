@@ -17,6 +17,7 @@
 #include "src/common/warnings.h"
 #include "src/exec/auto_increment.h"
 #include "src/exec/external_sort.h"
+#include "src/exec/online_ddl.h"
 
 namespace shale::exec {
 namespace {
@@ -591,6 +592,75 @@ class LimitSource : public RowSource {
   uint64_t returned_ = 0;
 };
 
+// The GROUP BY values of input row `r` (*keys) and their encoded key forms
+// (*encoded): rows with equal encodings are one group (equal under the
+// columns' collations).
+Status GroupKey(const std::vector<sierra::ExprPtr>& group_by, const Row& r, Row* keys, std::string* encoded) {
+  Row key_forms;
+  keys->clear();
+  for (const auto& e : group_by) {
+    SHALE_ASSIGN_OR_RETURN(Value v, sierra::Evaluate(*e, r));
+    key_forms.push_back(KeyForm(v, e->type));
+    keys->push_back(std::move(v));
+  }
+  encoded->clear();
+  EncodeRow(key_forms, encoded);
+  return Status::OK();
+}
+
+// GROUP BY over input that arrives grouped (planner: kStreamAggregate):
+// aggregates one group at a time and returns it when the next one begins,
+// so it keeps no table of groups and needs no memory budget for them.
+class StreamAggregateSource : public RowSource {
+ public:
+  StreamAggregateSource(const PhysicalOperator& op, std::unique_ptr<RowSource> child)
+      : op_(op), child_(std::move(child)) {}
+  Result<bool> Next(Row* row) override {
+    Row r, keys;
+    std::string encoded;
+    while (!input_done_) {
+      SHALE_ASSIGN_OR_RETURN(bool more, child_->Next(&r));
+      if (!more) {
+        input_done_ = true;
+        break;
+      }
+      SHALE_RETURN_IF_ERROR(GroupKey(op_.group_by, r, &keys, &encoded));
+      if (have_group_ && encoded == current_) {
+        for (sierra::Accumulator& a : accumulators_) SHALE_RETURN_IF_ERROR(a.Add(r));
+        continue;
+      }
+      const bool finished = have_group_;
+      if (finished) *row = Finish();
+      current_ = std::move(encoded);
+      keys_ = std::move(keys);
+      accumulators_.clear();
+      for (const auto& call : op_.aggregates) accumulators_.emplace_back(call);
+      for (sierra::Accumulator& a : accumulators_) SHALE_RETURN_IF_ERROR(a.Add(r));
+      have_group_ = true;
+      if (finished) return true;
+    }
+    if (!have_group_) return false;
+    *row = Finish();
+    have_group_ = false;
+    return true;
+  }
+
+ private:
+  Row Finish() {
+    Row out = std::move(keys_);
+    for (const sierra::Accumulator& a : accumulators_) out.push_back(a.Result());
+    return out;
+  }
+
+  const PhysicalOperator& op_;
+  std::unique_ptr<RowSource> child_;
+  bool input_done_ = false;
+  bool have_group_ = false;
+  std::string current_;  // the encoded key of the group being aggregated
+  Row keys_;
+  std::vector<sierra::Accumulator> accumulators_;
+};
+
 // GROUP BY and aggregates: reads its whole input into a hash table of groups
 // (in order of first appearance), then returns one row per group.
 class HashAggregateSource : public RowSource {
@@ -628,14 +698,9 @@ class HashAggregateSource : public RowSource {
     while (true) {
       SHALE_ASSIGN_OR_RETURN(bool more, child_->Next(&r));
       if (!more) break;
-      Row keys, key_forms;
-      for (const auto& e : op_.group_by) {
-        SHALE_ASSIGN_OR_RETURN(Value v, sierra::Evaluate(*e, r));
-        key_forms.push_back(KeyForm(v, e->type));  // equal under the collation: one group
-        keys.push_back(std::move(v));
-      }
+      Row keys;
       std::string encoded;
-      EncodeRow(key_forms, &encoded);
+      SHALE_RETURN_IF_ERROR(GroupKey(op_.group_by, r, &keys, &encoded));
       const uint64_t key_bytes = encoded.capacity();
       auto [it, added] = index.emplace(std::move(encoded), groups_.size());
       if (added) {
@@ -1008,6 +1073,8 @@ Result<std::unique_ptr<RowSource>> Build(Engine* engine, const PhysicalOperator&
     case PhysicalKind::kLimit: return std::unique_ptr<RowSource>(new LimitSource(op, std::move(child)));
     case PhysicalKind::kHashAggregate:
       return std::unique_ptr<RowSource>(new HashAggregateSource(op, std::move(child)));
+    case PhysicalKind::kStreamAggregate:
+      return std::unique_ptr<RowSource>(new StreamAggregateSource(op, std::move(child)));
     case PhysicalKind::kNestedLoopJoin:
     case PhysicalKind::kHashJoin: {
       SHALE_ASSIGN_OR_RETURN(auto right, Build(engine, *op.children[1]));
@@ -1344,7 +1411,7 @@ Status CheckTableUnchanged(Engine* engine, const PhysicalOperator& op) {
   if (!current.ok() || *current != op.table) {
     return SqlError(ErrorCode::kTableDefChanged, "Table definition has changed, please retry transaction");
   }
-  return Status::OK();
+  return CheckNotFenced(**current);  // an online DDL is changing the table
 }
 
 Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op) {
@@ -1803,6 +1870,7 @@ std::optional<uint64_t> EstimateRows(Engine* engine, const PhysicalOperator& op)
     case PhysicalKind::kSort:
     case PhysicalKind::kDistinct:
     case PhysicalKind::kHashAggregate:
+    case PhysicalKind::kStreamAggregate:
     case PhysicalKind::kApply: {
       auto in = child(0);
       if (op.kind == PhysicalKind::kHashAggregate && op.group_by.empty()) return 1;

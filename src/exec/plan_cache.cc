@@ -137,7 +137,8 @@ void AppendOperator(const LogicalOperator& op, std::string* out) {
     *out += fmt::format("[{} {} {}:{} n{}", static_cast<int>(a.kind), a.distinct ? 1 : 0, a.separator.size(),
                         a.separator, a.nullable ? 1 : 0);
     AppendType(a.type, out);
-    AppendExpr(a.arg, out);
+    for (const ExprPtr& e : a.Exprs()) AppendExpr(e, out);
+    for (const auto& o : a.order_by) *out += o.desc ? "D" : "A";
     *out += "]";
   }
   *out += " x";
@@ -167,7 +168,9 @@ void VisitExprs(const LogicalOperator& op, const std::function<void(const Expr&,
   }
   walk(op.predicate, true);
   for (const ExprPtr& e : op.group_by) walk(e, false);
-  for (const auto& a : op.aggregates) walk(a.arg, false);
+  for (const auto& a : op.aggregates) {
+    for (const ExprPtr& e : a.Exprs()) walk(e, false);
+  }
   for (const ExprPtr& e : op.exprs) walk(e, false);
   for (const auto& k : op.sort_keys) walk(k.expr, false);
   for (const auto& child : op.children) VisitExprs(*child, visit);

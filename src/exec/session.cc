@@ -14,6 +14,7 @@
 #include "src/exec/auto_increment.h"
 #include "src/exec/engine.h"
 #include "src/exec/executor.h"
+#include "src/exec/online_ddl.h"
 #include "src/exec/system_tables.h"
 #include "src/sql/binder.h"
 #include "src/sql/parser.h"
@@ -28,17 +29,38 @@ StatementResult Ok(uint64_t affected = 0) {
   return r;
 }
 
+// The replicas (serving and building) and ranking replicas each node holds
+// in the applied slice map: where new slices should not pile up. In a
+// cluster this node first catches up with the leader's metadata (one round
+// trip), so a table just created through another node is counted.
+rebalancer::NodeLoad CurrentNodeLoad(Engine* engine) {
+  if (const ClusterHooks& hooks = engine->cluster_hooks(); hooks.sync_metadata) (void)hooks.sync_metadata();
+  rebalancer::NodeLoad load;
+  for (const auto& table : engine->catalog()->AllTables()) {
+    auto add = [&](const catalog::RepresentationDef& rep) {
+      for (const catalog::SliceDef& s : rep.slices) {
+        load.Add(s.replicas);
+        for (const catalog::BuildingReplica& b : s.building) ++load.replicas[b.node];
+      }
+    };
+    add(table->primary);
+    for (const auto& index : table->indexes) add(index);
+  }
+  return load;
+}
+
 // Cuts `rep` into `count` new slices with `replicas` replicas each, placed
-// over the cluster's members (rebalancer::PlaceNewRepresentation), with ids
+// over the cluster's members (rebalancer::PlaceNewRepresentation: on the
+// nodes holding the fewest replicas in *load, which grows by them), with ids
 // from the catalog. With `create_local`, the slices this node holds a
 // replica of are created now (an index is built into them before its
 // definition is published) and their ids added to *created (so the caller
 // can undo); otherwise every node creates its replicas when it applies the
 // catalog change (Engine::OnTableChange).
 Status PlaceSlicesFor(Engine* engine, uint32_t count, uint32_t replicas, catalog::RepresentationDef* rep,
-                      bool create_local, std::vector<storage::SliceId>* created,
+                      rebalancer::NodeLoad* load, bool create_local, std::vector<storage::SliceId>* created,
                       const storage::SliceOptions& options = {}) {
-  auto placements = rebalancer::PlaceNewRepresentation(count, replicas, engine->PlacementNodes());
+  auto placements = rebalancer::PlaceNewRepresentation(count, replicas, engine->PlacementNodes(), load);
   for (const auto& p : placements) {
     catalog::SliceDef s;
     SHALE_ASSIGN_OR_RETURN(s.id, engine->catalog()->NextId());
@@ -58,8 +80,9 @@ Status PlaceSlicesFor(Engine* engine, uint32_t count, uint32_t replicas, catalog
 // table's replica count.
 Status CreateSlicesFor(Engine* engine, const catalog::TableDef& table, catalog::RepresentationDef* rep,
                        std::vector<storage::SliceId>* created) {
+  rebalancer::NodeLoad load = CurrentNodeLoad(engine);
   return PlaceSlicesFor(engine, static_cast<uint32_t>(table.primary.slices.size()), catalog::WantedReplicas(table),
-                        rep, /*create_local=*/true, created, catalog::SliceOptionsOf(table));
+                        rep, &load, /*create_local=*/true, created, catalog::SliceOptionsOf(table));
 }
 
 void DropCreatedSlices(Engine* engine, const std::vector<storage::SliceId>& created) {
@@ -82,10 +105,11 @@ Status RunCreateTable(Engine* engine, sql::CreateTableCmd cmd) {
   const uint32_t replicas = catalog::WantedReplicas(cmd.def);
   SHALE_ASSIGN_OR_RETURN(cmd.def.id, cat->NextId());
   std::vector<storage::SliceId> created;
-  SHALE_RETURN_IF_ERROR(PlaceSlicesFor(engine, count, replicas, &cmd.def.primary, false, &created));
+  rebalancer::NodeLoad load = CurrentNodeLoad(engine);
+  SHALE_RETURN_IF_ERROR(PlaceSlicesFor(engine, count, replicas, &cmd.def.primary, &load, false, &created));
   // Each secondary index is its own representation with its own slices.
   for (size_t i = 0; i < cmd.def.indexes.size(); ++i) {
-    SHALE_RETURN_IF_ERROR(PlaceSlicesFor(engine, count, replicas, &cmd.def.indexes[i], false, &created));
+    SHALE_RETURN_IF_ERROR(PlaceSlicesFor(engine, count, replicas, &cmd.def.indexes[i], &load, false, &created));
   }
   // The catalog change is the commit point; applying it creates every
   // node's replicas (before the change is written).
@@ -124,30 +148,22 @@ Value ImplicitDefault(const catalog::ColumnDef& c) {
   return c.type.is_integer() ? Value::Int(0) : Value::String("");
 }
 
-// ALTER TABLE ADD/DROP/MODIFY/CHANGE COLUMN, under the table's write lock:
-// every row is converted in memory first (a value that does not fit fails
-// the statement before anything is written), the secondary indexes are
-// rebuilt into new slices from the new rows, then the rows are rewritten
-// in place (primary keys keep their values, so rows keep their keys and
-// slices), the new definition is published and the old index slices go.
-Status RunAlterColumns(Engine* engine, const sql::AlterTableCmd& cmd) {
-  catalog::Catalog* cat = engine->catalog();
-  const catalog::TableDef& old_def = *cmd.old_table;
-  std::lock_guard lock(engine->TableWriteMutex(old_def.id));
-  SHALE_ASSIGN_OR_RETURN(auto current, cat->GetTable(cmd.db, cmd.table));
-  if (current != cmd.old_table) {
-    return SqlError(ErrorCode::kTableDefChanged, "Table definition has changed, please retry transaction");
-  }
-  catalog::TableDef def = *cmd.new_def;
-  struct Rewrite {
-    size_t slice;
-    std::string key;
-    std::string value;
-  };
-  std::vector<Rewrite> rewrites;
-  std::vector<Row> new_rows;
+// One row of an ALTER TABLE column change: its primary-representation key
+// in slice `slice` and its re-encoded value.
+struct RowRewrite {
+  size_t slice;
+  std::string key;
+  std::string value;
+};
+
+// Reads every row of `old_def` (each slice at its ranking replica, here or
+// on another node: docs/cluster.md "Data path") and converts it to `def`'s
+// columns (`column_source`: the old column of each new one, -1 for a new
+// column). A value that does not fit fails before anything is written.
+Status ConvertRows(Engine* engine, const catalog::TableDef& old_def, const catalog::TableDef& def,
+                   const std::vector<int>& column_source, std::vector<RowRewrite>* rewrites,
+                   std::vector<Row>* new_rows) {
   for (size_t si = 0; si < old_def.primary.slices.size(); ++si) {
-    // The slice's ranking replica, here or on another node (docs/cluster.md "Data path").
     SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, engine->RouteSlice(old_def, old_def.primary.slices[si]));
     auto it = txn::ScanLatest(slice, storage::KeyRange::All());
     for (; it->Valid(); it->Next()) {
@@ -156,12 +172,12 @@ Status RunAlterColumns(Engine* engine, const sql::AlterTableCmd& cmd) {
       Row row(def.columns.size());
       for (size_t c = 0; c < def.columns.size(); ++c) {
         const catalog::ColumnDef& col = def.columns[c];
-        const int src = cmd.column_source[c];
+        const int src = column_source[c];
         Value v = src >= 0 ? old_row[src] : ImplicitDefault(col);
         if (v.is_null()) {
           if (!col.nullable) {
             return SqlError(ErrorCode::kWarnDataTruncated, "Data truncated for column '{}' at row {}", col.name,
-                            new_rows.size() + 1);
+                            new_rows->size() + 1);
           }
           row[c] = v;
           continue;
@@ -172,15 +188,105 @@ Status RunAlterColumns(Engine* engine, const sql::AlterTableCmd& cmd) {
         return SqlError(ErrorCode::kNotSupportedYet,
                         "This version of Shale doesn't yet support 'changing primary-key values in ALTER TABLE'");
       }
-      Rewrite w;
+      RowRewrite w;
       w.slice = si;
       w.key = std::string(it->key());
       EncodeRow(row, &w.value);
-      rewrites.push_back(std::move(w));
-      new_rows.push_back(std::move(row));
+      rewrites->push_back(std::move(w));
+      new_rows->push_back(std::move(row));
     }
     SHALE_RETURN_IF_ERROR(it->status());
   }
+  return Status::OK();
+}
+
+// Every rewritten row in one atomic multi-slice write, to every replica of
+// its slice (building ones too).
+Status WriteRewrites(Engine* engine, const catalog::TableDef& old_def, std::vector<RowRewrite>* rewrites) {
+  std::vector<storage::WriteBatch> batches(old_def.primary.slices.size());
+  for (RowRewrite& w : *rewrites) batches[w.slice].Put(std::move(w.key), std::move(w.value));
+  std::vector<std::pair<storage::SliceId, const storage::WriteBatch*>> writes;
+  txn::Placement placement;
+  for (size_t i = 0; i < batches.size(); ++i) {
+    if (batches[i].empty()) continue;
+    writes.emplace_back(old_def.primary.slices[i].id, &batches[i]);
+    placement[old_def.primary.slices[i].id] = old_def.primary.slices[i].WriteReplicas();
+  }
+  if (writes.empty()) return Status::OK();
+  return engine->txn()->CommitBatches(writes, &placement);
+}
+
+// Places a new representation for each of `indexes` (as many slices as the
+// table's primary key, its replica count) in def->pending_indexes: online
+// DDL's prepare step (online_ddl.h); every node creates its replicas of them
+// when it applies the fence.
+Status PlacePendingIndexes(Engine* engine, const std::vector<catalog::RepresentationDef>& indexes,
+                           catalog::TableDef* def) {
+  rebalancer::NodeLoad load = CurrentNodeLoad(engine);
+  for (const catalog::RepresentationDef& index : indexes) {
+    catalog::RepresentationDef rep = index;
+    rep.slices.clear();
+    SHALE_RETURN_IF_ERROR(PlaceSlicesFor(engine, static_cast<uint32_t>(def->primary.slices.size()),
+                                         catalog::WantedReplicas(*def), &rep, &load, /*create_local=*/false,
+                                         nullptr));
+    def->pending_indexes.push_back(std::move(rep));
+  }
+  return Status::OK();
+}
+
+// ALTER TABLE ADD/DROP/MODIFY/CHANGE COLUMN in a cluster (online_ddl.h): the
+// table is fenced with new index representations pending, every row is
+// converted, the indexes are built from the new rows, the rows rewritten in
+// place, and the new definition published with the new index slices.
+Status RunAlterColumnsOnline(Engine* engine, const sql::AlterTableCmd& cmd) {
+  OnlineDdlSteps steps;
+  steps.prepare = [&](catalog::TableDef* def) -> Status {
+    catalog::TableDef as_bound = *def;
+    as_bound.ddl_owner.clear();
+    // The statement was bound against cmd.old_table: only the slice map may
+    // have changed since (the rebalancer).
+    if (!catalog::OnlyPlacementDiffers(as_bound, *cmd.old_table)) {
+      return SqlError(ErrorCode::kTableDefChanged, "Table definition has changed, please retry transaction");
+    }
+    return PlacePendingIndexes(engine, cmd.new_def->indexes, def);
+  };
+  steps.work = [&](const catalog::TableDef& fenced) -> Result<catalog::TableDef> {
+    catalog::TableDef def = *cmd.new_def;
+    def.primary.slices = fenced.primary.slices;
+    def.indexes = fenced.pending_indexes;
+    def.version = fenced.version;
+    std::vector<RowRewrite> rewrites;
+    std::vector<Row> new_rows;
+    SHALE_RETURN_IF_ERROR(ConvertRows(engine, fenced, def, cmd.column_source, &rewrites, &new_rows));
+    for (const catalog::RepresentationDef& index : def.indexes) {
+      SHALE_RETURN_IF_ERROR(BuildIndex(engine, def, index, &new_rows));
+    }
+    SHALE_RETURN_IF_ERROR(WriteRewrites(engine, fenced, &rewrites));
+    return def;
+  };
+  return RunOnlineDdl(engine, cmd.db, cmd.table, steps);
+}
+
+// ALTER TABLE ADD/DROP/MODIFY/CHANGE COLUMN, under the table's write lock:
+// every row is converted in memory first (a value that does not fit fails
+// the statement before anything is written), the secondary indexes are
+// rebuilt into new slices from the new rows, then the rows are rewritten
+// in place (primary keys keep their values, so rows keep their keys and
+// slices), the new definition is published and the old index slices go.
+// In a cluster: RunAlterColumnsOnline.
+Status RunAlterColumns(Engine* engine, const sql::AlterTableCmd& cmd) {
+  if (UseOnlineDdl(engine)) return RunAlterColumnsOnline(engine, cmd);
+  catalog::Catalog* cat = engine->catalog();
+  const catalog::TableDef& old_def = *cmd.old_table;
+  std::lock_guard lock(engine->TableWriteMutex(old_def.id));
+  SHALE_ASSIGN_OR_RETURN(auto current, cat->GetTable(cmd.db, cmd.table));
+  if (current != cmd.old_table) {
+    return SqlError(ErrorCode::kTableDefChanged, "Table definition has changed, please retry transaction");
+  }
+  catalog::TableDef def = *cmd.new_def;
+  std::vector<RowRewrite> rewrites;
+  std::vector<Row> new_rows;
+  SHALE_RETURN_IF_ERROR(ConvertRows(engine, old_def, def, cmd.column_source, &rewrites, &new_rows));
   std::vector<storage::SliceId> created;
   Status st;
   for (catalog::RepresentationDef& index : def.indexes) {
@@ -188,38 +294,68 @@ Status RunAlterColumns(Engine* engine, const sql::AlterTableCmd& cmd) {
     if (st.ok()) st = BuildIndex(engine, def, index, &new_rows);
     if (!st.ok()) break;
   }
+  if (st.ok()) st = WriteRewrites(engine, old_def, &rewrites);
   if (!st.ok()) {
     DropCreatedSlices(engine, created);
     return st;
-  }
-  // Every rewritten row in one atomic multi-slice write.
-  std::vector<storage::WriteBatch> batches(old_def.primary.slices.size());
-  for (Rewrite& w : rewrites) batches[w.slice].Put(std::move(w.key), std::move(w.value));
-  std::vector<std::pair<storage::SliceId, const storage::WriteBatch*>> writes;
-  txn::Placement placement;  // every replica gets the rewrite
-  for (size_t i = 0; i < batches.size(); ++i) {
-    if (batches[i].empty()) continue;
-    writes.emplace_back(old_def.primary.slices[i].id, &batches[i]);
-    placement[old_def.primary.slices[i].id] = old_def.primary.slices[i].replicas;
-  }
-  if (!writes.empty()) {
-    Status written = engine->txn()->CommitBatches(writes, &placement);
-    if (!written.ok()) {
-      DropCreatedSlices(engine, created);
-      return written;
-    }
   }
   SHALE_RETURN_IF_ERROR(cat->ReplaceTable(cmd.old_table, std::move(def)));
   for (const auto& index : old_def.indexes) DropRepresentationSlices(engine, old_def, index);
   return Status::OK();
 }
 
+// The index changes of `cmd` applied to `def`: the dropped indexes leave it
+// (into *dropped, if given); 1091 for one that does not exist, 1061 for an
+// added name that does.
+Status DropIndexesFrom(const sql::AlterTableCmd& cmd, catalog::TableDef* def,
+                       std::vector<catalog::RepresentationDef>* dropped) {
+  for (const std::string& name : cmd.drop_indexes) {
+    int i = def->FindIndex(name);
+    if (i < 0) {
+      return SqlError(ErrorCode::kCantDropFieldOrKey, "Can't DROP INDEX `{}`; check that it exists", name);
+    }
+    if (dropped) dropped->push_back(def->indexes[i]);
+    def->indexes.erase(def->indexes.begin() + i);
+  }
+  for (const catalog::RepresentationDef& add : cmd.add_indexes) {
+    if (def->FindIndex(add.name) >= 0) {
+      return SqlError(ErrorCode::kDupKeyName, "Duplicate key name '{}'", add.name);
+    }
+  }
+  return Status::OK();
+}
+
+// CREATE/DROP INDEX and ALTER TABLE ADD/DROP INDEX in a cluster
+// (online_ddl.h): the new indexes are placed as pending representations
+// with the fence, filled from the primary representation once nobody
+// writes the table, and published with the drops in one change.
+Status RunAlterTableOnline(Engine* engine, const sql::AlterTableCmd& cmd) {
+  OnlineDdlSteps steps;
+  steps.prepare = [&](catalog::TableDef* def) -> Status {
+    catalog::TableDef check = *def;
+    SHALE_RETURN_IF_ERROR(DropIndexesFrom(cmd, &check, nullptr));
+    return PlacePendingIndexes(engine, cmd.add_indexes, def);
+  };
+  steps.work = [&](const catalog::TableDef& fenced) -> Result<catalog::TableDef> {
+    catalog::TableDef def = fenced;
+    SHALE_RETURN_IF_ERROR(DropIndexesFrom(cmd, &def, nullptr));
+    for (const catalog::RepresentationDef& rep : fenced.pending_indexes) {
+      SHALE_RETURN_IF_ERROR(BuildIndex(engine, fenced, rep));
+      def.indexes.push_back(rep);
+    }
+    return def;
+  };
+  return RunOnlineDdl(engine, cmd.db, cmd.table, steps);
+}
+
 // CREATE/DROP INDEX and ALTER TABLE ADD/DROP INDEX. Under the table's write
 // lock (so no write slips between the build and the catalog change): new
 // index slices are created and filled from the primary representation
 // (checking UNIQUE), then the new definition is published — the commit
-// point — and the dropped indexes' slices are removed.
+// point — and the dropped indexes' slices are removed. In a cluster:
+// RunAlterTableOnline.
 Status RunAlterTable(Engine* engine, const sql::AlterTableCmd& cmd) {
+  if (UseOnlineDdl(engine)) return RunAlterTableOnline(engine, cmd);
   catalog::Catalog* cat = engine->catalog();
   SHALE_ASSIGN_OR_RETURN(auto table, cat->GetTable(cmd.db, cmd.table));
   std::lock_guard lock(engine->TableWriteMutex(table->id));
@@ -227,19 +363,7 @@ Status RunAlterTable(Engine* engine, const sql::AlterTableCmd& cmd) {
   SHALE_ASSIGN_OR_RETURN(table, cat->GetTable(cmd.db, cmd.table));
   catalog::TableDef def = *table;
   std::vector<catalog::RepresentationDef> dropped;
-  for (const std::string& name : cmd.drop_indexes) {
-    int i = def.FindIndex(name);
-    if (i < 0) {
-      return SqlError(ErrorCode::kCantDropFieldOrKey, "Can't DROP INDEX `{}`; check that it exists", name);
-    }
-    dropped.push_back(def.indexes[i]);
-    def.indexes.erase(def.indexes.begin() + i);
-  }
-  for (const catalog::RepresentationDef& add : cmd.add_indexes) {
-    if (def.FindIndex(add.name) >= 0) {
-      return SqlError(ErrorCode::kDupKeyName, "Duplicate key name '{}'", add.name);
-    }
-  }
+  SHALE_RETURN_IF_ERROR(DropIndexesFrom(cmd, &def, &dropped));
   std::vector<storage::SliceId> created;
   Status st;
   for (const catalog::RepresentationDef& add : cmd.add_indexes) {
@@ -381,6 +505,10 @@ Status Session::CommitChecked(txn::Transaction* t, const WrittenTables& tables) 
                         def->db, def->name);
       }
       return SqlError(ErrorCode::kTableDefChanged, "Table definition has changed, please retry transaction");
+    }
+    if (Status fenced = CheckNotFenced(**current); !fenced.ok()) {
+      t->Rollback();  // an online DDL is changing the table: nothing is written
+      return fenced;
     }
   }
   return t->Commit();

@@ -1,5 +1,11 @@
 #include "src/server/auth.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include <fmt/format.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -7,6 +13,7 @@
 #include <openssl/sha.h>
 
 #include "src/common/hex.h"
+#include "src/common/log.h"
 #include "src/server/native_password.h"
 
 namespace shale::server {
@@ -66,14 +73,9 @@ std::string UnmaskRsaPassword(std::string_view decrypted, std::string_view scram
   return clear;
 }
 
-Result<std::shared_ptr<RsaKeyPair>> RsaKeyPair::Generate(int bits) {
+Result<std::shared_ptr<RsaKeyPair>> RsaKeyPair::FromKey(EVP_PKEY* key) {
   std::shared_ptr<RsaKeyPair> pair(new RsaKeyPair());
-  EVP_PKEY_CTX* ctx = EVP_PKEY_CTX_new_id(EVP_PKEY_RSA, nullptr);
-  bool ok = ctx != nullptr && EVP_PKEY_keygen_init(ctx) == 1 &&
-            EVP_PKEY_CTX_set_rsa_keygen_bits(ctx, bits) == 1 &&
-            EVP_PKEY_keygen(ctx, &pair->key_) == 1;
-  EVP_PKEY_CTX_free(ctx);
-  if (!ok) return Status::Internal("cannot generate an RSA key pair");
+  pair->key_ = key;
   BIO* bio = BIO_new(BIO_s_mem());
   if (bio == nullptr || PEM_write_bio_PUBKEY(bio, pair->key_) != 1) {
     BIO_free(bio);
@@ -83,6 +85,47 @@ Result<std::shared_ptr<RsaKeyPair>> RsaKeyPair::Generate(int bits) {
   long len = BIO_get_mem_data(bio, &data);
   pair->public_pem_.assign(data, static_cast<size_t>(len));
   BIO_free(bio);
+  return pair;
+}
+
+Result<std::shared_ptr<RsaKeyPair>> RsaKeyPair::Generate(int bits) {
+  EVP_PKEY* key = nullptr;
+  EVP_PKEY_CTX* ctx = EVP_PKEY_CTX_new_id(EVP_PKEY_RSA, nullptr);
+  bool ok = ctx != nullptr && EVP_PKEY_keygen_init(ctx) == 1 &&
+            EVP_PKEY_CTX_set_rsa_keygen_bits(ctx, bits) == 1 && EVP_PKEY_keygen(ctx, &key) == 1;
+  EVP_PKEY_CTX_free(ctx);
+  if (!ok) {
+    EVP_PKEY_free(key);
+    return Status::Internal("cannot generate an RSA key pair");
+  }
+  return FromKey(key);
+}
+
+Result<std::shared_ptr<RsaKeyPair>> RsaKeyPair::LoadOrGenerate(const std::string& path, int bits) {
+  if (FILE* in = std::fopen(path.c_str(), "rb")) {
+    EVP_PKEY* key = PEM_read_PrivateKey(in, nullptr, nullptr, nullptr);
+    std::fclose(in);
+    if (key != nullptr && EVP_PKEY_get_base_id(key) == EVP_PKEY_RSA) return FromKey(key);
+    EVP_PKEY_free(key);
+    log::Warn("RSA key {} is not a PEM RSA private key; making a new one", path);
+  }
+  Result<std::shared_ptr<RsaKeyPair>> pair = Generate(bits);
+  if (!pair.ok()) return pair;
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::IOError(fmt::format("cannot write RSA key {}", tmp));
+  FILE* out = ::fdopen(fd, "wb");
+  if (out == nullptr) {
+    ::close(fd);
+    return Status::IOError(fmt::format("cannot write RSA key {}", tmp));
+  }
+  bool ok = PEM_write_PrivateKey(out, (*pair)->key_, nullptr, nullptr, 0, nullptr, nullptr) == 1 &&
+            std::fflush(out) == 0 && ::fsync(fd) == 0;
+  ok = std::fclose(out) == 0 && ok;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return Status::IOError(fmt::format("cannot write RSA key {}", path));
+  }
   return pair;
 }
 

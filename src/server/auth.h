@@ -50,10 +50,17 @@ std::string ComputeCachingSha2Token(std::string_view password, std::string_view 
 bool VerifyCachingSha2Token(std::string_view digest, std::string_view scramble,
                             std::string_view token);
 
-// An RSA key pair made at server start (not stored).
+// caching_sha2_password's RSA key pair (for clients without TLS).
 class RsaKeyPair {
  public:
+  // A new key pair, kept in memory only.
   static Result<std::shared_ptr<RsaKeyPair>> Generate(int bits = 2048);
+  // The key pair stored at `path` (a PEM private key, as MySQL's
+  // DATADIR/private_key.pem), or, when there is none or it is not an RSA
+  // key, a new one stored there (mode 0600, written to `path`.tmp and
+  // renamed, so a crash leaves the old file or the whole new one). Making a
+  // 2048-bit key costs up to a second of CPU; a restart then reuses it.
+  static Result<std::shared_ptr<RsaKeyPair>> LoadOrGenerate(const std::string& path, int bits = 2048);
   ~RsaKeyPair();
   RsaKeyPair(const RsaKeyPair&) = delete;
   RsaKeyPair& operator=(const RsaKeyPair&) = delete;
@@ -67,6 +74,8 @@ class RsaKeyPair {
 
  private:
   RsaKeyPair() = default;
+  // Takes ownership of `key`; fills public_pem_.
+  static Result<std::shared_ptr<RsaKeyPair>> FromKey(EVP_PKEY* key);
   EVP_PKEY* key_ = nullptr;
   std::string public_pem_;
 };

@@ -1,7 +1,12 @@
 #include "src/server/auth.h"
 
+#include <sys/stat.h>
+
+#include <filesystem>
+
 #include <gtest/gtest.h>
 
+#include "src/common/testing/temp_dir.h"
 #include "src/server/native_password.h"
 
 namespace shale::server {
@@ -61,6 +66,41 @@ TEST(RsaKeyPairTest, PasswordRoundTripsThroughOaep) {
   // Garbage is refused, not decoded.
   EXPECT_FALSE((*pair)->Decrypt(std::string(256, 'x')).ok());
   EXPECT_FALSE((*pair)->Decrypt("short").ok());
+}
+
+// shaled keeps its key in the data directory: a restart loads it instead of
+// spending up to a second of CPU on a new one (and clients that cached the
+// public key keep working). A file that is not an RSA key is replaced.
+TEST(RsaKeyPairTest, LoadOrGenerateStoresTheKeyAndLoadsItAgain) {
+  shale::testing::TempDir dir;
+  const std::string path = dir.path() + "/private_key.pem";
+  auto made = RsaKeyPair::LoadOrGenerate(path);
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  auto loaded = RsaKeyPair::LoadOrGenerate(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_EQ((*loaded)->public_pem(), (*made)->public_pem());
+  // What one encrypts, the other decrypts: the same private key.
+  auto cipher = (*made)->Encrypt("secret");
+  ASSERT_TRUE(cipher.ok());
+  auto plain = (*loaded)->Decrypt(*cipher);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(*plain, "secret");
+
+  dir.Write("private_key.pem", "not a key");
+  auto replaced = RsaKeyPair::LoadOrGenerate(path);
+  ASSERT_TRUE(replaced.ok()) << replaced.status().ToString();
+  EXPECT_NE((*replaced)->public_pem(), (*made)->public_pem());
+  auto again = RsaKeyPair::LoadOrGenerate(path);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)->public_pem(), (*replaced)->public_pem());
+  // A directory that cannot hold it is an error naming the file.
+  auto nowhere = RsaKeyPair::LoadOrGenerate(dir.path() + "/missing/private_key.pem");
+  ASSERT_FALSE(nowhere.ok());
+  EXPECT_NE(nowhere.status().message().find("private_key.pem"), std::string::npos);
 }
 
 }  // namespace

@@ -111,7 +111,7 @@ Status Server::Start() {
                                           Value::Int(static_cast<int64_t>(opt.max_allowed_packet)));
   {
     // caching_sha2_password's key pair for clients without TLS (auth.h).
-    auto key = RsaKeyPair::Generate();
+    auto key = opt.rsa_key_path.empty() ? RsaKeyPair::Generate() : RsaKeyPair::LoadOrGenerate(opt.rsa_key_path);
     if (!key.ok()) return key.status();
     state_->rsa_key = std::move(*key);
   }

@@ -67,6 +67,11 @@ struct ServerOptions {
   // (3159). REQUIRES: `tls`, or no client can log in.
   // Default: false
   bool require_secure_transport = false;
+  // Where caching_sha2_password's RSA key pair is kept (a PEM private key,
+  // made on first start: RsaKeyPair::LoadOrGenerate).
+  // Default: empty (a new key pair at every start, not stored; shaled
+  // passes DATADIR/private_key.pem)
+  std::string rsa_key_path;
   // Threads that run statements (I/O stays on the io_context's threads);
   // at most this many statements execute at once.
   // Default: 16

@@ -155,8 +155,14 @@ int main(int argc, char** argv) {
   st = (*engine)->ReconcileSlices();
   if (!st.ok()) return Fail(st);
   // From now on every catalog and account change goes through the log.
+  // A user-visible change (DDL, users, grants) is acknowledged once every
+  // live member has applied it too, so the next statement through any node
+  // sees it (docs/cluster.md "The catalog in the log").
   auto submit = [node = &cluster_node](const std::string& command) {
     cluster::ApplyResult r = node->ProposeCatalog(command);
+    if (r.status.ok() && catalog::IsUserVisibleCommand(command)) {
+      node->AwaitMembersApplied(node->applied_index(), std::chrono::seconds(2));
+    }
     return catalog::CommandResult{std::move(r.status), r.value};
   };
   catalog->SetSubmitter(submit);
@@ -199,7 +205,8 @@ int main(int argc, char** argv) {
       [node = &cluster_node, ts = &timestamps] {
         Result<uint64_t> index = ts->MetadataReadIndex();
         return index.ok() && node->AwaitApplied(*index, std::chrono::seconds(2));
-      }});
+      },
+      [rc = &replica_copy](uint64_t table_id, uint64_t version) { return rc->ClusterBarrier(table_id, version); }});
 
   boost::asio::io_context io;
   server::ServerOptions so;
@@ -210,6 +217,8 @@ int main(int argc, char** argv) {
   so.max_allowed_packet = opts.max_allowed_packet;
   so.tls = opts.ssl;
   so.require_secure_transport = opts.require_secure_transport;
+  // Made on first start and kept: a 2048-bit key costs up to a second of CPU.
+  so.rsa_key_path = (std::filesystem::path(opts.data_dir) / "private_key.pem").string();
   if (opts.ssl) {
     so.ssl_cert = opts.ssl_cert;
     so.ssl_key = opts.ssl_key;

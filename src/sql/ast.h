@@ -51,6 +51,9 @@ struct Expr {
   bool has_operand = false;  // kCase: CASE x WHEN ...
   bool has_else = false;     // kCase
   std::vector<std::unique_ptr<Expr>> children;
+  // kFunction GROUP_CONCAT(... ORDER BY e [ASC|DESC], ...): the keys.
+  std::vector<std::unique_ptr<Expr>> order_by;
+  std::vector<bool> order_desc;
   std::shared_ptr<const SelectStmt> subquery;  // kSubquery
   std::string text;  // the source text of this expression
 };
@@ -106,6 +109,7 @@ struct SelectStmt {
   std::vector<JoinClause> joins;  // the tables after it, in order
   ExprPtr where;
   std::vector<ExprPtr> group_by;
+  bool rollup = false;  // GROUP BY ... WITH ROLLUP
   ExprPtr having;
   std::vector<OrderItem> order_by;
   std::optional<uint64_t> limit;

@@ -316,6 +316,8 @@ ast::ExprPtr CloneAst(const ast::Expr& e) {
   out->subquery = e.subquery;
   out->text = e.text;
   for (const auto& c : e.children) out->children.push_back(CloneAst(*c));
+  for (const auto& c : e.order_by) out->order_by.push_back(CloneAst(*c));
+  out->order_desc = e.order_desc;
   return out;
 }
 
@@ -363,6 +365,35 @@ class Binder {
     applies_.clear();
     return plan;
   }
+  // UPDATE ... SET with subqueries: collects their Applies from
+  // construction (when an assignment has one) to Finish, which puts them
+  // over the rows to change; the Apply columns follow the `width` row
+  // columns. Collection stops on every path out.
+  class SetApplies {
+   public:
+    SetApplies(Binder* b, const std::vector<ast::Assignment>& assignments, size_t width) : b_(b) {
+      for (const ast::Assignment& a : assignments) active_ |= ContainsSubquery(*a.value);
+      if (active_) b_->StartApplies(width);
+    }
+    ~SetApplies() {
+      if (active_) b_->collecting_applies_ = false;
+    }
+    LogicalPtr Finish(LogicalPtr rows) {
+      if (!active_) return rows;
+      active_ = false;
+      return b_->FinishApplies(std::move(rows));
+    }
+
+   private:
+    Binder* b_;
+    bool active_ = false;
+  };
+  // A LEFT JOIN whose ON (`on`, bound over the joined rows, the collected
+  // subqueries' columns numbered from `apply_base`) has subqueries: the
+  // conjuncts with subqueries filter the right side before the join (the
+  // subqueries become Applies over the right rows), the others are the join
+  // predicate. 1235 when such a conjunct or subquery reads the left side.
+  Status LeftJoinOnSubqueries(LogicalOperator* join, const ExprPtr& on, int apply_base);
   Result<LogicalPtr> BindInsert(const ast::InsertStmt& s);
   Result<LogicalPtr> BindUpdate(const ast::UpdateStmt& s);
   Result<LogicalPtr> BindDelete(const ast::DeleteStmt& s);
@@ -441,6 +472,63 @@ ColumnInfo ExprColumn(std::string name, const ExprPtr& e) {
   c.type = e->type;
   c.nullable = e->nullable;
   return c;
+}
+
+// GROUP BY g1..gn WITH ROLLUP over `input`: the groups of every prefix
+// g1..gk (k = n..0) with the columns after the prefix NULL, sorted as MySQL
+// returns them — by g1, each group's super-aggregate row after its rows,
+// and so on down, the grand total last. The output has the aggregate's
+// `columns` (group values, then `calls`) and then n hidden level columns
+// (1 where g_i is rolled up) that the sort orders by.
+sierra::LogicalPtr RollupPlan(sierra::LogicalPtr input, const std::vector<ExprPtr>& group_by,
+                              const std::vector<sierra::AggregateCall>& calls, std::vector<ColumnInfo> columns) {
+  const size_t n = group_by.size();
+  for (size_t i = 0; i < n; ++i) columns[i].nullable = true;
+  std::vector<ColumnInfo> out_columns = columns;
+  for (size_t i = 0; i < n; ++i) {
+    ColumnInfo level;
+    level.name = fmt::format("#rollup_level{}", i);
+    level.type = SqlType::BigInt();
+    level.nullable = false;
+    level.hidden = true;
+    out_columns.push_back(std::move(level));
+  }
+  auto column = [](int i, const ColumnInfo& c) { return Expr::ColumnRef(i, c.name, c.type, c.nullable); };
+  std::vector<sierra::LogicalPtr> terms;
+  for (size_t k = n + 1; k-- > 0;) {
+    std::vector<ExprPtr> keys(group_by.begin(), group_by.begin() + static_cast<std::ptrdiff_t>(k));
+    std::vector<ColumnInfo> level_columns(columns.begin(), columns.begin() + static_cast<std::ptrdiff_t>(k));
+    if (k == 0) {
+      // The grand total groups by a constant, so no input gives no row (MySQL).
+      keys.push_back(Expr::Constant(Value::Int(0)));
+      level_columns.push_back(ExprColumn("0", keys.back()));
+    }
+    const int width = static_cast<int>(keys.size());
+    level_columns.insert(level_columns.end(), columns.begin() + static_cast<std::ptrdiff_t>(n), columns.end());
+    auto agg = sierra::LogicalOperator::Aggregate(k == 0 ? std::move(input) : input->Clone(), std::move(keys), calls,
+                                                  level_columns);
+    std::vector<ExprPtr> exprs;
+    for (size_t i = 0; i < n; ++i) {
+      if (i < k) {
+        exprs.push_back(column(static_cast<int>(i), columns[i]));
+      } else {
+        auto null = std::make_shared<sierra::Expr>(*Expr::Constant(Value::Null()));
+        null->type = columns[i].type;
+        exprs.push_back(std::move(null));
+      }
+    }
+    for (size_t j = 0; j < calls.size(); ++j) exprs.push_back(column(width + static_cast<int>(j), columns[n + j]));
+    for (size_t i = 0; i < n; ++i) exprs.push_back(Expr::Constant(Value::Int(i >= k ? 1 : 0)));
+    terms.push_back(sierra::LogicalOperator::Project(std::move(agg), std::move(exprs), out_columns));
+  }
+  std::vector<sierra::SortKey> order;
+  const int level_base = static_cast<int>(columns.size());
+  for (size_t i = 0; i < n; ++i) {
+    order.push_back({column(level_base + static_cast<int>(i), out_columns[level_base + i]), false});
+    order.push_back({column(static_cast<int>(i), columns[i]), false});
+  }
+  return sierra::LogicalOperator::Sort(sierra::LogicalOperator::Union(std::move(terms), out_columns),
+                                       std::move(order));
 }
 
 ColumnInfo TextColumn(std::string name, uint32_t length = 64) {
@@ -670,12 +758,16 @@ Result<LogicalPtr> Binder::BindFromTree(const ast::TableRef& first, const std::v
       Scope on_scope = *scope;
       on_scope.source = plan.get();
       on_scope.clause = "on clause";
-      if (kind == sierra::JoinKind::kInner) StartApplies(kOnApplyBase + on_applies.size());
+      StartApplies(kOnApplyBase + (kind == sierra::JoinKind::kInner ? on_applies.size() : 0));
       auto bound = BindExpr(*j.on, on_scope);
       collecting_applies_ = false;
       if (!bound.ok()) return bound.status();
       if (applies_.empty()) {
         plan->predicate = *bound;
+        continue;
+      }
+      if (kind == sierra::JoinKind::kLeft) {
+        SHALE_RETURN_IF_ERROR(LeftJoinOnSubqueries(plan.get(), *bound, kOnApplyBase));
         continue;
       }
       std::vector<ExprPtr> conjuncts, plain;
@@ -705,6 +797,54 @@ Result<LogicalPtr> Binder::BindFromTree(const ast::TableRef& first, const std::v
     plan = LogicalOperator::Project(std::move(plan), std::move(cols), std::move(infos));
   }
   return plan;
+}
+
+Status Binder::LeftJoinOnSubqueries(LogicalOperator* join, const ExprPtr& on, int apply_base) {
+  const int left_width = static_cast<int>(join->children[0]->columns.size());
+  const int right_width = static_cast<int>(join->children[1]->columns.size());
+  auto unsupported = [] {
+    return SqlError(ErrorCode::kNotSupportedYet,
+                    "This version of Shale doesn't yet support 'a subquery in LEFT JOIN ... ON that reads the left "
+                    "table'");
+  };
+  // Right columns c -> c - left_width, subquery columns after the right's.
+  auto to_right = [&](const ExprPtr& e) {
+    return RebaseColumns(RebaseColumns(e, apply_base, left_width + right_width), left_width, 0);
+  };
+  std::vector<ExprPtr> conjuncts, plain, filter;
+  sierra::SplitConjuncts(on, &conjuncts);
+  for (const ExprPtr& c : conjuncts) {
+    int min = INT32_MAX, max = -1;
+    ColumnRange(*c, &min, &max);
+    if (max < apply_base) {
+      plain.push_back(c);
+      continue;
+    }
+    if (min < left_width) return unsupported();
+    filter.push_back(to_right(c));
+  }
+  for (PendingApply& a : applies_) {
+    if (a.lhs) {
+      int min = INT32_MAX, max = -1;
+      ColumnRange(*a.lhs, &min, &max);
+      if (max >= 0 && min < left_width) return unsupported();
+      a.lhs = to_right(a.lhs);
+    }
+    for (int c : sierra::OuterColumns(*a.plan)) {
+      if (c < left_width) return unsupported();
+    }
+    a.plan = sierra::RemapOuter(*a.plan, [&](int c) { return c - left_width; });
+  }
+  LogicalPtr right = FinishApplies(std::move(join->children[1]));
+  right = LogicalOperator::Filter(std::move(right), AndAll(filter));
+  std::vector<ExprPtr> cols;
+  std::vector<ColumnInfo> infos(right->columns.begin(), right->columns.begin() + right_width);
+  for (int i = 0; i < right_width; ++i) {
+    cols.push_back(Expr::ColumnRef(i, infos[i].name, infos[i].type, infos[i].nullable));
+  }
+  join->children[1] = LogicalOperator::Project(std::move(right), std::move(cols), std::move(infos));
+  join->predicate = plain.empty() ? nullptr : AndAll(plain);
+  return Status::OK();
 }
 
 Result<LogicalPtr> Binder::BindExtendedJoin(const ast::JoinClause& j, LogicalPtr left, LogicalPtr right,
@@ -898,6 +1038,9 @@ Result<LogicalPtr> Binder::BindSelect(const ast::SelectStmt& s) {
     scope.source = plan.get();
   }
 
+  if (s.rollup && !s.order_by.empty()) {
+    return SqlError(ErrorCode::kWrongUsage, "Incorrect usage of CUBE/ROLLUP and ORDER BY");
+  }
   // GROUP BY or aggregates: everything after this binds above the aggregate.
   bool aggregate = !s.group_by.empty() || (s.having && ContainsAggregate(*s.having));
   for (const ast::SelectItem& item : s.items) aggregate |= ContainsAggregate(*item.expr);
@@ -1065,7 +1208,11 @@ Result<LogicalPtr> Binder::BindSelect(const ast::SelectStmt& s) {
       c.nullable = agg.calls[i].nullable;
       agg_columns.push_back(std::move(c));
     }
-    plan = LogicalOperator::Aggregate(std::move(plan), agg.group_by, agg.calls, std::move(agg_columns));
+    if (s.rollup) {
+      plan = RollupPlan(std::move(plan), agg.group_by, agg.calls, std::move(agg_columns));
+    } else {
+      plan = LogicalOperator::Aggregate(std::move(plan), agg.group_by, agg.calls, std::move(agg_columns));
+    }
   }
   if (!above_applies.empty()) {
     const int width = static_cast<int>(plan->columns.size());
@@ -1137,13 +1284,9 @@ Result<ExprPtr> Binder::BindAggregateCall(const ast::Expr& e) {
   sierra::AggregateCall call;
   call.distinct = e.distinct;
   const std::string& n = e.name;
-  if (e.children.size() != 1) {
-    if (n == "GROUP_CONCAT" && e.children.size() > 1) {
-      return SqlError(ErrorCode::kNotSupportedYet,
-                      "This version of Shale doesn't yet support 'GROUP_CONCAT of several expressions'");
-    }
-    return SyntaxError(e.text, 1);
-  }
+  // Several arguments: GROUP_CONCAT, and COUNT(DISTINCT ...) (MySQL's rule).
+  const bool several_ok = n == "GROUP_CONCAT" || (n == "COUNT" && e.distinct);
+  if (e.children.empty() || (e.children.size() > 1 && !several_ok)) return SyntaxError(e.text, 1);
   using sierra::AggregateKind;
   static const std::map<std::string, AggregateKind> kKinds = {
       {"COUNT", AggregateKind::kCount},        {"SUM", AggregateKind::kSum},
@@ -1162,11 +1305,34 @@ Result<ExprPtr> Binder::BindAggregateCall(const ast::Expr& e) {
     if (call.kind == AggregateKind::kGroupConcat && e.value.is_string()) call.separator = e.value.as_string();
     agg_->inside_call = true;
     in_aggregate_arg_ = true;
-    auto arg = BindExpr(*e.children[0], agg_->input);
-    in_aggregate_arg_ = false;
-    agg_->inside_call = false;
-    if (!arg.ok()) return arg.status();
-    call.arg = *arg;
+    struct Restore {
+      Binder* b;
+      ~Restore() {
+        b->in_aggregate_arg_ = false;
+        b->agg_->inside_call = false;
+      }
+    } restore{this};
+    SHALE_ASSIGN_OR_RETURN(call.arg, BindExpr(*e.children[0], agg_->input));
+    for (size_t i = 1; i < e.children.size(); ++i) {
+      SHALE_ASSIGN_OR_RETURN(ExprPtr more, BindExpr(*e.children[i], agg_->input));
+      call.more_args.push_back(std::move(more));
+    }
+    for (size_t i = 0; i < e.order_by.size(); ++i) {
+      const ast::Expr& oe = *e.order_by[i];
+      sierra::AggregateOrder o;
+      o.desc = e.order_desc[i];
+      if (oe.kind == ast::ExprKind::kLiteral && oe.value.is_int()) {
+        // A position names one of GROUP_CONCAT's own arguments (MySQL).
+        int64_t pos = oe.value.as_int();
+        if (pos < 1 || static_cast<size_t>(pos) > e.children.size()) {
+          return SqlError(ErrorCode::kBadField, "Unknown column '{}' in 'order clause'", pos);
+        }
+        o.expr = pos == 1 ? call.arg : call.more_args[pos - 2];
+      } else {
+        SHALE_ASSIGN_OR_RETURN(o.expr, BindExpr(oe, agg_->input));
+      }
+      call.order_by.push_back(std::move(o));
+    }
   }
   switch (call.kind) {
     case sierra::AggregateKind::kCountStar:
@@ -1886,6 +2052,16 @@ Result<LogicalPtr> Binder::BindInsert(const ast::InsertStmt& s) {
     }
     source = LogicalOperator::Project(std::move(query), std::move(exprs), scan->columns);
   }
+  // VALUES with subqueries: each row is its own one-row query (the
+  // subqueries are Applies over one empty row), the rows a UNION ALL.
+  bool with_subqueries = false;
+  for (const auto& values : s.rows) {
+    for (const auto& v : values) with_subqueries |= ContainsSubquery(*v);
+  }
+  std::vector<LogicalPtr> row_queries;
+  LogicalPtr empty_row = LogicalOperator::Values({}, {{}});
+  Scope row_scope;
+  row_scope.source = empty_row.get();
   for (size_t r = 0; r < s.rows.size(); ++r) {
     const auto& values = s.rows[r];
     // VALUES () without a column list: every column takes its default.
@@ -1894,7 +2070,11 @@ Result<LogicalPtr> Binder::BindInsert(const ast::InsertStmt& s) {
       for (size_t c = 0; c < ncols; ++c) {
         SHALE_ASSIGN_OR_RETURN(row[c], default_for(static_cast<int>(c)));
       }
-      rows.push_back(std::move(row));
+      if (with_subqueries) {
+        row_queries.push_back(LogicalOperator::Project(empty_row->Clone(), std::move(row), scan->columns));
+      } else {
+        rows.push_back(std::move(row));
+      }
       continue;
     }
     if (values.size() != targets.size()) {
@@ -1902,11 +2082,17 @@ Result<LogicalPtr> Binder::BindInsert(const ast::InsertStmt& s) {
                       r + 1);
     }
     std::vector<ExprPtr> row(ncols);
+    if (with_subqueries) StartApplies(0);
     for (size_t i = 0; i < values.size(); ++i) {
       if (values[i]->kind == ast::ExprKind::kDefault) {
         SHALE_ASSIGN_OR_RETURN(row[targets[i]], default_for(targets[i]));
       } else {
-        SHALE_ASSIGN_OR_RETURN(row[targets[i]], BindExpr(*values[i], none));
+        auto bound = BindExpr(*values[i], with_subqueries ? row_scope : none);
+        if (!bound.ok()) {
+          collecting_applies_ = false;
+          return bound.status();
+        }
+        row[targets[i]] = *bound;
       }
     }
     for (size_t c = 0; c < ncols; ++c) {
@@ -1914,7 +2100,16 @@ Result<LogicalPtr> Binder::BindInsert(const ast::InsertStmt& s) {
         SHALE_ASSIGN_OR_RETURN(row[c], default_for(static_cast<int>(c)));
       }
     }
-    rows.push_back(std::move(row));
+    if (with_subqueries) {
+      row_queries.push_back(
+          LogicalOperator::Project(FinishApplies(empty_row->Clone()), std::move(row), scan->columns));
+    } else {
+      rows.push_back(std::move(row));
+    }
+  }
+  if (!row_queries.empty()) {
+    source = row_queries.size() == 1 ? std::move(row_queries[0])
+                                     : LogicalOperator::Union(std::move(row_queries), scan->columns);
   }
   if (!source) source = LogicalOperator::Values(scan->columns, std::move(rows));
   LogicalPtr insert = LogicalOperator::Insert(table, std::move(source));
@@ -2153,6 +2348,7 @@ Result<LogicalPtr> Binder::BindMultiUpdate(const ast::UpdateStmt& s) {
   Scope scope;
   SHALE_ASSIGN_OR_RETURN(LogicalPtr rows, BindJoinedRows(s.table, s.joins, s.where.get(), &scope));
   std::vector<ModifyTarget> targets;
+  SetApplies set_applies(this, s.assignments, rows->columns.size());
   for (const ast::Assignment& a : s.assignments) {
     ast::Expr name;
     name.kind = ast::ExprKind::kColumn;
@@ -2190,6 +2386,7 @@ Result<LogicalPtr> Binder::BindMultiUpdate(const ast::UpdateStmt& s) {
     }
     target->columns.push_back(column);
   }
+  rows = set_applies.Finish(std::move(rows));
   return StackTargets(std::move(rows), std::move(targets), /*is_update=*/true);
 }
 
@@ -2224,6 +2421,10 @@ Result<LogicalPtr> Binder::BindUpdate(const ast::UpdateStmt& s) {
   std::shared_ptr<const catalog::TableDef> table = ScannedTable(*rows);
   std::vector<int> columns;
   std::vector<ExprPtr> exprs;
+  // Subqueries in SET: Applies over the rows to change (read, like the
+  // rows, before anything is written); the Update reads the table's
+  // columns of each row and the assignments the Apply columns too.
+  SetApplies set_applies(this, s.assignments, rows->columns.size());
   for (const ast::Assignment& a : s.assignments) {
     ast::Expr target;
     target.kind = ast::ExprKind::kColumn;
@@ -2247,6 +2448,7 @@ Result<LogicalPtr> Binder::BindUpdate(const ast::UpdateStmt& s) {
     }
     columns.push_back(col->column);
   }
+  rows = set_applies.Finish(std::move(rows));
   return LogicalOperator::Update(table, std::move(rows), std::move(columns), std::move(exprs));
 }
 

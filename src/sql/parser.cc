@@ -391,7 +391,10 @@ Result<ast::SelectStmt> Parser::ParseSelect() {
       s.group_by.push_back(std::move(e));
       if (!AcceptOperator(",")) break;
     }
-    if (AtKeyword("WITH")) return NotSupported("WITH ROLLUP");
+    if (AcceptKeyword("WITH")) {
+      SHALE_RETURN_IF_ERROR(ExpectKeyword("ROLLUP"));
+      s.rollup = true;
+    }
   }
   if (AcceptKeyword("HAVING")) {
     SHALE_ASSIGN_OR_RETURN(s.having, ParseExpr());
@@ -1664,8 +1667,8 @@ Result<ast::ExprPtr> Parser::ParsePrimary() {
       if (ec != std::errc() || ptr != t.text.data() + t.text.size()) {
         // Beyond BIGINT: an exact DECIMAL literal, as in MySQL.
         auto d = Decimal::Parse(t.text);
-        if (!d) return NotSupported("numeric literals of more than 38 digits");
-        e->value = Value::Dec(*d);
+        // Beyond DECIMAL's 65 digits: a DOUBLE.
+        e->value = d ? Value::Dec(*d) : Value::Double(std::strtod(t.text.c_str(), nullptr));
       } else {
         e->value = Value::Int(v);
       }
@@ -1959,7 +1962,20 @@ Result<ast::ExprPtr> Parser::ParsePrimary() {
               if (!AcceptOperator(",")) break;
             }
             if (e->name == "GROUP_CONCAT") {
-              if (AtKeyword("ORDER")) return NotSupported("GROUP_CONCAT ... ORDER BY");
+              if (AcceptKeyword("ORDER")) {
+                SHALE_RETURN_IF_ERROR(ExpectKeyword("BY"));
+                do {
+                  SHALE_ASSIGN_OR_RETURN(auto key, ParseExpr());
+                  bool desc = false;
+                  if (AcceptKeyword("DESC")) {
+                    desc = true;
+                  } else {
+                    AcceptKeyword("ASC");
+                  }
+                  e->order_by.push_back(std::move(key));
+                  e->order_desc.push_back(desc);
+                } while (AcceptOperator(","));
+              }
               e->value = Value::String(",");
               if (AcceptKeyword("SEPARATOR")) {
                 if (Peek().kind != TokenKind::kString) return ErrorHere();

@@ -92,7 +92,12 @@ TEST(LockManagerTest, DeadlockFailsExactlyOneWaiter) {
   ASSERT_TRUE(locks.Lock(2, "b", LockMode::kExclusive, 1s, nullptr).ok());
   Status first;
   std::thread t([&] { first = locks.Lock(1, "b", LockMode::kExclusive, 10s, nullptr); });
-  std::this_thread::sleep_for(50ms);
+  // Txn 1 must be waiting before txn 2 closes the cycle (a fixed sleep was
+  // not always enough on a loaded machine: then txn 1 was the victim and
+  // txn 2 timed out waiting for it).
+  const auto waiting_deadline = std::chrono::steady_clock::now() + 10s;
+  while (locks.waits() < 1 && std::chrono::steady_clock::now() < waiting_deadline) std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(locks.waits(), 1u);
   auto start = std::chrono::steady_clock::now();
   Status second = locks.Lock(2, "a", LockMode::kExclusive, 10s, nullptr);
   EXPECT_EQ(second.mysql_code(), 1213);

@@ -24,6 +24,21 @@ class ClusterNode(ShaledProcess):
         self.join_args = ["--join", join] if join else []
         super().__init__(binary, ["--node-name", "node%d" % index, "--rpc-port", str(self.rpc_port),
                                   "--ssl", "OFF"] + TIMING + self.join_args)
+        self.started_once = False
+
+    def _start_once(self, timeout):
+        super()._start_once(timeout)
+        self.started_once = True
+
+    def move_ports(self, error):
+        """A failed bind of the cluster port moves it too, but only before
+        the node first ran: after that its address is part of the cluster's
+        membership, so a restart must come back on the same port."""
+        if "127.0.0.1:%d" % self.rpc_port in error and not self.started_once:
+            i = self.extra_args.index("--rpc-port")
+            self.rpc_port = free_port()
+            self.extra_args[i + 1] = str(self.rpc_port)
+        super().move_ports(error)
 
     @property
     def rpc_address(self):
@@ -86,6 +101,20 @@ def wait_until(what, predicate, timeout):
     raise AssertionError("timed out after %.0f s waiting for %s (last: %r)" % (timeout, what, last))
 
 
+def query_when_ready(node, sql, timeout=30):
+    """The answer to `sql` on `node`, retrying while the node answers with an
+    error (it may still be coming back: restarting, catching up with the
+    leader); a wrong answer is the caller's to check, never retried."""
+    deadline = time.time() + timeout
+    while True:
+        try:
+            return node.query(sql)
+        except Exception as e:  # noqa: BLE001 - a node answering an error is "not yet"
+            if time.time() > deadline:
+                raise AssertionError("node%d still fails %r after %.0f s: %r" % (node.index, sql, timeout, e))
+        time.sleep(0.2)
+
+
 def members_agree(nodes, names):
     """Every node in `nodes` shows exactly `names` as members, with one leader."""
     for node in nodes:
@@ -105,7 +134,7 @@ class ThreeNodeTestCase(unittest.TestCase):
 
     def setUp(self):
         self.nodes = start_cluster(self.SHALED, 3)
-        wait_until("three members on every node", lambda: members_agree(self.nodes, self.ALL3), 30)
+        wait_until("three members on every node", lambda: members_agree(self.nodes, self.ALL3), 60)
 
     def tearDown(self):
         result = getattr(getattr(self, "_outcome", None), "result", None)

@@ -13,18 +13,10 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cluster_fixture import wait_until  # noqa: E402
+from shaled_fixture import FREE_PORT_FLOOR, ephemeral_low, port_bindable  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 SHALED = None
-
-
-def port_free(port):
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind(("127.0.0.1", port))
-            return True
-        except OSError:
-            return False
 
 
 def listening(port):
@@ -34,12 +26,16 @@ def listening(port):
 
 
 def free_base(n):
-    """A base port with base..base+n-1 and their +1000 cluster ports free."""
+    """A base port with base..base+n-1 and their +1000 cluster ports free,
+    below the ephemeral range when there is room (shaled_fixture.free_port
+    says why)."""
     import random
     rng = random.Random()
+    low = ephemeral_low() or 40000
+    top = low - 1000 - n if low - 1000 - n > FREE_PORT_FLOOR + 2000 else 40000
     for _ in range(200):
-        base = rng.randrange(20000, 40000)
-        if all(port_free(base + i) and port_free(base + 1000 + i) for i in range(n)):
+        base = rng.randrange(FREE_PORT_FLOOR, top)
+        if all(port_bindable(base + i) and port_bindable(base + 1000 + i) for i in range(n)):
             return base
     raise RuntimeError("no free port range")
 
@@ -78,7 +74,7 @@ class LauncherTest(unittest.TestCase):
                 if rows != {"node%d" % (j + 1): "127.0.0.1:%d" % (base + j) for j in range(3)}:
                     return False
             return True
-        wait_until("three nodes in system.nodes on every node", three_everywhere, 30)
+        wait_until("three nodes in system.nodes on every node", three_everywhere, 60)
 
         status = self.shale("status", check=True).stdout
         for i in range(1, 4):

@@ -101,6 +101,45 @@ class MetadataTest(unittest.TestCase):
             for c in conns:
                 c.close()
 
+    def test_acknowledged_changes_are_visible_through_every_node(self):
+        """A DDL, user or grant change acknowledged through one node is seen
+        by the very next statement through any other node, with no waiting
+        and without the 1146 catch-up: the node that made it waits until
+        every live member has applied it (ClusterNode::AwaitMembersApplied)."""
+        import pymysql
+        conns = [n.connect() for n in self.nodes]
+
+        def others(i):
+            return [c for j, c in enumerate(conns) if j != i % 3]
+
+        def rows(c, sql):
+            cur = c.cursor()
+            cur.execute(sql)
+            return cur.fetchall()
+        try:
+            conns[0].cursor().execute("CREATE DATABASE ack")
+            for i in range(12):
+                by = conns[i % 3].cursor()
+                by.execute("CREATE TABLE ack.t%d (id INT PRIMARY KEY)" % i)
+                by.execute("ALTER TABLE ack.t%d ADD COLUMN c%d INT" % (i, i))
+                by.execute("CREATE USER 'u%d'@'%%' IDENTIFIED BY 'pw'" % i)
+                by.execute("GRANT SELECT ON ack.* TO 'u%d'@'%%'" % i)
+                for c in others(i):
+                    self.assertIn(("t%d" % i,), rows(c, "SHOW TABLES FROM ack"))
+                    self.assertIn("c%d" % i, [r[0] for r in rows(c, "SHOW COLUMNS FROM ack.t%d" % i)])
+                    grants = [r[0] for r in rows(c, "SHOW GRANTS FOR 'u%d'@'%%'" % i)]
+                    self.assertIn("GRANT SELECT ON `ack`.* TO `u%d`@`%%`" % i, grants)
+                by.execute("DROP TABLE ack.t%d" % i)
+                by.execute("DROP USER 'u%d'@'%%'" % i)
+                for c in others(i):
+                    self.assertNotIn(("t%d" % i,), rows(c, "SHOW TABLES FROM ack"))
+                    with self.assertRaises(pymysql.MySQLError) as gone:
+                        rows(c, "SHOW GRANTS FOR 'u%d'@'%%'" % i)
+                    self.assertEqual(gone.exception.args[0], 1141)
+        finally:
+            for c in conns:
+                c.close()
+
     def test_one_catalog(self):
         import pymysql
         n1, n2, n3 = self.nodes

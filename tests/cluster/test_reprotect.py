@@ -133,6 +133,17 @@ def fully_protected(nodes, expect_members):
     return maps[0]
 
 
+def same_tasks(nodes, kind):
+    """system.rebalancer is the same on every node in `nodes` and has a
+    finished task of `kind`: returns it (else false, for wait_until)."""
+    sql = "SELECT kind, state, source, target FROM system.rebalancer ORDER BY task_id"
+    views = [node.query(sql) for node in nodes]
+    if any(v != views[0] for v in views):
+        return False
+    finished = any(k == kind and state == "finished" for k, state, _, _ in views[0])
+    return finished and views[0]
+
+
 def replica_counts(slice_map, members):
     counts = {m: 0 for m in members}
     for _, replicas in slice_map:
@@ -150,6 +161,9 @@ class ReprotectTest(unittest.TestCase):
 
     def tearDown(self):
         self.stop_writers()
+        result = getattr(getattr(self, "_outcome", None), "result", None)
+        if result is not None and any(t is self for t, _ in result.errors + result.failures):
+            print(self.logs(), flush=True)
         keep = os.environ.get("SHALE_KEEP_LOGS")  # a directory: each node's log is copied there
         for node in self.nodes:
             if keep:
@@ -238,11 +252,11 @@ class ReprotectTest(unittest.TestCase):
     def test_reprotect_after_kill_and_rebalance_onto_returned_node(self):
         n1, n2, n3 = self.nodes
         all3 = {"node1", "node2", "node3"}
-        wait_until("three members", lambda: all(set(n.nodes()) == all3 for n in self.nodes), 30)
+        wait_until("three members", lambda: all(set(n.nodes()) == all3 for n in self.nodes), 60)
         n1.query("CREATE DATABASE %s" % DB)
         n1.query("CREATE TABLE %s.t (id BIGINT PRIMARY KEY, grp INT, v VARCHAR(32), KEY k_grp (grp)) REPLICAS=2" % DB)
-        wait_until("the table everywhere", lambda: all(slices(n) for n in self.nodes), 20)
-        wait_until("a fully protected table", lambda: fully_protected(self.nodes, all3), 20)
+        wait_until("the table everywhere", lambda: all(slices(n) for n in self.nodes), 45)
+        wait_until("a fully protected table", lambda: fully_protected(self.nodes, all3), 45)
         load_s = 6 if LONG else 2
 
         # --- test 1: kill -9 one node mid-load --------------------------------
@@ -257,9 +271,11 @@ class ReprotectTest(unittest.TestCase):
                        lambda: fully_protected([n1, n2], {"node1", "node2"}), 120)
         reprotected = time.time() - killed_at
         print("fully protected again %.1f s after the kill" % reprotected)
-        tasks = n1.query("SELECT kind, state, source, target FROM system.rebalancer")
+        # The task list is metadata each node applies from the Raft log on
+        # its own: node2 may show a task's last state a moment after node1.
+        tasks = wait_until("the same finished reprotect tasks on node1 and node2",
+                           lambda: same_tasks([n1, n2], "reprotect"), 30)
         self.assertTrue(any(k == "reprotect" and s == "finished" for k, s, _, _ in tasks), tasks)
-        self.assertEqual(tasks, n2.query("SELECT kind, state, source, target FROM system.rebalancer"))
         self.assertEqual(n1.query("SHOW STATUS LIKE 'Shale_under_protected_slices'")[0][1], "0")
         time.sleep(1)
         self.stop_writers()
@@ -282,8 +298,7 @@ class ReprotectTest(unittest.TestCase):
         counts = wait_until("replicas rebalanced onto node3", balanced, 180)
         print("rebalanced: replicas per node %s" % counts)
         self.assertGreater(counts["node3"], 0)
-        moves = n3.query("SELECT task_id FROM system.rebalancer WHERE kind = 'rebalance' AND state = 'finished'")
-        self.assertTrue(moves)
+        wait_until("finished rebalance tasks on every node", lambda: same_tasks(self.nodes, "rebalance"), 30)
         time.sleep(1)
         self.stop_writers()
         self.check_data(self.nodes)

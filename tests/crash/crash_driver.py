@@ -359,7 +359,7 @@ def main():
     armed_count = [0]
     planned = [None]  # the kill point armed for the running server
 
-    def start_node(timeout=20.0):
+    def start_node(timeout=None):  # None: ShaledProcess.START_TIMEOUT
         """Starts the server, armed with a kill point if --kill-points; a
         kill point that fires during recovery's own checkpoint is a crash
         during recovery: start again, unarmed."""

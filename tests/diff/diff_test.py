@@ -13,10 +13,12 @@ into both — NULLs and duplicate values in every non-key column, a secondary
 index — then runs --queries queries from a generator seeded with --seed:
 filters with NULLs (comparisons, IS [NOT] NULL, IN lists holding NULL,
 BETWEEN, <=>, NOT, AND/OR/XOR), arithmetic, inner/left/cross joins,
-GROUP BY with aggregates and HAVING, DISTINCT, scalar/IN/EXISTS/correlated
+GROUP BY [WITH ROLLUP] with aggregates (COUNT(DISTINCT a, b),
+GROUP_CONCAT(... ORDER BY ...) too) and HAVING, DISTINCT, scalar/IN/EXISTS/correlated
 subqueries, derived tables, UNION [ALL], and ORDER BY over a total order
 with LIMIT/OFFSET; subqueries in HAVING (correlated with the group too),
-correlated subqueries in a grouped select list, and in inner joins' ON; and, one
+correlated subqueries in a grouped select list, in inner joins' ON and in
+LEFT JOINs' ON (over the right table); and, one
 statement in 25, a write on both — UPDATE, multi-table UPDATE/DELETE
 (joins and LEFT JOIN anti-joins) — after which every table is compared
 row by row. Results
@@ -40,7 +42,6 @@ import decimal
 import os
 import random
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -51,7 +52,7 @@ import pymysql
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "tests", "e2e"))
-from shaled_fixture import ShaledProcess  # noqa: E402
+from shaled_fixture import ShaledProcess, free_port  # noqa: E402
 
 DB = "difftest"
 
@@ -204,6 +205,9 @@ class Gen:
                 on += " AND " + self.predicate(c2)
             if kind == "JOIN" and self.rng.random() < 0.15:
                 on += " AND " + self.subquery_predicate(c1 + c2)
+            elif kind == "LEFT JOIN" and self.rng.random() < 0.15:
+                # Over the right table only (correlated with it, or not).
+                on += " AND " + self.subquery_predicate(c2)
             sql = "%s AS l %s %s AS r ON %s" % (t1, kind, t2, on)
         return sql, c1 + c2, [self.pk_of(t1, "l"), self.pk_of(t2, "r")]
 
@@ -275,11 +279,18 @@ class Gen:
         aggs = []
         for _ in range(self.rng.randint(1, 3)):
             name, kind = self.pick(cols)
-            fn = self.pick(["COUNT", "COUNT", "SUM", "MIN", "MAX", "AVG", "COUNT DISTINCT"])
+            fn = self.pick(["COUNT", "COUNT", "SUM", "MIN", "MAX", "AVG", "COUNT DISTINCT",
+                            "COUNT DISTINCT2", "GROUP_CONCAT"])
             if fn in ("SUM", "AVG") and kind == "str":
                 fn = "COUNT"
             if fn == "COUNT DISTINCT":
                 aggs.append("COUNT(DISTINCT %s)" % name)
+            elif fn == "COUNT DISTINCT2":
+                aggs.append("COUNT(DISTINCT %s, %s)" % (name, self.pick(cols)[0]))
+            elif fn == "GROUP_CONCAT":
+                # Ordered by the value itself: equal values give equal text.
+                aggs.append("GROUP_CONCAT(%s%s ORDER BY %s%s SEPARATOR '|')" % (
+                    self.pick(["", "DISTINCT "]), name, name, self.pick(["", " DESC"])))
             else:
                 aggs.append("%s(%s)" % (fn, name))
         if self.rng.random() < 0.3:
@@ -311,7 +322,11 @@ class Gen:
                     self.pick(["COUNT(*)", "MIN(%s)" % self.pick(int_groups)]), self.pick([">", "<=", "="]),
                     self.pick(["COUNT(*)", "MAX(%s)" % self.pick(inner)]), t, self.pick(inner),
                     self.pick(int_groups))
-            if self.rng.random() < 0.3:
+            if self.rng.random() < 0.12:
+                # Super-aggregate rows too (compared as a multiset).
+                sql = sql.replace(" GROUP BY " + ", ".join(groups),
+                                  " GROUP BY " + ", ".join(groups) + " WITH ROLLUP", 1)
+            elif self.rng.random() < 0.3:
                 # The group columns are a total order of the groups.
                 sql += " ORDER BY " + ", ".join(g + self.pick(["", " DESC"]) for g in groups)
                 ordered = True
@@ -409,14 +424,6 @@ def run(conn, sql):
         return ("error", e.args[0], str(e))
 
 # ---- servers ------------------------------------------------------------------
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def start_mariadb():

@@ -6,6 +6,7 @@ reuses the same data directory and port, so tests can check what survives.
 """
 import argparse
 import os
+import random
 import shutil
 import signal
 import socket
@@ -16,7 +17,49 @@ import time
 import unittest
 
 
+def ephemeral_low():
+    """The first port of the kernel's ephemeral range (outgoing connections
+    take their local port from it), or None if it cannot be read."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def port_bindable(port):
+    """Nothing holds `port` on loopback right now (no SO_REUSEADDR, so a
+    port in TIME_WAIT counts as taken too)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+_port_rng = random.SystemRandom()
+FREE_PORT_FLOOR = 10000
+
+
 def free_port():
+    """A loopback port nobody holds now, for a server to listen on.
+
+    It is chosen below the ephemeral range when there is room: a port that
+    bind(0) hands out comes from that range, and so does the local port of
+    every outgoing connection on the machine (gRPC channels, clients of
+    other tests running in parallel), so such a port can be taken again
+    between this call and the server's bind -- or while a killed node is
+    down and must come back on the same port. Below the range only another
+    free_port() caller can pick it, at random among ~20000 ports, and the
+    server's bind fails loudly ("cannot listen on") if one does (start()
+    retries on a new port)."""
+    low = ephemeral_low()
+    if low is not None and low - FREE_PORT_FLOOR >= 2000:
+        for _ in range(200):
+            port = _port_rng.randrange(FREE_PORT_FLOOR, low)
+            if port_bindable(port):
+                return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -30,19 +73,30 @@ class ShaledProcess:
         self.port = free_port()
         self.proc = None
         self.log_path = os.path.join(self.data_dir, "shaled.log")
+        self._scan_from = 0  # where _logged() reads on from
 
-    def start(self, timeout=20.0):
-        # free_port() cannot reserve the port: another test's server or a
-        # client socket may take it before shaled binds. shaled then exits
-        # with "cannot listen on"; try again on a new port (tests connect
-        # through self.port, so a restart may move too).
+    # Start-up includes WAL recovery and, for a cluster node, reaching the
+    # cluster: seconds on a 2-core machine running other tests, so the limit
+    # is generous (a server that never comes up still fails, just later).
+    START_TIMEOUT = 60.0
+
+    def start(self, timeout=None):
+        # free_port() cannot reserve the port: another test's server may take
+        # it before shaled binds. shaled then exits with "cannot listen on";
+        # try again on new ports (tests connect through self.port, so a
+        # restart may move too).
+        timeout = self.START_TIMEOUT if timeout is None else timeout
         for attempt in range(5):
             try:
                 return self._start_once(timeout)
             except RuntimeError as e:
                 if "cannot listen on" not in str(e) or attempt == 4:
                     raise
-                self.port = free_port()
+                self.move_ports(str(e))
+
+    def move_ports(self, error):
+        """Picks new ports after a failed bind (`error` is the start error)."""
+        self.port = free_port()
 
     def _start_once(self, timeout):
         log_start = os.path.getsize(self.log_path) if os.path.exists(self.log_path) else 0
@@ -52,34 +106,54 @@ class ShaledProcess:
                  "--datadir", os.path.join(self.data_dir, "data")] + self.extra_args,
                 stdout=log, stderr=subprocess.STDOUT)
         deadline = time.time() + timeout
+        self._scan_from = log_start
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError("shaled exited with %s; log:\n%s" %
                                    (self.proc.returncode, self.log(since=log_start)))
-            if self._listening(log_start):
+            if self._listening():
                 return
             time.sleep(0.05)
         raise RuntimeError("shaled did not listen within %.0fs; log:\n%s" % (timeout, self.log()))
 
-    def _listening(self, log_start):
+    def _listening(self):
         # Ready once this shaled logs that it listens on our port: a bare
         # connect could reach whatever else holds the port. With a log level
         # that hides that INFO line, fall back to connecting.
         quiet = any(a.startswith("--log-level=") and a.split("=", 1)[1] not in ("info", "debug")
                     for a in self.extra_args)
         if not quiet:
-            return "listening for MySQL clients on 127.0.0.1:%d\n" % self.port in self.log(since=log_start)
+            return self._logged(b"listening for MySQL clients on 127.0.0.1:%d\n" % self.port)
         try:
             with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
                 return True
         except OSError:
             return False
 
+    def _logged(self, needle):
+        """Whether `needle` appears in the log from self._scan_from on.
+
+        Reads only what is new since the previous call (keeping a needle's
+        length of overlap), so a line is found however much the node logs
+        after it before the next poll -- a busy node (a cluster node
+        rejoining, retrying statements) can write kilobytes in 50 ms, and
+        looking only at the log's tail then missed the line."""
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(self._scan_from)
+                data = f.read()
+        except OSError:
+            return False
+        if needle in data:
+            return True
+        self._scan_from += max(0, len(data) - len(needle))
+        return False
+
     def stop(self):
         if self.proc and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(timeout=20)
+                self.proc.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()

@@ -1,13 +1,15 @@
 """The per-statement memory limit (shale_query_memory_limit): ORDER BY past
 it spills sorted runs to <datadir>/tmp and answers what the unlimited run
-answers; hash joins, GROUP BY, DISTINCT, UNION and materialized subqueries
-past it fail with 1114 and change nothing; the node keeps serving; run files
+answers; hash joins, hashed GROUP BY, DISTINCT, UNION and materialized
+subqueries past it fail with 1114 and change nothing; a GROUP BY on the
+primary key streams and fits; the node keeps serving; run files
 never stay behind (docs/sql-compatibility.md "Memory limit").
 
 The table has SHALE_MEMORY_TEST_ROWS rows (default 2^17; ctest's
 e2e_memory_limit_large, label slow, runs 2^19)."""
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from shaled_fixture import NodeTestCase, main  # noqa: E402
@@ -119,7 +121,7 @@ class MemoryLimitTest(NodeTestCase):
         errors_before = self.status(small, "Shale_memory_limit_errors")
         cases = [
             "SELECT COUNT(*) FROM t a JOIN t b ON a.id = b.k",                       # hash join build side
-            "SELECT id, COUNT(*) FROM t GROUP BY id",                                # hash aggregation
+            "SELECT k, COUNT(*) FROM t GROUP BY k",                                  # hash aggregation
             "SELECT COUNT(*) FROM (SELECT DISTINCT id, s FROM t) AS d",              # DISTINCT
             "SELECT COUNT(*) FROM (SELECT id FROM t UNION SELECT k FROM t) AS u",    # UNION DISTINCT
             "SELECT COUNT(*) FROM t WHERE k IN (SELECT id FROM t)",                  # materialized subquery
@@ -132,15 +134,35 @@ class MemoryLimitTest(NodeTestCase):
         small.execute("SELECT COUNT(*) FROM t WHERE id < 10")
         self.assertEqual(small.fetchone()[0], 10)
         small.execute("SET SESSION shale_query_memory_limit = 0")
-        small.execute(cases[1] + " ORDER BY id LIMIT 2")
-        self.assertEqual(small.fetchall(), ((0, 1), (1, 1)))
+        small.execute(cases[1] + " ORDER BY k LIMIT 2")
+        counts = {}
+        for i in range(ROWS):
+            counts[k_of(i)] = counts.get(k_of(i), 0) + 1
+        self.assertEqual(small.fetchall(), tuple(sorted(counts.items())[:2]))
         small.execute(cases[0])
         self.assertEqual(small.fetchone()[0], sum(1 for i in range(ROWS) if k_of(i) < ROWS))
+
+    def test_streaming_aggregation_keeps_no_groups(self):
+        # GROUP BY the primary key: an ordered scan aggregated one group at a
+        # time, so every one of the ROWS groups fits a 1 MiB limit that a
+        # hash aggregation of them exceeds (above).
+        conn, small = self.session(SMALL)
+        sql = "SELECT id, COUNT(*), MAX(k) FROM t GROUP BY id"
+        small.execute("EXPLAIN " + sql)
+        plan = "\n".join(str(r[0]) for r in small.fetchall())
+        self.assertIn("StreamAggregate", plan)
+        self.assertIn("ordered", plan)
+        small.execute(sql)
+        rows = small.fetchall()
+        self.assertEqual(len(rows), ROWS)
+        self.assertEqual([r[0] for r in rows], list(range(ROWS)))  # key order
+        self.assertTrue(all(r[1] == 1 and r[2] == k_of(r[0]) for r in rows))
+        self.assertLess(self.status(small, "Shale_last_query_memory_peak", "SESSION"), SMALL)
 
     def test_failed_insert_select_changes_nothing(self):
         conn, small = self.session(SMALL)
         small.execute("CREATE TABLE copy (id INT PRIMARY KEY, n INT)")
-        self.assertSqlError(small, "INSERT INTO copy SELECT id, COUNT(*) FROM t GROUP BY id", 1114)
+        self.assertSqlError(small, "INSERT INTO copy SELECT k, COUNT(*) FROM t GROUP BY k", 1114)
         small.execute("SELECT COUNT(*) FROM copy")
         self.assertEqual(small.fetchone()[0], 0)
         # A sort that spills feeds INSERT ... SELECT correctly.
@@ -168,6 +190,11 @@ class MemoryLimitTest(NodeTestCase):
         cur = self.connect().cursor()
         cur.execute("SELECT COUNT(*) FROM m.t")
         self.assertEqual(cur.fetchone()[0], ROWS)
+        # KILL closes the connection at once; the killed statement notices
+        # at its next check and removes its run files then, so wait for that.
+        deadline = time.time() + 30
+        while self.spill_files() and time.time() < deadline:
+            time.sleep(0.1)
         self.assertEqual(self.spill_files(), [])
 
 

@@ -22,6 +22,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 import pymysql
@@ -1105,8 +1106,18 @@ class GoDriverTest(ProtocolTestCase):
         with tempfile.TemporaryDirectory(prefix="shale-go-") as tmp:
             binary = os.path.join(tmp, "prepared_client")
             env = dict(os.environ)
-            build = subprocess.run([go, "build", "-o", binary, "."], cwd=src, env=env,
-                                   capture_output=True, text=True, timeout=600)
+            # The first build fetches the driver from the Go module proxy: a
+            # network hiccup there is not a Shale failure, so a build that
+            # failed to fetch is tried again (twice, 5 s apart); any other
+            # build error fails at once.
+            for attempt in range(3):
+                build = subprocess.run([go, "build", "-o", binary, "."], cwd=src, env=env,
+                                       capture_output=True, text=True, timeout=600)
+                fetch_failed = any(m in build.stderr for m in (
+                    "dial tcp", "i/o timeout", "TLS handshake timeout", "connection reset", "unexpected EOF"))
+                if build.returncode == 0 or not fetch_failed or attempt == 2:
+                    break
+                time.sleep(5)
             if build.returncode != 0:
                 if in_ci:
                     self.fail("go build failed:\n" + build.stderr)

@@ -287,7 +287,7 @@ class RawClientLoadTest(LoadDataTestCase):
         self.assertEqual(c.read(), b"\xfbf")
         c.write(b"1\n2\n")
         c.close()  # no end-of-file packet
-        deadline = time.time() + 10
+        deadline = time.time() + 30
         while time.time() < deadline:
             cur.execute("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = 'gone'")
             if cur.fetchone()[0] == 0:

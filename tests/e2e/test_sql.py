@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import pymysql
 
@@ -300,8 +301,14 @@ class DurabilityTest(ShaleTestCase):
 
         t = threading.Thread(target=writer)
         t.start()
-        while len(acked) < 200:
-            pass
+        # Not a busy loop: on a 2-core machine it would starve the writer.
+        deadline = time.time() + 60
+        while len(acked) < 200 and t.is_alive() and time.time() < deadline:
+            time.sleep(0.01)
+        if len(acked) < 200:
+            stop.set()
+            t.join()
+            self.fail("the writer stopped early or is too slow: %d rows acknowledged" % len(acked))
         self.node.kill()  # power loss during writes
         stop.set()
         t.join()

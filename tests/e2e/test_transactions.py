@@ -38,6 +38,19 @@ class TransactionTest(NodeTestCase):
         cur.execute(sql)
         return [tuple(r) for r in cur.fetchall()]
 
+    def wait_running(self, conn, sql):
+        """Waits until connection `conn` is inside statement `sql` (the
+        process list shows it), instead of sleeping and hoping the thread
+        that sends it got there: on a loaded machine it may not have."""
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            got = self.rows(self.cur, "SELECT INFO FROM information_schema.PROCESSLIST WHERE ID = %d"
+                            % conn.thread_id())
+            if got == [(sql,)]:
+                return
+            time.sleep(0.05)
+        self.fail("connection %d never ran %r" % (conn.thread_id(), sql))
+
     def test_uncommitted_writes_are_invisible_until_commit(self):
         a, ac = self.other()
         b, bc = self.other()
@@ -206,7 +219,7 @@ class TransactionTest(NodeTestCase):
 
         ta = threading.Thread(target=second_lock, args=("a", ac, "UPDATE acct SET bal = 12 WHERE id = 2"))
         ta.start()
-        time.sleep(0.3)
+        self.wait_running(a, "UPDATE acct SET bal = 12 WHERE id = 2")  # a waits for b's lock
         tb = threading.Thread(target=second_lock, args=("b", bc, "UPDATE acct SET bal = 21 WHERE id = 1"))
         start = time.time()
         tb.start()
@@ -260,9 +273,11 @@ class TransactionTest(NodeTestCase):
 
         t = threading.Thread(target=wait)
         t.start()
-        time.sleep(0.5)
+        # KILL QUERY before the UPDATE arrives would kill nothing and leave
+        # it waiting for the 50 s lock wait timeout.
+        self.wait_running(b, "UPDATE acct SET bal = 9 WHERE id = 1")
         self.cur.execute("KILL QUERY %d" % victim)
-        t.join(10)
+        t.join(30)
         self.assertEqual(result.get("r"), 1317)
         ac.execute("ROLLBACK")
 
@@ -289,7 +304,7 @@ class TransactionTest(NodeTestCase):
             self.cur.execute("EXPLAIN SELECT * FROM gc WHERE v = 1")
             return [rows for op, rows in self.cur.fetchall() if op.strip().startswith("SliceScan")][0]
 
-        deadline = time.time() + 10
+        deadline = time.time() + 30  # the collector runs in the background
         while stored() > 5 and time.time() < deadline:
             time.sleep(0.2)
         self.assertEqual(stored(), 5)  # one version per live row; deleted rows gone entirely

@@ -1,0 +1,126 @@
+#include "src/exec/online_ddl.h"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "src/common/errors.h"
+#include "src/common/log.h"
+#include "src/exec/engine.h"
+#include "src/txn/data_router.h"
+
+namespace shale::exec {
+namespace {
+
+// How long one DDL statement keeps starting over after the cluster changed
+// under it, and the pause between attempts.
+constexpr std::chrono::seconds kOnlineDdlBudget{120};
+constexpr std::chrono::milliseconds kAttemptPause{100};
+
+// The failures after which the DDL starts over: the cluster changed under
+// it (1047: a node did not answer, the slice map moved; 1412: the table's
+// definition changed between reading and publishing it; a member not
+// reachable for the barrier).
+bool StartOver(const Status& st) {
+  if (st.code() == StatusCode::kUnavailable) return true;
+  return txn::IsRetryableClusterError(st) ||
+         (st.code() == StatusCode::kSqlError && st.mysql_code() == static_cast<uint16_t>(ErrorCode::kTableDefChanged));
+}
+
+// Removes this node's fence (and its pending indexes, whose slices every
+// node drops when it applies that) from db.name, whatever placement the
+// table has now. Best effort: a fence left behind is removed by the
+// rebalancer once this node is gone, or by this node's next DDL attempt.
+void Unfence(Engine* engine, const std::string& db, const std::string& name) {
+  const std::string& self = engine->options().node_name;
+  for (int i = 0; i < 20; ++i) {
+    auto current = engine->catalog()->GetTable(db, name);
+    if (!current.ok() || (*current)->ddl_owner != self) return;
+    catalog::TableDef plain = **current;
+    plain.ddl_owner.clear();
+    plain.pending_indexes.clear();
+    Status st = engine->catalog()->ReplaceTable(*current, std::move(plain));
+    if (st.ok()) return;
+    log::Warn("online DDL on {}.{}: removing the fence failed ({}), trying again", db, name, st.ToString());
+    std::this_thread::sleep_for(kAttemptPause);
+  }
+}
+
+}  // namespace
+
+bool UseOnlineDdl(Engine* engine) {
+  return engine->txn()->router() != nullptr && engine->PlacementNodes().size() > 1;
+}
+
+Status CheckNotFenced(const catalog::TableDef& current) {
+  if (current.ddl_owner.empty()) return Status::OK();
+  return SqlError(ErrorCode::kUnknownCom,
+                  "Table {}.{} is being changed by a DDL statement running on node '{}'; the statement was not run, "
+                  "retry it",
+                  current.db, current.name, current.ddl_owner);
+}
+
+Status RunOnlineDdl(Engine* engine, const std::string& db, const std::string& name, const OnlineDdlSteps& steps) {
+  catalog::Catalog* cat = engine->catalog();
+  const std::string& self = engine->options().node_name;
+  const auto deadline = std::chrono::steady_clock::now() + kOnlineDdlBudget;
+  Status last;
+  for (int attempt = 0;; ++attempt) {
+    if (attempt > 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        log::Warn("online DDL on {}.{}: giving up after {} attempts: {}", db, name, attempt, last.ToString());
+        return last;
+      }
+      std::this_thread::sleep_for(kAttemptPause);
+    }
+    SHALE_ASSIGN_OR_RETURN(std::shared_ptr<const catalog::TableDef> current, cat->GetTable(db, name));
+    if (!current->ddl_owner.empty()) {
+      // Another DDL (or an attempt of this node's that could not remove its
+      // fence) is changing the table: wait for it.
+      last = CheckNotFenced(*current);
+      if (current->ddl_owner == self && attempt == 0) Unfence(engine, db, name);
+      continue;
+    }
+    // 1. Fence.
+    catalog::TableDef fenced = *current;
+    fenced.ddl_owner = self;
+    fenced.pending_indexes.clear();
+    SHALE_RETURN_IF_ERROR(steps.prepare(&fenced));
+    Status st = cat->ReplaceTable(current, std::move(fenced));
+    if (!st.ok()) {
+      if (!StartOver(st)) return st;
+      last = st;
+      continue;
+    }
+    auto published = cat->GetTable(db, name);
+    if (!published.ok() || (*published)->ddl_owner != self || (*published)->id != current->id) {
+      last = SqlError(ErrorCode::kTableDefChanged, "Table definition has changed, please retry transaction");
+      Unfence(engine, db, name);
+      continue;
+    }
+    // 2. Barrier: nobody writes the table from here on.
+    const ClusterHooks& hooks = engine->cluster_hooks();
+    if (hooks.table_barrier) st = hooks.table_barrier((*published)->id, (*published)->version);
+    // 3. Work, 4. publish.
+    if (st.ok()) {
+      Result<catalog::TableDef> done = steps.work(**published);
+      if (done.ok()) {
+        done->ddl_owner.clear();
+        done->pending_indexes.clear();
+        st = cat->ReplaceTable(*published, std::move(*done));
+        if (st.ok()) return st;
+      } else {
+        st = done.status();
+      }
+    }
+    Unfence(engine, db, name);
+    if (!StartOver(st)) return st;
+    log::Info("online DDL on {}.{}: the cluster changed under attempt {} ({}); starting over", db, name, attempt + 1,
+              st.ToString());
+    last = st;
+  }
+}
+
+}  // namespace shale::exec
