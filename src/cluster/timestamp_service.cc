@@ -261,9 +261,11 @@ uint64_t ClusterTimestamps::SnapshotTimestamp() {
   const uint64_t target = p.finished_high;
   uint64_t ts = p.read_ts;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.snapshot_wait_ms);
-  while (ts < target && std::chrono::steady_clock::now() < deadline) {
-    // Commits below `target` are still being applied: ask again.
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (int pause_ms = 1; ts < target && std::chrono::steady_clock::now() < deadline;
+       pause_ms = std::min(pause_ms * 2, 20)) {
+    // Commits below `target` are still being applied: ask again (soon:
+    // they usually finish within milliseconds; less often when they do not).
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
     Pending again;
     again.read = true;
     Call(&again);
