@@ -162,19 +162,6 @@ class RemoteIterator final : public storage::SliceIterator {
   Status status_;
 };
 
-class ErrorIterator final : public storage::SliceIterator {
- public:
-  explicit ErrorIterator(Status st) : st_(std::move(st)) {}
-  bool Valid() const override { return false; }
-  void Next() override {}
-  std::string_view key() const override { return {}; }
-  std::string_view value() const override { return {}; }
-  Status status() const override { return st_; }
-
- private:
-  Status st_;
-};
-
 }  // namespace
 
 class PeerStubs {
@@ -905,15 +892,15 @@ std::unique_ptr<storage::SliceIterator> SliceService::Scan(const std::string& no
                                                            const storage::KeyRange& range, uint64_t snapshot) {
   if (node == self()) {
     auto s = store_->GetSlice(slice);
-    if (!s.ok()) return std::make_unique<ErrorIterator>(s.status());
+    if (!s.ok()) return txn::FailedScan(s.status());
     Status readable = txn_->CheckReadable(slice, snapshot, options_.node_name);
-    if (!readable.ok()) return std::make_unique<ErrorIterator>(std::move(readable));
+    if (!readable.ok()) return txn::FailedScan(std::move(readable));
     storage::ReadOptions ro;
     ro.snapshot = snapshot;
     return storage::MvccSlice(*s).NewIterator(ro, range);
   }
   auto peer = Peer(node);
-  if (!peer.ok()) return std::make_unique<ErrorIterator>(peer.status());
+  if (!peer.ok()) return txn::FailedScan(peer.status());
   PeerStubs* stub = *peer;
   auto fetch = [this, stub, node, slice, snapshot](const storage::KeyRange& r, ScanResponse* page) -> Status {
     ScanRequest req;

@@ -250,16 +250,22 @@ uint64_t ClusterTimestamps::SnapshotTimestamp() {
   Pending p;
   p.read = true;
   Call(&p);
-  if (!p.status.ok()) return ReadTimestamp();  // no leader: the cached watermark
+  if (!p.status.ok()) {
+    // No leader to ask: the last watermark learned (older, consistent).
+    std::lock_guard lock(mu_);
+    return last_read_;
+  }
   // Every commit acknowledged before this call was reported finished before
   // the leader answered (FinishCommit reports before the client is
   // answered), so it is at or below `target`.
   const uint64_t target = p.finished_high;
   uint64_t ts = p.read_ts;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.snapshot_wait_ms);
-  while (ts < target && std::chrono::steady_clock::now() < deadline) {
-    // Commits below `target` are still being applied: ask again.
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (int pause_ms = 1; ts < target && std::chrono::steady_clock::now() < deadline;
+       pause_ms = std::min(pause_ms * 2, 20)) {
+    // Commits below `target` are still being applied: ask again (soon:
+    // they usually finish within milliseconds; less often when they do not).
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
     Pending again;
     again.read = true;
     Call(&again);

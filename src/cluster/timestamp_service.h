@@ -84,8 +84,9 @@ struct TimestampServiceOptions {
   uint64_t horizon_lag_ms = 5000;
   // A new snapshot waits at most this long for the commits in flight below
   // the newest acknowledged commit (SnapshotTimestamp); then it takes the
-  // watermark (consistent, possibly stale). Default: 1500 ms.
-  uint64_t snapshot_wait_ms = 1500;
+  // watermark (consistent, possibly stale). Default: 5000 ms (expire_ms:
+  // how long a silent node's commits may hold the watermark).
+  uint64_t snapshot_wait_ms = 5000;
 };
 
 class ClusterTimestamps final : public txn::TimestampSource {

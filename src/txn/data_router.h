@@ -136,6 +136,9 @@ inline bool IsRetryableClusterError(const Status& st) {
 // SHOW STATUS Shale_last_statement_rows_moved).
 uint64_t& StatementRowsMoved();
 
+// A scan that fails at once with `st` (a read that cannot be answered).
+std::unique_ptr<storage::SliceIterator> FailedScan(Status st);
+
 // Newest committed version of `key` through a handle (no transaction).
 Status ReadLatest(const SliceHandle& slice, std::string_view key, std::string* value);
 // Newest committed rows of `range` through a handle (no transaction).

@@ -532,7 +532,7 @@ std::unique_ptr<storage::SliceIterator> Transaction::NewIterator(const SliceHand
   ro.snapshot = latest ? storage::kLatestSnapshot : Snapshot();
   if (!slice.remote()) {
     Status readable = manager_->CheckReadable(slice.id, ro.snapshot, LocalName());
-    if (!readable.ok()) return std::make_unique<FailedIterator>(std::move(readable));
+    if (!readable.ok()) return FailedScan(std::move(readable));
   }
   auto base = slice.remote() ? slice.router->Scan(slice.ranking(), slice.id, range, ro.snapshot)
                              : storage::MvccSlice(slice.local).NewIterator(ro, range);
@@ -665,6 +665,10 @@ void Transaction::Rollback() {
   if (done_) return;
   manager_->rollbacks_.fetch_add(1, std::memory_order_relaxed);
   Finish();
+}
+
+std::unique_ptr<storage::SliceIterator> FailedScan(Status st) {
+  return std::make_unique<FailedIterator>(std::move(st));
 }
 
 uint64_t& StatementRowsMoved() {

@@ -327,21 +327,8 @@ if __name__ == "__main__":
     args, rest = parser.parse_known_args()
     SHALED = os.path.abspath(args.shaled)
     LONG = args.long
-    # Known limitation (docs/cluster.md, "Not done yet"): when the node
-    # killed is the decider of a two-phase commit in flight, that
-    # transaction stays in doubt until the node returns and holds the
-    # cluster read watermark back, so commits acknowledged after it are not
-    # yet visible and check_data times out. The short form (CI) runs the
-    # scenario a second time on a fresh cluster when the first run fails;
-    # any other failure, or two in a row, fails the test. The long form
-    # (--long) never retries.
-    attempts = 1 if LONG else 2
-    for attempt in range(1, attempts + 1):
-        result = unittest.main(argv=[sys.argv[0]] + rest, verbosity=2, exit=False).result
-        if result.wasSuccessful():
-            sys.exit(0)
-        if attempt < attempts:
-            print("test_reprotect: attempt %d failed; running the scenario once more on a fresh cluster "
-                  "(a killed decider's in-doubt transaction holds the read watermark: docs/cluster.md)"
-                  % attempt, flush=True)
-    sys.exit(1)
+    # No retry: a killed decider no longer leaves its transactions in doubt
+    # (the decision is kept at the decider and a backup node,
+    # docs/transactions.md "Distributed commit").
+    result = unittest.main(argv=[sys.argv[0]] + rest, verbosity=2, exit=False).result
+    sys.exit(0 if result.wasSuccessful() else 1)
