@@ -149,7 +149,7 @@ class MetadataTest(unittest.TestCase):
                     "CREATE TABLE m.t (id INT PRIMARY KEY, v VARCHAR(10), KEY kv (v))")
         shown = n1.query("SHOW CREATE TABLE m.t")
         for node in (n2, n3):
-            wait_until("m.t on node%d" % node.index, lambda: node.query("SHOW TABLES FROM m") == (("t",),), 10)
+            wait_until("m.t on node%d" % node.index, lambda: node.query("SHOW TABLES FROM m") == (("t",),), 60)
             self.assertEqual(node.query("SHOW CREATE TABLE m.t"), shown)
 
         # DDL on a follower (forwarded to the leader) works, and its effect
@@ -162,10 +162,10 @@ class MetadataTest(unittest.TestCase):
         self.assertIn(("g",), f.query("SHOW TABLES FROM m"))
         for node in self.nodes:
             wait_until("m.g on node%d" % node.index,
-                       lambda: node.query("SHOW TABLES FROM m") == (("g",), ("t",)), 10)
+                       lambda: node.query("SHOW TABLES FROM m") == (("g",), ("t",)), 60)
         self.run_on(followers[1], "DROP TABLE m.g")
         for node in self.nodes:
-            wait_until("m.g dropped on node%d" % node.index, lambda: node.query("SHOW TABLES FROM m") == (("t",),), 10)
+            wait_until("m.g dropped on node%d" % node.index, lambda: node.query("SHOW TABLES FROM m") == (("t",),), 60)
 
         # Two nodes create one table at once: one wins, the other gets 1050.
         for round_ in range(4):
@@ -201,7 +201,7 @@ class MetadataTest(unittest.TestCase):
                 return [r[0] for r in cur.fetchall()]
             finally:
                 conn.close()
-        grants = wait_until("app logging in on node 3", app_logs_in, 10)
+        grants = wait_until("app logging in on node 3", app_logs_in, 60)
         self.assertIn("GRANT SELECT ON `m`.* TO `app`@`%`", grants)
 
         # system.slices: about one slice per node (max(4, members)), two
@@ -277,7 +277,7 @@ class MetadataTest(unittest.TestCase):
         self.run_on(n3, "CREATE DATABASE after_restart")
         for node in self.nodes:
             wait_until("after_restart on node%d" % node.index,
-                       lambda: ("after_restart",) in node.query("SHOW DATABASES"), 10)
+                       lambda: ("after_restart",) in node.query("SHOW DATABASES"), 60)
 
 
 if __name__ == "__main__":
