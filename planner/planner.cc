@@ -641,6 +641,22 @@ Result<PhysicalPtr> Plan(const LogicalOperator& logical) {
 
 namespace {
 
+// `node`, or the operator below it when it is a filter (then *filter).
+const LogicalOperator* BelowFilter(const LogicalOperator* node, const LogicalOperator** filter) {
+  if (node->kind != LogicalKind::kFilter) return node;
+  *filter = node;
+  return node->children[0].get();
+}
+
+// `input` under a copy of `filter`'s predicate; `input` itself if none.
+PhysicalPtr OverFilter(PhysicalPtr input, const LogicalOperator* filter) {
+  if (filter == nullptr) return input;
+  auto f = Make(PhysicalKind::kFilter, *filter);
+  f->predicate = filter->predicate;
+  f->children.push_back(std::move(input));
+  return f;
+}
+
 Result<PhysicalPtr> PlanOrderedLimit(const LogicalOperator& limit) {
   if (limit.limit == std::numeric_limits<uint64_t>::max()) return PhysicalPtr();
   const LogicalOperator* node = limit.children[0].get();
@@ -651,12 +667,8 @@ Result<PhysicalPtr> PlanOrderedLimit(const LogicalOperator& limit) {
   }
   if (node->kind != LogicalKind::kSort) return PhysicalPtr();
   const LogicalOperator& sort = *node;
-  const LogicalOperator* below = sort.children[0].get();
   const LogicalOperator* filter = nullptr;
-  if (below->kind == LogicalKind::kFilter) {
-    filter = below;
-    below = below->children[0].get();
-  }
+  const LogicalOperator* below = BelowFilter(sort.children[0].get(), &filter);
   if (below->kind != LogicalKind::kScan) return PhysicalPtr();
   const uint64_t need = limit.limit > std::numeric_limits<uint64_t>::max() - limit.offset
                             ? std::numeric_limits<uint64_t>::max()
@@ -664,13 +676,7 @@ Result<PhysicalPtr> PlanOrderedLimit(const LogicalOperator& limit) {
   PhysicalPtr access = OrderedAccessPath(below->table, below->columns, filter ? filter->predicate : nullptr,
                                          sort.sort_keys, need);
   if (!access) return PhysicalPtr();
-  PhysicalPtr input = std::move(access);
-  if (filter) {
-    auto f = Make(PhysicalKind::kFilter, *filter);
-    f->predicate = filter->predicate;
-    f->children.push_back(std::move(input));
-    input = std::move(f);
-  }
+  PhysicalPtr input = OverFilter(std::move(access), filter);
   if (project) {
     auto p = Make(PhysicalKind::kProject, *project);
     p->exprs = project->exprs;
@@ -687,12 +693,8 @@ Result<PhysicalPtr> PlanOrderedLimit(const LogicalOperator& limit) {
 PhysicalPtr PlanStreamAggregate(const LogicalOperator& agg) {
   constexpr size_t kMaxPermutedColumns = 4;
   if (agg.group_by.empty() || agg.group_by.size() > kMaxPermutedColumns) return nullptr;
-  const LogicalOperator* below = agg.children[0].get();
   const LogicalOperator* filter = nullptr;
-  if (below->kind == LogicalKind::kFilter) {
-    filter = below;
-    below = below->children[0].get();
-  }
+  const LogicalOperator* below = BelowFilter(agg.children[0].get(), &filter);
   if (below->kind != LogicalKind::kScan) return nullptr;
   const ExprPtr predicate = filter ? filter->predicate : nullptr;
   std::vector<size_t> order(agg.group_by.size());
@@ -710,13 +712,7 @@ PhysicalPtr PlanStreamAggregate(const LogicalOperator& agg) {
     PhysicalPtr access =
         OrderedAccessPath(below->table, below->columns, predicate, keys, std::numeric_limits<uint64_t>::max());
     if (!access || access->kind != plain->kind || access->index != plain->index) continue;
-    PhysicalPtr input = std::move(access);
-    if (filter) {
-      auto f = Make(PhysicalKind::kFilter, *filter);
-      f->predicate = filter->predicate;
-      f->children.push_back(std::move(input));
-      input = std::move(f);
-    }
+    PhysicalPtr input = OverFilter(std::move(access), filter);
     auto op = Make(PhysicalKind::kStreamAggregate, agg);
     op->group_by = agg.group_by;
     op->aggregates = agg.aggregates;

@@ -124,17 +124,31 @@ def members_agree(nodes, names):
     return True
 
 
+def close_quietly(conn):
+    """Closes a client connection that may already be broken (its node
+    killed); returns None so callers can write `conn = close_quietly(conn)`."""
+    if conn is not None:
+        try:
+            conn.close()
+        except Exception:  # noqa: BLE001 -- a dead peer may fail the close any way
+            pass
+    return None
+
+
 class ThreeNodeTestCase(unittest.TestCase):
-    """A test case with a fresh three-node cluster (`self.nodes`) per test,
-    all three members agreeing before it starts; `SHALED` is the binary. A
-    failed test prints each node's log tail; the nodes are stopped and their
-    directories removed after every test."""
+    """A test case with a fresh cluster of NODES nodes (`self.nodes`, three
+    unless a subclass says otherwise) per test, all members agreeing before
+    it starts; `SHALED` is the binary (set on this class, subclasses inherit
+    it). A failed test prints each node's log tail; the nodes are stopped
+    and their directories removed after every test."""
     SHALED = None
+    NODES = 3
     ALL3 = {"node1", "node2", "node3"}
 
     def setUp(self):
-        self.nodes = start_cluster(self.SHALED, 3)
-        wait_until("three members on every node", lambda: members_agree(self.nodes, self.ALL3), 60)
+        self.nodes = start_cluster(self.SHALED, self.NODES)
+        names = {"node%d" % (i + 1) for i in range(self.NODES)}
+        wait_until("%d members on every node" % self.NODES, lambda: members_agree(self.nodes, names), 60)
 
     def tearDown(self):
         result = getattr(getattr(self, "_outcome", None), "result", None)

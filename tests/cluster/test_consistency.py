@@ -21,7 +21,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster_fixture import ThreeNodeTestCase, wait_for_table  # noqa: E402
+from cluster_fixture import close_quietly, ThreeNodeTestCase, wait_for_table  # noqa: E402
 
 ROUNDS = 150
 ACCOUNTS = 24
@@ -53,12 +53,7 @@ class Background:
                 cur.execute("COMMIT")
                 self.commits += 1
             except pymysql.err.MySQLError:
-                if conn is not None:
-                    try:
-                        conn.close()
-                    except Exception:  # noqa: BLE001
-                        pass
-                conn = None
+                conn = close_quietly(conn)
 
     def start(self):
         for t in self.threads:

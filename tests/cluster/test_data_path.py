@@ -25,7 +25,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster_fixture import (ThreeNodeTestCase, members_agree, status_counter, wait_for_table,  # noqa: E402
+from cluster_fixture import (close_quietly, ThreeNodeTestCase, members_agree, status_counter, wait_for_table,  # noqa: E402
                              wait_until)
 
 SHALED = None
@@ -242,12 +242,7 @@ class DataPathTest(ThreeNodeTestCase):
                     latencies[i].append(time.time() - t0)
                     code = e.args[0] if e.args else 0
                     errors[i].append((x, code, str(e)))
-                    if conn is not None:
-                        try:
-                            conn.close()
-                        except Exception:  # noqa: BLE001
-                            pass
-                    conn = None
+                    conn = close_quietly(conn)
                     time.sleep(0.05)
                 x += 2
 

@@ -37,7 +37,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster_fixture import (ClusterNode, ThreeNodeTestCase, members_agree, start_cluster,  # noqa: E402
+from cluster_fixture import (ClusterNode, ThreeNodeTestCase,  # noqa: E402
                              status_counter, wait_for_table, wait_until)
 
 ROUNDS = 1
@@ -356,26 +356,14 @@ class DdlTest(ThreeNodeTestCase):
         self.assertEqual(n1.query("SELECT COUNT(*) FROM system.rebalancer")[0][0], 0)
 
 
-class MovesUnderLoadTest(unittest.TestCase):
+class MovesUnderLoadTest(ThreeNodeTestCase):
     """Autocommit statements that meet a replica move are retried inside
     the cluster: two nodes hold a loaded table with three indexes; a third
     node joins and the rebalancer moves replicas onto it while loaders run
     100-row INSERTs (the files benchmark's load) and single-row UPDATEs
     through every node. No client sees an error, every row is there, and
     every index agrees with the primary key through every node."""
-    SHALED = None
-
-    def setUp(self):
-        self.nodes = start_cluster(self.SHALED, 2)
-        wait_until("two members", lambda: members_agree(self.nodes, {"node1", "node2"}), 30)
-
-    def tearDown(self):
-        result = getattr(getattr(self, "_outcome", None), "result", None)
-        if result is not None and any(t is self for t, _ in result.errors + result.failures):
-            for n in self.nodes:
-                print("--- node%d log tail\n%s" % (n.index, n.log()[-3000:]))
-        for node in self.nodes:
-            node.cleanup()
+    NODES = 2  # the third joins during the test
 
     def test_autocommit_statements_survive_replica_moves(self):
         import pymysql
@@ -488,5 +476,4 @@ if __name__ == "__main__":
     LONG = args.long
     ROUNDS = 3 if LONG else 1
     ThreeNodeTestCase.SHALED = os.path.abspath(args.shaled)
-    MovesUnderLoadTest.SHALED = ThreeNodeTestCase.SHALED
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
