@@ -57,8 +57,67 @@ Result<Value> DecimalResult(const Expr& e, std::optional<Decimal> d) {
   return Value::Dec(*scaled);
 }
 
+// A value as the 64 bits the bit operators work on: integers as they are
+// (negatives in two's complement), other numbers rounded, clamped to
+// [-2^63, 2^64 - 1]; strings by their integer prefix.
+uint64_t ToBits(const Value& v) {
+  if (v.is_int()) return static_cast<uint64_t>(v.as_int());
+  if (v.is_decimal()) {
+    auto r = v.as_decimal().Round(0);
+    if (r && !r->is_negative() && r->FitsInt128()) {
+      __int128 u = r->units();
+      if (u > static_cast<__int128>(INT64_MAX)) {
+        return u > static_cast<__int128>(UINT64_MAX) ? UINT64_MAX : static_cast<uint64_t>(u);
+      }
+    } else if (r && !r->is_negative()) {
+      return UINT64_MAX;
+    }
+  }
+  if (v.is_double()) {
+    double d = std::round(v.as_double());
+    if (d >= 18446744073709551616.0) return UINT64_MAX;
+    if (d >= 9223372036854775808.0) return static_cast<uint64_t>(d);
+  }
+  if (v.is_string()) {
+    const std::string& s = v.as_string();
+    size_t i = 0;
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n')) ++i;
+    if (i < s.size() && s[i] == '+') ++i;
+    if (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+      uint64_t n = 0;
+      for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
+        if (__builtin_mul_overflow(n, uint64_t{10}, &n) ||
+            __builtin_add_overflow(n, static_cast<uint64_t>(s[i] - '0'), &n)) {
+          return UINT64_MAX;
+        }
+      }
+      return n;
+    }
+  }
+  return static_cast<uint64_t>(ToInt(v));
+}
+
+// A BIGINT UNSIGNED result: an integer, or beyond 2^63-1 an exact DECIMAL
+// (as BIT_AND does).
+Value UnsignedValue(uint64_t bits) {
+  if (bits <= static_cast<uint64_t>(INT64_MAX)) return Value::Int(static_cast<int64_t>(bits));
+  return Value::Dec(Decimal(static_cast<__int128>(bits), 0));
+}
+
 Result<Value> EvaluateArith(const Expr& e, const Value& l, const Value& r) {
   const ArithOp op = e.arith_op;
+  if (IsBitOp(op)) {
+    uint64_t a = ToBits(l), b = ToBits(r);
+    switch (op) {
+      case ArithOp::kBitAnd: return UnsignedValue(a & b);
+      case ArithOp::kBitOr: return UnsignedValue(a | b);
+      case ArithOp::kBitXor: return UnsignedValue(a ^ b);
+      case ArithOp::kShiftLeft: return UnsignedValue(b >= 64 ? 0 : a << b);
+      case ArithOp::kShiftRight: return UnsignedValue(b >= 64 ? 0 : a >> b);
+      default: break;
+    }
+    return Status::Internal("bad bit operator");
+  }
   if (op == ArithOp::kIntDiv && !(l.is_int() && r.is_int())) {
     // DIV of non-integers: the truncated quotient of the exact values.
     if (l.is_double() || r.is_double() || l.is_string() || r.is_string()) {
@@ -89,7 +148,8 @@ Result<Value> EvaluateArith(const Expr& e, const Value& l, const Value& r) {
       case ArithOp::kMod:
         if (b == 0) return DivisionByZero();
         return CheckedDouble(e, std::fmod(a, b));
-      case ArithOp::kIntDiv: break;
+      case ArithOp::kIntDiv:
+      default: break;
     }
     return Status::Internal("bad arithmetic");
   }
@@ -106,7 +166,8 @@ Result<Value> EvaluateArith(const Expr& e, const Value& l, const Value& r) {
       case ArithOp::kMod:
         if (b->is_zero()) return DivisionByZero();
         return DecimalResult(e, Decimal::Mod(*a, *b));
-      case ArithOp::kIntDiv: break;
+      case ArithOp::kIntDiv:
+      default: break;
     }
     return Status::Internal("bad arithmetic");
   }
@@ -134,6 +195,7 @@ Result<Value> EvaluateArith(const Expr& e, const Value& l, const Value& r) {
       if (b == 0) return DivisionByZero();
       return Value::Double(static_cast<double>(a) / static_cast<double>(b));
     }
+    default: break;
   }
   return Status::Internal("bad arithmetic");
 }

@@ -25,7 +25,7 @@ bool AnyNullable(const std::vector<ExprPtr>& v) {
 }
 
 constexpr const char* kCompareNames[] = {"=", "<>", "<", "<=", ">", ">=", "<=>"};
-constexpr const char* kArithNames[] = {"+", "-", "*", "DIV", "%", "/"};
+constexpr const char* kArithNames[] = {"+", "-", "*", "DIV", "%", "/", "&", "|", "^", "<<", ">>"};
 
 uint32_t Digits(uint64_t v) {
   uint32_t n = 1;
@@ -124,6 +124,7 @@ SqlType ArithResultType(ArithOp op, const SqlType& in_l, const SqlType& in_r) {
   const SqlType l = numeric(in_l), r = numeric(in_r);
   auto inexact = [](const SqlType& t) { return t.is_floating() || t.is_string(); };
   if (op == ArithOp::kIntDiv) return SqlType::BigInt();
+  if (IsBitOp(op)) return SqlType::Integer(TypeId::kBigInt, /*is_unsigned=*/true);
   if (inexact(l) || inexact(r)) return SqlType::Double();
   if (!l.is_decimal() && !r.is_decimal() && op != ArithOp::kDiv) return SqlType::BigInt();
   auto precision = [](const SqlType& t) -> int {
@@ -153,6 +154,11 @@ SqlType ArithResultType(ArithOp op, const SqlType& in_l, const SqlType& in_r) {
       p = std::max(p1 - s1, p2 - s2) + s;
       break;
     case ArithOp::kIntDiv:
+    case ArithOp::kBitAnd:
+    case ArithOp::kBitOr:
+    case ArithOp::kBitXor:
+    case ArithOp::kShiftLeft:
+    case ArithOp::kShiftRight:
       break;
   }
   p = std::clamp(p, std::max(s, 1), 65);

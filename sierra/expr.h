@@ -132,7 +132,14 @@ inline bool IsTemporalFunction(ScalarFunction f) { return static_cast<int>(f) >=
 enum class CompareOp : uint8_t { kEq = 0, kNe = 1, kLt = 2, kLe = 3, kGt = 4, kGe = 5, kNullSafeEq = 6 };
 // kDiv is '/': DECIMAL (dividend scale + 4) for exact operands, DOUBLE when
 // either is DOUBLE or a string; by zero it is NULL with warning 1365.
-enum class ArithOp : uint8_t { kAdd = 0, kSub = 1, kMul = 2, kIntDiv = 3, kMod = 4, kDiv = 5 };
+// The bit operators & | ^ << >> work on the operands as BIGINT UNSIGNED
+// (64 bits) and give BIGINT UNSIGNED; shifts by 64 or more give 0. ~x is
+// x ^ 18446744073709551615.
+enum class ArithOp : uint8_t {
+  kAdd = 0, kSub = 1, kMul = 2, kIntDiv = 3, kMod = 4, kDiv = 5,
+  kBitAnd = 6, kBitOr = 7, kBitXor = 8, kShiftLeft = 9, kShiftRight = 10,
+};
+inline bool IsBitOp(ArithOp op) { return static_cast<int>(op) >= static_cast<int>(ArithOp::kBitAnd); }
 
 struct Expr;
 using ExprPtr = std::shared_ptr<const Expr>;

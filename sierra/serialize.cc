@@ -11,7 +11,7 @@ namespace {
 // The largest value of each serialized enum (expr.h, logical.h, value.h).
 constexpr uint32_t kMaxExprKind = static_cast<uint32_t>(ExprKind::kLike);
 constexpr uint32_t kMaxCompareOp = static_cast<uint32_t>(CompareOp::kNullSafeEq);
-constexpr uint32_t kMaxArithOp = static_cast<uint32_t>(ArithOp::kDiv);
+constexpr uint32_t kMaxArithOp = static_cast<uint32_t>(ArithOp::kShiftRight);
 constexpr uint32_t kMaxLogicalKind = static_cast<uint32_t>(LogicalKind::kUnion);
 constexpr uint32_t kMaxAggregateKind = static_cast<uint32_t>(AggregateKind::kGroupConcat);
 constexpr uint32_t kMaxJoinKind = static_cast<uint32_t>(JoinKind::kLeft);

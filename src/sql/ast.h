@@ -43,7 +43,7 @@ struct Expr {
   ExprKind kind = ExprKind::kLiteral;
   Value value;
   std::vector<std::string> names;
-  std::string op;    // for kBinary: "=", "<>", "<", "<=", ">", ">=", "<=>", "AND", "OR", "XOR", "+", "-", "*", "/", "%", "DIV"
+  std::string op;    // for kBinary: "=", "<>", "<", "<=", ">", ">=", "<=>", "AND", "OR", "XOR", "+", "-", "*", "/", "%", "DIV", "&", "|", "^", "<<", ">>"
   std::string name;  // function or variable name
   std::string scope; // system variables: "", "session", "global"
   bool negated = false;

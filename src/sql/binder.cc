@@ -1739,6 +1739,7 @@ Result<ExprPtr> Binder::BindExprInner(const ast::Expr& e, const Scope& scope) {
     case ast::ExprKind::kUnary: {
       SHALE_ASSIGN_OR_RETURN(ExprPtr c, BindExpr(*e.children[0], scope));
       if (e.op == "NOT") return Expr::Not(c);
+      if (e.op == "~") return Expr::Arith(sierra::ArithOp::kBitXor, c, Expr::Constant(Value::Int(-1)));
       if (c->kind == sierra::ExprKind::kConstant && c->constant.is_int() &&
           c->constant.as_int() != INT64_MIN) {
         return Expr::Constant(Value::Int(-c->constant.as_int()));  // a negative literal
@@ -1833,6 +1834,11 @@ Result<ExprPtr> Binder::BindExprInner(const ast::Expr& e, const Scope& scope) {
       if (op == "DIV") return Expr::Arith(ArithOp::kIntDiv, l, r);
       if (op == "%") return Expr::Arith(ArithOp::kMod, l, r);
       if (op == "/") return Expr::Arith(ArithOp::kDiv, l, r);
+      if (op == "&") return Expr::Arith(ArithOp::kBitAnd, l, r);
+      if (op == "|") return Expr::Arith(ArithOp::kBitOr, l, r);
+      if (op == "^") return Expr::Arith(ArithOp::kBitXor, l, r);
+      if (op == "<<") return Expr::Arith(ArithOp::kShiftLeft, l, r);
+      if (op == ">>") return Expr::Arith(ArithOp::kShiftRight, l, r);
       return Status::Internal("unknown operator " + op);
     }
   }

@@ -1564,6 +1564,14 @@ std::string Parser::TakeAdditive() {
   if (AcceptOperator("-")) return "-";
   return "";
 }
+std::string Parser::TakeBitOr() { return AcceptOperator("|") ? "|" : ""; }
+std::string Parser::TakeBitAnd() { return AcceptOperator("&") ? "&" : ""; }
+std::string Parser::TakeShift() {
+  if (AcceptOperator("<<")) return "<<";
+  if (AcceptOperator(">>")) return ">>";
+  return "";
+}
+std::string Parser::TakeBitXor() { return AcceptOperator("^") ? "^" : ""; }
 std::string Parser::TakeMultiplicative() {
   for (const char* op : {"*", "/", "%"}) {
     if (AcceptOperator(op)) return op;
@@ -1599,7 +1607,7 @@ Result<ast::ExprPtr> Parser::ParseNot() {
 
 Result<ast::ExprPtr> Parser::ParsePredicate() {
   size_t begin = Peek().begin;
-  SHALE_ASSIGN_OR_RETURN(ast::ExprPtr left, ParseAdditive());
+  SHALE_ASSIGN_OR_RETURN(ast::ExprPtr left, ParseBitOr());
   while (true) {
     if (AcceptKeyword("IS")) {
       auto e = MakeExpr(ast::ExprKind::kIsNull);
@@ -1658,9 +1666,9 @@ Result<ast::ExprPtr> Parser::ParsePredicate() {
       auto e = MakeExpr(ast::ExprKind::kBetween);
       e->negated = negated;
       e->children.push_back(std::move(left));
-      SHALE_ASSIGN_OR_RETURN(auto low, ParseAdditive());
+      SHALE_ASSIGN_OR_RETURN(auto low, ParseBitOr());
       SHALE_RETURN_IF_ERROR(ExpectKeyword("AND"));
-      SHALE_ASSIGN_OR_RETURN(auto high, ParseAdditive());
+      SHALE_ASSIGN_OR_RETURN(auto high, ParseBitOr());
       e->children.push_back(std::move(low));
       e->children.push_back(std::move(high));
       left = Finish(std::move(e), begin);
@@ -1670,7 +1678,7 @@ Result<ast::ExprPtr> Parser::ParsePredicate() {
       auto e = MakeExpr(ast::ExprKind::kLike);
       e->negated = negated;
       e->children.push_back(std::move(left));
-      SHALE_ASSIGN_OR_RETURN(auto pattern, ParseAdditive());
+      SHALE_ASSIGN_OR_RETURN(auto pattern, ParseBitOr());
       e->children.push_back(std::move(pattern));
       if (AcceptKeyword("ESCAPE")) {
         SHALE_ASSIGN_OR_RETURN(auto escape, ParsePrimary());
@@ -1701,7 +1709,7 @@ Result<ast::ExprPtr> Parser::ParsePredicate() {
         left = Finish(std::move(e), begin);
         continue;
       }
-      SHALE_ASSIGN_OR_RETURN(auto right, ParseAdditive());
+      SHALE_ASSIGN_OR_RETURN(auto right, ParseBitOr());
       auto e = MakeExpr(ast::ExprKind::kBinary);
       e->op = op;
       e->children.push_back(std::move(left));
@@ -1713,17 +1721,33 @@ Result<ast::ExprPtr> Parser::ParsePredicate() {
   }
 }
 
+Result<ast::ExprPtr> Parser::ParseBitOr() {
+  return ParseLeftAssociative(&Parser::ParseBitAnd, &Parser::TakeBitOr);
+}
+
+Result<ast::ExprPtr> Parser::ParseBitAnd() {
+  return ParseLeftAssociative(&Parser::ParseShift, &Parser::TakeBitAnd);
+}
+
+Result<ast::ExprPtr> Parser::ParseShift() {
+  return ParseLeftAssociative(&Parser::ParseAdditive, &Parser::TakeShift);
+}
+
 Result<ast::ExprPtr> Parser::ParseAdditive() {
   return ParseLeftAssociative(&Parser::ParseMultiplicative, &Parser::TakeAdditive);
 }
 
 Result<ast::ExprPtr> Parser::ParseMultiplicative() {
-  return ParseLeftAssociative(&Parser::ParseUnary, &Parser::TakeMultiplicative);
+  return ParseLeftAssociative(&Parser::ParseBitXor, &Parser::TakeMultiplicative);
+}
+
+Result<ast::ExprPtr> Parser::ParseBitXor() {
+  return ParseLeftAssociative(&Parser::ParseUnary, &Parser::TakeBitXor);
 }
 
 Result<ast::ExprPtr> Parser::ParseUnary() {
   size_t begin = Peek().begin;
-  if (AtOperator("-") || AtOperator("+") || AtOperator("!")) {
+  if (AtOperator("-") || AtOperator("+") || AtOperator("!") || AtOperator("~")) {
     std::string op = Peek().text;
     ++pos_;
     SHALE_ASSIGN_OR_RETURN(ast::ExprPtr operand, ParseUnary());
@@ -1733,7 +1757,6 @@ Result<ast::ExprPtr> Parser::ParseUnary() {
     e->children.push_back(std::move(operand));
     return Finish(std::move(e), begin);
   }
-  if (AtOperator("~")) return NotSupported("bit operators");
   if (AcceptKeyword("BINARY")) {
     // BINARY x: CAST(x AS BINARY), a byte-wise compared string.
     SHALE_ASSIGN_OR_RETURN(ast::ExprPtr operand, ParseUnary());

@@ -90,8 +90,12 @@ class Parser {
   Result<ast::ExprPtr> ParseAnd();
   Result<ast::ExprPtr> ParseNot();
   Result<ast::ExprPtr> ParsePredicate();
+  Result<ast::ExprPtr> ParseBitOr();     // |
+  Result<ast::ExprPtr> ParseBitAnd();    // &
+  Result<ast::ExprPtr> ParseShift();     // << >>
   Result<ast::ExprPtr> ParseAdditive();
   Result<ast::ExprPtr> ParseMultiplicative();
+  Result<ast::ExprPtr> ParseBitXor();    // ^ (binds tighter than * /)
   Result<ast::ExprPtr> ParseUnary();
   Result<std::string> ParseIntervalUnit();  // DAY, HOUR_MINUTE, ...: upper-cased
   Result<ast::ExprPtr> ParsePrimary();
@@ -104,6 +108,10 @@ class Parser {
   std::string TakeAnd();
   std::string TakeAdditive();
   std::string TakeMultiplicative();
+  std::string TakeBitOr();
+  std::string TakeBitAnd();
+  std::string TakeShift();
+  std::string TakeBitXor();
 
   // Names.
   Result<std::string> ParseIdentifier();

@@ -253,6 +253,20 @@ TEST(ParserTest, Precedence) {
   EXPECT_EQ(RenderExpr("a <=> NULL"), "(a <=> NULL)");
 }
 
+TEST(ParserTest, BitOperatorPrecedence) {
+  EXPECT_EQ(RenderExpr("1 + 2 << 3"), "((1 + 2) << 3)");
+  EXPECT_EQ(RenderExpr("5 & 3 | 8"), "((5 & 3) | 8)");
+  EXPECT_EQ(RenderExpr("1 | 2 & 3"), "(1 | (2 & 3))");
+  EXPECT_EQ(RenderExpr("2 ^ 3 * 2"), "((2 ^ 3) * 2)");
+  EXPECT_EQ(RenderExpr("2 * 3 ^ 2"), "(2 * (3 ^ 2))");
+  EXPECT_EQ(RenderExpr("1 << 2 & 3"), "((1 << 2) & 3)");
+  EXPECT_EQ(RenderExpr("16 >> 1 >> 2"), "((16 >> 1) >> 2)");
+  EXPECT_EQ(RenderExpr("a & 4 = 4"), "((a & 4) = 4)");
+  EXPECT_EQ(RenderExpr("~a & b"), "((~ a) & b)");
+  EXPECT_EQ(RenderExpr("a || b"), "(a OR b)");
+  EXPECT_EQ(RenderExpr("a BETWEEN 1 | 2 AND 8 >> 1"), "(a BETWEEN (1 | 2) AND (8 >> 1))");
+}
+
 TEST(ParserTest, Predicates) {
   EXPECT_EQ(RenderExpr("a IS NULL"), "(a IS NULL)");
   EXPECT_EQ(RenderExpr("a IS NOT NULL AND b"), "((a IS NOT NULL) AND b)");
@@ -968,7 +982,7 @@ TEST(ParserTest, RecognisedButUnsupportedStatements) {
            "EXPLAIN FORMAT=JSON SELECT 1", "WITH x AS (SELECT 1) SELECT * FROM x",
            "SELECT * FROM a STRAIGHT_JOIN b", "SELECT * FROM a x STRAIGHT_JOIN b ON 1",
            "SELECT a FROM t FOR UPDATE NOWAIT",
-           "SELECT a REGEXP 'x'", "SELECT ~1",
+           "SELECT a REGEXP 'x'",
            "CREATE VIEW v AS SELECT 1", "SELECT (a, b) < (1, 2) FROM t",
        }) {
     Status st = ParseError(sql);
