@@ -17,10 +17,15 @@ every answer after a restart comes from what was made durable).
 import argparse
 import glob
 import os
+import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+# Records that read session state the previous statement left behind.
+READS_PREVIOUS_STATEMENT = re.compile(
+    r"^\s*(SHOW\s+(WARNINGS|ERRORS|COUNT)\b|.*(@@(session\.)?(warning|error)_count|"
+    r"LAST_INSERT_ID\s*\(\s*\)|ROW_COUNT\s*\(|FOUND_ROWS\s*\())", re.IGNORECASE | re.DOTALL)
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 import slt  # noqa: E402
@@ -53,12 +58,15 @@ def main():
     if args.restart_every:
         records = [0]
 
-        def restart(r):
+        def restart(r, rec):
             records[0] += 1
             # An open transaction (SERVER_STATUS_IN_TRANS) or autocommit off
             # (no SERVER_STATUS_AUTOCOMMIT) would not survive a restart:
-            # wait until both are over.
-            if r.conn is not None and (r.conn.server_status & 0x0001 or not r.conn.server_status & 0x0002):
+            # wait until both are over. Nor would what a record reads about
+            # the previous statement of the session (its warnings, counts,
+            # last insert id): never restart just before such a record.
+            if (r.conn is not None and (r.conn.server_status & 0x0001 or not r.conn.server_status & 0x0002)) \
+                    or READS_PREVIOUS_STATEMENT.search(rec.sql):
                 records[0] -= 1
                 return
             if records[0] % args.restart_every == 0:

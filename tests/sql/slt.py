@@ -372,7 +372,7 @@ class Runner:
                     threshold = rec.threshold
                     continue
                 if self.before_record is not None:
-                    self.before_record(self)
+                    self.before_record(self, rec)
                 ok, rewrite = self.run_record(path, rec, threshold)
                 if ok:
                     counts.passed += 1
