@@ -89,6 +89,9 @@ std::vector<std::string> SplitLines(const std::string& s) {
   return out;
 }
 
+// A member heard from within the node timeout (this node: has a quorum).
+bool IsLive(const NodeStatus& n) { return n.state == "online" || n.state == "member"; }
+
 }  // namespace
 
 class ClusterNode::Service final : public RaftService::Service {
@@ -642,7 +645,7 @@ bool ClusterNode::AwaitMembersApplied(uint64_t index, std::chrono::milliseconds 
   std::vector<std::string> addresses;
   for (const NodeStatus& n : Nodes()) {
     if (n.id == identity_.id || n.address.empty()) continue;
-    if (n.state != "online" && n.state != "member") continue;
+    if (!IsLive(n)) continue;
     addresses.push_back(n.address);
   }
   std::vector<char> reached(addresses.size(), 0);
@@ -686,7 +689,7 @@ std::vector<std::string> ClusterNode::MemberIds() const {
 std::optional<NodeAddress> ClusterNode::AddressOf(const std::string& name) const {
   for (const NodeStatus& n : Nodes()) {
     if (n.name != name) continue;
-    return NodeAddress{n.id, n.address, n.sql_address, n.state == "online" || n.state == "member"};
+    return NodeAddress{n.id, n.address, n.sql_address, IsLive(n)};
   }
   return std::nullopt;
 }

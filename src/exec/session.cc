@@ -37,14 +37,12 @@ rebalancer::NodeLoad CurrentNodeLoad(Engine* engine) {
   if (const ClusterHooks& hooks = engine->cluster_hooks(); hooks.sync_metadata) (void)hooks.sync_metadata();
   rebalancer::NodeLoad load;
   for (const auto& table : engine->catalog()->AllTables()) {
-    auto add = [&](const catalog::RepresentationDef& rep) {
-      for (const catalog::SliceDef& s : rep.slices) {
+    for (const catalog::RepresentationDef* rep : table->StoredRepresentations()) {
+      for (const catalog::SliceDef& s : rep->slices) {
         load.Add(s.replicas);
         for (const catalog::BuildingReplica& b : s.building) ++load.replicas[b.node];
       }
-    };
-    add(table->primary);
-    for (const auto& index : table->indexes) add(index);
+    }
   }
   return load;
 }

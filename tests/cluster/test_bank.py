@@ -25,7 +25,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster_fixture import (ThreeNodeTestCase, fully_protected, members_agree, wait_for_table,  # noqa: E402
+from cluster_fixture import (ThreeNodeTestCase, close_quietly, fully_protected, members_agree, wait_for_table,  # noqa: E402
                              wait_until)
 
 SHALED = None
@@ -95,11 +95,7 @@ class Workload:
                         conn.rollback()
                     except Exception:  # noqa: BLE001
                         pass
-                    try:
-                        conn.close()
-                    except Exception:  # noqa: BLE001
-                        pass
-                conn = None
+                conn = close_quietly(conn)
                 time.sleep(0.05)
             if rng.random() < 0.05 and conn is not None:
                 conn.close()  # move to another node now and then
