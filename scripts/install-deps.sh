@@ -16,6 +16,8 @@ PACKAGES=(
   zlib1g-dev libfmt-dev libssl-dev
   # bench/micro/page_compression_bench.cc: zstd against zlib for pages
   libzstd-dev
+  # REGEXP / REGEXP_* (src/common/regex_pattern.*): PCRE2, as MariaDB
+  libpcre2-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   # clients used by the tests; Go for tests/clients/go, python3-venv for the
   # virtualenv below

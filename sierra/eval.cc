@@ -2,6 +2,7 @@
 #include "sierra/eval.h"
 
 #include <algorithm>
+#include <bit>
 #include <cctype>
 #include <cmath>
 #include <random>
@@ -9,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "sierra/scalar_functions.h"
 #include "sierra/temporal.h"
 #include "src/common/datetime.h"
 #include "src/common/collation.h"
@@ -308,10 +310,12 @@ Result<Value> EvaluateFunction(const Expr& e, const Row& row) {
       if (!v.is_null()) args.push_back(std::move(v));  // NULLs after the separator are skipped
       continue;
     }
-    if (v.is_null()) return Value::Null();  // every other function is NULL on a NULL
+    if (v.is_null() && !FunctionTakesNulls(e.function)) return Value::Null();  // NULL in, NULL out
     args.push_back(std::move(v));
   }
   if (IsTemporalFunction(e.function)) return EvaluateTemporalFunction(e, args);
+  if (e.function == ScalarFunction::kBitCount) return Value::Int(std::popcount(ToBits(args[0])));
+  if (IsLibraryFunction(e.function)) return EvaluateLibraryFunction(e, args);
   switch (e.function) {
     case ScalarFunction::kCoalesce:
       return Value::Null();
@@ -694,11 +698,16 @@ Result<Value> Evaluate(const Expr& e, const Row& row) {
       SHALE_ASSIGN_OR_RETURN(Value text, Evaluate(*e.children[0], row));
       SHALE_ASSIGN_OR_RETURN(Value pattern, Evaluate(*e.children[1], row));
       if (text.is_null() || pattern.is_null()) return Value::Null();
-      if (IsCaseInsensitive(e.collation)) {
-        return Bool(MatchLike(FoldForMatch(text.ToText(), e.collation),
-                              FoldForMatch(pattern.ToText(), e.collation)) != e.negated);
+      std::string escape = "\\";
+      if (e.children.size() > 2) {
+        SHALE_ASSIGN_OR_RETURN(Value esc, Evaluate(*e.children[2], row));
+        if (!esc.is_null()) escape = esc.ToText();
       }
-      return Bool(MatchLike(text.ToText(), pattern.ToText(), /*case_sensitive=*/true) != e.negated);
+      if (IsCaseInsensitive(e.collation)) {
+        return Bool(MatchLike(FoldForMatch(text.ToText(), e.collation), FoldForMatch(pattern.ToText(), e.collation),
+                              /*case_sensitive=*/false, FoldForMatch(escape, e.collation)) != e.negated);
+      }
+      return Bool(MatchLike(text.ToText(), pattern.ToText(), /*case_sensitive=*/true, escape) != e.negated);
     }
   }
   return Status::Internal("bad expression kind");

@@ -1,10 +1,12 @@
 #include "sierra/expr.h"
 
 #include <algorithm>
+#include <iterator>
 #include <optional>
 
 #include <fmt/format.h>
 
+#include "sierra/expr_cache.h"
 #include "sierra/temporal.h"
 #include "src/common/collation.h"
 
@@ -412,6 +414,70 @@ ExprPtr Expr::Function(ScalarFunction f, std::vector<ExprPtr> args) {
     case ScalarFunction::kUpper:
       type = SqlType::Varchar(static_cast<uint32_t>(std::min<uint64_t>(text, 65535)));
       break;
+    case ScalarFunction::kRegexpLike:
+    case ScalarFunction::kRegexpInstr:
+    case ScalarFunction::kBitCount:
+    case ScalarFunction::kBitLength:
+    case ScalarFunction::kField:
+    case ScalarFunction::kOrd:
+    case ScalarFunction::kSleep:
+    case ScalarFunction::kPeriodAdd:
+    case ScalarFunction::kPeriodDiff:
+      type = SqlType::BigInt();
+      if (f == ScalarFunction::kField) nullable = false;
+      break;
+    case ScalarFunction::kCrc32:
+    case ScalarFunction::kUuidShort:
+    case ScalarFunction::kInetAton:
+      type = SqlType{TypeId::kBigInt, 21, 0, /*is_unsigned=*/true};
+      if (f == ScalarFunction::kInetAton) nullable = true;
+      break;
+    case ScalarFunction::kAcos:
+    case ScalarFunction::kAsin:
+    case ScalarFunction::kAtan:
+    case ScalarFunction::kCos:
+    case ScalarFunction::kCot:
+    case ScalarFunction::kSin:
+    case ScalarFunction::kTan:
+    case ScalarFunction::kDegrees:
+    case ScalarFunction::kRadians:
+      type = SqlType::Double();
+      nullable = nullable || f == ScalarFunction::kAcos || f == ScalarFunction::kAsin;
+      break;
+    case ScalarFunction::kRegexpSubstr:
+    case ScalarFunction::kRegexpReplace:
+    case ScalarFunction::kInsert:
+    case ScalarFunction::kSubstringIndex:
+    case ScalarFunction::kElt:
+    case ScalarFunction::kQuote:
+      type = SqlType::Varchar(static_cast<uint32_t>(std::min<uint64_t>(std::max<uint64_t>(text, 255), 65535)));
+      if (f == ScalarFunction::kElt) nullable = true;
+      if (f == ScalarFunction::kQuote) nullable = false;
+      break;
+    case ScalarFunction::kUuid:
+      type = SqlType::Varchar(36);
+      nullable = false;
+      break;
+    case ScalarFunction::kConv:
+    case ScalarFunction::kFormat:
+    case ScalarFunction::kToBase64:
+    case ScalarFunction::kMd5:
+    case ScalarFunction::kSha1:
+    case ScalarFunction::kSha2:
+    case ScalarFunction::kSoundex:
+    case ScalarFunction::kMakeSet:
+    case ScalarFunction::kExportSet:
+    case ScalarFunction::kInetNtoa:
+      type = SqlType::Varchar(static_cast<uint32_t>(std::min<uint64_t>(std::max<uint64_t>(text * 2, 128), 65535)));
+      if (f == ScalarFunction::kConv || f == ScalarFunction::kSha2 || f == ScalarFunction::kInetNtoa) nullable = true;
+      if (f == ScalarFunction::kMakeSet) nullable = args[0]->nullable;
+      break;
+    case ScalarFunction::kChar:
+    case ScalarFunction::kFromBase64:
+      type = SqlType::Varbinary(static_cast<uint32_t>(std::min<uint64_t>(std::max<uint64_t>(text, 64), 65535)));
+      if (f == ScalarFunction::kChar) nullable = false;
+      if (f == ScalarFunction::kFromBase64) nullable = true;
+      break;
     default:
       break;  // the date and time functions: Expr::TypedFunction
   }
@@ -420,11 +486,26 @@ ExprPtr Expr::Function(ScalarFunction f, std::vector<ExprPtr> args) {
   if (type.is_string() && !args.empty() && args[0]->type.is_string()) {
     type.collation = args[0]->type.Collation() == kDefaultCollation ? 0 : args[0]->type.Collation();
   }
-  if (f == ScalarFunction::kUnhex) type.collation = kCollationBinary;  // UNHEX gives bytes
-  if (f == ScalarFunction::kHex) type.collation = 0;
+  if (f == ScalarFunction::kUnhex || f == ScalarFunction::kChar || f == ScalarFunction::kFromBase64) {
+    type.collation = kCollationBinary;  // bytes
+  }
+  // Results spelled in ASCII (digits, hex, base64 ...) take the default
+  // collation whatever their arguments'.
+  switch (f) {
+    case ScalarFunction::kHex: case ScalarFunction::kUuid: case ScalarFunction::kConv:
+    case ScalarFunction::kFormat: case ScalarFunction::kToBase64: case ScalarFunction::kMd5:
+    case ScalarFunction::kSha1: case ScalarFunction::kSha2: case ScalarFunction::kSoundex:
+    case ScalarFunction::kInetNtoa:
+      type.collation = 0;
+      break;
+    default:
+      break;
+  }
   auto e = Make(ExprKind::kFunction, type, nullable);
   e->function = f;
-  e->collation = ComparisonCollation(args);
+  // REGEXP matches under the collation of the subject and the pattern only.
+  e->collation = FunctionUsesCache(f) ? ComparisonCollation({args[0], args[1]}) : ComparisonCollation(args);
+  if (FunctionUsesCache(f)) e->cache = std::make_shared<ExprCache>();
   e->children = std::move(args);
   return e;
 }
@@ -443,12 +524,34 @@ ExprPtr Expr::Cast(ExprPtr arg, SqlType type) {
   return e;
 }
 
-ExprPtr Expr::Like(ExprPtr text, ExprPtr pattern, bool negated) {
+ExprPtr Expr::Like(ExprPtr text, ExprPtr pattern, bool negated, ExprPtr escape) {
   auto e = Make(ExprKind::kLike, SqlType::BigInt(), text->nullable || pattern->nullable);
   e->negated = negated;
   e->children = {std::move(text), std::move(pattern)};
   e->collation = ComparisonCollation(e->children);
+  if (escape) e->children.push_back(std::move(escape));
   return e;
+}
+
+const char* Expr::FunctionName(ScalarFunction f) {
+  static constexpr const char* kNames[] = {
+      "coalesce", "abs",   "length", "concat", "lower", "upper",    "round", "truncate",
+      "floor",    "ceil",  "power",  "sqrt",   "sign",  "ln",       "log",   "log2",
+      "log10",    "exp",   "pi",     "rand",   "greatest", "least", "cast",
+      "substring", "left", "right", "trim", "ltrim", "rtrim", "replace", "reverse",
+      "repeat", "lpad", "rpad", "locate", "concat_ws", "char_length", "ascii", "hex",
+      "unhex", "space", "strcmp", "find_in_set", "regexp_like", "regexp_instr", "regexp_substr",
+      "regexp_replace", "bit_count", "uuid", "acos", "asin", "atan", "cos", "cot", "sin", "tan",
+      "degrees", "radians", "conv", "bit_length", "char", "elt", "field", "format", "to_base64",
+      "from_base64", "insert", "md5", "sha1", "sha2", "crc32", "substring_index", "soundex", "quote",
+      "ord", "make_set", "export_set", "inet_aton", "inet_ntoa", "uuid_short", "sleep", "period_add",
+      "period_diff"};
+  static_assert(std::size(kNames) == static_cast<size_t>(ScalarFunction::kPeriodDiff) + 1);
+  const auto i = static_cast<size_t>(f);
+  if (f == ScalarFunction::kGetUserVar) return "get_user_var";
+  if (f == ScalarFunction::kSetUserVar) return "set_user_var";
+  if (IsTemporalFunction(f)) return TemporalFunctionName(f);
+  return i < std::size(kNames) ? kNames[i] : "?";
 }
 
 std::string Expr::ToString() const {
@@ -485,13 +588,6 @@ std::string Expr::ToString() const {
       return out + " END)";
     }
     case ExprKind::kFunction: {
-      static constexpr const char* kNames[] = {
-          "coalesce", "abs",   "length", "concat", "lower", "upper",    "round", "truncate",
-          "floor",    "ceil",  "power",  "sqrt",   "sign",  "ln",       "log",   "log2",
-          "log10",    "exp",   "pi",     "rand",   "greatest", "least", "cast",
-          "substring", "left", "right", "trim", "ltrim", "rtrim", "replace", "reverse",
-          "repeat", "lpad", "rpad", "locate", "concat_ws", "char_length", "ascii", "hex",
-          "unhex", "space", "strcmp"};
       std::string args;
       for (size_t i = 0; i < children.size(); ++i) args += (i ? ", " : "") + children[i]->ToString();
       if (function == ScalarFunction::kCast) return fmt::format("cast({} as {})", args, type.ToString());
@@ -499,12 +595,11 @@ std::string Expr::ToString() const {
       if (function == ScalarFunction::kSetUserVar) {
         return fmt::format("(@{} := {})", children[0]->constant.ToText(), children[1]->ToString());
       }
-      if (IsTemporalFunction(function)) return fmt::format("{}({})", TemporalFunctionName(function), args);
-      return fmt::format("{}({})", kNames[static_cast<int>(function)], args);
+      return fmt::format("{}({})", FunctionName(function), args);
     }
     case ExprKind::kLike:
-      return fmt::format("({} {}LIKE {})", children[0]->ToString(), negated ? "NOT " : "",
-                         children[1]->ToString());
+      return fmt::format("({} {}LIKE {}{})", children[0]->ToString(), negated ? "NOT " : "",
+                         children[1]->ToString(), children.size() > 2 ? " ESCAPE " + children[2]->ToString() : "");
     case ExprKind::kInList: {
       std::string items;
       for (size_t i = 1; i < children.size(); ++i) {

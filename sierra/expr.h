@@ -31,7 +31,7 @@ enum class ExprKind : uint8_t {
   kInList = 10,    // children[0] [NOT] IN (children[1..])
   kCase = 11,      // children: when0, then0, when1, then1, ... [, else if has_else]
   kFunction = 12,  // function(children...)
-  kLike = 13,      // children[0] [NOT] LIKE children[1] (negated); '\\' escapes
+  kLike = 13,      // children[0] [NOT] LIKE children[1] [ESCAPE children[2]] (negated); '\\' escapes by default
 };
 
 // Scalar functions of kFunction. Serialized in plans: DO NOT CHANGE values.
@@ -85,6 +85,49 @@ enum class ScalarFunction : uint8_t {
   kGetUserVar = 90,  // @name, where the statement also assigns it
   kSetUserVar = 91,  // @name := value: assigns, yields the value
   kFindInSet = 42,  // FIND_IN_SET(s, list): 1-based position of s in the comma-separated list, else 0
+  // Regular expressions (PCRE2, src/common/regex.h): case-insensitive under a
+  // case-insensitive collation of the subject and pattern, byte-wise under
+  // _bin/binary; a constant pattern is compiled once per expression (cache).
+  kRegexpLike = 43,     // s REGEXP p / RLIKE / REGEXP_LIKE(s, p[, match_type]): 1, 0 or NULL
+  kRegexpInstr = 44,    // REGEXP_INSTR(s, p[, pos[, occurrence[, return_option[, match_type]]]]): 0 if none
+  kRegexpSubstr = 45,   // REGEXP_SUBSTR(s, p[, pos[, occurrence[, match_type]]]): the match
+  kRegexpReplace = 46,  // REGEXP_REPLACE(s, p, r[, pos[, occurrence[, match_type]]]): \\N back-references
+  kBitCount = 47,   // BIT_COUNT(x): set bits of x as BIGINT UNSIGNED (a string's bytes for binary strings)
+  kUuid = 48,       // UUID(): version 1, 36 characters; a new value per call
+  kAcos = 49,       // ACOS(x): NULL outside [-1, 1]
+  kAsin = 50,       // ASIN(x)
+  kAtan = 51,       // ATAN(x) / ATAN(y, x) / ATAN2(y, x)
+  kCos = 52,        // COS(x)
+  kCot = 53,        // COT(x): 1690 for COT(0)
+  kSin = 54,        // SIN(x)
+  kTan = 55,        // TAN(x)
+  kDegrees = 56,    // DEGREES(x)
+  kRadians = 57,    // RADIANS(x)
+  kConv = 58,       // CONV(n, from_base, to_base); BIN(n), OCT(n)
+  kBitLength = 59,  // BIT_LENGTH(s)
+  kChar = 60,       // CHAR(n, ...): the bytes of each integer (binary string)
+  kElt = 61,        // ELT(n, s1, s2, ...): the nth string, NULL if out of range
+  kField = 62,      // FIELD(s, s1, s2, ...): 1-based position of s, else 0
+  kFormat = 63,     // FORMAT(x, d[, locale]): '1,234.57' (en_US grouping)
+  kToBase64 = 64,   // TO_BASE64(s)
+  kFromBase64 = 65, // FROM_BASE64(s): NULL if not base64
+  kInsert = 66,     // INSERT(s, pos, len, new)
+  kMd5 = 67,        // MD5(s): 32 hex digits
+  kSha1 = 68,       // SHA1(s) / SHA(s): 40 hex digits
+  kSha2 = 69,       // SHA2(s, bits): bits 224, 256 (or 0), 384, 512; else NULL
+  kCrc32 = 70,      // CRC32(s): BIGINT UNSIGNED (zlib's CRC-32)
+  kSubstringIndex = 71,  // SUBSTRING_INDEX(s, delim, count)
+  kSoundex = 72,    // SOUNDEX(s)
+  kQuote = 73,      // QUOTE(s): 'text' with \\, ', NUL and ^Z escaped; NULL gives the word NULL
+  kOrd = 74,        // ORD(s): the first character's bytes as a number
+  kMakeSet = 75,    // MAKE_SET(bits, s1, s2, ...)
+  kExportSet = 76,  // EXPORT_SET(bits, on, off[, sep[, n]])
+  kInetAton = 77,   // INET_ATON(s)
+  kInetNtoa = 78,   // INET_NTOA(n)
+  kUuidShort = 79,  // UUID_SHORT(): increasing 64-bit integers
+  kSleep = 80,      // SLEEP(seconds): 0 after sleeping
+  kPeriodAdd = 81,  // PERIOD_ADD(p, n): YYYYMM / YYMM
+  kPeriodDiff = 82, // PERIOD_DIFF(p1, p2): months
   // Date and time functions (sierra/temporal.h), from 100 on. The binder
   // sets their result types; a unit argument is an integer constant
   // (shale::IntervalUnit), an fsp argument an integer constant.
@@ -142,6 +185,7 @@ enum class ArithOp : uint8_t {
 inline bool IsBitOp(ArithOp op) { return static_cast<int>(op) >= static_cast<int>(ArithOp::kBitAnd); }
 
 struct Expr;
+struct ExprCache;  // sierra/expr_cache.h
 using ExprPtr = std::shared_ptr<const Expr>;
 
 struct Expr {
@@ -160,6 +204,10 @@ struct Expr {
   // strings compare under (ComparisonCollation of the operands).
   uint16_t collation = 0;
   std::vector<ExprPtr> children;
+  // State an evaluator keeps across rows (the compiled pattern of a REGEXP
+  // function): shared by copies of this expression, thread-safe, and never
+  // changes a result (it is keyed by what it was built from). Not serialized.
+  std::shared_ptr<ExprCache> cache;
 
   static ExprPtr Constant(Value v);
   static ExprPtr ColumnRef(int index, std::string name, SqlType type, bool nullable);
@@ -179,7 +227,11 @@ struct Expr {
   static ExprPtr TypedFunction(ScalarFunction f, std::vector<ExprPtr> args, SqlType type, bool nullable);
   // CAST(arg AS type).
   static ExprPtr Cast(ExprPtr arg, SqlType type);
-  static ExprPtr Like(ExprPtr text, ExprPtr pattern, bool negated);
+  // `escape`: the ESCAPE character's expression, or null for '\\'.
+  static ExprPtr Like(ExprPtr text, ExprPtr pattern, bool negated, ExprPtr escape = nullptr);
+
+  // The SQL name of a kFunction's function ("regexp_like").
+  static const char* FunctionName(ScalarFunction f);
 
   // Printable form, e.g. "(#0:id >= 2)".
   std::string ToString() const;

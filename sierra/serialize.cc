@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "sierra/expr_cache.h"
 #include "sierra/plan.pb.h"
 #include "src/common/errors.h"
 
@@ -90,6 +91,7 @@ Result<ExprPtr> FromProto(const pb::Expr& m, int depth = 0) {
   e->negated = m.negated();
   e->has_else = m.has_else();
   e->function = static_cast<ScalarFunction>(m.function());
+  if (e->kind == ExprKind::kFunction && FunctionUsesCache(e->function)) e->cache = std::make_shared<ExprCache>();
   e->collation = static_cast<uint16_t>(m.collation());
   for (const pb::Expr& c : m.children()) {
     SHALE_ASSIGN_OR_RETURN(ExprPtr child, FromProto(c, depth + 1));

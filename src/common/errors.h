@@ -40,6 +40,7 @@ enum class ErrorCode : uint16_t {
   kNonUpdatableTable = 1288,    // ER_NON_UPDATABLE_TABLE
   kUnknownError = 1105,         // ER_UNKNOWN_ERROR
   kWrongValueCount = 1136,      // ER_WRONG_VALUE_COUNT_ON_ROW
+  kRegexpError = 1139,          // ER_REGEXP_ERROR
   kTooLongIdent = 1059,         // ER_TOO_LONG_IDENT
   kTableMustHaveColumns = 1113, // ER_TABLE_MUST_HAVE_COLUMNS
   kUnknownSystemVariable = 1193,  // ER_UNKNOWN_SYSTEM_VARIABLE
@@ -137,6 +138,8 @@ enum class ErrorCode : uint16_t {
   kWarnNullToNotNull = 1263,    // ER_WARN_NULL_TO_NOTNULL
   kOptionPreventsStatement = 1290,  // ER_OPTION_PREVENTS_STATEMENT
   kClientLocalFilesDisabled = 3948,  // ER_CLIENT_LOCAL_FILES_DISABLED
+  kWithColumnCount = 4002,      // MariaDB's ER_WITH_COL_WRONG_LIST (MySQL 8: 1353)
+  kWithDuplicateName = 4004,    // MariaDB's ER_DUP_QUERY_NAME (MySQL 8: 3822)
 };
 
 // SQLSTATE of a MySQL error number ("HY000" when the table has none).

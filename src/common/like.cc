@@ -12,12 +12,14 @@ bool CharEq(char a, char b, bool case_sensitive) {
 
 }  // namespace
 
-bool MatchLike(std::string_view text, std::string_view pattern, bool case_sensitive) {
+bool MatchLike(std::string_view text, std::string_view pattern, bool case_sensitive, std::string_view escape) {
   // Iterative matcher with backtracking to the last '%'.
   size_t t = 0, p = 0;
   size_t star_p = std::string_view::npos, star_t = 0;
   while (t < text.size()) {
-    if (p < pattern.size() && pattern[p] == '%') {
+    const bool escaped = !escape.empty() && pattern.compare(p, escape.size(), escape) == 0 &&
+                         p + escape.size() < pattern.size();
+    if (!escaped && p < pattern.size() && pattern[p] == '%') {
       star_p = ++p;
       star_t = t;
       continue;
@@ -26,9 +28,9 @@ bool MatchLike(std::string_view text, std::string_view pattern, bool case_sensit
       char pc = pattern[p];
       size_t width = 1;
       bool any = pc == '_';
-      if (pc == '\\' && p + 1 < pattern.size()) {
-        pc = pattern[p + 1];
-        width = 2;
+      if (escaped) {
+        pc = pattern[p + escape.size()];
+        width = escape.size() + 1;
         any = false;
       }
       if (any) {

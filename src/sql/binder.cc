@@ -1487,7 +1487,74 @@ Result<ExprPtr> Binder::BindFunction(const ast::Expr& e, const Scope& scope) {
       {"SPACE", {ScalarFunction::kSpace, {1, 1}}},
       {"STRCMP", {ScalarFunction::kStrcmp, {2, 2}}},
       {"FIND_IN_SET", {ScalarFunction::kFindInSet, {2, 2}}},
+      // REGEXP_LIKE is MySQL 8's (MariaDB has only the operator); the others
+      // take MariaDB's arguments (MySQL 8's position/occurrence forms: 1582).
+      {"REGEXP_LIKE", {ScalarFunction::kRegexpLike, {2, 3}}},
+      {"REGEXP_INSTR", {ScalarFunction::kRegexpInstr, {2, 2}}},
+      {"REGEXP_SUBSTR", {ScalarFunction::kRegexpSubstr, {2, 2}}},
+      {"REGEXP_REPLACE", {ScalarFunction::kRegexpReplace, {3, 3}}},
+      {"BIT_COUNT", {ScalarFunction::kBitCount, {1, 1}}},
+      {"UUID", {ScalarFunction::kUuid, {0, 0}}},
+      {"ACOS", {ScalarFunction::kAcos, {1, 1}}},
+      {"ASIN", {ScalarFunction::kAsin, {1, 1}}},
+      {"ATAN", {ScalarFunction::kAtan, {1, 2}}},
+      {"ATAN2", {ScalarFunction::kAtan, {2, 2}}},
+      {"COS", {ScalarFunction::kCos, {1, 1}}},
+      {"COT", {ScalarFunction::kCot, {1, 1}}},
+      {"SIN", {ScalarFunction::kSin, {1, 1}}},
+      {"TAN", {ScalarFunction::kTan, {1, 1}}},
+      {"DEGREES", {ScalarFunction::kDegrees, {1, 1}}},
+      {"RADIANS", {ScalarFunction::kRadians, {1, 1}}},
+      {"CONV", {ScalarFunction::kConv, {3, 3}}},
+      {"BIT_LENGTH", {ScalarFunction::kBitLength, {1, 1}}},
+      {"CHAR", {ScalarFunction::kChar, {1, SIZE_MAX}}},
+      {"ELT", {ScalarFunction::kElt, {2, SIZE_MAX}}},
+      {"FORMAT", {ScalarFunction::kFormat, {2, 3}}},
+      {"TO_BASE64", {ScalarFunction::kToBase64, {1, 1}}},
+      {"FROM_BASE64", {ScalarFunction::kFromBase64, {1, 1}}},
+      {"INSERT", {ScalarFunction::kInsert, {4, 4}}},
+      {"MD5", {ScalarFunction::kMd5, {1, 1}}},
+      {"SHA", {ScalarFunction::kSha1, {1, 1}}},
+      {"SHA1", {ScalarFunction::kSha1, {1, 1}}},
+      {"SHA2", {ScalarFunction::kSha2, {2, 2}}},
+      {"CRC32", {ScalarFunction::kCrc32, {1, 1}}},
+      {"SUBSTRING_INDEX", {ScalarFunction::kSubstringIndex, {3, 3}}},
+      {"SOUNDEX", {ScalarFunction::kSoundex, {1, 1}}},
+      {"QUOTE", {ScalarFunction::kQuote, {1, 1}}},
+      {"ORD", {ScalarFunction::kOrd, {1, 1}}},
+      {"MAKE_SET", {ScalarFunction::kMakeSet, {2, SIZE_MAX}}},
+      {"EXPORT_SET", {ScalarFunction::kExportSet, {3, 5}}},
+      {"INET_ATON", {ScalarFunction::kInetAton, {1, 1}}},
+      {"INET_NTOA", {ScalarFunction::kInetNtoa, {1, 1}}},
+      {"UUID_SHORT", {ScalarFunction::kUuidShort, {0, 0}}},
+      {"SLEEP", {ScalarFunction::kSleep, {1, 1}}},
+      {"PERIOD_ADD", {ScalarFunction::kPeriodAdd, {2, 2}}},
+      {"PERIOD_DIFF", {ScalarFunction::kPeriodDiff, {2, 2}}},
   };
+  if (n == "BIN" || n == "OCT") {
+    // BIN(n) is CONV(n, 10, 2); OCT(n) CONV(n, 10, 8).
+    SHALE_RETURN_IF_ERROR(arg_count(1, 1));
+    SHALE_ASSIGN_OR_RETURN(auto args, bind_args());
+    return Expr::Function(ScalarFunction::kConv, {args[0], Expr::Constant(Value::Int(10)),
+                                                  Expr::Constant(Value::Int(n == "BIN" ? 2 : 8))});
+  }
+  if (n == "ISNULL") {
+    SHALE_RETURN_IF_ERROR(arg_count(1, 1));
+    SHALE_ASSIGN_OR_RETURN(auto args, bind_args());
+    return Expr::IsNull(args[0], /*negated=*/false);
+  }
+  if (n == "CHARSET" || n == "COLLATION") {
+    // The argument type's character set or collation; 'binary' for numbers
+    // and binary strings.
+    SHALE_RETURN_IF_ERROR(arg_count(1, 1));
+    SHALE_ASSIGN_OR_RETURN(auto args, bind_args());
+    const SqlType& t = args[0]->type;
+    const uint16_t collation = t.is_string() ? t.Collation() : kCollationBinary;
+    std::string text = collation == kCollationBinary ? "binary"
+                       : n == "CHARSET"              ? std::string(CharsetOfCollation(collation).name)
+                                                     : std::string(CollationById(collation).name);
+    return Expr::Constant(Value::String(std::move(text)));
+  }
   if (n == "INSTR") {
     // INSTR(str, substr) is LOCATE(substr, str).
     SHALE_RETURN_IF_ERROR(arg_count(2, 2));
@@ -1790,14 +1857,19 @@ Result<ExprPtr> Binder::BindExprInner(const ast::Expr& e, const Scope& scope) {
     case ast::ExprKind::kLike: {
       SHALE_ASSIGN_OR_RETURN(ExprPtr text, BindExpr(*e.children[0], scope));
       SHALE_ASSIGN_OR_RETURN(ExprPtr pattern, BindExpr(*e.children[1], scope));
+      ExprPtr escape;
       if (e.children.size() > 2) {
-        SHALE_ASSIGN_OR_RETURN(ExprPtr escape, BindExpr(*e.children[2], scope));
-        if (escape->kind != sierra::ExprKind::kConstant || !(escape->constant == Value::String("\\"))) {
-          return SqlError(ErrorCode::kNotSupportedYet,
-                          "This version of Shale doesn't yet support 'LIKE ... ESCAPE' other than '\\\\'");
+        // ESCAPE takes a constant of at most one character (MySQL: 1210).
+        SHALE_ASSIGN_OR_RETURN(escape, BindExpr(*e.children[2], scope));
+        const bool constant = escape->kind == sierra::ExprKind::kConstant;
+        const std::string c = constant ? escape->constant.ToText() : std::string();
+        const size_t chars = static_cast<size_t>(std::count_if(
+            c.begin(), c.end(), [](char ch) { return (static_cast<unsigned char>(ch) & 0xC0) != 0x80; }));
+        if (!constant || chars > 1) {
+          return SqlError(ErrorCode::kWrongArguments, "Incorrect arguments to ESCAPE");
         }
       }
-      return Expr::Like(text, pattern, e.negated);
+      return Expr::Like(text, pattern, e.negated, escape);
     }
     case ast::ExprKind::kBetween: {
       SHALE_ASSIGN_OR_RETURN(ExprPtr v, BindExpr(*e.children[0], scope));

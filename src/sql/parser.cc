@@ -175,7 +175,26 @@ Result<ast::Statement> Parser::ParseStatement() {
     SHALE_ASSIGN_OR_RETURN(auto s, ParseAdmin());
     return ast::Statement(std::move(s));
   }
-  if (AtKeyword("SELECT") || (AtOperator("(") && (AtKeyword("SELECT", 1) || AtOperator("(", 1)))) {
+  if (AtKeyword("WITH")) {
+    // WITH ... UPDATE / DELETE (MySQL 8); WITH ... SELECT is a query.
+    const size_t start = pos_;
+    std::vector<CommonTableExpr> ctes;
+    SHALE_RETURN_IF_ERROR(ParseWithClause(&ctes));
+    if (AtKeyword("UPDATE")) {
+      SHALE_ASSIGN_OR_RETURN(auto u, ParseUpdate());
+      if (u.joins.empty()) SHALE_RETURN_IF_ERROR(CheckCteTarget(ctes, u.table.name, "UPDATE"));
+      SubstituteCtes(ctes, &u);
+      return ast::Statement(std::move(u));
+    }
+    if (AtKeyword("DELETE")) {
+      SHALE_ASSIGN_OR_RETURN(auto d, ParseDelete());
+      if (!d.multi) SHALE_RETURN_IF_ERROR(CheckCteTarget(ctes, d.table.name, "DELETE"));
+      SubstituteCtes(ctes, &d);
+      return ast::Statement(std::move(d));
+    }
+    pos_ = start;
+  }
+  if (AtQueryStart() || (AtOperator("(") && (AtQueryStart(1) || AtOperator("(", 1)))) {
     SHALE_ASSIGN_OR_RETURN(auto s, ParseQuery());
     return ast::Statement(std::move(s));
   }
@@ -246,7 +265,7 @@ Result<ast::Statement> Parser::ParseStatement() {
   }
   if (AcceptKeyword("EXPLAIN") || AcceptKeyword("DESCRIBE") || AcceptKeyword("DESC")) {
     // EXPLAIN ANALYZE <query>: runs it (docs/cluster.md, rows moved).
-    const bool analyze = AtKeyword("ANALYZE") && (AtKeyword("SELECT", 1) || AtOperator("(", 1));
+    const bool analyze = AtKeyword("ANALYZE") && (AtQueryStart(1) || AtOperator("(", 1));
     if (analyze) ++pos_;
     bool tree = false;
     if (AtKeyword("FORMAT") && AtOperator("=", 1)) {
@@ -271,7 +290,7 @@ Result<ast::Statement> Parser::ParseStatement() {
       e.tree = tree;
       return ast::Statement(std::move(e));
     }
-    if (!AtKeyword("SELECT") && !AtOperator("(")) {
+    if (!AtQueryStart() && !AtOperator("(")) {
       if (Peek().kind == TokenKind::kIdent || Peek().kind == TokenKind::kQuotedIdent) {
         if (AtKeyword("FORMAT") || AtKeyword("ANALYZE") || AtKeyword("EXTENDED") || AtKeyword("PARTITIONS") ||
             AtKeyword("INSERT") || AtKeyword("REPLACE")) {
@@ -319,7 +338,7 @@ Result<ast::Statement> Parser::ParseStatement() {
   for (std::string_view kw : {"ALTER", "TRUNCATE", "RENAME",
                               "GRANT", "REVOKE", "LOAD", "EXPLAIN", "ANALYZE", "LOCK", "UNLOCK",
                               "CALL", "PREPARE", "EXECUTE", "DEALLOCATE", "SAVEPOINT", "RELEASE",
-                              "KILL", "FLUSH", "OPTIMIZE", "CHECK", "HANDLER", "DO", "WITH"}) {
+                              "KILL", "FLUSH", "OPTIMIZE", "CHECK", "HANDLER", "DO"}) {
     if (AtKeyword(kw)) return NotSupported(Upper(kw));
   }
   return ErrorHere();
@@ -425,7 +444,7 @@ Status Parser::ParseLimit(std::optional<uint64_t>* limit, uint64_t* offset) {
 
 Result<ast::SelectStmt> Parser::ParseQueryTerm(bool* parenthesized) {
   *parenthesized = false;
-  if (AtOperator("(") && (AtKeyword("SELECT", 1) || AtOperator("(", 1))) {
+  if (AtOperator("(") && (AtQueryStart(1) || AtOperator("(", 1))) {
     ++pos_;
     SHALE_ASSIGN_OR_RETURN(auto inner, ParseQuery());
     SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
@@ -436,7 +455,18 @@ Result<ast::SelectStmt> Parser::ParseQueryTerm(bool* parenthesized) {
   return ParseSelect();
 }
 
+bool Parser::AtQueryStart(size_t offset) const {
+  return AtKeyword("SELECT", offset) || (AtKeyword("WITH", offset) && !AtKeyword("ROLLUP", offset + 1));
+}
+
 Result<ast::SelectStmt> Parser::ParseQuery() {
+  if (AtKeyword("WITH")) {
+    std::vector<CommonTableExpr> ctes;
+    SHALE_RETURN_IF_ERROR(ParseWithClause(&ctes));
+    SHALE_ASSIGN_OR_RETURN(ast::SelectStmt q, ParseQuery());
+    SubstituteCtes(ctes, &q);
+    return q;
+  }
   bool parenthesized = false;
   SHALE_ASSIGN_OR_RETURN(ast::SelectStmt first, ParseQueryTerm(&parenthesized));
   if (!AtKeyword("UNION")) {
@@ -583,7 +613,7 @@ Status Parser::ParseLockingClause(ast::SelectStmt* s) {
 
 Result<ast::TableRef> Parser::ParseTableRef() {
   ast::TableRef ref;
-  if (AtOperator("(") && (AtKeyword("SELECT", 1) || AtOperator("(", 1))) {
+  if (AtOperator("(") && (AtQueryStart(1) || AtOperator("(", 1))) {
     ++pos_;
     SHALE_ASSIGN_OR_RETURN(auto q, ParseQuery());
     SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
@@ -844,7 +874,7 @@ Result<ast::InsertStmt> Parser::ParseInsert() {
     }
     SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
   }
-  if (AtKeyword("SELECT") || (AtOperator("(") && AtKeyword("SELECT", 1))) {
+  if (AtQueryStart() || (AtOperator("(") && AtQueryStart(1))) {
     SHALE_ASSIGN_OR_RETURN(auto q, ParseQuery());
     s.select = std::make_shared<ast::SelectStmt>(std::move(q));
     SHALE_RETURN_IF_ERROR(ParseOnDuplicate(&s));
@@ -951,7 +981,7 @@ Result<ast::CreateTableStmt> Parser::ParseCreateTable() {
     s.like = std::move(like);
     return s;
   }
-  if (AcceptKeyword("AS") || AtKeyword("SELECT") || (AtOperator("(") && AtKeyword("SELECT", 1))) {
+  if (AcceptKeyword("AS") || AtQueryStart() || (AtOperator("(") && AtQueryStart(1))) {
     SHALE_ASSIGN_OR_RETURN(auto q, ParseQuery());
     s.as_select = std::make_shared<ast::SelectStmt>(std::move(q));
     return s;
@@ -1635,7 +1665,8 @@ Result<ast::ExprPtr> Parser::ParsePredicate() {
       continue;
     }
     bool negated = false;
-    if (AtKeyword("NOT") && (AtKeyword("IN", 1) || AtKeyword("BETWEEN", 1) || AtKeyword("LIKE", 1))) {
+    if (AtKeyword("NOT") && (AtKeyword("IN", 1) || AtKeyword("BETWEEN", 1) || AtKeyword("LIKE", 1) ||
+                             AtKeyword("REGEXP", 1) || AtKeyword("RLIKE", 1))) {
       ++pos_;
       negated = true;
     }
@@ -1644,7 +1675,7 @@ Result<ast::ExprPtr> Parser::ParsePredicate() {
       e->negated = negated;
       e->children.push_back(std::move(left));
       SHALE_RETURN_IF_ERROR(ExpectOperator("("));
-      if (AtKeyword("SELECT") || (AtOperator("(") && AtKeyword("SELECT", 1))) {
+      if (AtQueryStart() || (AtOperator("(") && AtQueryStart(1))) {
         e->kind = ast::ExprKind::kSubquery;
         e->op = "IN";
         SHALE_ASSIGN_OR_RETURN(auto q, ParseQuery());
@@ -1687,8 +1718,33 @@ Result<ast::ExprPtr> Parser::ParsePredicate() {
       left = Finish(std::move(e), begin);
       continue;
     }
-    if (AtKeyword("REGEXP") || AtKeyword("RLIKE") || AtKeyword("SOUNDS")) {
-      return NotSupported(Upper(Peek().text));
+    if (AcceptKeyword("REGEXP") || AcceptKeyword("RLIKE")) {
+      // a [NOT] REGEXP b: REGEXP_LIKE(a, b), at LIKE's precedence.
+      auto e = MakeExpr(ast::ExprKind::kFunction);
+      e->name = "REGEXP_LIKE";
+      e->children.push_back(std::move(left));
+      SHALE_ASSIGN_OR_RETURN(auto pattern, ParseBitOr());
+      e->children.push_back(std::move(pattern));
+      auto done = Finish(std::move(e), begin);
+      left = negated ? Finish(Negated(std::move(done)), begin) : std::move(done);
+      continue;
+    }
+    if (!negated && AtKeyword("SOUNDS") && AtKeyword("LIKE", 1)) {
+      // a SOUNDS LIKE b: SOUNDEX(a) = SOUNDEX(b).
+      pos_ += 2;
+      SHALE_ASSIGN_OR_RETURN(auto right, ParseBitOr());
+      auto soundex = [&](ast::ExprPtr x) {
+        auto f = MakeExpr(ast::ExprKind::kFunction);
+        f->name = "SOUNDEX";
+        f->children.push_back(std::move(x));
+        return Finish(std::move(f), begin);
+      };
+      auto e = MakeExpr(ast::ExprKind::kBinary);
+      e->op = "=";
+      e->children.push_back(soundex(std::move(left)));
+      e->children.push_back(soundex(std::move(right)));
+      left = Finish(std::move(e), begin);
+      continue;
     }
     if (negated) return ErrorHere();
     static constexpr std::string_view kComparisons[] = {"=", "<>", "!=", "<", "<=", ">", ">=", "<=>"};
@@ -1870,7 +1926,7 @@ Result<ast::ExprPtr> Parser::ParsePrimary() {
     case TokenKind::kOperator:
       if (t.text == "(") {
         ++pos_;
-        if (AtKeyword("SELECT") || (AtOperator("(") && AtKeyword("SELECT", 1))) {
+        if (AtQueryStart() || (AtOperator("(") && AtQueryStart(1))) {
           auto e = MakeExpr(ast::ExprKind::kSubquery);
           SHALE_ASSIGN_OR_RETURN(auto q, ParseQuery());
           e->subquery = std::make_shared<ast::SelectStmt>(std::move(q));

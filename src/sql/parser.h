@@ -7,6 +7,7 @@
 // Thread-safety: a Parser is used by one thread.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,6 +18,25 @@
 #include "src/sql/lexer.h"
 
 namespace shale::sql {
+
+// One `name [(cols)] AS (query)` of a WITH clause (parse_cte.cc): the query
+// with its select list renamed to the column list, and the CTEs before it
+// already substituted.
+struct CommonTableExpr {
+  std::string name;
+  std::shared_ptr<const ast::SelectStmt> query;
+};
+
+// Replaces each table reference to one of `ctes` in the statement (its
+// subqueries, derived tables and joins included) with a derived table of
+// the CTE's query, aliased as written or by the CTE's name.
+void SubstituteCtes(const std::vector<CommonTableExpr>& ctes, ast::SelectStmt* s);
+void SubstituteCtes(const std::vector<CommonTableExpr>& ctes, ast::UpdateStmt* s);
+void SubstituteCtes(const std::vector<CommonTableExpr>& ctes, ast::DeleteStmt* s);
+// ER_NON_UPDATABLE_TABLE (1288) when the target `name` of a one-table
+// UPDATE/DELETE (`statement`) is one of `ctes`.
+Status CheckCteTarget(const std::vector<CommonTableExpr>& ctes, const ast::TableName& name,
+                      const char* statement);
 
 class Parser {
  public:
@@ -37,6 +57,11 @@ class Parser {
   // One term of a UNION; *parenthesized says whether it was written in ( ).
   Result<ast::SelectStmt> ParseQueryTerm(bool* parenthesized);
   Result<ast::SelectStmt> ParseSelect();
+  // WITH [RECURSIVE] name [(col, ...)] AS (query), ... (parse_cte.cc);
+  // RECURSIVE answers 1235.
+  Status ParseWithClause(std::vector<CommonTableExpr>* out);
+  // Whether a query starts `offset` tokens ahead: SELECT, or WITH (a CTE).
+  bool AtQueryStart(size_t offset = 0) const;
   // [LIMIT n [OFFSET m] | LIMIT m, n]
   Status ParseLimit(std::optional<uint64_t>* limit, uint64_t* offset);
   Status ParseLockingClause(ast::SelectStmt* s);

@@ -979,15 +979,58 @@ TEST(ParserTest, AutoIncrementAttributeAndOptions) {
 TEST(ParserTest, RecognisedButUnsupportedStatements) {
   for (const char* sql : {
            "UPDATE IGNORE t SET a = 1", "DELETE IGNORE FROM t", "ALTER TABLE t ADD PRIMARY KEY (a)",
-           "EXPLAIN FORMAT=JSON SELECT 1", "WITH x AS (SELECT 1) SELECT * FROM x",
+           "EXPLAIN FORMAT=JSON SELECT 1", "WITH RECURSIVE x AS (SELECT 1) SELECT * FROM x",
            "SELECT * FROM a STRAIGHT_JOIN b", "SELECT * FROM a x STRAIGHT_JOIN b ON 1",
            "SELECT a FROM t FOR UPDATE NOWAIT",
-           "SELECT a REGEXP 'x'",
            "CREATE VIEW v AS SELECT 1", "SELECT (a, b) < (1, 2) FROM t",
        }) {
     Status st = ParseError(sql);
     EXPECT_EQ(st.mysql_code(), 1235) << sql << " -> " << st.ToString();
   }
+}
+
+TEST(ParserTest, RegexpIsRegexpLikeAtLikePrecedence) {
+  auto s = ParseAs<ast::SelectStmt>("SELECT a NOT REGEXP 'x' AND b RLIKE 'y'");
+  const ast::Expr& e = *s.items[0].expr;
+  ASSERT_EQ(e.op, "AND");
+  const ast::Expr& left = *e.children[0];
+  EXPECT_EQ(left.kind, ast::ExprKind::kUnary);
+  ASSERT_EQ(left.children.size(), 1u);
+  EXPECT_EQ(left.children[0]->name, "REGEXP_LIKE");
+  EXPECT_EQ(e.children[1]->name, "REGEXP_LIKE");
+  EXPECT_EQ(e.children[1]->children.size(), 2u);
+  auto like = ParseAs<ast::SelectStmt>("SELECT a LIKE 'x!%' ESCAPE '!'");
+  EXPECT_EQ(like.items[0].expr->children.size(), 3u);
+}
+
+TEST(ParserTest, CommonTableExpressionsBecomeDerivedTables) {
+  auto s = ParseAs<ast::SelectStmt>(
+      "WITH a (x) AS (SELECT 1), b AS (SELECT x FROM a) SELECT * FROM b JOIN a AS a2 ON 1 "
+      "WHERE EXISTS (SELECT 1 FROM b) AND 1 IN (SELECT x FROM db.a)");
+  ASSERT_TRUE(s.from.has_value());
+  ASSERT_TRUE(s.from->derived);
+  EXPECT_EQ(s.from->alias, "b");
+  // b's query reads a: substituted too.
+  ASSERT_TRUE(s.from->derived->from.has_value());
+  ASSERT_TRUE(s.from->derived->from->derived);
+  EXPECT_EQ(s.from->derived->from->derived->items[0].alias, "x");
+  ASSERT_EQ(s.joins.size(), 1u);
+  ASSERT_TRUE(s.joins[0].table.derived);
+  EXPECT_EQ(s.joins[0].table.alias, "a2");
+  const ast::Expr& where = *s.where;
+  EXPECT_TRUE(where.children[0]->subquery->from->derived);
+  // A name qualified with a database is a table, never a CTE.
+  const ast::SelectStmt& in = *where.children[1]->subquery;
+  EXPECT_FALSE(in.from->derived);
+  EXPECT_EQ(in.from->name.table, "a");
+  // WITH before UPDATE and DELETE.
+  auto u = ParseAs<ast::UpdateStmt>("WITH c AS (SELECT 1 AS id) UPDATE t SET v = 1 WHERE id IN (SELECT id FROM c)");
+  EXPECT_TRUE(u.where->subquery->from->derived);
+  EXPECT_EQ(ParseError("WITH c (x, y) AS (SELECT 1) SELECT * FROM c").mysql_code(), 4002);
+  EXPECT_EQ(ParseError("WITH c AS (SELECT 1), c AS (SELECT 2) SELECT * FROM c").mysql_code(), 4004);
+  // GROUP BY ... WITH ROLLUP is not a CTE.
+  auto r = ParseAs<ast::SelectStmt>("SELECT a FROM t GROUP BY a WITH ROLLUP");
+  EXPECT_TRUE(r.rollup);
 }
 
 // ---- binder ----------------------------------------------------------------------------

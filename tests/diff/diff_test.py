@@ -15,7 +15,8 @@ filters with NULLs (comparisons, IS [NOT] NULL, IN lists holding NULL,
 BETWEEN, <=>, NOT, AND/OR/XOR), arithmetic, inner/left/cross joins,
 GROUP BY [WITH ROLLUP] with aggregates (COUNT(DISTINCT a, b),
 GROUP_CONCAT(... ORDER BY ...) too) and HAVING, DISTINCT, scalar/IN/EXISTS/correlated
-subqueries, derived tables, UNION [ALL], and ORDER BY over a total order
+subqueries, derived tables (also as WITH common table expressions), string
+matching ([NOT] LIKE with ESCAPE, [NOT] REGEXP/RLIKE), UNION [ALL], and ORDER BY over a total order
 with LIMIT/OFFSET; subqueries in HAVING (correlated with the group too),
 correlated subqueries in a grouped select list, in inner joins' ON and in
 LEFT JOINs' ON (over the right table); and, one
@@ -161,6 +162,8 @@ class Gen:
         if depth < 2 and r < 0.3:
             return "NOT %s" % self.predicate(cols, depth + 1)
         expr, kind = self.scalar(cols)
+        if kind == "str" and self.rng.random() < 0.3:
+            return self.string_match(expr)
         r = self.rng.random()
         if r < 0.45:
             return "%s %s %s" % (expr, self.pick(["=", "<>", "<", "<=", ">", ">="]), self.const(kind))
@@ -179,6 +182,16 @@ class Gen:
         # Compare two columns of the same kind.
         same = [c for c, k in cols if k == kind] or [self.const(kind)]
         return "%s %s %s" % (expr, self.pick(["=", "<", ">="]), self.pick(same))
+
+    def string_match(self, expr):
+        """[NOT] LIKE (with ESCAPE too) or [NOT] REGEXP/RLIKE on a string."""
+        neg = self.pick(["", "", "NOT "])
+        if self.rng.random() < 0.5:
+            pattern = self.pick(["a%", "%b", "_b%", "%", "a_", "%!%%' ESCAPE '!", "a!_%' ESCAPE '!",
+                                 "x|%' ESCAPE '|", "%c"])
+            return "%s %sLIKE '%s'" % (expr, neg, pattern)
+        pattern = self.pick(["^a", "b$", "a|x", "^[a-c]+$", "(ab)+", "^.?$", "", "z{2}", "^[^a]"])
+        return "%s %s%s '%s'" % (expr, neg, self.pick(["REGEXP", "RLIKE"]), pattern)
 
     def columns_of(self, table, alias):
         return [(alias + "." + c, kind) for c, _, kind in TABLES[table][0]]
@@ -347,6 +360,9 @@ class Gen:
 
     def derived(self):
         inner, _ = self.aggregate()
+        if self.rng.random() < 0.5:
+            # The same derived table as a common table expression.
+            return "WITH dt AS (%s) SELECT * FROM dt" % inner, False
         return "SELECT * FROM (%s) AS dt" % inner, False
 
     def assignment_value(self, cols, kind):
@@ -384,7 +400,7 @@ class Gen:
         return "DELETE FROM l USING %s AS l JOIN %s AS r ON %s WHERE %s" % (t, other, on, where)
 
     def query(self):
-        if self.rng.random() < 0.05:
+        if self.rng.random() < 0.08:
             return self.derived()
         return self.select()
 
