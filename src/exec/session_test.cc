@@ -347,7 +347,8 @@ TEST_F(SessionTest, ControlFlowStringFunctionsAndLike) {
   EXPECT_EQ(Query("SELECT SUM(CASE WHEN n >= 20 THEN 1 ELSE 0 END) FROM t"), (Table{{"3"}}));
   EXPECT_EQ(Fail("SELECT IF(1, 2)").mysql_code(), 1582);
   EXPECT_EQ(Fail("SELECT COALESCE()").mysql_code(), 1582);
-  EXPECT_EQ(Fail("SELECT 'a' LIKE 'a' ESCAPE '|'").mysql_code(), 1235);
+  EXPECT_EQ(Query("SELECT 'a_' LIKE 'a|_' ESCAPE '|', 'ab' LIKE 'a|_' ESCAPE '|'"), (Table{{"1", "0"}}));
+  EXPECT_EQ(Fail("SELECT 'a' LIKE 'a' ESCAPE 'ab'").mysql_code(), 1210);
   EXPECT_EQ(Fail("SELECT NOSUCH(1)").mysql_code(), 1305);
 }
 

@@ -318,6 +318,16 @@ Result<std::optional<ExprPtr>> BindTemporalFunction(const ast::Expr& e, const Bi
     int fsp = std::max(ArgFsp(args[0]), ArgFsp(args[1]));
     return typed(ScalarFunction::kTimeDiff, std::move(args), SqlType::Temporal(TypeId::kTime, fsp));
   }
+  if (n == "TIMESTAMP") {
+    // TIMESTAMP(x): x as DATETIME; TIMESTAMP(x, t): that plus the time t.
+    SHALE_ASSIGN_OR_RETURN(auto args, args_between(1, 2));
+    int fsp = ArgFsp(args[0]);
+    if (args.size() > 1) fsp = std::max(fsp, ArgFsp(args[1]));
+    const SqlType type = SqlType::Temporal(TypeId::kDatetime, fsp);
+    ExprPtr datetime = Expr::Cast(args[0], type);
+    if (args.size() == 1) return std::optional<ExprPtr>(datetime);
+    return typed(ScalarFunction::kAddTime, {datetime, args[1], IntConstant(0), IntConstant(fsp)}, type);
+  }
   if (n == "ADDTIME" || n == "SUBTIME") {
     SHALE_ASSIGN_OR_RETURN(auto args, args_between(2, 2));
     int fsp = std::max(ArgFsp(args[0]), ArgFsp(args[1]));
