@@ -188,7 +188,9 @@ class FunctionTest(NodeTestCase):
         cur.execute("SELECT id FROM t WHERE s NOT LIKE '%an%' ORDER BY id")
         self.assertEqual(cur.fetchall(), ((1,),))
         self.assertSqlError(cur, "SELECT IF(1, 2) FROM t", 1582)
-        self.assertSqlError(cur, "SELECT s REGEXP 'a' FROM t", 1235)
+        cur.execute("SELECT id, s REGEXP '^a' FROM t ORDER BY id")
+        self.assertEqual(cur.fetchall(), ((1, 1), (2, 0), (3, None)))
+        self.assertSqlError(cur, "SELECT s REGEXP '(' FROM t", 1139)
         conn.close()
 
 
