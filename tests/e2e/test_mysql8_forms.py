@@ -3,8 +3,9 @@
 UUID() and UUID_SHORT() (a new value per call: format and uniqueness are
 checked, not values); MySQL 8 forms MariaDB 10.11 refuses — REGEXP_LIKE
 (checked against the REGEXP operator) and WITH before UPDATE/DELETE; WITH
-RECURSIVE (MariaDB runs it, Shale answers 1235); and a REGEXP pattern read
-from each row, compiled again whenever it changes."""
+RECURSIVE (MariaDB runs it, Shale answers 1235); EXPLAIN ANALYZE (MySQL
+8's; MariaDB spells it ANALYZE SELECT); and a REGEXP pattern read from each
+row, compiled again whenever it changes."""
 import re
 
 from shaled_fixture import NodeTestCase, main
@@ -100,6 +101,23 @@ class MySql8FormsTest(NodeTestCase):
                                  " SELECT n FROM r", 1235)
         self.assertSqlError(cur, "WITH c AS (SELECT 1 AS x) UPDATE c SET x = 1", 1288)
         self.assertSqlError(cur, "WITH c AS (SELECT 1 AS x) DELETE FROM c", 1288)
+        conn.close()
+
+    def test_explain_analyze_runs_the_query(self):
+        conn, cur = self.fresh_db("explain_analyze")
+        cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+        cur.execute("INSERT INTO t VALUES " + ", ".join("(%d, %d)" % (i, i % 5) for i in range(40)))
+        cur.execute("EXPLAIN ANALYZE SELECT id FROM t WHERE v = 3")
+        rows = cur.fetchall()
+        self.assertEqual(len(rows), 1)
+        plan = rows[0][0]
+        self.assertIn("Filter", plan)
+        last = plan.splitlines()[-1]
+        self.assertRegex(last, r"^-> executed: actual rows=8, rows sent between nodes: \d+, time=[0-9.]+ ms$")
+        cur.execute("EXPLAIN ANALYZE WITH c AS (SELECT id FROM t WHERE v < 2) SELECT COUNT(*) FROM c")
+        self.assertIn("actual rows=1,", cur.fetchall()[0][0].splitlines()[-1])
+        self.assertSqlError(cur, "EXPLAIN ANALYZE UPDATE t SET v = 1", 1235)
+        self.assertSqlError(cur, "EXPLAIN FORMAT=JSON SELECT 1", 1235)
         conn.close()
 
 
