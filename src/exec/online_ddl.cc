@@ -41,11 +41,31 @@ void Unfence(Engine* engine, const std::string& db, const std::string& name) {
     catalog::TableDef plain = **current;
     plain.ddl_owner.clear();
     plain.pending_indexes.clear();
+    plain.ddl_allows_writes = false;
     Status st = engine->catalog()->ReplaceTable(*current, std::move(plain));
     if (st.ok()) return;
     log::Warn("online DDL on {}.{}: removing the fence failed ({}), trying again", db, name, st.ToString());
     std::this_thread::sleep_for(kAttemptPause);
   }
+}
+
+// Republishes `open` (an index build's fence that lets writers go on) as a
+// fence that refuses them and passes the barrier again: once this returns,
+// nobody writes the table until the publish. 1412 if the definition changed
+// since `open` (the DDL starts over).
+Result<std::shared_ptr<const catalog::TableDef>> CloseToWriters(Engine* engine,
+                                                                const std::shared_ptr<const catalog::TableDef>& open) {
+  catalog::TableDef closed = *open;
+  closed.ddl_allows_writes = false;
+  SHALE_RETURN_IF_ERROR(engine->catalog()->ReplaceTable(open, std::move(closed)));
+  auto published = engine->catalog()->GetTable(open->db, open->name);
+  if (!published.ok() || (*published)->id != open->id || (*published)->ddl_owner != open->ddl_owner ||
+      (*published)->ddl_allows_writes) {
+    return SqlError(ErrorCode::kTableDefChanged, "Table definition has changed, please retry transaction");
+  }
+  const ClusterHooks& hooks = engine->cluster_hooks();
+  if (hooks.table_barrier) SHALE_RETURN_IF_ERROR(hooks.table_barrier((*published)->id, (*published)->version));
+  return *published;
 }
 
 }  // namespace
@@ -55,7 +75,7 @@ bool UseOnlineDdl(Engine* engine) {
 }
 
 Status CheckNotFenced(const catalog::TableDef& current) {
-  if (current.ddl_owner.empty()) return Status::OK();
+  if (current.ddl_owner.empty() || current.ddl_allows_writes) return Status::OK();
   return SqlError(ErrorCode::kUnknownCom,
                   "Table {}.{} is being changed by a DDL statement running on node '{}'; the statement was not run, "
                   "retry it",
@@ -86,6 +106,7 @@ Status RunOnlineDdl(Engine* engine, const std::string& db, const std::string& na
     // 1. Fence.
     catalog::TableDef fenced = *current;
     fenced.ddl_owner = self;
+    fenced.ddl_allows_writes = steps.writes_go_on;
     fenced.pending_indexes.clear();
     SHALE_RETURN_IF_ERROR(steps.prepare(&fenced));
     Status st = cat->ReplaceTable(current, std::move(fenced));
@@ -106,13 +127,24 @@ Status RunOnlineDdl(Engine* engine, const std::string& db, const std::string& na
     // 3. Work, 4. publish.
     if (st.ok()) {
       Result<catalog::TableDef> done = steps.work(**published);
-      if (done.ok()) {
+      std::shared_ptr<const catalog::TableDef> base = *published;
+      if (done.ok() && steps.writes_go_on && steps.check) {
+        auto closed = CloseToWriters(engine, base);
+        if (closed.ok()) {
+          base = *closed;
+          st = steps.check(*base);
+        } else {
+          st = closed.status();
+        }
+      } else if (!done.ok()) {
+        st = done.status();
+      }
+      if (done.ok() && st.ok()) {
         done->ddl_owner.clear();
         done->pending_indexes.clear();
-        st = cat->ReplaceTable(*published, std::move(*done));
+        done->ddl_allows_writes = false;
+        st = cat->ReplaceTable(base, std::move(*done));
         if (st.ok()) return st;
-      } else {
-        st = done.status();
       }
     }
     Unfence(engine, db, name);
