@@ -31,7 +31,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster_fixture import close_quietly, start_cluster, wait_until  # noqa: E402
+from cluster_fixture import close_quietly, members_agree, start_cluster, wait_until  # noqa: E402
 
 SHALED = None
 DB = "rr"
@@ -144,7 +144,7 @@ class ReprotectRateTest(unittest.TestCase):
     def test_copies_run_in_parallel_at_the_set_rate(self):
         n1, n2, n3 = self.nodes
         all3 = {"node1", "node2", "node3"}
-        wait_until("three members", lambda: all(set(n.nodes()) == all3 for n in self.nodes), 60)
+        wait_until("three members", lambda: members_agree(self.nodes, all3), 60)
         n1.query("CREATE DATABASE %s" % DB)
         n1.query("CREATE TABLE %s.t (id BIGINT PRIMARY KEY, pad VARCHAR(2100) NOT NULL) SLICES=6 REPLICAS=2" % DB)
         wait_until("a fully protected table", lambda: protected(self.nodes, all3), 60)
@@ -167,7 +167,7 @@ class ReprotectRateTest(unittest.TestCase):
         # node3 returns and replicas move back onto it.
         n3.forget_join()
         n3.start()
-        wait_until("node3 rejoined", lambda: all(set(n.nodes()) == all3 for n in self.nodes), 60)
+        wait_until("node3 rejoined", lambda: members_agree(self.nodes, all3), 60)
 
         def balanced():
             if not protected(self.nodes, all3):
