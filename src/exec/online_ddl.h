@@ -85,4 +85,13 @@ struct OnlineDdlSteps {
 // Runs steps 1-4 above on table db.name (1146 if it does not exist).
 Status RunOnlineDdl(Engine* engine, const std::string& db, const std::string& name, const OnlineDdlSteps& steps);
 
+// Removes the fences this node holds on tables it runs no online DDL on:
+// left by an earlier run of this node that died mid-DDL and came back
+// before the cluster removed it (the rebalancer removes only the fences of
+// nodes that are not live, rebalancer/rebalancer.h), which would otherwise
+// keep the table fenced until this node ran a DDL on it again. Called
+// periodically (shaled: every poll of the replica builder). One attempt
+// per table; a failure is logged and the next call tries again.
+void ClearOwnStaleFences(Engine* engine);
+
 }  // namespace shale::exec

@@ -565,6 +565,83 @@ class OnlineIndexBuildTest(ThreeNodeTestCase):
         n3.query("INSERT INTO ix.d (id, k, u, v) VALUES (%d, 1, 40, 'after')" % (x + 2))
 
 
+class DdlOwnerRestartTest(ThreeNodeTestCase):
+    """The node running a column change is SIGKILLed while the table is
+    fenced and restarted at once (possibly before the cluster removes it,
+    node timeout 2 s): its fence does not outlive it. Writes through every
+    node go through again within seconds, whether the restarted node
+    removed its own stale fence (exec::ClearOwnStaleFences) or the
+    rebalancer removed the fence of a node that was not live; every node
+    shows the same definition."""
+
+    def test_fence_of_a_restarted_owner_is_removed(self):
+        import pymysql
+        n1, n2, n3 = self.nodes
+        c = connect(n1)
+        c.cursor().execute("CREATE DATABASE ko")
+        c.cursor().execute("CREATE TABLE ko.t (id BIGINT PRIMARY KEY, k INT NOT NULL, v VARCHAR(32)) REPLICAS=2")
+        c.close()
+        wait_for_table(self.nodes, "ko.t")
+        load(self.nodes, "ko.t", 20000)
+
+        def ddl():
+            try:
+                connect(n2, timeout=120).cursor().execute("ALTER TABLE ko.t ADD COLUMN c2 INT NOT NULL DEFAULT 7")
+            except pymysql.err.MySQLError:
+                pass  # the connection dies with node2
+        # A writer through node1: a statement that takes long is one the
+        # fence holds off, the moment to kill the DDL's node.
+        state = {"since": None, "done": 0}
+        stop = threading.Event()
+
+        def writer():
+            conn = connect(n1)
+            x = 10 ** 6
+            while not stop.is_set():
+                x += 1
+                state["since"] = time.time()
+                try:
+                    conn.cursor().execute("INSERT INTO ko.t (id, k, v) VALUES (%d, 1, 'w')" % x)
+                    state["done"] += 1
+                except pymysql.err.MySQLError:
+                    pass
+                state["since"] = None
+            conn.close()
+        w = threading.Thread(target=writer, daemon=True)
+        w.start()
+        wait_until("writes", lambda: state["done"] >= 5, 60)
+        t = threading.Thread(target=ddl, daemon=True)
+        t.start()
+        try:
+            wait_until("a write held off by the fence (or the DDL done)",
+                       lambda: not t.is_alive() or (state["since"] and time.time() - state["since"] > 0.3), 60)
+            n2.kill()
+            n2.start()
+        finally:
+            stop.set()
+            w.join(60)
+        t.join(60)
+
+        ids = iter(range(2 * 10 ** 6, 3 * 10 ** 6))
+
+        def writes_everywhere():
+            for node in self.nodes:
+                node.query("INSERT INTO ko.t (id, k, v) VALUES (%d, 2, 'after')" % next(ids))
+            return True
+        wait_until("writes through every node", lambda: query_ok(writes_everywhere), 90)
+        creates = {node.query("SHOW CREATE TABLE ko.t")[0][1] for node in self.nodes}
+        self.assertEqual(len(creates), 1, creates)
+
+
+def query_ok(fn):
+    """fn() or False when it fails with a MySQL error (wait_until's "not yet")."""
+    import pymysql
+    try:
+        return fn()
+    except pymysql.err.MySQLError:
+        return False
+
+
 class MovesUnderLoadTest(ThreeNodeTestCase):
     """Autocommit statements that meet a replica move are retried inside
     the cluster: two nodes hold a loaded table with three indexes; a third
