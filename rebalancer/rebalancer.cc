@@ -80,6 +80,7 @@ void Rebalancer::ClearAbandonedFences(const std::vector<std::string>& live) {
     catalog::TableDef plain = *table;
     plain.ddl_owner.clear();
     plain.pending_indexes.clear();
+    plain.ddl_allows_writes = false;
     Status st = catalog_->ReplaceTable(table, std::move(plain));
     log::Warn("rebalancer: table {}.{} was fenced by a DDL on node {}, which is not live: fence removed ({})",
               table->db, table->name, table->ddl_owner, st.ToString());

@@ -144,6 +144,7 @@ void TableToPb(const TableDef& t, pb::Table* out) {
   for (const RepresentationDef& index : t.indexes) SerializeRepresentation(index, m.add_indexes());
   m.set_compression(t.compression);
   m.set_ddl_owner(t.ddl_owner);
+  m.set_ddl_allows_writes(t.ddl_allows_writes);
   for (const RepresentationDef& index : t.pending_indexes) SerializeRepresentation(index, m.add_pending_indexes());
 }
 
@@ -188,6 +189,7 @@ Result<std::shared_ptr<const TableDef>> TableFromPb(const pb::Table& m) {
   }
   t->compression = m.compression();
   t->ddl_owner = m.ddl_owner();
+  t->ddl_allows_writes = m.ddl_allows_writes();
   for (const pb::Representation& pi : m.pending_indexes()) {
     RepresentationDef index;
     SHALE_RETURN_IF_ERROR(ParseRepresentation(pi, t->columns.size(), &index));
@@ -768,6 +770,9 @@ CommandResult Catalog::ApplyLocked(const std::string& command, uint64_t index, s
           };
           strip(def.primary);
           for (RepresentationDef& rep : def.indexes) strip(rep);
+          // An online index build's writers write the pending indexes too;
+          // the build itself starts over (its table version is gone).
+          for (RepresentationDef& rep : def.pending_indexes) strip(rep);
           if (!touched) continue;
           def.version = t->version + 1;
           batch.emplace_back(TableKey(def.db, def.name), SerializeTable(def));

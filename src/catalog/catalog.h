@@ -189,6 +189,11 @@ struct TableDef {
   // `indexes`. Both are empty outside such a DDL.
   std::string ddl_owner;
   std::vector<RepresentationDef> pending_indexes;
+  // An online index build (CREATE INDEX, ALTER TABLE ADD/DROP INDEX) lets
+  // writes go on: while set (with `ddl_owner`), writers are not refused and
+  // every write also writes the entries of `pending_indexes` (no UNIQUE
+  // check on them; the DDL checks). False: `ddl_owner` refuses writers.
+  bool ddl_allows_writes = false;
 
   // Index of the column named `name` (case-insensitive), or -1.
   int FindColumn(std::string_view name) const;

@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -1152,16 +1153,23 @@ size_t SliceIndexOf(const catalog::RepresentationDef& rep, const std::vector<Val
 // primary, i + 1 secondary index i) gets a map of pending changes that
 // overlays the stored slices, so checks see the statement's own earlier
 // rows; Commit() writes one batch per slice.
+//
+// While an online index build lets writes go on (TableDef::
+// ddl_allows_writes, src/exec/online_ddl.h), the pending indexes follow the
+// published ones (1 + indexes.size() + i is pending index i): every change
+// writes their entries too, but no UNIQUE check or lock reads them.
 class TableWriter {
  public:
   TableWriter(Engine* engine, const catalog::TableDef& table)
-      : engine_(engine), table_(table), changes_(1 + table.indexes.size()),
-        slices_(1 + table.indexes.size()) {
+      : engine_(engine), table_(table), published_(1 + table.indexes.size()),
+        changes_(published_ + (table.ddl_allows_writes ? table.pending_indexes.size() : 0)),
+        slices_(changes_.size()) {
     for (size_t r = 0; r < slices_.size(); ++r) slices_[r].resize(Rep(r).slices.size());
   }
 
   const catalog::RepresentationDef& Rep(size_t r) const {
-    return r == 0 ? table_.primary : table_.indexes[r - 1];
+    if (r == 0) return table_.primary;
+    return r < published_ ? table_.indexes[r - 1] : table_.pending_indexes[r - published_];
   }
 
   // Whether primary key `key` (in slice `slice_index`) holds a row.
@@ -1206,7 +1214,7 @@ class TableWriter {
     std::vector<Value> pk;
   };
   Result<std::optional<Conflict>> UniqueConflict(const Row& row) {
-    for (size_t r = 1; r < changes_.size(); ++r) {
+    for (size_t r = 1; r < published_; ++r) {
       const catalog::RepresentationDef& rep = Rep(r);
       if (!rep.unique) continue;
       std::vector<Value> values = catalog::RepresentationKeyValues(table_, rep, row);
@@ -1277,7 +1285,7 @@ class TableWriter {
     SHALE_ASSIGN_OR_RETURN(txn::SliceHandle pk_slice, SliceAt(0, SliceIndexOf(table_.primary, pk)));
     SHALE_RETURN_IF_ERROR(AcquireLock(LockName('R', table_.id, catalog::EncodeKey(pk)), txn::LockMode::kExclusive,
                                       &pk_slice));
-    for (size_t r = 1; r < changes_.size(); ++r) {
+    for (size_t r = 1; r < published_; ++r) {
       const catalog::RepresentationDef& rep = Rep(r);
       if (!rep.unique || rep.slices.empty()) continue;
       std::vector<Value> values = catalog::RepresentationKeyValues(rep, row);
@@ -1385,6 +1393,7 @@ class TableWriter {
 
   Engine* engine_;
   const catalog::TableDef& table_;
+  const size_t published_;  // the primary and the published indexes
   // std::map keeps each batch in key order.
   std::vector<std::map<std::string, PendingChange>> changes_;
   std::vector<std::vector<std::optional<txn::SliceHandle>>> slices_;
@@ -1795,15 +1804,24 @@ Result<StatementResult> ExecutePlan(Engine* engine, const PhysicalOperator& plan
 
 namespace shale::exec {
 
-Status BuildIndex(Engine* engine, const catalog::TableDef& table,
-                  const catalog::RepresentationDef& index, const std::vector<Row>* rows) {
+namespace {
+
+// The entries of secondary index `index` (slice by slice: entry key ->
+// encoded primary key) for `rows`, or else for the rows of `table`'s
+// primary representation: their newest committed versions, or those
+// visible at `reader`'s snapshot when it is given. ER_DUP_ENTRY (1062) if
+// `index` is UNIQUE and two rows have equal key values without NULLs.
+Result<std::vector<std::map<std::string, std::string>>> IndexEntries(Engine* engine, const catalog::TableDef& table,
+                                                                     const catalog::RepresentationDef& index,
+                                                                     const std::vector<Row>* rows,
+                                                                     txn::Transaction* reader) {
   std::vector<std::map<std::string, std::string>> entries(index.slices.size());
-  std::map<std::string, std::vector<Value>> unique_seen;  // encoded key values -> values
+  std::set<std::string> unique_seen;  // encoded key values
   auto add = [&](const Row& row) -> Status {
     std::vector<Value> values = catalog::RepresentationKeyValues(table, index, row);
     std::vector<Value> pk = catalog::PrimaryKeyValues(table, row);
     if (index.unique && !HasNull(values)) {
-      if (!unique_seen.emplace(catalog::EncodeKey(values), values).second) {
+      if (!unique_seen.insert(catalog::EncodeKey(values)).second) {
         return SqlError(ErrorCode::kDupEntry, "Duplicate entry '{}' for key '{}.{}'",
                         DupEntryText(catalog::RepresentationKeyValues(index, row)), table.name, index.name);
       }
@@ -1815,11 +1833,12 @@ Status BuildIndex(Engine* engine, const catalog::TableDef& table,
   };
   if (rows) {
     for (const Row& row : *rows) SHALE_RETURN_IF_ERROR(add(row));
+    return entries;
   }
   for (const catalog::SliceDef& def : table.primary.slices) {
-    if (rows) break;
     SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, LocalSlice(engine, table, def));
-    auto it = txn::ScanLatest(slice, storage::KeyRange::All());
+    auto it = reader ? reader->NewIterator(slice, storage::KeyRange::All(), /*latest=*/false)
+                     : txn::ScanLatest(slice, storage::KeyRange::All());
     for (; it->Valid(); it->Next()) {
       Row row;
       Status decoded = DecodeRow(it->value(), &row);
@@ -1828,6 +1847,17 @@ Status BuildIndex(Engine* engine, const catalog::TableDef& table,
     }
     SHALE_RETURN_IF_ERROR(it->status());
   }
+  return entries;
+}
+
+// Entries per Apply request of a backfill (keeps gRPC messages small).
+constexpr size_t kBackfillBatchEntries = 4096;
+
+}  // namespace
+
+Status BuildIndex(Engine* engine, const catalog::TableDef& table,
+                  const catalog::RepresentationDef& index, const std::vector<Row>* rows) {
+  SHALE_ASSIGN_OR_RETURN(auto entries, IndexEntries(engine, table, index, rows, nullptr));
   // All of the index's slices in one atomic write.
   std::vector<storage::WriteBatch> batches(entries.size());
   std::vector<std::pair<storage::SliceId, const storage::WriteBatch*>> writes;
@@ -1841,6 +1871,69 @@ Status BuildIndex(Engine* engine, const catalog::TableDef& table,
   }
   if (writes.empty()) return Status::OK();
   return engine->txn()->CommitBatches(writes, &placement);
+}
+
+Status BackfillIndex(Engine* engine, const catalog::TableDef& table, const catalog::RepresentationDef& index,
+                     txn::Transaction* reader) {
+  const uint64_t ts = reader->Snapshot();
+  SHALE_ASSIGN_OR_RETURN(auto entries, IndexEntries(engine, table, index, nullptr, reader));
+  txn::DataRouter* router = engine->txn()->router();
+  const std::string& self = engine->options().node_name;
+  // Per replica node, in batches; every version at the snapshot timestamp.
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const catalog::SliceDef& slice = index.slices[i];
+    auto it = entries[i].begin();
+    while (it != entries[i].end()) {
+      txn::WriteSet batch;
+      txn::SliceWrites& keys = batch[slice.id];
+      for (; it != entries[i].end() && keys.size() < kBackfillBatchEntries; ++it) keys.emplace(it->first, it->second);
+      for (const std::string& node : slice.WriteReplicas()) {
+        Status st = node == self || router == nullptr ? engine->txn()->ApplyAt(ts, batch)
+                                                      : router->Apply(node, nullptr, ts, batch);
+        SHALE_RETURN_IF_ERROR(st);
+      }
+    }
+  }
+  return Status::OK();
+}
+
+Status CheckUniqueEntries(Engine* engine, const catalog::TableDef& table, const catalog::RepresentationDef& index) {
+  if (!index.unique) return Status::OK();
+  for (const catalog::SliceDef& def : index.slices) {
+    SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, LocalSlice(engine, table, def));
+    auto it = txn::ScanLatest(slice, storage::KeyRange::All());
+    std::string previous;  // the encoded key values of the last entry without NULLs
+    for (; it->Valid(); it->Next()) {
+      std::string_view rest = it->key();
+      bool has_null = false;
+      for (int column : index.key_columns) {
+        Value v;
+        Status decoded = DecodeKey(&rest, table.columns[column].type, &v);
+        if (!decoded.ok()) return RowCorrupt(table, def, decoded);
+        has_null = has_null || v.is_null();
+      }
+      if (has_null) continue;
+      std::string values(it->key().substr(0, it->key().size() - rest.size()));
+      if (values == previous) {
+        // Two rows hold these values: name them as the row of this entry.
+        Row pk;
+        Status decoded = DecodeRow(it->value(), &pk);
+        if (!decoded.ok()) return RowCorrupt(table, def, decoded);
+        std::string text = "?";
+        SHALE_ASSIGN_OR_RETURN(txn::SliceHandle pk_slice,
+                               LocalSlice(engine, table, table.primary.slices[SliceIndexOf(table.primary, pk)]));
+        std::string row_value;
+        Row row;
+        if (txn::ReadLatest(pk_slice, catalog::EncodeKey(pk), &row_value).ok() && DecodeRow(row_value, &row).ok()) {
+          text = DupEntryText(catalog::RepresentationKeyValues(index, row));
+        }
+        return SqlError(ErrorCode::kDupEntry, "Duplicate entry '{}' for key '{}.{}'", text, table.name, index.name);
+      }
+      previous = std::move(values);
+    }
+    SHALE_RETURN_IF_ERROR(it->status());
+  }
+  return Status::OK();
 }
 
 }  // namespace shale::exec

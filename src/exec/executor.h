@@ -104,4 +104,20 @@ Result<StatementResult> ExplainPlan(Engine* engine, const planner::PhysicalOpera
 Status BuildIndex(Engine* engine, const catalog::TableDef& table,
                   const catalog::RepresentationDef& index, const std::vector<Row>* rows = nullptr);
 
+// Online index build (src/exec/online_ddl.h): writes into the slices of
+// `index` (a pending index of `table`) an entry for every row visible at
+// `reader`'s snapshot S, each as a version at S on every replica of its
+// slice. Writers that commit after S maintain the index themselves and
+// their versions are newer, so a backfill entry never hides a newer one.
+// 1062 as BuildIndex for two rows of the snapshot with equal UNIQUE values.
+// REQUIRES: every commit that did not maintain `index` finished before S
+// (the DDL's barrier); `reader` stays open until this returns (its snapshot
+// keeps the garbage collector below S).
+Status BackfillIndex(Engine* engine, const catalog::TableDef& table, const catalog::RepresentationDef& index,
+                     txn::Transaction* reader);
+
+// 1062 if UNIQUE index `index` of `table` holds two entries with equal key
+// values without NULLs (newest committed versions); OK for a non-unique one.
+Status CheckUniqueEntries(Engine* engine, const catalog::TableDef& table, const catalog::RepresentationDef& index);
+
 }  // namespace shale::exec

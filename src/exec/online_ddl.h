@@ -13,13 +13,21 @@
 //     exist everywhere before anything is written to them. From this
 //     version on every writer of the table is refused with the retryable
 //     1047 (CheckNotFenced; autocommit statements are retried inside the
-//     cluster, session_retry.cc), and the rebalancer leaves the table alone;
+//     cluster, session_retry.cc), and the rebalancer leaves the table alone.
+//     An index build instead lets writers go on (ddl_allows_writes): every
+//     write from this version on writes the pending indexes' entries too;
 //  2. barrier: every member has applied the fence and no commit there that
 //     checked an older definition is still writing
-//     (ClusterHooks::table_barrier) — from now on nobody writes the table;
+//     (ClusterHooks::table_barrier) — from now on nobody writes the table
+//     (index build: every write maintains the pending indexes);
 //  3. work: the pending indexes are filled from the primary representation
 //     and/or the rows rewritten (as the single-node DDL does under the
-//     table's write mutex);
+//     table's write mutex). Index build: filled from a snapshot S taken
+//     after the barrier, each entry written as a version at S, so an entry
+//     a writer wrote or deleted after S stays newer (BackfillIndex); then,
+//     for a UNIQUE index, writers are fenced out again (a second fence
+//     change and barrier) and the index is checked for duplicates a writer
+//     made (1062: nothing is published);
 //  4. publish: the new definition, fence cleared, in one catalog change
 //     (the commit point). Readers never see a pending index.
 //
@@ -62,9 +70,28 @@ struct OnlineDdlSteps {
   // fenced definition: fills the pending indexes, rewrites rows, and returns
   // the definition to publish (the driver clears its fence fields).
   std::function<Result<catalog::TableDef>(const catalog::TableDef& fenced)> work;
+  // Index builds (CREATE INDEX, ALTER TABLE ADD/DROP INDEX): writers go on
+  // during steps 2-3 (TableDef::ddl_allows_writes) and write the pending
+  // indexes too; `work` backfills them at a snapshot taken after the
+  // barrier (BackfillIndex). False: the fence refuses writers throughout.
+  bool writes_go_on = false;
+  // With writes_go_on: runs after `work` with writers refused again (the
+  // fence republished without ddl_allows_writes, a second barrier passed),
+  // on that definition — the UNIQUE checks writers did not make — just
+  // before the publish. Null: publish right after `work`.
+  std::function<Status(const catalog::TableDef& closed)> check;
 };
 
 // Runs steps 1-4 above on table db.name (1146 if it does not exist).
 Status RunOnlineDdl(Engine* engine, const std::string& db, const std::string& name, const OnlineDdlSteps& steps);
+
+// Removes the fences this node holds on tables it runs no online DDL on:
+// left by an earlier run of this node that died mid-DDL and came back
+// before the cluster removed it (the rebalancer removes only the fences of
+// nodes that are not live, rebalancer/rebalancer.h), which would otherwise
+// keep the table fenced until this node ran a DDL on it again. Called
+// periodically (shaled: every poll of the replica builder). One attempt
+// per table; a failure is logged and the next call tries again.
+void ClearOwnStaleFences(Engine* engine);
 
 }  // namespace shale::exec

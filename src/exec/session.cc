@@ -1,5 +1,6 @@
 #include "src/exec/session.h"
 
+#include <algorithm>
 #include <cctype>
 #include <shared_mutex>
 
@@ -334,14 +335,28 @@ Status RunAlterTableOnline(Engine* engine, const sql::AlterTableCmd& cmd) {
     SHALE_RETURN_IF_ERROR(DropIndexesFrom(cmd, &check, nullptr));
     return PlacePendingIndexes(engine, cmd.add_indexes, def);
   };
+  // Writers go on and maintain the pending indexes; the backfill reads a
+  // snapshot taken after the barrier (BackfillIndex).
+  steps.writes_go_on = true;
   steps.work = [&](const catalog::TableDef& fenced) -> Result<catalog::TableDef> {
     catalog::TableDef def = fenced;
     SHALE_RETURN_IF_ERROR(DropIndexesFrom(cmd, &def, nullptr));
+    txn::TxnOptions options;
+    options.read_only = true;
+    std::unique_ptr<txn::Transaction> reader = engine->txn()->Begin(options);
     for (const catalog::RepresentationDef& rep : fenced.pending_indexes) {
-      SHALE_RETURN_IF_ERROR(BuildIndex(engine, fenced, rep));
+      SHALE_RETURN_IF_ERROR(BackfillIndex(engine, fenced, rep, reader.get()));
       def.indexes.push_back(rep);
     }
     return def;
+  };
+  const bool any_unique = std::any_of(cmd.add_indexes.begin(), cmd.add_indexes.end(),
+                                      [](const catalog::RepresentationDef& rep) { return rep.unique; });
+  if (any_unique) steps.check = [&](const catalog::TableDef& closed) -> Status {
+    for (const catalog::RepresentationDef& rep : closed.pending_indexes) {
+      SHALE_RETURN_IF_ERROR(CheckUniqueEntries(engine, closed, rep));
+    }
+    return Status::OK();
   };
   return RunOnlineDdl(engine, cmd.db, cmd.table, steps);
 }

@@ -22,6 +22,7 @@
 #include "src/cluster/timestamp_service.h"
 #include "src/common/log.h"
 #include "src/exec/engine.h"
+#include "src/exec/online_ddl.h"
 #include "src/server/server.h"
 #include "src/server/tls.h"
 #include "src/shaled/options.h"
@@ -137,7 +138,12 @@ int main(int argc, char** argv) {
   // Replicas that left this node are dropped 10 s later (statements that
   // routed to them before may still read them).
   rco.prepared_on = [ds = data_service->get()](uint64_t slice) { return ds->PreparedOn(slice); };
-  rco.on_poll = [e = engine->get()] { e->DropRetiredSlices(std::chrono::seconds(10)); };
+  // Fences an earlier run of this node left on tables (it died mid-DDL) are
+  // removed too (exec::ClearOwnStaleFences).
+  rco.on_poll = [e = engine->get()] {
+    e->DropRetiredSlices(std::chrono::seconds(10));
+    exec::ClearOwnStaleFences(e);
+  };
   cluster::ReplicaCopy replica_copy(catalog, (*engine)->slices(), (*engine)->txn(), rco);
 
   cluster::RpcServer rpc(*identity);
