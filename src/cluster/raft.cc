@@ -638,6 +638,11 @@ void RaftNode::MaybeAdvanceCommit() {
     if (count >= Majority()) {
       commit_ = n;
       ApplyCommitted();
+      // Followers learn the new commit index now rather than with the next
+      // heartbeat: a data request or snapshot that waits for a follower to
+      // apply what the leader committed waits one round trip, not up to a
+      // heartbeat interval (docs/cluster.md "Data path").
+      if (role_ == Role::kLeader) BroadcastAppend();
       break;
     }
   }

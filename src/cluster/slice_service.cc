@@ -366,7 +366,14 @@ Result<storage::Slice*> SliceService::AwaitSlice(storage::SliceId slice, uint64_
     return (r.ok() && placed()) || (!r.ok() && !r.status().IsNotFound());
   };
   auto s = store_->GetSlice(slice);
-  if (usable(s)) return s;
+  // A sender that has applied more of the metadata log than this node may
+  // know the replica moved away from here (the request was routed by a map
+  // older than the sender's, or by a change this node has not applied):
+  // catch up first, so a replica leaving this node never answers (or takes
+  // a write) its new replica set misses. Usually nothing to wait for: the
+  // leader sends the commit index at once (raft.cc).
+  const bool behind = options_.applied_index && routed_at > options_.applied_index();
+  if (usable(s) && !behind) return s;
   if (!options_.applied_index || !options_.await_applied) {
     // Outside a cluster (in-process tests): the replica appears within moments.
     const auto deadline = std::chrono::steady_clock::now() + kAwaitAppliedMs;

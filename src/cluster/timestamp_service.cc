@@ -280,6 +280,11 @@ uint64_t ClusterTimestamps::SnapshotTimestamp() {
   return ts;
 }
 
+uint64_t ClusterTimestamps::MetadataIndexSeen() {
+  if (node_->IsLeader()) return node_->commit_index();
+  return leader_commit_.load(std::memory_order_acquire);
+}
+
 Result<uint64_t> ClusterTimestamps::MetadataReadIndex() {
   if (node_->IsLeader()) return node_->commit_index();
   Pending p;

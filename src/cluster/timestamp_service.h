@@ -115,6 +115,12 @@ class ClusterTimestamps final : public txn::TimestampSource {
   // catalog change acknowledged before the call (a table another node just
   // created). Unavailable without a reachable leader.
   Result<uint64_t> MetadataReadIndex();
+  // The highest metadata commit index the leader has answered with (on the
+  // leader: its commit index), learned with every timestamp answer at no
+  // extra cost: after SnapshotTimestamp or BeginCommit returns, a node that
+  // has applied it routes by a slice map at least as new as every commit
+  // acknowledged before the call used (TxnManager::SetRoutingChecks).
+  uint64_t MetadataIndexSeen();
   // Returns once every report whose prepared set was taken before the call
   // has been answered by the leader (SliceService calls it after finishing
   // a prepared transaction, before it answers Finish: a stale "still

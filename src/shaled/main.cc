@@ -119,6 +119,16 @@ int main(int argc, char** argv) {
   auto data_service = cluster::SliceService::Open((*engine)->txn(), (*engine)->slices(), (*engine)->meta(), dso);
   if (!data_service.ok()) return Fail(data_service.status());
   (*engine)->SetDataRouter(data_service->get());
+  // Statements route by a slice map at least as new as that of any commit
+  // acknowledged before their snapshot or commit timestamp was taken, and a
+  // replica that moved away is not read locally (docs/cluster.md "Data
+  // path", invariant 6).
+  (*engine)->txn()->SetRoutingChecks(
+      [&cluster_node, &timestamps] {
+        const uint64_t index = timestamps.MetadataIndexSeen();
+        if (index > cluster_node.applied_index()) cluster_node.AwaitApplied(index, std::chrono::seconds(2));
+      },
+      dso.placed_here);
 
   // Filling the replicas the rebalancer adds (src/cluster/replica_copy.h):
   // the source side serves copies and commit barriers, the builder fills

@@ -181,6 +181,9 @@ uint64_t TxnManager::AcquireSnapshot() {
   TimestampOracle* oracle = Oracle();
   const bool cluster = oracle->has_source();
   uint64_t ts = cluster ? oracle->SnapshotTimestamp() : 0;
+  // Route by a slice map at least as new as the one of every commit this
+  // snapshot may see (a replica moved away is not read).
+  if (metadata_sync_) metadata_sync_();
   std::lock_guard<std::mutex> l(snap_mu_);
   if (!cluster) ts = oracle->ReadTimestamp();
   snapshots_.insert(ts);
@@ -218,6 +221,14 @@ uint64_t TxnManager::ReadableFrom(storage::SliceId slice) const {
   std::lock_guard<std::mutex> l(readable_mu_);
   auto it = readable_from_.find(slice);
   return it == readable_from_.end() ? 0 : it->second;
+}
+
+Status TxnManager::CheckPlaced(storage::SliceId slice, const std::string& node) const {
+  if (!placed_here_ || placed_here_(slice)) return Status::OK();
+  return Status::Sql(static_cast<uint16_t>(ErrorCode::kUnknownCom),
+                     fmt::format("Cluster metadata changed while the statement ran (node '{}' holds no replica of "
+                                 "slice {} any more: it moved); the statement was not run, retry it",
+                                 node, slice));
 }
 
 Status TxnManager::CheckReadable(storage::SliceId slice, uint64_t snapshot, const std::string& node) const {
@@ -284,6 +295,11 @@ Status TxnManager::CommitWrites(const TxnKey& key, const WriteSet& writes, const
   if (by_node.size() == 1 && by_node.begin()->first == self) return Apply(writes);
 
   SHALE_ASSIGN_OR_RETURN(uint64_t ts, Oracle()->BeginCommit());
+  // The requests below carry this node's applied metadata index: at least
+  // the one of every commit acknowledged before, so a replica that moved
+  // away (a stale route) refuses instead of taking a write the new replica
+  // set misses.
+  if (metadata_sync_) metadata_sync_();
   if (by_node.size() == 1) {
     // One node holds every replica written: one phase.
     Status st = router_->Apply(by_node.begin()->first, &key, ts, by_node.begin()->second);
@@ -480,6 +496,7 @@ Transaction::~Transaction() {
 
 void Transaction::BeginStatement() {
   statement_mark_ = undo_.size();
+  routing_synced_ = false;
   if (stmt_snapshot_) {
     manager_->ReleaseSnapshot(*stmt_snapshot_);
     stmt_snapshot_.reset();
@@ -498,6 +515,14 @@ void Transaction::RollbackStatement() {
     }
     undo_.pop_back();
   }
+}
+
+void Transaction::SyncRoutingForLatest() {
+  // A newest-version read (UPDATE/DELETE row reads, locking reads) takes no
+  // snapshot; once per statement it syncs like one (SetRoutingChecks).
+  if (routing_synced_) return;
+  routing_synced_ = true;
+  if (manager_->metadata_sync_) manager_->metadata_sync_();
 }
 
 uint64_t Transaction::Snapshot() {
@@ -521,7 +546,9 @@ Status Transaction::Get(const SliceHandle& slice, std::string_view key, bool lat
   }
   storage::ReadOptions ro;
   ro.snapshot = latest ? storage::kLatestSnapshot : Snapshot();
+  if (latest) SyncRoutingForLatest();
   if (slice.remote()) return slice.router->Get(slice.ranking(), slice.id, key, ro.snapshot, value);
+  if (slice.router != nullptr) SHALE_RETURN_IF_ERROR(manager_->CheckPlaced(slice.id, LocalName()));
   SHALE_RETURN_IF_ERROR(manager_->CheckReadable(slice.id, ro.snapshot, LocalName()));
   return storage::MvccSlice(slice.local).Get(ro, key, value);
 }
@@ -530,8 +557,10 @@ std::unique_ptr<storage::SliceIterator> Transaction::NewIterator(const SliceHand
                                                                  const storage::KeyRange& range, bool latest) {
   storage::ReadOptions ro;
   ro.snapshot = latest ? storage::kLatestSnapshot : Snapshot();
+  if (latest) SyncRoutingForLatest();
   if (!slice.remote()) {
-    Status readable = manager_->CheckReadable(slice.id, ro.snapshot, LocalName());
+    Status readable = slice.router != nullptr ? manager_->CheckPlaced(slice.id, LocalName()) : Status::OK();
+    if (readable.ok()) readable = manager_->CheckReadable(slice.id, ro.snapshot, LocalName());
     if (!readable.ok()) return FailedScan(std::move(readable));
   }
   auto base = slice.remote() ? slice.router->Scan(slice.ranking(), slice.id, range, ro.snapshot)

@@ -105,6 +105,24 @@ class TxnManager {
   // transactions run; outlives the manager's transactions.
   void SetRouter(DataRouter* router) { router_ = router; }
   DataRouter* router() const { return router_; }
+  // Cluster routing freshness (docs/cluster.md "Data path", invariant 6).
+  // `sync` waits (bounded) until this node has applied every metadata
+  // change the cluster had committed when the snapshot or commit timestamp
+  // just taken was handed out; it runs after each snapshot is acquired and
+  // after each distributed commit's timestamp is taken, so the slice map
+  // the node routes by (and sends as DataHeaderPb.applied_index) is at
+  // least as new as any map a commit acknowledged before used. `placed`
+  // says whether this node's applied slice map still places a replica of a
+  // slice here; a local read of a slice that is no longer placed here (it
+  // moved away; the statement was routed by an older map) fails with the
+  // retryable 1047. REQUIRES: set before transactions run. Unset: no sync,
+  // every stored slice is placed.
+  void SetRoutingChecks(std::function<void()> sync, std::function<bool(storage::SliceId)> placed) {
+    metadata_sync_ = std::move(sync);
+    placed_here_ = std::move(placed);
+  }
+  // OK, or 1047 when this node's slice map no longer places `slice` here.
+  Status CheckPlaced(storage::SliceId slice, const std::string& node) const;
   // Participant side: writes `writes` (user keys) as versions at `ts`, a
   // timestamp the coordinator took, in one atomic store write.
   Status ApplyAt(uint64_t ts, const WriteSet& writes);
@@ -183,6 +201,8 @@ class TxnManager {
   std::unique_ptr<TimestampOracle> oracle_;
   TimestampOracle* shared_oracle_ = nullptr;
   std::function<void()> after_prepare_;  // tests
+  std::function<void()> metadata_sync_;                 // SetRoutingChecks
+  std::function<bool(storage::SliceId)> placed_here_;   // SetRoutingChecks
   std::function<void(const DeciderPair&)> after_decide_;  // tests
   DataRouter* router_ = nullptr;
   LockManager locks_;
@@ -229,6 +249,7 @@ class Transaction {
   // The snapshot the current statement reads at: REPEATABLE READ takes it at
   // the transaction's first read, READ COMMITTED at the statement's.
   uint64_t Snapshot();
+  void SyncRoutingForLatest();
   // START TRANSACTION WITH CONSISTENT SNAPSHOT: take it now.
   void TakeSnapshot() { (void)Snapshot(); }
 
@@ -281,6 +302,7 @@ class Transaction {
   const TxnOptions options_;
   std::optional<uint64_t> txn_snapshot_;   // REPEATABLE READ
   std::optional<uint64_t> stmt_snapshot_;  // READ COMMITTED
+  bool routing_synced_ = false;            // this statement's SyncRoutingForLatest ran
   WriteSet writes_;  // nullopt value: delete
   Placement placement_;  // written slices with replicas on other nodes
   std::set<std::string> lock_nodes_;  // other nodes holding our row locks
