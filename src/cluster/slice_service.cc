@@ -7,6 +7,7 @@
 #include "src/cluster/data.grpc.pb.h"
 #include "src/common/errors.h"
 #include "src/common/log.h"
+#include "src/txn/fan_out.h"
 #include "storage/mvcc.h"
 
 namespace shale::cluster {
@@ -1047,8 +1048,13 @@ void SliceService::ForgetAt(const std::string& node, const txn::TxnKey& txn) {
 }
 
 void SliceService::Forget(const txn::DeciderPair& deciders, const txn::TxnKey& txn) {
-  ForgetAt(deciders.decider, txn);
-  if (!deciders.backup.empty() && deciders.backup != deciders.decider) ForgetAt(deciders.backup, txn);
+  std::vector<std::string> nodes{deciders.decider};
+  if (!deciders.backup.empty() && deciders.backup != deciders.decider) nodes.push_back(deciders.backup);
+  // Both records are dropped at the same time (the client waits for this).
+  txn::CallEachNode(nodes, self(), [&](const std::string& node) {
+    ForgetAt(node, txn);
+    return Status::OK();
+  });
 }
 
 Status SliceService::Finish(const std::string& node, const txn::TxnKey& txn, bool commit) {
