@@ -5,6 +5,7 @@ the final verify. Run: /usr/bin/python3 bench/harness/checks_test.py
 --shaled build/src/shaled (ctest bench_checks)."""
 import argparse
 import os
+import socket
 import sys
 import tempfile
 import unittest
@@ -67,6 +68,26 @@ class ChecksTest(unittest.TestCase):
         with self.assertRaisesRegex(WorkloadError, "wrong record"):
             w.run(self.system, 1)
         w.cleanup(self.system)
+
+
+class PortsTest(unittest.TestCase):
+    """A port taken between free_port() and shaled's bind: start() moves to
+    another port instead of failing the run."""
+
+    def test_start_moves_off_a_taken_port(self):
+        workdir = tempfile.mkdtemp(prefix="shale-bench-ports-")
+        system = Shale(workdir, 64, SHALED)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
+            holder.bind(("127.0.0.1", system.port))  # bound, not listening: connects are refused
+            taken = system.port
+            try:
+                system.start()
+                self.assertNotEqual(system.port, taken)
+                with system.connect() as c, c.cursor() as cur:
+                    cur.execute("SELECT 1")
+                    self.assertEqual(cur.fetchone()[0], 1)
+            finally:
+                system.cleanup()
 
 
 if __name__ == "__main__":

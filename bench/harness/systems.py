@@ -22,8 +22,8 @@ import itertools
 import os
 import shutil
 import signal
-import socket
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -31,11 +31,17 @@ import pymysql
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+# Ports come from the tests' helper: below the kernel's ephemeral range,
+# checked free (a bind(0) port is in that range, where any outgoing
+# connection on the machine -- gRPC channels, other tests' clients -- can
+# take it before the server binds).
+sys.path.insert(0, os.path.join(REPO, "tests", "e2e"))
+from shaled_fixture import free_port  # noqa: E402
 
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+# What a server logs when another process took its port between
+# free_port() and its bind: shaled (MySQL or cluster port), mariadbd.
+BIND_FAILURES = ("cannot listen on", "Address already in use")
+START_ATTEMPTS = 5
 
 
 class System:
@@ -58,6 +64,22 @@ class System:
         raise NotImplementedError
 
     def start(self, timeout=120.0):
+        """Starts the server and waits until it accepts connections. free_port()
+        cannot reserve a port: if another process binds it first, the server
+        exits with a bind failure and start() tries again on new ports."""
+        for attempt in range(START_ATTEMPTS):
+            try:
+                return self._start_once(timeout)
+            except RuntimeError as e:
+                if attempt == START_ATTEMPTS - 1 or not any(b in str(e) for b in BIND_FAILURES):
+                    raise
+                self.stop()
+                self.move_ports()
+
+    def move_ports(self):
+        self.port = free_port()
+
+    def _start_once(self, timeout):
         shutil.rmtree(self.dir, ignore_errors=True)
         os.makedirs(self.dir)
         with open(self.log_path, "ab") as log:
@@ -178,7 +200,12 @@ class ShaleCluster(System):
     def node_log(self, i):
         return os.path.join(self.dir, "node%d.out" % (i + 1))
 
-    def start(self, timeout=120.0):
+    def move_ports(self):
+        super().move_ports()
+        self.node_ports = [self.port] + [free_port() for _ in range(self.nodes - 1)]
+        self.rpc_ports = [free_port() for _ in range(self.nodes)]
+
+    def _start_once(self, timeout):
         self.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
         os.makedirs(self.dir)

@@ -7,6 +7,7 @@
 #include "src/cluster/data.grpc.pb.h"
 #include "src/common/errors.h"
 #include "src/common/log.h"
+#include "src/txn/fan_out.h"
 #include "storage/mvcc.h"
 
 namespace shale::cluster {
@@ -504,29 +505,62 @@ Status SliceService::LocalPrepare(const PrepareRequest& request) {
   auto stored = std::make_unique<PrepareRequest>(request);
   stored->clear_header();
   stored->set_prepared_at_ms(static_cast<uint64_t>(NowMs()));
-  std::lock_guard<std::mutex> l(mu_);
+  std::unique_lock<std::mutex> l(mu_);
+  prepare_cv_.wait(l, [&] { return preparing_.count(k) == 0; });  // a repeated request waits for the first
   SHALE_RETURN_IF_ERROR(CheckNotExpired(k));
   if (prepared_.count(k)) return Status::OK();  // a repeated request
   SHALE_RETURN_IF_ERROR(FromPb(stored->writes()).status());
   // This node's own transaction: its local row locks are owned by its id,
   // so they stay with the prepared share until it is finished.
   auto found = owners_.find(k);
-  const uint64_t owner_id = found != owners_.end() && found->second.id != 0 ? found->second.id
+  const bool had_owner = found != owners_.end();
+  const uint64_t owner_id = had_owner && found->second.id != 0 ? found->second.id
                             : request.txn().coordinator() == options_.node_name ? request.txn().id()
                                                                                 : txn_->NewOwnerId();
   // The row locks go into the record: a restart takes them again.
   for (std::string& name : txn_->locks()->ExclusiveLocksOf(owner_id)) stored->add_locks(std::move(name));
-  SHALE_RETURN_IF_ERROR(meta_->Put(kPreparedPrefix + k, stored->SerializeAsString()));
+  // The synced write happens without mu_, so other transactions' locks,
+  // prepares and finishes at this node go on meanwhile (under mu_ they all
+  // waited for each prepare's sync in turn). The owner is marked prepared
+  // first, so the lease sweeper and Unlock leave its locks alone; Finish
+  // waits for preparing_ (the coordinator sends it only after this answer).
+  Owner before = had_owner ? found->second : Owner{};
   Owner& owner = owners_[k];
   owner.id = owner_id;
   owner.prepared = true;
+  preparing_.insert(k);
+  l.unlock();
+  const Status put = meta_->Put(kPreparedPrefix + k, stored->SerializeAsString());
+  l.lock();
+  preparing_.erase(k);
+  prepare_cv_.notify_all();
+  if (!put.ok()) {
+    if (had_owner) {
+      owners_[k] = before;
+    } else {
+      owners_.erase(k);
+    }
+    return put;
+  }
   prepared_[k] = Prepared{std::move(stored), std::chrono::steady_clock::now()};
   return Status::OK();
 }
 
 Status SliceService::LocalForget(const std::string& txn) {
-  std::lock_guard<std::mutex> l(decide_mu_);
-  return meta_->Delete(kDecisionPrefix + txn);
+  // One Decide or Forget of a transaction at a time (as LocalDecide); other
+  // transactions' decisions do not wait for this one's synced delete.
+  {
+    std::unique_lock<std::mutex> l(decide_mu_);
+    decide_cv_.wait(l, [&] { return deciding_.count(txn) == 0; });
+    deciding_.insert(txn);
+  }
+  const Status st = meta_->Delete(kDecisionPrefix + txn);
+  {
+    std::lock_guard<std::mutex> l(decide_mu_);
+    deciding_.erase(txn);
+  }
+  decide_cv_.notify_all();
+  return st;
 }
 
 Result<bool> SliceService::LocalDecide(const std::string& txn, const DecideArgs& args) {
@@ -598,7 +632,8 @@ bool SliceService::MayDecideAlone(const std::string& txn, const std::string& bac
 Status SliceService::LocalFinish(const std::string& txn, bool commit) {
   std::unique_ptr<PrepareRequest> request;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    std::unique_lock<std::mutex> l(mu_);
+    prepare_cv_.wait(l, [&] { return preparing_.count(txn) == 0; });
     auto it = prepared_.find(txn);
     if (it == prepared_.end()) {
       // Never prepared here, or finished already: only locks to drop.
@@ -1054,8 +1089,13 @@ void SliceService::ForgetAt(const std::string& node, const txn::TxnKey& txn) {
 }
 
 void SliceService::Forget(const txn::DeciderPair& deciders, const txn::TxnKey& txn) {
-  ForgetAt(deciders.decider, txn);
-  if (!deciders.backup.empty() && deciders.backup != deciders.decider) ForgetAt(deciders.backup, txn);
+  std::vector<std::string> nodes{deciders.decider};
+  if (!deciders.backup.empty() && deciders.backup != deciders.decider) nodes.push_back(deciders.backup);
+  // Both records are dropped at the same time (the client waits for this).
+  txn::CallEachNode(nodes, self(), [&](const std::string& node) {
+    ForgetAt(node, txn);
+    return Status::OK();
+  });
 }
 
 Status SliceService::Finish(const std::string& node, const txn::TxnKey& txn, bool commit) {

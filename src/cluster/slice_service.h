@@ -233,6 +233,8 @@ class SliceService final : public txn::DataRouter {
   std::unordered_set<std::string> expired_;             // GUARDED_BY(mu_): leases ended
   std::map<std::string, Prepared> prepared_;            // GUARDED_BY(mu_)
   std::map<std::string, uint64_t> finishing_;           // GUARDED_BY(mu_): being applied, -> commit ts
+  std::set<std::string> preparing_;                     // GUARDED_BY(mu_): prepare record being written
+  std::condition_variable prepare_cv_;                  // preparing_ shrank
   std::mutex decide_mu_;
   std::condition_variable decide_cv_;
   std::set<std::string> deciding_;                      // GUARDED_BY(decide_mu_): one Decide per transaction at a time

@@ -9,6 +9,7 @@
 
 #include "src/common/errors.h"
 #include "src/common/log.h"
+#include "src/txn/fan_out.h"
 
 namespace shale::txn {
 namespace {
@@ -342,18 +343,20 @@ Status TxnManager::CommitWrites(const TxnKey& key, const WriteSet& writes, const
       if (!st.ok()) log::Warn("transaction {}: abort at node {}: {}", key.ToString(), node, st.ToString());
     }
   };
+  // Every participant prepares at the same time (fan_out.h).
   std::vector<std::string> prepared;
-  for (const auto& [node, ws] : by_node) {
-    Status st = router_->Prepare(node, key, ts, ws, deciders);
+  for (const auto& [node, ws] : by_node) prepared.push_back(node);
+  const std::vector<Status> prepares = CallEachNode(prepared, self, [&](const std::string& node) {
+    return router_->Prepare(node, key, ts, by_node.at(node), deciders);
+  });
+  for (const Status& st : prepares) {
     if (!st.ok()) {
       // Nothing is decided: the prepared participants discard their writes;
       // one that missed the abort asks the decider, which records abort.
-      prepared.push_back(node);
       abort_prepared(prepared);
       Oracle()->FinishCommit(ts);
       return st;
     }
-    prepared.push_back(node);
   }
   if (after_prepare_) after_prepare_();
   Result<bool> decided = router_->Decide(deciders, key, /*commit=*/true, ts);
@@ -386,12 +389,13 @@ Status TxnManager::CommitWrites(const TxnKey& key, const WriteSet& writes, const
   }
   if (after_decide_) after_decide_(deciders);
   bool all_finished = true;
-  for (const std::string& node : prepared) {
-    Status st = router_->Finish(node, key, /*commit=*/true);
+  const std::vector<Status> finishes = CallEachNode(
+      prepared, self, [&](const std::string& node) { return router_->Finish(node, key, /*commit=*/true); });
+  for (size_t i = 0; i < prepared.size(); ++i) {
     // The decision is recorded: a participant that missed this resolves it.
-    if (!st.ok()) {
+    if (!finishes[i].ok()) {
       all_finished = false;
-      log::Warn("transaction {}: commit at node {}: {}", key.ToString(), node, st.ToString());
+      log::Warn("transaction {}: commit at node {}: {}", key.ToString(), prepared[i], finishes[i].ToString());
     }
   }
   // No participant will ask for the outcome any more: the record can go.
