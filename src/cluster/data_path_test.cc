@@ -21,6 +21,7 @@
 #include "src/common/testing/temp_dir.h"
 #include "src/exec/engine.h"
 #include "src/exec/session.h"
+#include "src/txn/deadlock_detector.h"
 
 namespace shale::cluster {
 namespace {
@@ -67,9 +68,22 @@ class DataPathTest : public ::testing::Test {
       n->engine->SetDataRouter(n->data.get());
       StartServer(n.get(), "127.0.0.1:0");
     }
+    // The cluster's deadlock detector, on node 1 as on a metadata leader
+    // (shaled), over the members as the nodes see them; every test runs
+    // with it (none of them may see a false deadlock).
+    txn::DeadlockDetectorOptions ddo;
+    ddo.members = [this] {
+      std::lock_guard<std::mutex> l(addresses_mu_);
+      std::vector<std::string> names;
+      for (const auto& [name, address] : addresses_) names.push_back(name);
+      return names;
+    };
+    detector_ = std::make_unique<txn::DeadlockDetector>(nodes_[0]->data.get(), ddo);
+    detector_->Start();
   }
 
   void TearDown() override {
+    if (detector_) detector_->Stop();
     for (auto& n : nodes_) {
       if (n->rpc) n->rpc->Shutdown();
     }
@@ -208,6 +222,19 @@ class DataPathTest : public ::testing::Test {
     return out;
   }
 
+  // The index of the node whose ranking replica holds row `id` of d.t (where
+  // a locking read of it takes its lock), found by taking that lock.
+  int RankingNode(exec::Session* s, int id) {
+    Run(s, "BEGIN");
+    Run(s, fmt::format("SELECT n FROM d.t WHERE id = {} FOR UPDATE", id));
+    int found = -1;
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (nodes_[i]->engine->txn()->locks()->locks_held() > 0) found = static_cast<int>(i);
+    }
+    Run(s, "ROLLBACK");
+    return found;
+  }
+
   int NodeIndex(const std::string& name) {
     for (size_t i = 0; i < nodes_.size(); ++i) {
       if (nodes_[i]->name == name) return static_cast<int>(i);
@@ -255,6 +282,7 @@ class DataPathTest : public ::testing::Test {
   std::map<std::string, std::string> addresses_;  // GUARDED_BY(addresses_mu_)
   std::vector<std::unique_ptr<exec::Session>> sessions_;
   catalog::TableDef def_;
+  std::unique_ptr<txn::DeadlockDetector> detector_;  // runs on node 1
 };
 
 TEST_F(DataPathTest, WritesThroughOneNodeReadIdenticallyOnEvery) {
@@ -328,6 +356,94 @@ TEST_F(DataPathTest, RowLocksAtTheRankingReplicaBlockOtherNodes) {
   Run(s3, "UPDATE d.t SET n = n + 1 WHERE id = 1");
   EXPECT_EQ(Query(s3, "SELECT id, n FROM d.t ORDER BY id"), (std::vector<std::string>{"1|101", "2|20"}));
   ExpectReplicasIdentical();
+  for (auto& n : nodes_) EXPECT_EQ(n->engine->txn()->locks()->locks_held(), 0u) << n->name;
+}
+
+// A cycle through two nodes' locks: A (coordinated by node 1) holds row X
+// at node 2 and waits for row Y at node 3, which B (coordinated by node 2)
+// holds while it waits for X at node 2. Neither node sees the cycle; the
+// cluster's detector ends B's wait (the younger) with 1213 within a second
+// or two, far below the 30 s lock wait timeout, and A commits.
+TEST_F(DataPathTest, DeadlockAcrossNodesEndsTheYoungestWith1213) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  exec::Session* s1 = SessionOn(0);
+  exec::Session* s2 = SessionOn(1);
+  Run(s1, "INSERT INTO d.t VALUES (1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (6, 6), (7, 7), (8, 8), (9, 9), (10, 10), "
+          "(11, 11), (12, 12)");
+  int x = 0, y = 0;  // ranked at node 2 and node 3
+  for (int id = 1; id <= 12; ++id) {
+    const int node = RankingNode(s1, id);
+    if (node == 1 && x == 0) x = id;
+    if (node == 2 && y == 0) y = id;
+  }
+  ASSERT_NE(x, 0);
+  ASSERT_NE(y, 0);
+  Run(s1, "SET innodb_lock_wait_timeout = 30");
+  Run(s2, "SET innodb_lock_wait_timeout = 30");
+  Run(s1, "BEGIN");
+  Run(s1, fmt::format("UPDATE d.t SET n = 100 WHERE id = {}", x));  // A holds X at node 2
+  Run(s2, "BEGIN");
+  Run(s2, fmt::format("UPDATE d.t SET n = 200 WHERE id = {}", y));  // B holds Y at node 3
+  Status a_status;
+  std::thread a([&] {
+    auto r = Exec(s1, fmt::format("UPDATE d.t SET n = 100 WHERE id = {}", y));  // A waits at node 3
+    a_status = r.back().status();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto start = std::chrono::steady_clock::now();
+  auto r = Exec(s2, fmt::format("UPDATE d.t SET n = 200 WHERE id = {}", x));  // B waits at node 2: the cycle
+  const auto took = std::chrono::steady_clock::now() - start;
+  a.join();
+  ASSERT_FALSE(r.back().ok());
+  EXPECT_EQ(r.back().status().mysql_code(), 1213) << r.back().status().ToString();
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(took).count();
+  std::printf("deadlock victim got 1213 after %lld ms\n", static_cast<long long>(ms));
+  EXPECT_LT(ms, 5000);
+  EXPECT_TRUE(a_status.ok()) << a_status.ToString();
+  EXPECT_GE(detector_->victims(), 1u);
+  // B's whole transaction was rolled back (its write of Y is gone, its
+  // locks released); A commits both rows.
+  EXPECT_FALSE(s2->in_transaction());
+  Run(s1, "COMMIT");
+  EXPECT_EQ(Query(SessionOn(2), fmt::format("SELECT id, n FROM d.t WHERE id IN ({}, {}) ORDER BY id", x, y)),
+            (std::vector<std::string>{fmt::format("{}|100", std::min(x, y)), fmt::format("{}|100", std::max(x, y))}));
+  EXPECT_EQ(Query(s2, "SELECT SUM(n) FROM d.t"), std::vector<std::string>{std::to_string(78 - x - y + 200)});
+  ExpectReplicasIdentical();
+  for (auto& n : nodes_) EXPECT_EQ(n->engine->txn()->locks()->locks_held(), 0u) << n->name;
+}
+
+// A plain wait for another node's lock, no cycle: the detector leaves it
+// alone; it waits until the holder commits, then goes through.
+TEST_F(DataPathTest, LockWaitAcrossNodesWithoutACycleIsNotADeadlock) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  exec::Session* s1 = SessionOn(0);
+  exec::Session* s2 = SessionOn(1);
+  Run(s1, "INSERT INTO d.t VALUES (1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (6, 6)");
+  int x = 0;  // a row ranked at node 3: both wait there
+  for (int id = 1; id <= 6 && x == 0; ++id) {
+    if (RankingNode(s1, id) == 2) x = id;
+  }
+  ASSERT_NE(x, 0);
+  Run(s2, "SET innodb_lock_wait_timeout = 30");
+  Run(s1, "BEGIN");
+  Run(s1, fmt::format("UPDATE d.t SET n = n + 1 WHERE id = {}", x));
+  Status b_status;
+  std::chrono::steady_clock::duration waited{};
+  std::thread b([&] {
+    const auto start = std::chrono::steady_clock::now();
+    auto r = Exec(s2, fmt::format("UPDATE d.t SET n = n + 10 WHERE id = {}", x));
+    waited = std::chrono::steady_clock::now() - start;
+    b_status = r.back().status();
+  });
+  // Many detector rounds while B waits.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  Run(s1, "COMMIT");
+  b.join();
+  EXPECT_TRUE(b_status.ok()) << b_status.ToString();
+  EXPECT_GE(waited, std::chrono::milliseconds(2000));
+  EXPECT_EQ(detector_->victims(), 0u);
+  EXPECT_EQ(Query(s1, fmt::format("SELECT n FROM d.t WHERE id = {}", x)),
+            std::vector<std::string>{std::to_string(x + 11)});
   for (auto& n : nodes_) EXPECT_EQ(n->engine->txn()->locks()->locks_held(), 0u) << n->name;
 }
 
