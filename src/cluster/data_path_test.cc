@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <thread>
+#include <tuple>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -359,15 +360,17 @@ TEST_F(DataPathTest, RowLocksAtTheRankingReplicaBlockOtherNodes) {
   for (auto& n : nodes_) EXPECT_EQ(n->engine->txn()->locks()->locks_held(), 0u) << n->name;
 }
 
-// A cycle through two nodes' locks: A (coordinated by node 1) holds row X
-// at node 2 and waits for row Y at node 3, which B (coordinated by node 2)
-// holds while it waits for X at node 2. Neither node sees the cycle; the
-// cluster's detector ends B's wait (the younger) with 1213 within a second
-// or two, far below the 30 s lock wait timeout, and A commits.
+// A cycle through two nodes' locks: A holds row X at node 2 and waits for
+// row Y at node 3, which B holds while it waits for X at node 2. Neither
+// node sees the cycle; the cluster's detector ends B's wait (B is the
+// younger) with 1213 within a second or two, far below the 30 s lock wait
+// timeout, and A commits. Run twice: A coordinated by node 1 and B by node
+// 2 (the victim waits in its own node's lock manager, for a remote
+// transaction's lock), then A by node 2 and B by node 1 (the victim waits
+// at another node, between 250 ms lock requests).
 TEST_F(DataPathTest, DeadlockAcrossNodesEndsTheYoungestWith1213) {
   CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
   exec::Session* s1 = SessionOn(0);
-  exec::Session* s2 = SessionOn(1);
   Run(s1, "INSERT INTO d.t VALUES (1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (6, 6), (7, 7), (8, 8), (9, 9), (10, 10), "
           "(11, 11), (12, 12)");
   int x = 0, y = 0;  // ranked at node 2 and node 3
@@ -378,38 +381,47 @@ TEST_F(DataPathTest, DeadlockAcrossNodesEndsTheYoungestWith1213) {
   }
   ASSERT_NE(x, 0);
   ASSERT_NE(y, 0);
-  Run(s1, "SET innodb_lock_wait_timeout = 30");
-  Run(s2, "SET innodb_lock_wait_timeout = 30");
-  Run(s1, "BEGIN");
-  Run(s1, fmt::format("UPDATE d.t SET n = 100 WHERE id = {}", x));  // A holds X at node 2
-  Run(s2, "BEGIN");
-  Run(s2, fmt::format("UPDATE d.t SET n = 200 WHERE id = {}", y));  // B holds Y at node 3
-  Status a_status;
-  std::thread a([&] {
-    auto r = Exec(s1, fmt::format("UPDATE d.t SET n = 100 WHERE id = {}", y));  // A waits at node 3
-    a_status = r.back().status();
-  });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  const auto start = std::chrono::steady_clock::now();
-  auto r = Exec(s2, fmt::format("UPDATE d.t SET n = 200 WHERE id = {}", x));  // B waits at node 2: the cycle
-  const auto took = std::chrono::steady_clock::now() - start;
-  a.join();
-  ASSERT_FALSE(r.back().ok());
-  EXPECT_EQ(r.back().status().mysql_code(), 1213) << r.back().status().ToString();
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(took).count();
-  std::printf("deadlock victim got 1213 after %lld ms\n", static_cast<long long>(ms));
-  EXPECT_LT(ms, 5000);
-  EXPECT_TRUE(a_status.ok()) << a_status.ToString();
-  EXPECT_GE(detector_->victims(), 1u);
-  // B's whole transaction was rolled back (its write of Y is gone, its
-  // locks released); A commits both rows.
-  EXPECT_FALSE(s2->in_transaction());
-  Run(s1, "COMMIT");
-  EXPECT_EQ(Query(SessionOn(2), fmt::format("SELECT id, n FROM d.t WHERE id IN ({}, {}) ORDER BY id", x, y)),
-            (std::vector<std::string>{fmt::format("{}|100", std::min(x, y)), fmt::format("{}|100", std::max(x, y))}));
-  EXPECT_EQ(Query(s2, "SELECT SUM(n) FROM d.t"), std::vector<std::string>{std::to_string(78 - x - y + 200)});
-  ExpectReplicasIdentical();
-  for (auto& n : nodes_) EXPECT_EQ(n->engine->txn()->locks()->locks_held(), 0u) << n->name;
+  uint64_t victims = 0;
+  for (auto [a_node, b_node, a_value, b_value] : {std::tuple{0, 1, 100, 200}, std::tuple{1, 0, 300, 400}}) {
+    SCOPED_TRACE(fmt::format("A through {}, B through {}", nodes_[a_node]->name, nodes_[b_node]->name));
+    exec::Session* sa = SessionOn(a_node);
+    exec::Session* sb = SessionOn(b_node);
+    Run(sa, "SET innodb_lock_wait_timeout = 30");
+    Run(sb, "SET innodb_lock_wait_timeout = 30");
+    Run(sa, "BEGIN");
+    Run(sa, fmt::format("UPDATE d.t SET n = {} WHERE id = {}", a_value, x));  // A holds X at node 2
+    Run(sb, "BEGIN");
+    Run(sb, fmt::format("UPDATE d.t SET n = {} WHERE id = {}", b_value, y));  // B holds Y at node 3
+    Status a_status;
+    std::thread a([&, a_value = a_value] {
+      auto r = Exec(sa, fmt::format("UPDATE d.t SET n = {} WHERE id = {}", a_value, y));  // A waits at node 3
+      a_status = r.back().status();
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const auto start = std::chrono::steady_clock::now();
+    auto r = Exec(sb, fmt::format("UPDATE d.t SET n = {} WHERE id = {}", b_value, x));  // B waits at node 2: the cycle
+    const auto took = std::chrono::steady_clock::now() - start;
+    a.join();
+    ASSERT_FALSE(r.back().ok());
+    EXPECT_EQ(r.back().status().mysql_code(), 1213) << r.back().status().ToString();
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(took).count();
+    std::printf("A through %s, B through %s: the victim's statement ended after %lld ms: %s\n",
+                nodes_[a_node]->name.c_str(), nodes_[b_node]->name.c_str(), static_cast<long long>(ms),
+                r.back().status().ToString().c_str());
+    EXPECT_LT(ms, 5000);
+    EXPECT_TRUE(a_status.ok()) << a_status.ToString();
+    EXPECT_EQ(detector_->victims(), ++victims);
+    // B's whole transaction was rolled back (its write of Y is gone, its
+    // locks released); A commits both rows.
+    EXPECT_FALSE(sb->in_transaction());
+    Run(sa, "COMMIT");
+    EXPECT_EQ(Query(SessionOn(2), fmt::format("SELECT id, n FROM d.t WHERE id IN ({}, {}) ORDER BY id", x, y)),
+              (std::vector<std::string>{fmt::format("{}|{}", std::min(x, y), a_value),
+                                        fmt::format("{}|{}", std::max(x, y), a_value)}));
+    EXPECT_EQ(Query(sb, "SELECT SUM(n) FROM d.t"), std::vector<std::string>{std::to_string(78 - x - y + 2 * a_value)});
+    ExpectReplicasIdentical();
+    for (auto& n : nodes_) EXPECT_EQ(n->engine->txn()->locks()->locks_held(), 0u) << n->name;
+  }
 }
 
 // A plain wait for another node's lock, no cycle: the detector leaves it
