@@ -424,6 +424,68 @@ TEST_F(DataPathTest, DeadlockAcrossNodesEndsTheYoungestWith1213) {
   }
 }
 
+// Three transactions through three nodes, each holding a row ranked at
+// one node and waiting for the next one's: one cycle through every node.
+// Exactly one of them (the youngest, C) gets 1213; the other two commit.
+TEST_F(DataPathTest, DeadlockThroughThreeNodesHasOneVictim) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  exec::Session* s1 = SessionOn(0);
+  Run(s1, "INSERT INTO d.t VALUES (1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (6, 6), (7, 7), (8, 8), (9, 9), (10, 10), "
+          "(11, 11), (12, 12)");
+  int row[3] = {0, 0, 0};  // row[i] ranked at node i
+  for (int id = 1; id <= 12; ++id) {
+    const int node = RankingNode(s1, id);
+    if (node >= 0 && row[node] == 0) row[node] = id;
+  }
+  for (int i = 0; i < 3; ++i) ASSERT_NE(row[i], 0) << "no row ranked at " << nodes_[i]->name;
+  // Transaction i runs through node i, holds row[i] and then waits for
+  // row[(i + 1) % 3]; the last one to wait closes the cycle.
+  exec::Session* s[3];
+  for (int i = 0; i < 3; ++i) {
+    s[i] = SessionOn(i);
+    Run(s[i], "SET innodb_lock_wait_timeout = 30");
+    Run(s[i], "BEGIN");
+    Run(s[i], fmt::format("UPDATE d.t SET n = {} WHERE id = {}", 100 * (i + 1), row[i]));
+  }
+  Status status[3];
+  std::chrono::steady_clock::time_point ended[3];
+  std::vector<std::thread> waiters;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 3; ++i) {
+    waiters.emplace_back([&, i] {
+      auto r = Exec(s[i], fmt::format("UPDATE d.t SET n = {} WHERE id = {}", 100 * (i + 1), row[(i + 1) % 3]));
+      status[i] = r.back().status();
+      ended[i] = std::chrono::steady_clock::now();
+      if (status[i].ok()) Run(s[i], "COMMIT");
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  for (auto& t : waiters) t.join();
+  const auto formed = start + std::chrono::milliseconds(400);
+  int victims = 0;
+  for (int i = 0; i < 3; ++i) {
+    if (status[i].ok()) continue;
+    ++victims;
+    EXPECT_EQ(i, 2) << "the youngest is the victim";
+    EXPECT_EQ(status[i].mysql_code(), 1213) << status[i].ToString();
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(ended[i] - formed).count();
+    std::printf("three-node cycle: the victim's statement ended %lld ms after the cycle formed\n",
+                static_cast<long long>(ms));
+    EXPECT_LT(ms, 5000);
+  }
+  EXPECT_EQ(victims, 1);
+  // C rolled back (row[2] released, its write gone); B then wrote row[2]
+  // and committed, releasing row[1]; A wrote row[1] after that.
+  auto rows = Query(SessionOn(1), fmt::format("SELECT id, n FROM d.t WHERE id IN ({}, {}, {}) ORDER BY id", row[0],
+                                              row[1], row[2]));
+  std::map<int, int> want = {{row[0], 100}, {row[1], 100}, {row[2], 200}};
+  std::vector<std::string> expected;
+  for (const auto& [id, n] : want) expected.push_back(fmt::format("{}|{}", id, n));
+  EXPECT_EQ(rows, expected);
+  ExpectReplicasIdentical();
+  for (auto& n : nodes_) EXPECT_EQ(n->engine->txn()->locks()->locks_held(), 0u) << n->name;
+}
+
 // A plain wait for another node's lock, no cycle: the detector leaves it
 // alone; it waits until the holder commits, then goes through.
 TEST_F(DataPathTest, LockWaitAcrossNodesWithoutACycleIsNotADeadlock) {
