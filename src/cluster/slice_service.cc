@@ -1216,7 +1216,8 @@ Result<std::vector<txn::LockWaitInfo>> SliceService::LockWaits(const std::string
   LockWaitsRequest req;
   Header(req.mutable_header());
   LockWaitsResponse resp;
-  SHALE_RETURN_IF_ERROR(Rpc(peer, node, std::min(RpcTimeout(), kDeadlockRpcTimeout), &DataService::Stub::LockWaits, req, &resp));
+  SHALE_RETURN_IF_ERROR(
+      Rpc(peer, node, std::min(RpcTimeout(), kDeadlockRpcTimeout), &DataService::Stub::LockWaits, req, &resp));
   SHALE_RETURN_IF_ERROR(FromPb(resp.status()));
   std::vector<txn::LockWaitInfo> out;
   out.reserve(static_cast<size_t>(resp.waits_size()));
@@ -1232,7 +1233,8 @@ Result<std::vector<txn::LockHolderInfo>> SliceService::LockHolders(const std::st
   Header(req.mutable_header());
   for (const std::string& name : names) req.add_names(name);
   LockHoldersResponse resp;
-  SHALE_RETURN_IF_ERROR(Rpc(peer, node, std::min(RpcTimeout(), kDeadlockRpcTimeout), &DataService::Stub::LockHolders, req, &resp));
+  SHALE_RETURN_IF_ERROR(
+      Rpc(peer, node, std::min(RpcTimeout(), kDeadlockRpcTimeout), &DataService::Stub::LockHolders, req, &resp));
   SHALE_RETURN_IF_ERROR(FromPb(resp.status()));
   std::vector<txn::LockHolderInfo> out;
   out.reserve(static_cast<size_t>(resp.holders_size()));

@@ -131,7 +131,7 @@ class SliceService final : public txn::DataRouter {
   Result<std::vector<txn::LockHolderInfo>> LockHolders(const std::string& node,
                                                        const std::vector<std::string>& names) override;
   Result<bool> AbortLockWait(const txn::LockWaitInfo& wait) override;
-    uint64_t rows_sent() const override { return rows_sent_.load(std::memory_order_relaxed); }
+  uint64_t rows_sent() const override { return rows_sent_.load(std::memory_order_relaxed); }
   uint64_t rows_received() const override { return rows_received_.load(std::memory_order_relaxed); }
 
   // Prepared transactions waiting for their outcome at this node.

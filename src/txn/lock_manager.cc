@@ -55,7 +55,8 @@ Status LockManager::Lock(uint64_t txn, const std::string& name, LockMode mode, s
         // The cluster's detector found this wait in a cycle through other
         // nodes (the local graph cannot see it).
         deadlocks_.fetch_add(1, std::memory_order_relaxed);
-        failure = SqlError(ErrorCode::kLockDeadlock, "Deadlock found when trying to get lock; try restarting transaction");
+        failure =
+            SqlError(ErrorCode::kLockDeadlock, "Deadlock found when trying to get lock; try restarting transaction");
       } else if (ClosesCycle(txn)) {
         deadlocks_.fetch_add(1, std::memory_order_relaxed);
         failure = SqlError(ErrorCode::kLockDeadlock, "Deadlock found when trying to get lock; try restarting transaction");
