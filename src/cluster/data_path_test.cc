@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <thread>
+#include <tuple>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -21,6 +22,7 @@
 #include "src/common/testing/temp_dir.h"
 #include "src/exec/engine.h"
 #include "src/exec/session.h"
+#include "src/txn/deadlock_detector.h"
 
 namespace shale::cluster {
 namespace {
@@ -67,9 +69,22 @@ class DataPathTest : public ::testing::Test {
       n->engine->SetDataRouter(n->data.get());
       StartServer(n.get(), "127.0.0.1:0");
     }
+    // The cluster's deadlock detector, on node 1 as on a metadata leader
+    // (shaled), over the members as the nodes see them; every test runs
+    // with it (none of them may see a false deadlock).
+    txn::DeadlockDetectorOptions ddo;
+    ddo.members = [this] {
+      std::lock_guard<std::mutex> l(addresses_mu_);
+      std::vector<std::string> names;
+      for (const auto& [name, address] : addresses_) names.push_back(name);
+      return names;
+    };
+    detector_ = std::make_unique<txn::DeadlockDetector>(nodes_[0]->data.get(), ddo);
+    detector_->Start();
   }
 
   void TearDown() override {
+    if (detector_) detector_->Stop();
     for (auto& n : nodes_) {
       if (n->rpc) n->rpc->Shutdown();
     }
@@ -208,6 +223,19 @@ class DataPathTest : public ::testing::Test {
     return out;
   }
 
+  // The index of the node whose ranking replica holds row `id` of d.t (where
+  // a locking read of it takes its lock), found by taking that lock.
+  int RankingNode(exec::Session* s, int id) {
+    Run(s, "BEGIN");
+    Run(s, fmt::format("SELECT n FROM d.t WHERE id = {} FOR UPDATE", id));
+    int found = -1;
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (nodes_[i]->engine->txn()->locks()->locks_held() > 0) found = static_cast<int>(i);
+    }
+    Run(s, "ROLLBACK");
+    return found;
+  }
+
   int NodeIndex(const std::string& name) {
     for (size_t i = 0; i < nodes_.size(); ++i) {
       if (nodes_[i]->name == name) return static_cast<int>(i);
@@ -255,6 +283,7 @@ class DataPathTest : public ::testing::Test {
   std::map<std::string, std::string> addresses_;  // GUARDED_BY(addresses_mu_)
   std::vector<std::unique_ptr<exec::Session>> sessions_;
   catalog::TableDef def_;
+  std::unique_ptr<txn::DeadlockDetector> detector_;  // runs on node 1
 };
 
 TEST_F(DataPathTest, WritesThroughOneNodeReadIdenticallyOnEvery) {
@@ -328,6 +357,167 @@ TEST_F(DataPathTest, RowLocksAtTheRankingReplicaBlockOtherNodes) {
   Run(s3, "UPDATE d.t SET n = n + 1 WHERE id = 1");
   EXPECT_EQ(Query(s3, "SELECT id, n FROM d.t ORDER BY id"), (std::vector<std::string>{"1|101", "2|20"}));
   ExpectReplicasIdentical();
+  for (auto& n : nodes_) EXPECT_EQ(n->engine->txn()->locks()->locks_held(), 0u) << n->name;
+}
+
+// A cycle through two nodes' locks: A holds row X at node 2 and waits for
+// row Y at node 3, which B holds while it waits for X at node 2. Neither
+// node sees the cycle; the cluster's detector ends B's wait (B is the
+// younger) with 1213 within a second or two, far below the 30 s lock wait
+// timeout, and A commits. Run twice: A coordinated by node 1 and B by node
+// 2 (the victim waits in its own node's lock manager, for a remote
+// transaction's lock), then A by node 2 and B by node 1 (the victim waits
+// at another node, between 250 ms lock requests).
+TEST_F(DataPathTest, DeadlockAcrossNodesEndsTheYoungestWith1213) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  exec::Session* s1 = SessionOn(0);
+  Run(s1, "INSERT INTO d.t VALUES (1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (6, 6), (7, 7), (8, 8), (9, 9), (10, 10), "
+          "(11, 11), (12, 12)");
+  int x = 0, y = 0;  // ranked at node 2 and node 3
+  for (int id = 1; id <= 12; ++id) {
+    const int node = RankingNode(s1, id);
+    if (node == 1 && x == 0) x = id;
+    if (node == 2 && y == 0) y = id;
+  }
+  ASSERT_NE(x, 0);
+  ASSERT_NE(y, 0);
+  uint64_t victims = 0;
+  for (auto [a_node, b_node, a_value, b_value] : {std::tuple{0, 1, 100, 200}, std::tuple{1, 0, 300, 400}}) {
+    SCOPED_TRACE(fmt::format("A through {}, B through {}", nodes_[a_node]->name, nodes_[b_node]->name));
+    exec::Session* sa = SessionOn(a_node);
+    exec::Session* sb = SessionOn(b_node);
+    Run(sa, "SET innodb_lock_wait_timeout = 30");
+    Run(sb, "SET innodb_lock_wait_timeout = 30");
+    Run(sa, "BEGIN");
+    Run(sa, fmt::format("UPDATE d.t SET n = {} WHERE id = {}", a_value, x));  // A holds X at node 2
+    Run(sb, "BEGIN");
+    Run(sb, fmt::format("UPDATE d.t SET n = {} WHERE id = {}", b_value, y));  // B holds Y at node 3
+    Status a_status;
+    std::thread a([&, a_value = a_value] {
+      auto r = Exec(sa, fmt::format("UPDATE d.t SET n = {} WHERE id = {}", a_value, y));  // A waits at node 3
+      a_status = r.back().status();
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const auto start = std::chrono::steady_clock::now();
+    auto r = Exec(sb, fmt::format("UPDATE d.t SET n = {} WHERE id = {}", b_value, x));  // B waits at node 2: the cycle
+    const auto took = std::chrono::steady_clock::now() - start;
+    a.join();
+    ASSERT_FALSE(r.back().ok());
+    EXPECT_EQ(r.back().status().mysql_code(), 1213) << r.back().status().ToString();
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(took).count();
+    std::printf("A through %s, B through %s: the victim's statement ended after %lld ms: %s\n",
+                nodes_[a_node]->name.c_str(), nodes_[b_node]->name.c_str(), static_cast<long long>(ms),
+                r.back().status().ToString().c_str());
+    EXPECT_LT(ms, 5000);
+    EXPECT_TRUE(a_status.ok()) << a_status.ToString();
+    EXPECT_EQ(detector_->victims(), ++victims);
+    // B's whole transaction was rolled back (its write of Y is gone, its
+    // locks released); A commits both rows.
+    EXPECT_FALSE(sb->in_transaction());
+    Run(sa, "COMMIT");
+    EXPECT_EQ(Query(SessionOn(2), fmt::format("SELECT id, n FROM d.t WHERE id IN ({}, {}) ORDER BY id", x, y)),
+              (std::vector<std::string>{fmt::format("{}|{}", std::min(x, y), a_value),
+                                        fmt::format("{}|{}", std::max(x, y), a_value)}));
+    EXPECT_EQ(Query(sb, "SELECT SUM(n) FROM d.t"), std::vector<std::string>{std::to_string(78 - x - y + 2 * a_value)});
+    ExpectReplicasIdentical();
+    for (auto& n : nodes_) EXPECT_EQ(n->engine->txn()->locks()->locks_held(), 0u) << n->name;
+  }
+}
+
+// Three transactions through three nodes, each holding a row ranked at
+// one node and waiting for the next one's: one cycle through every node.
+// Exactly one of them (the youngest, C) gets 1213; the other two commit.
+TEST_F(DataPathTest, DeadlockThroughThreeNodesHasOneVictim) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  exec::Session* s1 = SessionOn(0);
+  Run(s1, "INSERT INTO d.t VALUES (1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (6, 6), (7, 7), (8, 8), (9, 9), (10, 10), "
+          "(11, 11), (12, 12)");
+  int row[3] = {0, 0, 0};  // row[i] ranked at node i
+  for (int id = 1; id <= 12; ++id) {
+    const int node = RankingNode(s1, id);
+    if (node >= 0 && row[node] == 0) row[node] = id;
+  }
+  for (int i = 0; i < 3; ++i) ASSERT_NE(row[i], 0) << "no row ranked at " << nodes_[i]->name;
+  // Transaction i runs through node i, holds row[i] and then waits for
+  // row[(i + 1) % 3]; the last one to wait closes the cycle.
+  exec::Session* s[3];
+  for (int i = 0; i < 3; ++i) {
+    s[i] = SessionOn(i);
+    Run(s[i], "SET innodb_lock_wait_timeout = 30");
+    Run(s[i], "BEGIN");
+    Run(s[i], fmt::format("UPDATE d.t SET n = {} WHERE id = {}", 100 * (i + 1), row[i]));
+  }
+  Status status[3];
+  std::chrono::steady_clock::time_point ended[3];
+  std::vector<std::thread> waiters;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 3; ++i) {
+    waiters.emplace_back([&, i] {
+      auto r = Exec(s[i], fmt::format("UPDATE d.t SET n = {} WHERE id = {}", 100 * (i + 1), row[(i + 1) % 3]));
+      status[i] = r.back().status();
+      ended[i] = std::chrono::steady_clock::now();
+      if (status[i].ok()) Run(s[i], "COMMIT");
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  for (auto& t : waiters) t.join();
+  const auto formed = start + std::chrono::milliseconds(400);
+  int victims = 0;
+  for (int i = 0; i < 3; ++i) {
+    if (status[i].ok()) continue;
+    ++victims;
+    EXPECT_EQ(i, 2) << "the youngest is the victim";
+    EXPECT_EQ(status[i].mysql_code(), 1213) << status[i].ToString();
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(ended[i] - formed).count();
+    std::printf("three-node cycle: the victim's statement ended %lld ms after the cycle formed\n",
+                static_cast<long long>(ms));
+    EXPECT_LT(ms, 5000);
+  }
+  EXPECT_EQ(victims, 1);
+  // C rolled back (row[2] released, its write gone); B then wrote row[2]
+  // and committed, releasing row[1]; A wrote row[1] after that.
+  auto rows = Query(SessionOn(1), fmt::format("SELECT id, n FROM d.t WHERE id IN ({}, {}, {}) ORDER BY id", row[0],
+                                              row[1], row[2]));
+  std::map<int, int> want = {{row[0], 100}, {row[1], 100}, {row[2], 200}};
+  std::vector<std::string> expected;
+  for (const auto& [id, n] : want) expected.push_back(fmt::format("{}|{}", id, n));
+  EXPECT_EQ(rows, expected);
+  ExpectReplicasIdentical();
+  for (auto& n : nodes_) EXPECT_EQ(n->engine->txn()->locks()->locks_held(), 0u) << n->name;
+}
+
+// A plain wait for another node's lock, no cycle: the detector leaves it
+// alone; it waits until the holder commits, then goes through.
+TEST_F(DataPathTest, LockWaitAcrossNodesWithoutACycleIsNotADeadlock) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  exec::Session* s1 = SessionOn(0);
+  exec::Session* s2 = SessionOn(1);
+  Run(s1, "INSERT INTO d.t VALUES (1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (6, 6)");
+  int x = 0;  // a row ranked at node 3: both wait there
+  for (int id = 1; id <= 6 && x == 0; ++id) {
+    if (RankingNode(s1, id) == 2) x = id;
+  }
+  ASSERT_NE(x, 0);
+  Run(s2, "SET innodb_lock_wait_timeout = 30");
+  Run(s1, "BEGIN");
+  Run(s1, fmt::format("UPDATE d.t SET n = n + 1 WHERE id = {}", x));
+  Status b_status;
+  std::chrono::steady_clock::duration waited{};
+  std::thread b([&] {
+    const auto start = std::chrono::steady_clock::now();
+    auto r = Exec(s2, fmt::format("UPDATE d.t SET n = n + 10 WHERE id = {}", x));
+    waited = std::chrono::steady_clock::now() - start;
+    b_status = r.back().status();
+  });
+  // Many detector rounds while B waits.
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  Run(s1, "COMMIT");
+  b.join();
+  EXPECT_TRUE(b_status.ok()) << b_status.ToString();
+  EXPECT_GE(waited, std::chrono::milliseconds(2000));
+  EXPECT_EQ(detector_->victims(), 0u);
+  EXPECT_EQ(Query(s1, fmt::format("SELECT n FROM d.t WHERE id = {}", x)),
+            std::vector<std::string>{std::to_string(x + 11)});
   for (auto& n : nodes_) EXPECT_EQ(n->engine->txn()->locks()->locks_held(), 0u) << n->name;
 }
 

@@ -36,6 +36,20 @@ void ToPb(const txn::TxnKey& k, TxnKeyPb* out) {
   out->set_id(k.id);
 }
 
+void ToPb(const txn::LockWaitInfo& w, LockWaitPb* out) {
+  ToPb(w.txn, out->mutable_txn());
+  out->set_txn_started_us(w.txn_started_us);
+  out->set_node(w.node);
+  out->set_name(w.name);
+  out->set_mode(static_cast<uint32_t>(w.mode));
+  out->set_wait_id(w.wait_id);
+}
+
+txn::LockWaitInfo FromPb(const LockWaitPb& w) {
+  return txn::LockWaitInfo{txn::TxnKey{w.txn().coordinator(), w.txn().id()}, w.txn_started_us(), w.node(), w.name(),
+                           static_cast<txn::LockMode>(w.mode()), w.wait_id()};
+}
+
 void ToPb(const Status& st, DataStatusPb* out) {
   out->set_code(static_cast<uint32_t>(st.code()));
   out->set_mysql_code(st.code() == StatusCode::kSqlError ? st.mysql_code() : 0);
@@ -213,6 +227,32 @@ class SliceServiceGrpc final : public DataService::Service {
     Status st = s_->LocalLock(KeyOf(req->txn()), req->name(), static_cast<txn::LockMode>(req->mode()),
                               std::chrono::milliseconds(req->wait_ms()));
     ToPb(st, resp->mutable_status());
+    return grpc::Status::OK;
+  }
+  grpc::Status LockWaits(grpc::ServerContext*, const LockWaitsRequest* req, LockWaitsResponse* resp) override {
+    if (auto refused = Epoch(req->header())) return *refused;
+    for (const txn::LockWaitInfo& w : s_->txn_->LockWaits(s_->self())) ToPb(w, resp->add_waits());
+    ToPb(Status::OK(), resp->mutable_status());
+    return grpc::Status::OK;
+  }
+  grpc::Status LockHolders(grpc::ServerContext*, const LockHoldersRequest* req, LockHoldersResponse* resp) override {
+    if (auto refused = Epoch(req->header())) return *refused;
+    std::vector<std::string> names(req->names().begin(), req->names().end());
+    for (const txn::LockHolderInfo& h : s_->LocalLockHolders(names)) {
+      LockHolderPb* out = resp->add_holders();
+      out->set_name(h.name);
+      ToPb(h.txn, out->mutable_txn());
+      out->set_mode(static_cast<uint32_t>(h.mode));
+    }
+    ToPb(Status::OK(), resp->mutable_status());
+    return grpc::Status::OK;
+  }
+  grpc::Status AbortLockWait(grpc::ServerContext*, const AbortLockWaitRequest* req,
+                             AbortLockWaitResponse* resp) override {
+    if (auto refused = Epoch(req->header())) return *refused;
+    Result<bool> r = s_->AbortLockWait(FromPb(req->wait()));
+    ToPb(r.status(), resp->mutable_status());
+    if (r.ok()) resp->set_aborted(*r);
     return grpc::Status::OK;
   }
   grpc::Status Unlock(grpc::ServerContext*, const UnlockRequest* req, UnlockResponse* resp) override {
@@ -967,7 +1007,8 @@ std::unique_ptr<storage::SliceIterator> SliceService::Scan(const std::string& no
 }
 
 Status SliceService::Lock(const std::string& node, const txn::TxnKey& txn, const std::string& name,
-                          txn::LockMode mode, std::chrono::milliseconds timeout, const std::atomic<bool>* interrupt) {
+                          txn::LockMode mode, std::chrono::milliseconds timeout, const std::atomic<bool>* interrupt,
+                          const std::atomic<bool>* victim) {
   const std::string k = txn.ToString();
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (true) {
@@ -993,6 +1034,13 @@ Status SliceService::Lock(const std::string& node, const txn::TxnKey& txn, const
     }
     const bool timed_out = st.code() == StatusCode::kSqlError &&
                            st.mysql_code() == static_cast<uint16_t>(ErrorCode::kLockWaitTimeout);
+    // A deadlock victim's wait ends even on its last slice: 1213, not 1205.
+    if (timed_out && victim != nullptr && victim->load(std::memory_order_relaxed)) {
+      return SqlError(ErrorCode::kLockDeadlock,
+                      "Deadlock found when trying to get lock; try restarting transaction (a cycle of lock waits "
+                      "through node '{}')",
+                      node);
+    }
     if (!timed_out || left <= kLockSlice) return st;
     if (interrupt != nullptr && interrupt->load(std::memory_order_relaxed)) {
       return SqlError(ErrorCode::kQueryInterrupted, "Query execution was interrupted");
@@ -1126,6 +1174,90 @@ Status SliceService::Apply(const std::string& node, const txn::TxnKey* txn, uint
   SHALE_RETURN_IF_ERROR(Rpc(peer, node, RpcTimeout(), &DataService::Stub::Apply, req, &resp));
   CountSent(rows);
   return FromPb(resp.status());
+}
+
+// ---- deadlocks across nodes (src/txn/deadlock_detector.h) ----------------
+
+namespace {
+// The detector's requests are small and it runs every few hundred ms: a
+// node that does not answer within a second is left out of a round rather
+// than holding up the detection of every other cycle.
+constexpr std::chrono::milliseconds kDeadlockRpcTimeout{1000};
+}  // namespace
+
+std::vector<txn::LockHolderInfo> SliceService::LocalLockHolders(const std::vector<std::string>& names) const {
+  std::vector<txn::LockHolderInfo> out;
+  std::vector<std::pair<std::string, std::vector<std::pair<uint64_t, txn::LockMode>>>> held;
+  for (const std::string& name : names) {
+    auto holders = txn_->locks()->Holders(name);
+    if (!holders.empty()) held.emplace_back(name, std::move(holders));
+  }
+  if (held.empty()) return out;
+  std::unordered_map<uint64_t, std::string> remote;  // owner id -> "coordinator/id"
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const auto& [k, owner] : owners_) remote.emplace(owner.id, k);
+  }
+  for (const auto& [name, holders] : held) {
+    for (const auto& [owner, mode] : holders) {
+      auto r = remote.find(owner);
+      // Not a remote owner: one of this node's transactions, whose lock
+      // owner id is its transaction id (Transaction::key()).
+      txn::TxnKey k = r != remote.end() ? ParseTxnKey(r->second) : txn::TxnKey{options_.node_name, owner};
+      out.push_back(txn::LockHolderInfo{name, std::move(k), mode});
+    }
+  }
+  return out;
+}
+
+Result<std::vector<txn::LockWaitInfo>> SliceService::LockWaits(const std::string& node) {
+  if (node == self()) return txn_->LockWaits(self());
+  SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
+  LockWaitsRequest req;
+  Header(req.mutable_header());
+  LockWaitsResponse resp;
+  SHALE_RETURN_IF_ERROR(
+      Rpc(peer, node, std::min(RpcTimeout(), kDeadlockRpcTimeout), &DataService::Stub::LockWaits, req, &resp));
+  SHALE_RETURN_IF_ERROR(FromPb(resp.status()));
+  std::vector<txn::LockWaitInfo> out;
+  out.reserve(static_cast<size_t>(resp.waits_size()));
+  for (const LockWaitPb& w : resp.waits()) out.push_back(FromPb(w));
+  return out;
+}
+
+Result<std::vector<txn::LockHolderInfo>> SliceService::LockHolders(const std::string& node,
+                                                                   const std::vector<std::string>& names) {
+  if (node == self()) return LocalLockHolders(names);
+  SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
+  LockHoldersRequest req;
+  Header(req.mutable_header());
+  for (const std::string& name : names) req.add_names(name);
+  LockHoldersResponse resp;
+  SHALE_RETURN_IF_ERROR(
+      Rpc(peer, node, std::min(RpcTimeout(), kDeadlockRpcTimeout), &DataService::Stub::LockHolders, req, &resp));
+  SHALE_RETURN_IF_ERROR(FromPb(resp.status()));
+  std::vector<txn::LockHolderInfo> out;
+  out.reserve(static_cast<size_t>(resp.holders_size()));
+  for (const LockHolderPb& h : resp.holders()) {
+    out.push_back(txn::LockHolderInfo{h.name(), txn::TxnKey{h.txn().coordinator(), h.txn().id()},
+                                      static_cast<txn::LockMode>(h.mode())});
+  }
+  return out;
+}
+
+Result<bool> SliceService::AbortLockWait(const txn::LockWaitInfo& wait) {
+  if (wait.txn.coordinator == self()) {
+    return txn_->AbortLockWait(wait.txn.id, wait.node, self(), wait.wait_id);
+  }
+  SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(wait.txn.coordinator));
+  AbortLockWaitRequest req;
+  Header(req.mutable_header());
+  ToPb(wait, req.mutable_wait());
+  AbortLockWaitResponse resp;
+  SHALE_RETURN_IF_ERROR(Rpc(peer, wait.txn.coordinator, std::min(RpcTimeout(), kDeadlockRpcTimeout),
+                            &DataService::Stub::AbortLockWait, req, &resp));
+  SHALE_RETURN_IF_ERROR(FromPb(resp.status()));
+  return resp.aborted();
 }
 
 }  // namespace shale::cluster

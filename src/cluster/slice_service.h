@@ -118,7 +118,8 @@ class SliceService final : public txn::DataRouter {
   std::unique_ptr<storage::SliceIterator> Scan(const std::string& node, storage::SliceId slice,
                                                const storage::KeyRange& range, uint64_t snapshot) override;
   Status Lock(const std::string& node, const txn::TxnKey& txn, const std::string& name, txn::LockMode mode,
-              std::chrono::milliseconds timeout, const std::atomic<bool>* interrupt) override;
+              std::chrono::milliseconds timeout, const std::atomic<bool>* interrupt,
+              const std::atomic<bool>* victim) override;
   void Unlock(const std::string& node, const txn::TxnKey& txn) override;
   Status Prepare(const std::string& node, const txn::TxnKey& txn, uint64_t ts, const txn::WriteSet& writes,
                  const txn::DeciderPair& deciders) override;
@@ -126,6 +127,10 @@ class SliceService final : public txn::DataRouter {
   Status Finish(const std::string& node, const txn::TxnKey& txn, bool commit) override;
   void Forget(const txn::DeciderPair& deciders, const txn::TxnKey& txn) override;
   Status Apply(const std::string& node, const txn::TxnKey* txn, uint64_t ts, const txn::WriteSet& writes) override;
+  Result<std::vector<txn::LockWaitInfo>> LockWaits(const std::string& node) override;
+  Result<std::vector<txn::LockHolderInfo>> LockHolders(const std::string& node,
+                                                       const std::vector<std::string>& names) override;
+  Result<bool> AbortLockWait(const txn::LockWaitInfo& wait) override;
   uint64_t rows_sent() const override { return rows_sent_.load(std::memory_order_relaxed); }
   uint64_t rows_received() const override { return rows_received_.load(std::memory_order_relaxed); }
 
@@ -173,6 +178,9 @@ class SliceService final : public txn::DataRouter {
   Status LocalLock(const std::string& txn, const std::string& name, txn::LockMode mode,
                    std::chrono::milliseconds wait);
   void LocalUnlock(const std::string& txn);
+  // The holders of `names` here, by TxnKey: remote transactions' lock
+  // owners through owners_, every other owner is a transaction of this node.
+  std::vector<txn::LockHolderInfo> LocalLockHolders(const std::vector<std::string>& names) const;
   Status LocalPrepare(const PrepareRequest& request);
   // One Decide request at this node: `backup` set — this node is the
   // decider and records at the backup first; `decider` set — this node is

@@ -188,6 +188,10 @@ std::vector<std::pair<std::string, std::string>> ServerState::StatusVariables(ui
     const txn::TxnStats txn_stats = engine->txn()->stats();
     add("Shale_gc_passes", txn_stats.gc_passes);
     add("Shale_gc_versions_removed", txn_stats.gc_removed);
+    // Row locks (docs/transactions.md "Row locks"): waits ended by a
+    // deadlock (here or across nodes), locks held in this node's lock manager.
+    add("Shale_deadlocks", txn_stats.deadlocks);
+    add("Shale_row_locks_held", txn_stats.row_locks_held);
     add("Shale_rows_received_from_other_nodes", router ? router->rows_received() : 0);
     add("Shale_rows_sent_between_nodes", router ? router->rows_moved() : 0);
     add("Shale_rows_sent_to_other_nodes", router ? router->rows_sent() : 0);

@@ -26,6 +26,7 @@
 #include "src/server/server.h"
 #include "src/server/tls.h"
 #include "src/shaled/options.h"
+#include "src/txn/deadlock_detector.h"
 
 namespace {
 
@@ -200,6 +201,13 @@ int main(int argc, char** argv) {
   };
   rebalancer::Rebalancer rebalancer(catalog, rbo);
   rebalancer.Start();
+  // Deadlocks across nodes (src/txn/deadlock_detector.h): the metadata
+  // leader collects every live member's lock waits and ends a victim's.
+  txn::DeadlockDetectorOptions ddo;
+  ddo.members = rbo.live_members;
+  ddo.active = rbo.is_leader;
+  txn::DeadlockDetector deadlock_detector(data_service->get(), ddo);
+  deadlock_detector.Start();
   (*engine)->SetClusterHooks(exec::ClusterHooks{
       [node = &cluster_node] { return node->CheckQuorum(); },
       [node = &cluster_node] {
@@ -273,6 +281,7 @@ int main(int argc, char** argv) {
     log::Warn("shaled: saving id counters failed: {}", released.ToString());
   }
   rebalancer.Stop();
+  deadlock_detector.Stop();
   replica_copy.Stop();
   catalog->Detach();
   rpc.Shutdown();

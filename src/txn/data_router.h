@@ -54,6 +54,30 @@ struct TxnKey {
   std::string ToString() const { return coordinator + "/" + std::to_string(id); }
 };
 
+// A transaction's wait for a row lock, as the cluster's deadlock detector
+// collects it (src/txn/deadlock_detector.h) from the transaction's
+// coordinator, which knows exactly while the wait lasts.
+struct LockWaitInfo {
+  TxnKey txn;
+  // The coordinator's clock (microseconds since the epoch) when the
+  // transaction began: the youngest transaction of a cycle is its victim.
+  int64_t txn_started_us = 0;
+  std::string node;  // where the lock is (the ranking replica's node)
+  std::string name;  // LockManager name
+  LockMode mode = LockMode::kShared;
+  // This wait (one lock request of the transaction), unique per
+  // coordinator and node: a wait seen twice with the same id lasted between
+  // the two sightings.
+  uint64_t wait_id = 0;
+};
+
+// A holder of a row lock at some node.
+struct LockHolderInfo {
+  std::string name;
+  TxnKey txn;
+  LockMode mode = LockMode::kShared;
+};
+
 // Where a two-phase commit's decision is kept: the decider (a participant
 // other than the coordinator) and the backup (another node, when there is
 // one), which holds the authoritative record (docs/transactions.md
@@ -84,9 +108,12 @@ class DataRouter {
                                                        const storage::KeyRange& range, uint64_t snapshot) = 0;
 
   // A row lock held for `txn` at `node` (the ranking replica's node), with
-  // the LockManager's errors (1205 after `timeout`, 1317 when *interrupt).
+  // the LockManager's errors (1205 after `timeout`, 1317 when *interrupt;
+  // 1213 when *victim — the cluster's deadlock detector chose this wait —
+  // both checked at least every 250 ms).
   virtual Status Lock(const std::string& node, const TxnKey& txn, const std::string& name, LockMode mode,
-                      std::chrono::milliseconds timeout, const std::atomic<bool>* interrupt) = 0;
+                      std::chrono::milliseconds timeout, const std::atomic<bool>* interrupt,
+                      const std::atomic<bool>* victim) = 0;
   // Releases every lock `txn` holds at `node`. Best effort: a lock the
   // release does not reach ends with its lease.
   virtual void Unlock(const std::string& node, const TxnKey& txn) = 0;
@@ -112,6 +139,19 @@ class DataRouter {
   // One-phase: writes at `ts` at once (durable when OK) and, when txn is
   // set, releases its locks at `node`.
   virtual Status Apply(const std::string& node, const TxnKey* txn, uint64_t ts, const WriteSet& writes) = 0;
+
+  // The cluster's deadlock detector (src/txn/deadlock_detector.h):
+  // the row-lock waits of the transactions `node` coordinates, wherever
+  // they wait (TxnManager::LockWaits there).
+  virtual Result<std::vector<LockWaitInfo>> LockWaits(const std::string& node) = 0;
+  // The holders of the row locks `names` at `node` (local transactions and
+  // other nodes' transactions alike, by TxnKey).
+  virtual Result<std::vector<LockHolderInfo>> LockHolders(const std::string& node,
+                                                          const std::vector<std::string>& names) = 0;
+  // At wait.txn's coordinator: ends that wait with ER_LOCK_DEADLOCK 1213
+  // if it is still in progress (TxnManager::AbortLockWait). Returns whether
+  // it was.
+  virtual Result<bool> AbortLockWait(const LockWaitInfo& wait) = 0;
 
   // Rows this node sent to / received from other nodes on the data path,
   // as requester and as server (SHOW STATUS Shale_rows_sent_to_other_nodes,

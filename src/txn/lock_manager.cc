@@ -25,11 +25,11 @@ bool LockManager::ClosesCycle(uint64_t start) const {
     stack.pop_back();
     auto w = waiting_.find(t);
     if (w == waiting_.end()) continue;
-    auto l = locks_.find(w->second.first);
+    auto l = locks_.find(w->second.name);
     if (l == locks_.end()) continue;
     for (const auto& [holder, held] : l->second.holders) {
       if (holder == t) continue;
-      if (w->second.second != LockMode::kExclusive && held != LockMode::kExclusive) continue;
+      if (!LockModesConflict(w->second.mode, held)) continue;
       if (holder == start) return true;
       if (seen.insert(holder).second) stack.push_back(holder);
     }
@@ -38,7 +38,7 @@ bool LockManager::ClosesCycle(uint64_t start) const {
 }
 
 Status LockManager::Lock(uint64_t txn, const std::string& name, LockMode mode, std::chrono::milliseconds timeout,
-                         const std::atomic<bool>* interrupt) {
+                         const std::atomic<bool>* interrupt, int64_t txn_started_us) {
   std::unique_lock<std::mutex> l(mu_);
   LockState& state = locks_[name];
   auto mine = state.holders.find(txn);
@@ -48,10 +48,16 @@ Status LockManager::Lock(uint64_t txn, const std::string& name, LockMode mode, s
   if (!Grantable(state, txn, mode)) {
     waits_.fetch_add(1, std::memory_order_relaxed);
     const auto deadline = std::chrono::steady_clock::now() + timeout;
-    waiting_[txn] = {name, mode};
+    waiting_[txn] = Wait{name, mode, next_wait_id_++, txn_started_us, false};
     while (true) {
       Status failure;
-      if (ClosesCycle(txn)) {
+      if (waiting_[txn].victim) {
+        // The cluster's detector found this wait in a cycle through other
+        // nodes (the local graph cannot see it).
+        deadlocks_.fetch_add(1, std::memory_order_relaxed);
+        failure =
+            SqlError(ErrorCode::kLockDeadlock, "Deadlock found when trying to get lock; try restarting transaction");
+      } else if (ClosesCycle(txn)) {
         deadlocks_.fetch_add(1, std::memory_order_relaxed);
         failure = SqlError(ErrorCode::kLockDeadlock, "Deadlock found when trying to get lock; try restarting transaction");
       } else if (interrupt != nullptr && interrupt->load(std::memory_order_relaxed)) {
@@ -114,6 +120,35 @@ std::vector<std::string> LockManager::ExclusiveLocksOf(uint64_t txn) const {
     if (h != it->second.holders.end() && h->second == LockMode::kExclusive) out.push_back(name);
   }
   return out;
+}
+
+std::vector<LockWaiter> LockManager::Waiters() const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<LockWaiter> out;
+  for (const auto& [txn, w] : waiting_) {
+    if (w.txn_started_us != 0) out.push_back(LockWaiter{txn, w.id, w.txn_started_us, w.name, w.mode});
+  }
+  return out;
+}
+
+std::vector<std::pair<uint64_t, LockMode>> LockManager::Holders(const std::string& name) const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<std::pair<uint64_t, LockMode>> out;
+  auto it = locks_.find(name);
+  if (it == locks_.end()) return out;
+  out.assign(it->second.holders.begin(), it->second.holders.end());
+  return out;
+}
+
+bool LockManager::AbortWait(uint64_t txn, uint64_t wait_id) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = waiting_.find(txn);
+    if (it == waiting_.end() || it->second.id != wait_id) return false;
+    it->second.victim = true;
+  }
+  cv_.notify_all();
+  return true;
 }
 
 size_t LockManager::locks_held() const {

@@ -16,6 +16,12 @@
 // a cycle is the one that fails: a deadlock is reported within one check
 // interval (kCheckInterval) of forming.
 //
+// Cycles through other nodes (a transaction waiting here for a lock held by
+// a transaction that waits at another node) are not visible here; the
+// cluster's detector (src/txn/deadlock_detector.h) collects this node's
+// waits (Waiters) and lock holders (Holders) and ends a victim's wait with
+// AbortWait (1213).
+//
 // Invariants:
 //  1. A lock is held in X by at most one transaction, and never in X and S
 //     by different transactions at once.
@@ -42,13 +48,31 @@ namespace shale::txn {
 
 enum class LockMode : uint8_t { kShared = 1, kExclusive = 2 };
 
+// Whether a holder in mode `held` blocks a request for mode `wanted`.
+inline bool LockModesConflict(LockMode wanted, LockMode held) {
+  return wanted == LockMode::kExclusive || held == LockMode::kExclusive;
+}
+
+// One transaction's wait, as the cluster's deadlock detector sees it.
+struct LockWaiter {
+  uint64_t txn = 0;            // LockManager transaction id
+  uint64_t wait_id = 0;        // this wait (one Lock call), unique in this LockManager
+  int64_t txn_started_us = 0;  // as passed to Lock
+  std::string name;
+  LockMode mode = LockMode::kShared;
+};
+
 class LockManager {
  public:
   static constexpr std::chrono::milliseconds kCheckInterval{20};
 
   // Acquires (or upgrades to) `mode` on `name` for transaction `txn`.
+  // `txn_started_us` (the transaction's start, microseconds since the
+  // epoch) marks a wait of one of this node's own transactions, reported by
+  // Waiters(); 0: a slice of a remote transaction's wait, which its
+  // coordinator reports.
   Status Lock(uint64_t txn, const std::string& name, LockMode mode, std::chrono::milliseconds timeout,
-              const std::atomic<bool>* interrupt);
+              const std::atomic<bool>* interrupt, int64_t txn_started_us = 0);
   // Releases every lock `txn` holds and wakes waiters.
   void ReleaseAll(uint64_t txn);
   // Whether `txn` holds `name` in `mode` (or stronger).
@@ -56,6 +80,15 @@ class LockManager {
   // The names of the locks `txn` holds in X mode (what a prepared
   // transaction records, to take them again after a restart).
   std::vector<std::string> ExclusiveLocksOf(uint64_t txn) const;
+
+  // The waits in progress that were begun with a txn_started_us.
+  std::vector<LockWaiter> Waiters() const;
+  // The transactions holding `name`, with their modes.
+  std::vector<std::pair<uint64_t, LockMode>> Holders(const std::string& name) const;
+  // Ends wait `wait_id` of `txn` with ER_LOCK_DEADLOCK 1213 (the cluster's
+  // detector chose it as a victim). False when that wait is no longer in
+  // progress (granted, or ended otherwise): nothing happens.
+  bool AbortWait(uint64_t txn, uint64_t wait_id);
 
   // Statistics: SHOW STATUS Innodb_row_lock_waits, Shale_deadlocks, ...
   uint64_t waits() const { return waits_.load(); }
@@ -75,7 +108,15 @@ class LockManager {
   std::condition_variable cv_;
   std::unordered_map<std::string, LockState> locks_;                        // GUARDED_BY(mu_)
   std::unordered_map<uint64_t, std::set<std::string>> held_;                // GUARDED_BY(mu_)
-  std::unordered_map<uint64_t, std::pair<std::string, LockMode>> waiting_;  // GUARDED_BY(mu_)
+  struct Wait {
+    std::string name;
+    LockMode mode = LockMode::kShared;
+    uint64_t id = 0;
+    int64_t txn_started_us = 0;
+    bool victim = false;  // AbortWait: end with 1213
+  };
+  std::unordered_map<uint64_t, Wait> waiting_;  // GUARDED_BY(mu_)
+  uint64_t next_wait_id_ = 1;                   // GUARDED_BY(mu_)
   std::atomic<uint64_t> waits_{0}, timeouts_{0}, deadlocks_{0};
 };
 

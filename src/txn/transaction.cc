@@ -489,6 +489,8 @@ TxnStats TxnManager::stats() const {
   s.gc_removed = gc_removed_.load();
   s.gc_queued = gc_queued_.load();
   s.gc_passes = gc_passes_.load();
+  s.deadlocks = locks_.deadlocks() + remote_deadlocks_.load();
+  s.row_locks_held = locks_.locks_held();
   return s;
 }
 
@@ -618,18 +620,73 @@ TxnKey Transaction::key() const {
   return TxnKey{router ? router->self() : std::string(), id_};
 }
 
+int64_t Transaction::NowMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 Status Transaction::Lock(const std::string& name, LockMode mode, std::chrono::milliseconds timeout,
                          const std::atomic<bool>* interrupt, const SliceHandle* at) {
   if (at != nullptr && at->replicas != nullptr && at->router != nullptr && !at->replicas->empty() &&
       at->ranking() != at->router->self()) {
     const std::string& node = at->ranking();
     lock_nodes_.insert(node);
-    SHALE_RETURN_IF_ERROR(at->router->Lock(node, key(), name, mode, timeout, interrupt));
+    // Registered for the whole request (all its waits at `node`), so the
+    // cluster's deadlock detector sees one continuous wait.
+    TxnManager::RemoteWait wait;
+    wait.txn = id_;
+    wait.txn_started_us = started_us_;
+    wait.node = node;
+    wait.name = name;
+    wait.mode = mode;
+    const uint64_t wait_id = manager_->RegisterRemoteWait(&wait);
+    Status st = at->router->Lock(node, key(), name, mode, timeout, interrupt, &wait.victim);
+    manager_->UnregisterRemoteWait(wait_id);
+    if (st.code() == StatusCode::kSqlError && st.mysql_code() == static_cast<uint16_t>(ErrorCode::kLockDeadlock)) {
+      manager_->remote_deadlocks_.fetch_add(1, std::memory_order_relaxed);
+    }
+    SHALE_RETURN_IF_ERROR(st);
     LockMode& held = remote_locks_[name];
     if (held != LockMode::kExclusive) held = mode;
     return Status::OK();
   }
-  return manager_->locks_.Lock(id_, name, mode, timeout, interrupt);
+  // Only a transaction of a cluster node reports its local waits (the
+  // detector needs a router to reach it).
+  const int64_t reported = manager_->router_ != nullptr ? started_us_ : 0;
+  return manager_->locks_.Lock(id_, name, mode, timeout, interrupt, reported);
+}
+
+uint64_t TxnManager::RegisterRemoteWait(RemoteWait* wait) {
+  std::lock_guard<std::mutex> l(waits_mu_);
+  const uint64_t id = next_remote_wait_id_++;
+  remote_waits_[id] = wait;
+  return id;
+}
+
+void TxnManager::UnregisterRemoteWait(uint64_t wait_id) {
+  std::lock_guard<std::mutex> l(waits_mu_);
+  remote_waits_.erase(wait_id);
+}
+
+std::vector<LockWaitInfo> TxnManager::LockWaits(const std::string& self) const {
+  std::vector<LockWaitInfo> out;
+  for (const LockWaiter& w : locks_.Waiters()) {
+    out.push_back(LockWaitInfo{TxnKey{self, w.txn}, w.txn_started_us, self, w.name, w.mode, w.wait_id});
+  }
+  std::lock_guard<std::mutex> l(waits_mu_);
+  for (const auto& [id, w] : remote_waits_) {
+    out.push_back(LockWaitInfo{TxnKey{self, w->txn}, w->txn_started_us, w->node, w->name, w->mode, id});
+  }
+  return out;
+}
+
+bool TxnManager::AbortLockWait(uint64_t txn, const std::string& node, const std::string& self, uint64_t wait_id) {
+  if (node == self) return locks_.AbortWait(txn, wait_id);
+  std::lock_guard<std::mutex> l(waits_mu_);
+  auto it = remote_waits_.find(wait_id);
+  if (it == remote_waits_.end() || it->second->txn != txn || it->second->node != node) return false;
+  it->second->victim.store(true, std::memory_order_relaxed);
+  return true;
 }
 
 bool Transaction::HoldsLock(const std::string& name, LockMode mode) const {

@@ -83,6 +83,10 @@ struct TxnManagerOptions {
 struct TxnStats {
   uint64_t commits = 0, rollbacks = 0, gc_removed = 0, gc_queued = 0;
   uint64_t gc_passes = 0;  // collection passes run
+  // Lock waits of this node's transactions ended with 1213: cycles this
+  // node's LockManager found, and victims of the cluster's detector.
+  uint64_t deadlocks = 0;
+  uint64_t row_locks_held = 0;  // locks in this node's LockManager now
 };
 
 class TxnManager {
@@ -130,6 +134,17 @@ class TxnManager {
   uint64_t NewOwnerId() { return next_txn_id_.fetch_add(1); }
 
   LockManager* locks() { return &locks_; }
+  // The row-lock waits in progress of this node's transactions: in this
+  // node's LockManager and at other nodes (Transaction::Lock registers those
+  // for the length of the request). What the cluster's deadlock detector
+  // collects (src/txn/deadlock_detector.h). `self`: this node's name.
+  std::vector<LockWaitInfo> LockWaits(const std::string& self) const;
+  // Ends wait `wait_id` of this node's transaction `txn` at `node` with
+  // ER_LOCK_DEADLOCK 1213, if it is still in progress: at once when it waits
+  // here, else when its current request to `node` returns (at most 250 ms).
+  // The session then rolls the whole transaction back. Returns whether the
+  // wait was in progress.
+  bool AbortLockWait(uint64_t txn, const std::string& node, const std::string& self, uint64_t wait_id);
   TimestampOracle* oracle() { return Oracle(); }
   // Takes commit and read timestamps from `shared` instead of this node's
   // own oracle: in-process multi-node tests, until the cluster timestamp
@@ -208,6 +223,21 @@ class TxnManager {
   LockManager locks_;
   std::atomic<uint64_t> next_txn_id_{1};
 
+  // Waits of this node's transactions for locks at other nodes.
+  struct RemoteWait {
+    uint64_t txn = 0;
+    int64_t txn_started_us = 0;
+    std::string node, name;
+    LockMode mode = LockMode::kShared;
+    std::atomic<bool> victim{false};  // AbortLockWait: the request ends with 1213
+  };
+  // Registers `wait` (owned by the waiting thread) until Unregister; returns its id.
+  uint64_t RegisterRemoteWait(RemoteWait* wait);
+  void UnregisterRemoteWait(uint64_t wait_id);
+  mutable std::mutex waits_mu_;
+  std::map<uint64_t, RemoteWait*> remote_waits_;  // GUARDED_BY(waits_mu_), by wait id
+  uint64_t next_remote_wait_id_ = 1;             // GUARDED_BY(waits_mu_)
+
   std::mutex snap_mu_;
   std::multiset<uint64_t> snapshots_;  // GUARDED_BY(snap_mu_)
 
@@ -227,6 +257,7 @@ class TxnManager {
   std::atomic<uint64_t> commits_{0}, rollbacks_{0}, gc_removed_{0}, gc_queued_{0};
   std::atomic<uint64_t> collected_horizon_{0};
   std::atomic<uint64_t> gc_passes_{0};
+  std::atomic<uint64_t> remote_deadlocks_{0};  // 1213 from a wait at another node
   std::atomic<uint64_t> oldest_snapshot_{UINT64_MAX};  // min of snapshots_, written under snap_mu_
 };
 
@@ -291,7 +322,8 @@ class Transaction {
  private:
   friend class TxnManager;
   Transaction(TxnManager* manager, uint64_t id, TxnOptions options)
-      : manager_(manager), id_(id), options_(options) {}
+      : manager_(manager), id_(id), options_(options), started_us_(NowMicros()) {}
+  static int64_t NowMicros();
   void Buffer(storage::SliceId slice, std::string key, std::optional<std::string> value);
   void NotePlacement(const SliceHandle& slice);
   void ReleaseSnapshots();
@@ -300,6 +332,7 @@ class Transaction {
   TxnManager* const manager_;
   const uint64_t id_;
   const TxnOptions options_;
+  const int64_t started_us_;  // wall clock: the youngest of a deadlock cycle is its victim
   std::optional<uint64_t> txn_snapshot_;   // REPEATABLE READ
   std::optional<uint64_t> stmt_snapshot_;  // READ COMMITTED
   bool routing_synced_ = false;            // this statement's SyncRoutingForLatest ran

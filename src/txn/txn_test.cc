@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "src/common/testing/temp_dir.h"
+#include "src/txn/deadlock_detector.h"
 #include "src/txn/lock_manager.h"
 #include "src/txn/timestamp_oracle.h"
 #include "src/txn/transaction.h"
@@ -119,6 +120,75 @@ TEST(LockManagerTest, InterruptStopsTheWait) {
   Status st = locks.Lock(2, "r", LockMode::kShared, 10s, &kill);
   killer.join();
   EXPECT_EQ(st.mysql_code(), 1317);
+}
+
+// The cluster's detector ends exactly the wait it names, with 1213; other
+// waits, and a stale wait id, are left alone.
+TEST(LockManagerTest, AbortWaitEndsThatWaitWith1213) {
+  LockManager locks;
+  ASSERT_TRUE(locks.Lock(1, "r", LockMode::kExclusive, 1s, nullptr).ok());
+  Status st;
+  std::thread waiter([&] { st = locks.Lock(2, "r", LockMode::kExclusive, 10s, nullptr, /*txn_started_us=*/42); });
+  std::vector<LockWaiter> waiters;
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (waiters.empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(1ms);
+    waiters = locks.Waiters();
+  }
+  ASSERT_EQ(waiters.size(), 1u);
+  EXPECT_EQ(waiters[0].txn, 2u);
+  EXPECT_EQ(waiters[0].name, "r");
+  EXPECT_EQ(waiters[0].txn_started_us, 42);
+  auto holders = locks.Holders("r");
+  ASSERT_EQ(holders.size(), 1u);
+  EXPECT_EQ(holders[0].first, 1u);
+  EXPECT_FALSE(locks.AbortWait(2, waiters[0].wait_id + 1));  // another wait of txn 2
+  EXPECT_FALSE(locks.AbortWait(1, waiters[0].wait_id));      // txn 1 is not waiting
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(locks.AbortWait(2, waiters[0].wait_id));
+  waiter.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
+  EXPECT_EQ(st.mysql_code(), 1213) << st.ToString();
+  EXPECT_TRUE(locks.Waiters().empty());
+  EXPECT_TRUE(locks.Holds(1, "r", LockMode::kExclusive));
+  // A remote transaction's slice of a wait (no start time) is reported by
+  // its coordinator, not here.
+  std::thread remote([&] { (void)locks.Lock(3, "r", LockMode::kShared, 200ms, nullptr); });
+  std::this_thread::sleep_for(50ms);
+  EXPECT_TRUE(locks.Waiters().empty());
+  remote.join();
+}
+
+WaitEdge Edge(const std::string& waiter, int64_t started, const std::string& holder, uint64_t wait_id = 1) {
+  LockWaitInfo w;
+  w.txn = TxnKey{waiter.substr(0, waiter.find('/')), std::stoull(waiter.substr(waiter.find('/') + 1))};
+  w.txn_started_us = started;
+  w.node = "n9";
+  w.name = "lock of " + holder;
+  w.mode = LockMode::kExclusive;
+  w.wait_id = wait_id;
+  return WaitEdge{w, TxnKey{holder.substr(0, holder.find('/')), std::stoull(holder.substr(holder.find('/') + 1))}};
+}
+
+TEST(DeadlockDetectorTest, ChoosesTheYoungestOfEachCycleAndNothingElse) {
+  // A chain is no deadlock.
+  EXPECT_TRUE(ChooseDeadlockVictims({Edge("n1/1", 10, "n2/1"), Edge("n2/1", 20, "n3/1")}).empty());
+  // Two transactions on two nodes: the younger (later start) is the victim.
+  auto v = ChooseDeadlockVictims({Edge("n1/1", 10, "n2/7"), Edge("n2/7", 20, "n1/1")});
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].txn.ToString(), "n2/7");
+  // A cycle of three with a waiter hanging off it, and a separate cycle:
+  // one victim each; the hanging waiter is not one.
+  v = ChooseDeadlockVictims({Edge("n1/1", 50, "n2/2"), Edge("n2/2", 10, "n3/3"), Edge("n3/3", 30, "n1/1"),
+                             Edge("n1/9", 99, "n1/1"), Edge("n2/5", 5, "n3/6"), Edge("n3/6", 6, "n2/5")});
+  ASSERT_EQ(v.size(), 2u);
+  std::set<std::string> victims = {v[0].txn.ToString(), v[1].txn.ToString()};
+  EXPECT_EQ(victims, (std::set<std::string>{"n1/1", "n3/6"}));
+  // Two cycles sharing a transaction: removing it breaks both.
+  v = ChooseDeadlockVictims({Edge("n1/1", 90, "n2/2"), Edge("n2/2", 10, "n1/1"), Edge("n1/1", 90, "n3/3", 2),
+                             Edge("n3/3", 20, "n1/1")});
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].txn.ToString(), "n1/1");
 }
 
 class TransactionTest : public ::testing::Test {
