@@ -28,6 +28,8 @@ PACKAGES=(
   python3-sqlalchemy
   # bench/run: the plot of its results (docs/benchmarks/results.png)
   python3-matplotlib
+  # bench/profile: perf (default) and strace (--syscalls)
+  linux-perf strace
 )
 
 missing=()
