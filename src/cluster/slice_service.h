@@ -63,6 +63,7 @@ class PrepareRequest;
 class SliceWritesPb;
 class DataHeaderPb;
 class ScanResponse;
+class FragmentResponse;
 class PeerStubs;
 
 struct SliceServiceOptions {
@@ -98,6 +99,15 @@ struct SliceServiceOptions {
   // a slice stored here but not placed here waits like one for a missing
   // slice. Default: none (every stored slice serves).
   std::function<bool(storage::SliceId)> placed_here;
+  // Compiles pushed fragments (src/exec/pushdown.h; set by shaled). Unset:
+  // Fragment requests are refused (InvalidArgument) and this node pushes
+  // nothing (ScanFiltered / AggregateSlice read the rows and fail).
+  txn::FragmentCompiler compile_fragment;
+  // Stored rows a Fragment page examines at most. Default: 65536.
+  uint32_t fragment_page_rows = 65536;
+  // An aggregate page ends once it holds this many groups (bounds the
+  // receiver's memory; the coordinator merges every page). Default: 4096.
+  uint32_t fragment_page_groups = 4096;
 };
 
 class SliceService final : public txn::DataRouter {
@@ -117,6 +127,11 @@ class SliceService final : public txn::DataRouter {
              std::string* value) override;
   std::unique_ptr<storage::SliceIterator> Scan(const std::string& node, storage::SliceId slice,
                                                const storage::KeyRange& range, uint64_t snapshot) override;
+  std::unique_ptr<storage::SliceIterator> ScanFiltered(const std::string& node, storage::SliceId slice,
+                                                       const storage::KeyRange& range, uint64_t snapshot,
+                                                       const std::string& fragment) override;
+  Status AggregateSlice(const std::string& node, storage::SliceId slice, const storage::KeyRange& range,
+                        uint64_t snapshot, const std::string& fragment, std::vector<std::string>* partials) override;
   Status Lock(const std::string& node, const txn::TxnKey& txn, const std::string& name, txn::LockMode mode,
               std::chrono::milliseconds timeout, const std::atomic<bool>* interrupt) override;
   void Unlock(const std::string& node, const txn::TxnKey& txn) override;
@@ -170,6 +185,14 @@ class SliceService final : public txn::DataRouter {
                   uint64_t routed_at);
   Status LocalScan(storage::SliceId slice, const storage::KeyRange& range, uint64_t snapshot, uint32_t limit,
                    ScanResponse* out, uint64_t routed_at);
+  // One page of a pushed fragment over the local replica (the checks of
+  // LocalScan first): at most `limit` stored rows examined.
+  Status LocalFragment(storage::SliceId slice, const storage::KeyRange& range, uint64_t snapshot, uint32_t limit,
+                       const std::string& fragment, FragmentResponse* out, uint64_t routed_at);
+  // One Fragment page at `node` (an RPC unless it is this node); counts
+  // the rows received.
+  Status FragmentPage(const std::string& node, storage::SliceId slice, const storage::KeyRange& range,
+                      uint64_t snapshot, const std::string& fragment, FragmentResponse* page);
   Status LocalLock(const std::string& txn, const std::string& name, txn::LockMode mode,
                    std::chrono::milliseconds wait);
   void LocalUnlock(const std::string& txn);
