@@ -2,7 +2,9 @@
 //
 // One object per node plays both sides of src/cluster/data.proto:
 //  - server: it serves the SliceService RPCs for the slice replicas this
-//    node stores (point reads and paged range scans at a snapshot, row locks
+//    node stores (point reads and paged range scans at a snapshot, pushed
+//    filters and partial aggregates over them (Fragment: compiled by
+//    options.compile_fragment, with Scan's checks), row locks
 //    for remote transactions, two-phase-commit participant, one-phase
 //    replicated writes), registered on the node's RpcServer;
 //  - client: it is the txn::DataRouter the node's TxnManager routes through,
