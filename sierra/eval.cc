@@ -909,4 +909,73 @@ Value Accumulator::Result() const {
   }
 }
 
+bool Accumulator::Mergeable(const AggregateCall& call) {
+  if (call.distinct || !call.more_args.empty() || !call.order_by.empty()) return false;
+  switch (call.kind) {
+    case AggregateKind::kCountStar:
+    case AggregateKind::kCount:
+    case AggregateKind::kMin:
+    case AggregateKind::kMax:
+      return true;
+    case AggregateKind::kSum:
+    case AggregateKind::kAvg:
+      return call.type.is_decimal();
+    default:
+      return false;
+  }
+}
+
+void Accumulator::AppendPartial(Row* out) const {
+  out->push_back(Value::Int(count_));
+  const AggregateCall& c = *call_;
+  if (!has_value_) {
+    out->push_back(Value::Null());
+  } else if (c.kind == AggregateKind::kSum || c.kind == AggregateKind::kAvg) {
+    out->push_back(Value::Dec(exact_sum_));  // unrounded: Result() rescales once, at the end
+  } else {
+    out->push_back(value_);
+  }
+}
+
+Status Accumulator::Merge(const Row& in, size_t pos) {
+  const AggregateCall& c = *call_;
+  if (pos + kPartialWidth > in.size() || !in[pos].is_int()) {
+    return Status::InvalidArgument("malformed partial state of " + c.ToString());
+  }
+  count_ += in[pos].as_int();
+  const Value& v = in[pos + 1];
+  if (v.is_null()) return Status::OK();
+  switch (c.kind) {
+    case AggregateKind::kSum:
+    case AggregateKind::kAvg: {
+      auto add = ToDecimalLenient(v);
+      auto sum = add ? Decimal::Add(exact_sum_, *add) : std::nullopt;
+      if (!sum) {
+        return SqlError(ErrorCode::kDataOutOfRangeExpr, "DECIMAL value is out of range in '{}'", c.ToString());
+      }
+      exact_sum_ = *sum;
+      has_value_ = true;
+      return Status::OK();
+    }
+    case AggregateKind::kMin:
+    case AggregateKind::kMax: {
+      // As Add: the earlier value wins a tie, so merging in slice order
+      // keeps the one a row-by-row pass would.
+      if (!has_value_) {
+        value_ = v;
+        has_value_ = true;
+        return Status::OK();
+      }
+      int cmp = CompareValuesCollated(v, value_, c.arg->type.Collation());
+      if (c.kind == AggregateKind::kMin ? cmp < 0 : cmp > 0) value_ = v;
+      return Status::OK();
+    }
+    case AggregateKind::kCountStar:
+    case AggregateKind::kCount:
+      return Status::OK();
+    default:
+      return Status::InvalidArgument("aggregate " + c.ToString() + " has no partial state");
+  }
+}
+
 }  // namespace shale::sierra

@@ -55,6 +55,25 @@ class Accumulator {
   Status Add(const Row& row);
   Value Result() const;
 
+  // Partial aggregation (docs/cluster.md "Query path"): the slices compute
+  // one Accumulator per group each, ship Partial(), and the coordinator
+  // Merge()s the partials of every slice, in slice order, into one whose
+  // Result() equals that of one Accumulator fed every row in that order.
+  // Only for calls where that holds exactly: COUNT(*), COUNT, MIN, MAX,
+  // and SUM/AVG with a DECIMAL result (an exact sum; a DOUBLE sum of
+  // partial sums may differ in its last bits), none DISTINCT or with
+  // several arguments.
+  static bool Mergeable(const AggregateCall& call);
+  // The state as kPartialWidth values: the row count and the running
+  // value (the exact sum, the MIN/MAX so far; NULL when none).
+  // REQUIRES: Mergeable(call).
+  static constexpr size_t kPartialWidth = 2;
+  void AppendPartial(Row* out) const;
+  // Adds a partial state from `in` at `pos` (kPartialWidth values).
+  // Errors: 1690 when merged DECIMAL sums leave the DECIMAL range (as Add);
+  // InvalidArgument for values that are not a state of this call.
+  Status Merge(const Row& in, size_t pos);
+
  private:
   const AggregateCall* call_;
   int64_t count_ = 0;

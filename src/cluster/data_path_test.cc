@@ -21,6 +21,7 @@
 #include "src/cluster/slice_service.h"
 #include "src/common/testing/temp_dir.h"
 #include "src/exec/engine.h"
+#include "src/exec/pushdown.h"
 #include "src/exec/session.h"
 #include "src/txn/deadlock_detector.h"
 
@@ -63,6 +64,9 @@ class DataPathTest : public ::testing::Test {
       o.rpc_timeout_ms = 3000;
       o.lock_lease_ms = LockLeaseMs();
       o.resolve_after_ms = 60000;  // tests resolve explicitly
+      o.compile_fragment = CompilerOf(n.get());
+      o.fragment_page_rows = FragmentPageRows();
+      o.fragment_page_groups = FragmentPageGroups();
       auto data = SliceService::Open(n->engine->txn(), n->engine->slices(), n->engine->meta(), o);
       ASSERT_TRUE(data.ok()) << data.status().ToString();
       n->data = std::move(data).value();
@@ -94,6 +98,15 @@ class DataPathTest : public ::testing::Test {
   }
 
   virtual uint32_t LockLeaseMs() const { return 60000; }
+  virtual uint32_t FragmentPageRows() const { return 65536; }
+  virtual uint32_t FragmentPageGroups() const { return 4096; }
+
+  // Pushed fragments compile against the node's own catalog (as in shaled).
+  static txn::FragmentCompiler CompilerOf(TestNode* n) {
+    return [n](const std::string& fragment, storage::SliceId slice) {
+      return exec::CompileFragment(n->engine->catalog(), fragment, slice);
+    };
+  }
 
   void StartServer(TestNode* n, const std::string& address) {
     n->rpc = std::make_unique<RpcServer>(NodeIdentity{NewNodeId(), n->name});
@@ -115,6 +128,7 @@ class DataPathTest : public ::testing::Test {
     o.node_name = n->name;
     o.address_of = [this](const std::string& name) { return AddressOf(name); };
     o.resolve_after_ms = 60000;
+    o.compile_fragment = CompilerOf(n);
     auto reopened = SliceService::Open(n->engine->txn(), n->engine->slices(), n->engine->meta(), o);
     ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
     n->data = std::move(reopened).value();
@@ -192,6 +206,14 @@ class DataPathTest : public ::testing::Test {
       bool created = false;
       ASSERT_TRUE(nodes_[n]->engine->catalog()->CreateDatabase("d", false, &created).ok());
       ASSERT_TRUE(nodes_[n]->engine->catalog()->CreateTable(def, false, &created).ok());
+      // At node 1's version too (created at 1, replaced once), as a
+      // catalog replicated through the log would be: pushed fragments
+      // name the table at its version.
+      auto fresh = nodes_[n]->engine->catalog()->GetTable("d", "t");
+      ASSERT_TRUE(fresh.ok());
+      ASSERT_TRUE(nodes_[n]->engine->catalog()->ReplaceTable(*fresh, def).ok());
+      ASSERT_EQ((*nodes_[n]->engine->catalog()->GetTable("d", "t"))->version,
+                (*nodes_[0]->engine->catalog()->GetTable("d", "t"))->version);
     }
     for (auto& n : nodes_) {
       auto each = [&](const catalog::RepresentationDef& rep) {
@@ -532,6 +554,216 @@ TEST_F(DataPathTest, StaleEpochIsRefusedWithARetryableError) {
   nodes_[0]->epoch = 5;
   nodes_[2]->epoch = 5;
   EXPECT_EQ(Query(s1, "SELECT COUNT(*) FROM d.t"), std::vector<std::string>{"4"});
+}
+
+// Push-down (src/exec/pushdown.h, docs/cluster.md "Query path"): each
+// statement answers the same with shale_pushdown on and off, through every
+// node, inside and outside a transaction with its own writes; aggregates
+// then move at most one partial row per group and remote slice.
+class PushdownTest : public DataPathTest {
+ protected:
+  static constexpr const char* kTable =
+      "CREATE TABLE d.t (id INT PRIMARY KEY, g INT, v INT, d DECIMAL(12,3), s VARCHAR(10)) SLICES=6";
+
+  // The rows of `sql` through `on` (pushdown on) and `off` (off) are equal;
+  // returns them. *moved_on / *moved_off: rows node `node` received.
+  std::vector<std::string> Same(int node, exec::Session* on, exec::Session* off, const std::string& sql,
+                                uint64_t* moved_on = nullptr, uint64_t* moved_off = nullptr) {
+    SliceService* data = nodes_[node]->data.get();
+    uint64_t before = data->rows_received();
+    auto with = Query(on, sql);
+    if (moved_on) *moved_on = data->rows_received() - before;
+    before = data->rows_received();
+    auto without = Query(off, sql);
+    if (moved_off) *moved_off = data->rows_received() - before;
+    EXPECT_EQ(with, without) << sql << " through " << nodes_[node]->name;
+    return with;
+  }
+
+  std::string Plan(exec::Session* s, const std::string& sql) {
+    std::string text;
+    for (const std::string& line : Query(s, "EXPLAIN " + sql)) text += line + "\n";
+    return text;
+  }
+
+  // 300 rows: NULLs in every column but the key, negative DECIMALs, and
+  // strings equal under utf8mb4_general_ci ('b1', 'B1') in different slices.
+  void Fill(exec::Session* s) {
+    std::string insert = "INSERT INTO d.t VALUES ";
+    for (int i = 1; i <= 300; ++i) {
+      const std::string g = i % 11 == 0 ? "NULL" : std::to_string(i % 5);
+      const std::string v = i % 7 == 0 ? "NULL" : std::to_string((i * 37) % 200 - 50);
+      const std::string d = i % 13 == 0 ? "NULL" : fmt::format("{}{}.{:03d}", i % 3 == 0 ? "-" : "", i % 17, (i * 7) % 1000);
+      const std::string str = i % 9 == 0 ? "NULL" : fmt::format("'{}{}'", i % 2 ? 'b' : 'B', i % 3);
+      insert += fmt::format("{}({}, {}, {}, {}, {})", i > 1 ? "," : "", i, g, v, d, str);
+    }
+    Run(s, insert);
+  }
+
+  // SUM(d) of Fill's rows, exactly, from the same numbers.
+  static std::string ExpectedSumD() {
+    int64_t milli = 0;
+    for (int i = 1; i <= 300; ++i) {
+      if (i % 13 == 0) continue;
+      const int64_t m = (i % 17) * 1000 + (i * 7) % 1000;
+      milli += i % 3 == 0 ? -m : m;
+    }
+    const int64_t a = milli < 0 ? -milli : milli;
+    return fmt::format("{}{}.{:03d}", milli < 0 ? "-" : "", a / 1000, a % 1000);
+  }
+
+  // Every query of queries_ answers the same with pushdown on and off,
+  // and the same through every node.
+  void ExpectEveryQuerySame(const std::vector<exec::Session*>& on, const std::vector<exec::Session*>& off) {
+    std::vector<std::vector<std::string>> first;  // through node 1
+    for (int n = 0; n < 3; ++n) {
+      std::vector<std::vector<std::string>> answers;
+      for (const std::string& q : queries_) answers.push_back(Same(n, on[n], off[n], q));
+      if (n == 0) first = answers;
+      EXPECT_EQ(answers, first) << "through " << nodes_[n]->name;
+    }
+  }
+
+  const std::vector<std::string> queries_ = {
+      "SELECT COUNT(*) FROM d.t WHERE v < 100",
+      "SELECT g, COUNT(*), COUNT(v), SUM(v), MIN(v), MAX(v), AVG(v), SUM(d), AVG(d), MIN(s), MAX(s) FROM d.t "
+      "WHERE v < 120 OR v IS NULL GROUP BY g",
+      "SELECT SUM(d), AVG(d), MIN(d), MAX(d), COUNT(d), COUNT(*) FROM d.t",
+      "SELECT COUNT(*), COUNT(v), SUM(v), MIN(s), AVG(d) FROM d.t WHERE v > 100000",
+      "SELECT g, COUNT(*) FROM d.t WHERE v > 100000 GROUP BY g",
+      "SELECT s, SUM(d), MIN(id) FROM d.t WHERE id BETWEEN 20 AND 200 GROUP BY s",
+      "SELECT g + 1, MAX(s) FROM d.t WHERE s LIKE 'b%' AND d IS NOT NULL GROUP BY g + 1",
+      "SELECT id, v, s FROM d.t WHERE v BETWEEN 10 AND 20 OR s = 'B2'",
+      "SELECT COUNT(DISTINCT g), SUM(v) FROM d.t WHERE v < 50",  // DISTINCT: not pushed
+  };
+};
+
+TEST_F(PushdownTest, AnswersEqualTheUnpushedPathThroughEveryNode) {
+  CreatePlacedTable(kTable);
+  std::vector<exec::Session*> on, off;
+  for (int n = 0; n < 3; ++n) {
+    on.push_back(SessionOn(n));
+    off.push_back(SessionOn(n));
+    Run(off.back(), "SET shale_pushdown = 0");
+  }
+  // Every slice empty: COUNT 0, the others NULL, no group.
+  for (int n = 0; n < 3; ++n) {
+    EXPECT_EQ(Same(n, on[n], off[n], "SELECT COUNT(*), SUM(d), MIN(s), AVG(v) FROM d.t WHERE v < 10"),
+              std::vector<std::string>{"0|NULL|NULL|NULL"});
+    EXPECT_TRUE(Same(n, on[n], off[n], "SELECT g, SUM(d) FROM d.t GROUP BY g").empty());
+  }
+  // Two rows: most slices are empty.
+  Run(on[0], "INSERT INTO d.t VALUES (1, 1, NULL, 0.001, 'x'), (2, 1, 5, NULL, NULL)");
+  for (int n = 0; n < 3; ++n) {
+    EXPECT_EQ(Same(n, on[n], off[n], "SELECT g, COUNT(*), COUNT(v), SUM(d), MIN(s), AVG(v) FROM d.t GROUP BY g"),
+              std::vector<std::string>{"1|2|1|0.001|x|5.0000"});
+  }
+  Run(on[0], "DELETE FROM d.t");
+  Fill(on[0]);
+  ExpectEveryQuerySame(on, off);
+  // DECIMAL sums are exact.
+  EXPECT_EQ(Query(on[1], "SELECT SUM(d) FROM d.t"), std::vector<std::string>{ExpectedSumD()});
+  EXPECT_EQ(Query(on[2], "SELECT COUNT(*) FROM d.t WHERE v < 100"), Query(off[0], "SELECT COUNT(*) FROM d.t WHERE v < 100"));
+}
+
+TEST_F(PushdownTest, AggregatesMoveOnlyPartialRows) {
+  CreatePlacedTable(kTable);
+  exec::Session* loader = SessionOn(0);
+  Fill(loader);
+  const std::string grouped = queries_[1];
+  for (int n = 0; n < 3; ++n) {
+    exec::Session* on = SessionOn(n);
+    exec::Session* off = SessionOn(n);
+    Run(off, "SET shale_pushdown = 0");
+    EXPECT_NE(Plan(on, grouped).find("[pushed: filter, partial aggregate]"), std::string::npos) << Plan(on, grouped);
+    EXPECT_EQ(Plan(off, grouped).find("pushed"), std::string::npos);
+    EXPECT_EQ(Plan(on, queries_.back()).find("partial aggregate"), std::string::npos);  // COUNT(DISTINCT)
+    // Each node ranks 2 of the 6 slices: 4 are remote.
+    uint64_t moved_on = 0, moved_off = 0;
+    const size_t groups = Same(n, on, off, grouped, &moved_on, &moved_off).size();
+    EXPECT_EQ(groups, 6u);  // 0..4 and NULL
+    EXPECT_LE(moved_on, 4 * groups) << nodes_[n]->name;
+    EXPECT_GT(moved_off, 100u) << nodes_[n]->name;
+    Same(n, on, off, queries_[0], &moved_on, &moved_off);
+    EXPECT_LE(moved_on, 4u) << nodes_[n]->name;  // one COUNT per remote slice
+    EXPECT_GT(moved_off, 100u);
+    // A pushed filter moves only the rows that pass.
+    const auto rows = Same(n, on, off, "SELECT id FROM d.t WHERE v = 3", &moved_on, &moved_off);
+    EXPECT_LE(moved_on, rows.size());
+    EXPECT_GT(moved_off, 100u);
+  }
+}
+
+TEST_F(PushdownTest, TransactionSeesItsOwnWritesThroughPushedStatements) {
+  CreatePlacedTable(kTable);
+  exec::Session* s = SessionOn(1);
+  exec::Session* other = SessionOn(2);
+  Fill(s);
+  Run(s, "BEGIN");
+  Run(s, "INSERT INTO d.t VALUES (1001, 2, 7, 1.5, 'zz'), (1002, NULL, -3, -0.25, 'b1')");
+  Run(s, "UPDATE d.t SET v = v + 1000, d = d * 2 WHERE id <= 30");
+  Run(s, "DELETE FROM d.t WHERE id BETWEEN 40 AND 60");
+  for (const std::string& q : queries_) {
+    Run(s, "SET shale_pushdown = 1");
+    auto with = Query(s, q);
+    Run(s, "SET shale_pushdown = 0");
+    EXPECT_EQ(with, Query(s, q)) << q;
+  }
+  Run(s, "SET shale_pushdown = 1");
+  // The 2 inserted rows and the 20 updated ones whose value was positive
+  // (ids 1..30 with (id * 37) % 200 > 50, but 7, 14, 21, 28: NULL).
+  EXPECT_EQ(Query(s, "SELECT COUNT(*), MAX(v) FROM d.t WHERE id > 1000 OR v > 1000"),
+            std::vector<std::string>{"22|1149"});
+  EXPECT_EQ(Query(s, "SELECT COUNT(*) FROM d.t WHERE id BETWEEN 40 AND 60"), std::vector<std::string>{"0"});
+  // Another node's snapshot sees none of it.
+  EXPECT_EQ(Query(other, "SELECT COUNT(*) FROM d.t WHERE id > 1000 OR v > 1000"), std::vector<std::string>{"0"});
+  Run(s, "ROLLBACK");
+  // A locking read keeps today's path (it locks the rows it reads here).
+  Run(s, "BEGIN");
+  EXPECT_EQ(Query(s, "SELECT COUNT(*) FROM d.t WHERE v < 100 FOR UPDATE"),
+            Query(other, "SELECT COUNT(*) FROM d.t WHERE v < 100"));
+  Run(s, "COMMIT");
+}
+
+TEST_F(PushdownTest, StaleEpochIsRefusedWithARetryableError) {
+  CreatePlacedTable(kTable);
+  exec::Session* s1 = SessionOn(0);
+  Fill(s1);
+  nodes_[1]->epoch = 5;  // node 2 has seen a newer cluster metadata epoch
+  for (const char* sql : {"SELECT g, SUM(v) FROM d.t WHERE v < 100 GROUP BY g", "SELECT id FROM d.t WHERE v = 3"}) {
+    Status st = Fail(s1, sql);
+    EXPECT_EQ(st.mysql_code(), 1047) << sql << ": " << st.ToString();
+    EXPECT_STREQ(st.sqlstate(), "08S01");
+  }
+  nodes_[0]->epoch = 5;
+  nodes_[2]->epoch = 5;
+  exec::Session* off = SessionOn(0);
+  Run(off, "SET shale_pushdown = 0");
+  Same(0, s1, off, "SELECT g, SUM(v) FROM d.t WHERE v < 100 GROUP BY g");
+}
+
+// Fragment pages of 7 stored rows and at most 2 groups: a slice's partials
+// arrive over many pages (merged like other slices'), and filtered pages
+// often pass no row (the next page starts after the last key examined).
+class PushdownSmallPagesTest : public PushdownTest {
+ protected:
+  uint32_t FragmentPageRows() const override { return 7; }
+  uint32_t FragmentPageGroups() const override { return 2; }
+};
+
+TEST_F(PushdownSmallPagesTest, PagedFragmentsAnswerAsTheUnpushedPath) {
+  CreatePlacedTable(kTable);
+  std::vector<exec::Session*> on, off;
+  for (int n = 0; n < 3; ++n) {
+    on.push_back(SessionOn(n));
+    off.push_back(SessionOn(n));
+    Run(off.back(), "SET shale_pushdown = 0");
+  }
+  Fill(on[0]);
+  ExpectEveryQuerySame(on, off);
+  EXPECT_EQ(Query(on[2], "SELECT SUM(d) FROM d.t"), std::vector<std::string>{ExpectedSumD()});
+  // A filter no row passes: every page is empty, the scan still ends.
+  EXPECT_TRUE(Same(1, on[1], off[1], "SELECT id FROM d.t WHERE v > 100000").empty());
 }
 
 TEST_F(DataPathTest, ParticipantStoppedBetweenPrepareAndCommitResolvesToCommit) {

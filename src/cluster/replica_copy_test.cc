@@ -24,6 +24,7 @@
 #include "src/cluster/slice_service.h"
 #include "src/common/testing/temp_dir.h"
 #include "src/exec/engine.h"
+#include "src/exec/pushdown.h"
 #include "src/exec/session.h"
 #include "storage/slice_stream.h"
 
@@ -71,6 +72,9 @@ class ReplicaCopyTest : public ::testing::Test {
       o.node_name = n->name;
       o.address_of = address_of;
       o.rpc_timeout_ms = 5000;
+      o.compile_fragment = [raw](const std::string& fragment, storage::SliceId slice) {
+        return exec::CompileFragment(raw->engine->catalog(), fragment, slice);
+      };
       auto data = SliceService::Open(n->engine->txn(), n->engine->slices(), n->engine->meta(), o);
       ASSERT_TRUE(data.ok()) << data.status().ToString();
       n->data = std::move(data).value();

@@ -143,22 +143,30 @@ int64_t NowMs() {
       .count();
 }
 
-// Rows of one remote slice in key order, fetched a page at a time.
+// Where the next page starts: after the last key examined. A Scan page
+// examines exactly the rows it returns; a filtered Fragment page may have
+// examined more (resume_after).
+inline const std::string* ResumeKey(const ScanResponse& page) {
+  return page.keys_size() > 0 ? &page.keys(page.keys_size() - 1) : nullptr;
+}
+inline const std::string* ResumeKey(const FragmentResponse& page) {
+  if (!page.resume_after().empty()) return &page.resume_after();
+  return page.keys_size() > 0 ? &page.keys(page.keys_size() - 1) : nullptr;
+}
+
+// Rows of one remote slice in key order, fetched a page at a time (Scan
+// pages, or the rows a pushed filter passed: Fragment pages).
+template <typename Page>
 class RemoteIterator final : public storage::SliceIterator {
  public:
-  using Fetch = std::function<Status(const storage::KeyRange&, ScanResponse*)>;
+  using Fetch = std::function<Status(const storage::KeyRange&, Page*)>;
   RemoteIterator(Fetch fetch, storage::KeyRange range) : fetch_(std::move(fetch)), range_(std::move(range)) {
     Load();
   }
   bool Valid() const override { return status_.ok() && pos_ < static_cast<size_t>(page_.keys_size()); }
   void Next() override {
     ++pos_;
-    if (pos_ >= static_cast<size_t>(page_.keys_size()) && page_.more() && page_.keys_size() > 0) {
-      range_.has_start = true;
-      range_.start = page_.keys(page_.keys_size() - 1);
-      range_.start_inclusive = false;
-      Load();
-    }
+    if (pos_ >= static_cast<size_t>(page_.keys_size())) LoadNextPage();
   }
   std::string_view key() const override { return page_.keys(static_cast<int>(pos_)); }
   std::string_view value() const override { return page_.values(static_cast<int>(pos_)); }
@@ -169,10 +177,25 @@ class RemoteIterator final : public storage::SliceIterator {
     page_.Clear();
     pos_ = 0;
     status_ = fetch_(range_, &page_);
+    // A filtered page may pass no row and still have more to examine.
+    if (page_.keys_size() == 0) LoadNextPage();
+  }
+  void LoadNextPage() {
+    while (status_.ok() && page_.more()) {
+      const std::string* resume = ResumeKey(page_);
+      if (resume == nullptr) return;  // a page that examined nothing: malformed, stop
+      range_.has_start = true;
+      range_.start = *resume;
+      range_.start_inclusive = false;
+      page_.Clear();
+      pos_ = 0;
+      status_ = fetch_(range_, &page_);
+      if (page_.keys_size() > 0) return;
+    }
   }
   Fetch fetch_;
   storage::KeyRange range_;
-  ScanResponse page_;
+  Page page_;
   size_t pos_ = 0;
   Status status_;
 };
@@ -220,6 +243,15 @@ class SliceServiceGrpc final : public DataService::Service {
                               req->header().applied_index());
     ToPb(st, resp->mutable_status());
     s_->rows_sent_.fetch_add(static_cast<uint64_t>(resp->keys_size()), std::memory_order_relaxed);
+    return grpc::Status::OK;
+  }
+  grpc::Status Fragment(grpc::ServerContext*, const FragmentRequest* req, FragmentResponse* resp) override {
+    if (auto refused = Epoch(req->header())) return *refused;
+    Status st = s_->LocalFragment(req->slice(), FromPb(req->range()), req->snapshot(), req->limit(),
+                                  req->fragment(), resp, req->header().applied_index());
+    ToPb(st, resp->mutable_status());
+    s_->rows_sent_.fetch_add(static_cast<uint64_t>(resp->keys_size() + resp->partials_size()),
+                             std::memory_order_relaxed);
     return grpc::Status::OK;
   }
   grpc::Status Lock(grpc::ServerContext*, const LockRequest* req, LockResponse* resp) override {
@@ -492,6 +524,49 @@ Status SliceService::LocalScan(storage::SliceId slice, const storage::KeyRange& 
     ++n;
   }
   return it->status();
+}
+
+Status SliceService::LocalFragment(storage::SliceId slice, const storage::KeyRange& range, uint64_t snapshot,
+                                   uint32_t limit, const std::string& fragment, FragmentResponse* out,
+                                   uint64_t routed_at) {
+  // Exactly LocalScan's checks, in its order: the replica is placed here
+  // by a map at least as new as the sender's, the snapshot is not
+  // collected, and the replica holds every version the snapshot sees.
+  SHALE_ASSIGN_OR_RETURN(storage::Slice * s, AwaitSlice(slice, routed_at));
+  SHALE_RETURN_IF_ERROR(CheckSnapshot(snapshot));
+  SHALE_RETURN_IF_ERROR(txn_->CheckReadable(slice, snapshot, options_.node_name));
+  if (!options_.compile_fragment) {
+    return Status::InvalidArgument(fmt::format("node '{}' runs no pushed fragments", options_.node_name));
+  }
+  SHALE_ASSIGN_OR_RETURN(std::unique_ptr<txn::RowFragment> run, options_.compile_fragment(fragment, slice));
+  storage::ReadOptions ro;
+  ro.snapshot = snapshot;
+  auto it = storage::MvccSlice(s).NewIterator(ro, range);
+  if (limit == 0) limit = options_.fragment_page_rows;
+  uint32_t n = 0;
+  std::string last;
+  for (; it->Valid(); it->Next()) {
+    if (n == limit || (run->aggregates() && run->groups() >= options_.fragment_page_groups)) {
+      out->set_more(true);
+      out->set_resume_after(last);
+      break;
+    }
+    bool pass = false;
+    SHALE_RETURN_IF_ERROR(run->Add(it->value(), &pass));
+    if (pass && !run->aggregates()) {
+      out->add_keys(std::string(it->key()));
+      out->add_values(std::string(it->value()));
+    }
+    last.assign(it->key());
+    ++n;
+  }
+  SHALE_RETURN_IF_ERROR(it->status());
+  if (run->aggregates()) {
+    std::vector<std::string> partials;
+    run->TakePartials(&partials);
+    for (std::string& p : partials) out->add_partials(std::move(p));
+  }
+  return Status::OK();
 }
 
 Status SliceService::CheckNotExpired(const std::string& txn) const {
@@ -1003,7 +1078,61 @@ std::unique_ptr<storage::SliceIterator> SliceService::Scan(const std::string& no
     CountReceived(static_cast<uint64_t>(page->keys_size()));
     return FromPb(page->status());
   };
-  return std::make_unique<RemoteIterator>(std::move(fetch), range);
+  return std::make_unique<RemoteIterator<ScanResponse>>(std::move(fetch), range);
+}
+
+Status SliceService::FragmentPage(const std::string& node, storage::SliceId slice, const storage::KeyRange& range,
+                                  uint64_t snapshot, const std::string& fragment, FragmentResponse* page) {
+  if (node == self()) return LocalFragment(slice, range, snapshot, 0, fragment, page, AppliedIndex());
+  SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
+  FragmentRequest req;
+  Header(req.mutable_header());
+  req.set_slice(slice);
+  ToPb(range, req.mutable_range());
+  req.set_snapshot(snapshot);
+  req.set_limit(options_.fragment_page_rows);
+  req.set_fragment(fragment);
+  grpc::Status g;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx, attempt == 0 ? std::chrono::milliseconds(options_.rpc_timeout_ms) : kReconnectWait);
+    // A read is idempotent: once more, waiting for a reconnecting channel.
+    ctx.set_wait_for_ready(attempt > 0);
+    g = peer->stub()->Fragment(&ctx, req, page);
+    if (g.error_code() != grpc::StatusCode::UNAVAILABLE) break;
+  }
+  if (!g.ok()) return FromGrpc(g, node);
+  CountReceived(static_cast<uint64_t>(page->keys_size() + page->partials_size()));
+  return FromPb(page->status());
+}
+
+std::unique_ptr<storage::SliceIterator> SliceService::ScanFiltered(const std::string& node, storage::SliceId slice,
+                                                                   const storage::KeyRange& range,
+                                                                   uint64_t snapshot, const std::string& fragment) {
+  // Here the rows are read in place: the caller filters them anyway.
+  if (node == self()) return Scan(node, slice, range, snapshot);
+  auto fetch = [this, node, slice, snapshot, fragment](const storage::KeyRange& r, FragmentResponse* page) {
+    return FragmentPage(node, slice, r, snapshot, fragment, page);
+  };
+  return std::make_unique<RemoteIterator<FragmentResponse>>(std::move(fetch), range);
+}
+
+Status SliceService::AggregateSlice(const std::string& node, storage::SliceId slice, const storage::KeyRange& range,
+                                    uint64_t snapshot, const std::string& fragment,
+                                    std::vector<std::string>* partials) {
+  storage::KeyRange r = range;
+  while (true) {
+    FragmentResponse page;
+    SHALE_RETURN_IF_ERROR(FragmentPage(node, slice, r, snapshot, fragment, &page));
+    for (std::string& p : *page.mutable_partials()) partials->push_back(std::move(p));
+    if (!page.more()) return Status::OK();
+    if (page.resume_after().empty()) {
+      return Status::Internal(fmt::format("node '{}': a fragment page of slice {} ended without a key", node, slice));
+    }
+    r.has_start = true;
+    r.start = page.resume_after();
+    r.start_inclusive = false;
+  }
 }
 
 Status SliceService::Lock(const std::string& node, const txn::TxnKey& txn, const std::string& name,

@@ -2,7 +2,9 @@
 //
 // One object per node plays both sides of src/cluster/data.proto:
 //  - server: it serves the SliceService RPCs for the slice replicas this
-//    node stores (point reads and paged range scans at a snapshot, row locks
+//    node stores (point reads and paged range scans at a snapshot, pushed
+//    filters and partial aggregates over them (Fragment: compiled by
+//    options.compile_fragment, with Scan's checks), row locks
 //    for remote transactions, two-phase-commit participant, one-phase
 //    replicated writes), registered on the node's RpcServer;
 //  - client: it is the txn::DataRouter the node's TxnManager routes through,
@@ -63,6 +65,7 @@ class PrepareRequest;
 class SliceWritesPb;
 class DataHeaderPb;
 class ScanResponse;
+class FragmentResponse;
 class PeerStubs;
 
 struct SliceServiceOptions {
@@ -98,6 +101,15 @@ struct SliceServiceOptions {
   // a slice stored here but not placed here waits like one for a missing
   // slice. Default: none (every stored slice serves).
   std::function<bool(storage::SliceId)> placed_here;
+  // Compiles pushed fragments (src/exec/pushdown.h; set by shaled). Unset:
+  // Fragment requests are refused (InvalidArgument) and this node pushes
+  // nothing (ScanFiltered / AggregateSlice read the rows and fail).
+  txn::FragmentCompiler compile_fragment;
+  // Stored rows a Fragment page examines at most. Default: 65536.
+  uint32_t fragment_page_rows = 65536;
+  // An aggregate page ends once it holds this many groups (bounds the
+  // receiver's memory; the coordinator merges every page). Default: 4096.
+  uint32_t fragment_page_groups = 4096;
 };
 
 class SliceService final : public txn::DataRouter {
@@ -117,6 +129,11 @@ class SliceService final : public txn::DataRouter {
              std::string* value) override;
   std::unique_ptr<storage::SliceIterator> Scan(const std::string& node, storage::SliceId slice,
                                                const storage::KeyRange& range, uint64_t snapshot) override;
+  std::unique_ptr<storage::SliceIterator> ScanFiltered(const std::string& node, storage::SliceId slice,
+                                                       const storage::KeyRange& range, uint64_t snapshot,
+                                                       const std::string& fragment) override;
+  Status AggregateSlice(const std::string& node, storage::SliceId slice, const storage::KeyRange& range,
+                        uint64_t snapshot, const std::string& fragment, std::vector<std::string>* partials) override;
   Status Lock(const std::string& node, const txn::TxnKey& txn, const std::string& name, txn::LockMode mode,
               std::chrono::milliseconds timeout, const std::atomic<bool>* interrupt,
               const std::atomic<bool>* victim) override;
@@ -175,6 +192,14 @@ class SliceService final : public txn::DataRouter {
                   uint64_t routed_at);
   Status LocalScan(storage::SliceId slice, const storage::KeyRange& range, uint64_t snapshot, uint32_t limit,
                    ScanResponse* out, uint64_t routed_at);
+  // One page of a pushed fragment over the local replica (the checks of
+  // LocalScan first): at most `limit` stored rows examined.
+  Status LocalFragment(storage::SliceId slice, const storage::KeyRange& range, uint64_t snapshot, uint32_t limit,
+                       const std::string& fragment, FragmentResponse* out, uint64_t routed_at);
+  // One Fragment page at `node` (an RPC unless it is this node); counts
+  // the rows received.
+  Status FragmentPage(const std::string& node, storage::SliceId slice, const storage::KeyRange& range,
+                      uint64_t snapshot, const std::string& fragment, FragmentResponse* page);
   Status LocalLock(const std::string& txn, const std::string& name, txn::LockMode mode,
                    std::chrono::milliseconds wait);
   void LocalUnlock(const std::string& txn);

@@ -55,6 +55,10 @@ std::map<std::string, Value> DefaultGlobals(const EngineOptions& o) {
       // The plan cache (src/exec/plan_cache.h): 1 = on, 0 = off (for
       // measuring it; SET GLOBAL shale_plan_cache = 0 for new sessions).
       {"shale_plan_cache", i(1)},
+      // Filters and partial aggregates run where the slices are
+      // (src/exec/pushdown.h): 1 = on, 0 = off (every row of a remote slice
+      // travels; for comparing). Default: 1.
+      {"shale_pushdown", i(1)},
       // MiB/s this node receives for rebalancer copies; 0 = unlimited
       // (docs/cluster.md "Reprotection and rebalancing").
       {"shale_rebalance_rate_mb", i(o.rebalance_rate_mb)},

@@ -19,6 +19,7 @@
 #include "src/exec/auto_increment.h"
 #include "src/exec/external_sort.h"
 #include "src/exec/online_ddl.h"
+#include "src/exec/pushdown.h"
 
 namespace shale::exec {
 namespace {
@@ -60,10 +61,13 @@ Status ReadRow(const txn::SliceHandle& slice, std::string_view key, bool latest,
   return txn::ReadLatest(slice, key, value);
 }
 
+// `filter`: a pushed filter fragment; a remote slice then sends only the
+// rows that pass it (the caller still filters every row: the
+// transaction's own writes are not filtered).
 std::unique_ptr<storage::SliceIterator> ReadRange(const txn::SliceHandle& slice, const storage::KeyRange& range,
-                                                  bool latest) {
-  if (txn::Transaction* t = CurrentTxn()) return t->NewIterator(slice, range, latest);
-  return txn::ScanLatest(slice, range);
+                                                  bool latest, const std::string* filter = nullptr) {
+  if (txn::Transaction* t = CurrentTxn()) return t->NewIterator(slice, range, latest, filter);
+  return txn::ScanLatest(slice, range, filter);
 }
 
 // The lock mode reads of `table` take in this statement, if any.
@@ -71,6 +75,17 @@ std::optional<txn::LockMode> LockingReadOf(const catalog::TableDef& table) {
   if (!CurrentTxn() || !t_statement->locking_read) return std::nullopt;
   if (t_statement->lock_table_id != 0 && t_statement->lock_table_id != table.id) return std::nullopt;
   return t_statement->locking_read;
+}
+
+// What `op` pushes to the slices in this statement (src/exec/pushdown.h):
+// nothing when shale_pushdown is off or the scanned table is read with
+// locks (a locking read locks and re-reads each row here).
+Pushdown PushdownHere(const PhysicalOperator& op) {
+  if (t_statement != nullptr && !t_statement->pushdown) return {};
+  if (op.kind != PhysicalKind::kFilter && op.kind != PhysicalKind::kHashAggregate) return {};
+  Pushdown p = PushdownOf(op);
+  if (p.kind != Pushdown::Kind::kNone && LockingReadOf(*p.scan->table)) return {};
+  return p;
 }
 
 // Row lock names: 'R' table id, encoded primary key; 'U' index slice id,
@@ -172,8 +187,9 @@ class PointGetSource : public RowSource {
 // merged into key order when `merge`, else one slice after another.
 class EntryStream {
  public:
-  EntryStream(Engine* engine, const PhysicalOperator& op, bool merge)
-      : engine_(engine), op_(op), merge_(merge), latest_(LockingReadOf(*op.table).has_value()) {}
+  // `filter` (null: none): a pushed filter fragment for remote slices.
+  EntryStream(Engine* engine, const PhysicalOperator& op, bool merge, const std::string* filter = nullptr)
+      : engine_(engine), op_(op), merge_(merge), latest_(LockingReadOf(*op.table).has_value()), filter_(filter) {}
 
   // The iterator positioned at the next entry, or null at the end. The
   // caller reads key() and value(), then calls Advance().
@@ -186,7 +202,7 @@ class EntryStream {
         // Merging needs every slice's iterator; otherwise one at a time.
         for (size_t i = 0; i < (merge_ ? op_.slices.size() : std::min<size_t>(1, op_.slices.size())); ++i) {
           SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, LocalSlice(engine_, *op_.table, op_.slices[i]));
-          iters_.push_back(ReadRange(slice, range, latest_));
+          iters_.push_back(ReadRange(slice, range, latest_, filter_));
         }
         open_ = true;
         pos_ = 0;
@@ -217,7 +233,7 @@ class EntryStream {
           iters_.clear();
           if (++pos_ < op_.slices.size()) {
             SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, LocalSlice(engine_, *op_.table, op_.slices[pos_]));
-            iters_.push_back(ReadRange(slice, range, latest_));
+            iters_.push_back(ReadRange(slice, range, latest_, filter_));
           }
         }
       }
@@ -237,6 +253,7 @@ class EntryStream {
   const bool merge_;
   // Locking reads read the newest committed versions (InnoDB).
   const bool latest_;
+  const std::string* const filter_;
   bool open_ = false;
   size_t next_range_ = 0;
   size_t pos_ = 0;
@@ -270,10 +287,12 @@ Result<std::deque<TailEntry>> LastEntries(EntryStream* stream, uint64_t keep) {
 
 class SliceScanSource : public RowSource {
  public:
-  SliceScanSource(Engine* engine, const PhysicalOperator& op)
+  // `filter`: a pushed filter fragment (the Filter above still applies it).
+  SliceScanSource(Engine* engine, const PhysicalOperator& op, std::string filter = {})
       : engine_(engine),
         op_(op),
-        stream_(engine, op, op.ordered || op.reverse),
+        filter_(std::move(filter)),
+        stream_(engine, op, op.ordered || op.reverse, filter_.empty() ? nullptr : &filter_),
         lock_(LockingReadOf(*op.table)) {}
   Result<bool> Next(Row* row) override {
     while (true) {
@@ -320,6 +339,7 @@ class SliceScanSource : public RowSource {
  private:
   Engine* engine_;
   const PhysicalOperator& op_;
+  const std::string filter_;
   EntryStream stream_;
   const std::optional<txn::LockMode> lock_;
   std::optional<std::deque<TailEntry>> tail_;  // reverse: the entries left, last first
@@ -727,6 +747,88 @@ class HashAggregateSource : public RowSource {
   MemoryReservation memory_{StatementMemory()};
 };
 
+// A kHashAggregate whose filter and partial aggregation run where the
+// slices are (src/exec/pushdown.h): each remote slice sends its partial
+// rows (txn::DataRouter::AggregateSlice); a slice read here, or a remote
+// one this transaction has written (its rows need the transaction's
+// overlay), is aggregated here from its rows. Slices are taken in the
+// order the unpushed plan reads them (each range, its slices one after
+// another), so groups come out in the same order with the same values.
+class PushedAggregateSource : public RowSource {
+ public:
+  PushedAggregateSource(Engine* engine, const PhysicalOperator& op, Pushdown pushed)
+      : engine_(engine), op_(op), pushed_(pushed), groups_(&op.group_by, &op.aggregates) {}
+  Result<bool> Next(Row* row) override {
+    if (!done_) {
+      SHALE_RETURN_IF_ERROR(Materialize());
+      done_ = true;
+    }
+    if (next_ >= rows_.size()) return false;
+    *row = std::move(rows_[next_++]);
+    return true;
+  }
+
+ private:
+  Status Materialize() {
+    const PhysicalOperator& scan = *pushed_.scan;
+    const catalog::TableDef& table = *scan.table;
+    txn::Transaction* t = CurrentTxn();
+    const size_t range_count = scan.ranges.empty() ? 1 : scan.ranges.size();
+    std::vector<std::string> partials;
+    Row row;
+    for (size_t r = 0; r < range_count; ++r) {
+      const storage::KeyRange& range = scan.ranges.empty() ? scan.range : scan.ranges[r];
+      for (const catalog::SliceDef& def : scan.slices) {
+        SHALE_RETURN_IF_ERROR(CheckInterrupted());
+        SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, LocalSlice(engine_, table, def));
+        if (slice.remote() && (t == nullptr || !t->HasWritesIn(def.id))) {
+          if (fragment_.empty()) fragment_ = SerializeFragment(pushed_);
+          const uint64_t snapshot = t != nullptr ? t->Snapshot() : storage::kLatestSnapshot;
+          partials.clear();
+          SHALE_RETURN_IF_ERROR(
+              slice.router->AggregateSlice(slice.ranking(), def.id, range, snapshot, fragment_, &partials));
+          for (const std::string& p : partials) SHALE_RETURN_IF_ERROR(groups_.MergePartial(p));
+        } else {
+          auto it = ReadRange(slice, range, /*latest=*/false);
+          for (; it->Valid(); it->Next()) {
+            SHALE_RETURN_IF_ERROR(CheckInterrupted());
+            Status decoded = DecodeRow(it->value(), &row);
+            if (!decoded.ok()) return RowCorrupt(table, def, decoded);
+            if (pushed_.filter != nullptr) {
+              SHALE_ASSIGN_OR_RETURN(Value v, sierra::Evaluate(*pushed_.filter->predicate, row));
+              if (!sierra::IsTrue(v)) continue;
+            }
+            SHALE_RETURN_IF_ERROR(groups_.AddRow(row));
+            SHALE_RETURN_IF_ERROR(Reserve());
+          }
+          SHALE_RETURN_IF_ERROR(it->status());
+        }
+        SHALE_RETURN_IF_ERROR(Reserve());
+      }
+    }
+    rows_ = groups_.Results();
+    return Status::OK();
+  }
+  // The groups held count against the statement's memory budget.
+  Status Reserve() {
+    if (groups_.bytes() <= reserved_) return Status::OK();
+    SHALE_RETURN_IF_ERROR(memory_.Grow(groups_.bytes() - reserved_, "#sql-group-by"));
+    reserved_ = groups_.bytes();
+    return Status::OK();
+  }
+
+  Engine* engine_;
+  const PhysicalOperator& op_;
+  const Pushdown pushed_;
+  GroupTable groups_;
+  std::string fragment_;  // serialized on the first remote slice
+  std::vector<Row> rows_;
+  size_t next_ = 0;
+  bool done_ = false;
+  uint64_t reserved_ = 0;
+  MemoryReservation memory_{StatementMemory()};
+};
+
 // What every join shares: for each left row, the joined rows with the
 // right rows Candidates() names that pass the ON predicate, and for a LEFT
 // join the left row with NULLs when none does. Subclasses say where the
@@ -1050,6 +1152,16 @@ class UnionAllSource : public RowSource {
 
 Result<std::unique_ptr<RowSource>> Build(Engine* engine, const PhysicalOperator& op, uint64_t top_n) {
   if (op.kind == PhysicalKind::kUnionAll) return std::unique_ptr<RowSource>(new UnionAllSource(engine, op));
+  if (Pushdown pushed = PushdownHere(op); pushed.kind != Pushdown::Kind::kNone) {
+    if (pushed.kind == Pushdown::Kind::kAggregate) {
+      return std::unique_ptr<RowSource>(new PushedAggregateSource(engine, op, pushed));
+    }
+    // Only remote slices use the fragment; none: nothing to serialize.
+    std::string filter;
+    if (engine->txn()->router() != nullptr) filter = SerializeFragment(pushed);
+    return std::unique_ptr<RowSource>(
+        new FilterSource(op, std::unique_ptr<RowSource>(new SliceScanSource(engine, *pushed.scan, std::move(filter)))));
+  }
   std::unique_ptr<RowSource> child;
   if (!op.children.empty()) {
     // A LIMIT reads at most offset + limit rows; a projection passes the
@@ -1998,21 +2110,28 @@ std::optional<uint64_t> EstimateRows(Engine* engine, const PhysicalOperator& op)
   return std::nullopt;
 }
 
-void ExplainRows(Engine* engine, const PhysicalOperator& op, int depth, std::vector<Row>* rows) {
+void ExplainRows(Engine* engine, const PhysicalOperator& op, int depth, bool pushdown, std::vector<Row>* rows) {
   auto est = EstimateRows(engine, op);
-  rows->push_back({Value::String(std::string(static_cast<size_t>(depth) * 2, ' ') + op.Describe()),
+  std::string line = std::string(static_cast<size_t>(depth) * 2, ' ') + op.Describe();
+  // A locking read pushes nothing, but EXPLAIN runs outside the statement
+  // and shows what the plan would push.
+  if (pushdown) {
+    const Pushdown pushed = PushdownOf(op);
+    if (pushed.kind != Pushdown::Kind::kNone) line += "  [" + pushed.Describe() + "]";
+  }
+  rows->push_back({Value::String(std::move(line)),
                    est ? Value::Int(static_cast<int64_t>(std::min<uint64_t>(*est, INT64_MAX))) : Value::Null()});
-  for (const auto& c : op.children) ExplainRows(engine, *c, depth + 1, rows);
+  for (const auto& c : op.children) ExplainRows(engine, *c, depth + 1, pushdown, rows);
 }
 
 }  // namespace
 
-Result<StatementResult> ExplainPlan(Engine* engine, const PhysicalOperator& plan, bool tree) {
+Result<StatementResult> ExplainPlan(Engine* engine, const PhysicalOperator& plan, bool tree, bool pushdown) {
   StatementResult result;
   result.is_result_set = true;
   if (tree) {
     std::vector<Row> rows;
-    ExplainRows(engine, plan, 0, &rows);
+    ExplainRows(engine, plan, 0, pushdown, &rows);
     std::string text;
     for (const Row& r : rows) {
       const std::string& line = r[0].as_string();
@@ -2038,7 +2157,7 @@ Result<StatementResult> ExplainPlan(Engine* engine, const PhysicalOperator& plan
   rows_col.type = SqlType::BigInt();
   rows_col.nullable = true;
   result.columns = {op_col, rows_col};
-  ExplainRows(engine, plan, 0, &result.rows);
+  ExplainRows(engine, plan, 0, pushdown, &result.rows);
   return result;
 }
 

@@ -69,6 +69,9 @@ struct StatementContext {
   // (<data dir>/tmp). Null: no limit.
   MemoryBudget* memory = nullptr;
   std::string spill_dir;
+  // shale_pushdown: filters and partial aggregates run where the slices
+  // are (src/exec/pushdown.h); off, every row of a remote slice travels.
+  bool pushdown = true;
 };
 
 class StatementScope {
@@ -92,7 +95,10 @@ Result<StatementResult> ExecutePlan(Engine* engine, const planner::PhysicalOpera
 // inputs' bounds; NULL where no bound is known, e.g. a correlated subquery).
 // `tree` (EXPLAIN FORMAT=TREE): one row, one column `EXPLAIN`, the plan as
 // indented "-> operator  (rows=N)" lines.
-Result<StatementResult> ExplainPlan(Engine* engine, const planner::PhysicalOperator& plan, bool tree = false);
+// `pushdown` (shale_pushdown): operators that push work to the slices
+// say so ("[pushed: filter, partial aggregate]", src/exec/pushdown.h).
+Result<StatementResult> ExplainPlan(Engine* engine, const planner::PhysicalOperator& plan, bool tree = false,
+                                    bool pushdown = true);
 
 // Fills the empty slices of secondary index `index` of `table` (which need
 // not be in `table.indexes` yet) with an entry per row of the primary

@@ -574,6 +574,7 @@ Result<StatementResult> Session::RunInTransaction(const std::function<Result<Sta
   MemoryBudget memory(limit != variables_.end() && limit->second.is_int() ? limit->second.as_int() : 0);
   context.memory = &memory;
   context.spill_dir = engine_->options().data_dir + "/tmp";
+  context.pushdown = PushdownEnabled();
   Result<StatementResult> r = [&] {
     StatementScope scope(&context);
     return run();
@@ -939,7 +940,7 @@ Result<StatementResult> Session::ExecuteBound(const ast::Statement& stmt, sql::B
         } else if constexpr (std::is_same_v<T, sql::ExplainCmd>) {
           SHALE_ASSIGN_OR_RETURN(auto physical, planner::Plan(*cmd.plan));
           if (cmd.analyze) return ExplainAnalyze(*physical);
-          return ExplainPlan(engine_, *physical, cmd.tree);
+          return ExplainPlan(engine_, *physical, cmd.tree, PushdownEnabled());
         } else if constexpr (std::is_same_v<T, sql::AlterTableCmd>) {
           SHALE_RETURN_IF_ERROR(EndTransaction());
           if (cmd.new_def) {

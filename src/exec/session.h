@@ -287,6 +287,8 @@ class Session {
   // null. Switched off by the variable shale_plan_cache = OFF.
   std::shared_ptr<const sql::ast::Statement> LookUpPlanCache(std::string_view sql);
   bool PlanCacheEnabled() const;
+  // shale_pushdown (src/exec/pushdown.h): 1 = on (the default), 0 = off.
+  bool PushdownEnabled() const;
   // Starts a new cache epoch after a statement that may change session
   // state a plan depends on.
   void AfterStatementForPlanCache(const sql::ast::Statement& stmt);

@@ -26,6 +26,14 @@ bool Session::PlanCacheEnabled() const {
   return !(v == "0" || v == "OFF" || v == "off" || v == "Off");
 }
 
+bool Session::PushdownEnabled() const {
+  auto it = variables_.find("shale_pushdown");
+  if (it == variables_.end() || it->second.is_null()) return true;
+  if (it->second.is_int()) return it->second.as_int() != 0;
+  const std::string v = it->second.ToText();
+  return !(v == "0" || v == "OFF" || v == "off" || v == "Off");
+}
+
 void Session::AfterStatementForPlanCache(const ast::Statement& stmt) {
   // Statements that cannot change what a SELECT binds to leave the cache
   // alone; every other one (SET, USE, DDL, account statements, ...) starts

@@ -125,7 +125,7 @@ Result<StatementResult> Session::ExplainAnalyze(const planner::PhysicalOperator&
   const auto elapsed =
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count();
   const uint64_t moved = txn::StatementRowsMoved() - moved_before;
-  SHALE_ASSIGN_OR_RETURN(StatementResult plan, ExplainPlan(engine_, physical, /*tree=*/true));
+  SHALE_ASSIGN_OR_RETURN(StatementResult plan, ExplainPlan(engine_, physical, /*tree=*/true, PushdownEnabled()));
   std::string text = plan.rows[0][0].as_string();
   text += fmt::format("\n-> executed: actual rows={}, rows sent between nodes: {}, time={:.3f} ms", ran.rows.size(),
                       moved, static_cast<double>(elapsed) / 1000.0);

@@ -22,6 +22,7 @@
 #include "src/cluster/timestamp_service.h"
 #include "src/common/log.h"
 #include "src/exec/engine.h"
+#include "src/exec/pushdown.h"
 #include "src/exec/online_ddl.h"
 #include "src/server/server.h"
 #include "src/server/tls.h"
@@ -117,6 +118,11 @@ int main(int argc, char** argv) {
     return where->address;
   };
   dso.placed_here = [e = engine->get()](storage::SliceId id) { return e->PlacedHere(id); };
+  // Filters and partial aggregates other nodes push to this node's slices
+  // (src/exec/pushdown.h), checked against this node's catalog.
+  dso.compile_fragment = [e = engine->get()](const std::string& fragment, storage::SliceId slice) {
+    return exec::CompileFragment(e->catalog(), fragment, slice);
+  };
   auto data_service = cluster::SliceService::Open((*engine)->txn(), (*engine)->slices(), (*engine)->meta(), dso);
   if (!data_service.ok()) return Fail(data_service.status());
   (*engine)->SetDataRouter(data_service->get());

@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -94,6 +95,33 @@ using WriteSet = std::map<storage::SliceId, SliceWrites>;
 // from the map has only this node's replica.
 using Placement = std::map<storage::SliceId, std::vector<std::string>>;
 
+// A fragment of a statement pushed to the node holding a slice replica
+// (docs/cluster.md "Query path"): its bytes are a Sierra plan
+// (docs/formats/sierra-plan.md "Pushed fragments") that src/exec/pushdown.h
+// makes and compiles; this layer only carries them. One object runs over
+// the stored rows of one slice range on one thread.
+class RowFragment {
+ public:
+  virtual ~RowFragment() = default;
+  // True: the fragment aggregates (its output is partial rows); false: it
+  // filters (its output is the stored rows it passes).
+  virtual bool aggregates() const = 0;
+  // Feeds one stored row (the value of a primary-representation entry).
+  // A filter sets *pass; an aggregate adds the row to its groups.
+  virtual Status Add(std::string_view value, bool* pass) = 0;
+  // An aggregate: the number of groups held (a page ends early past a bound).
+  virtual size_t groups() const = 0;
+  // An aggregate: appends the partial rows of the rows added since the last
+  // call (one per group, in order of first appearance) and starts over.
+  virtual void TakePartials(std::vector<std::string>* out) = 0;
+};
+// Compiles fragment bytes to run over the rows of `slice` on the node that
+// stores it (set by shaled from src/exec/pushdown.h): InvalidArgument for
+// bytes that are not a fragment it may run, 1412 for a table at another
+// definition version, 1047 when `slice` is not the fragment's table's.
+using FragmentCompiler =
+    std::function<Result<std::unique_ptr<RowFragment>>(const std::string& fragment, storage::SliceId slice)>;
+
 class DataRouter {
  public:
   virtual ~DataRouter() = default;
@@ -106,6 +134,19 @@ class DataRouter {
                      std::string* value) = 0;
   virtual std::unique_ptr<storage::SliceIterator> Scan(const std::string& node, storage::SliceId slice,
                                                        const storage::KeyRange& range, uint64_t snapshot) = 0;
+
+  // Push-down (docs/cluster.md "Query path"): the rows of `range` at
+  // `snapshot` that pass the filter fragment `fragment`, evaluated at
+  // `node` with the same checks as Scan; only those travel.
+  virtual std::unique_ptr<storage::SliceIterator> ScanFiltered(const std::string& node, storage::SliceId slice,
+                                                               const storage::KeyRange& range, uint64_t snapshot,
+                                                               const std::string& fragment) = 0;
+  // The aggregate fragment `fragment` over the rows of `range` at
+  // `snapshot`, run at `node` (same checks as Scan): appends its partial
+  // rows (possibly several per group: one set per page) to *partials.
+  virtual Status AggregateSlice(const std::string& node, storage::SliceId slice, const storage::KeyRange& range,
+                                uint64_t snapshot, const std::string& fragment,
+                                std::vector<std::string>* partials) = 0;
 
   // A row lock held for `txn` at `node` (the ranking replica's node), with
   // the LockManager's errors (1205 after `timeout`, 1317 when *interrupt;
@@ -182,6 +223,10 @@ std::unique_ptr<storage::SliceIterator> FailedScan(Status st);
 // Newest committed version of `key` through a handle (no transaction).
 Status ReadLatest(const SliceHandle& slice, std::string_view key, std::string* value);
 // Newest committed rows of `range` through a handle (no transaction).
-std::unique_ptr<storage::SliceIterator> ScanLatest(const SliceHandle& slice, const storage::KeyRange& range);
+// With `filter` (a filter fragment, see RowFragment): a remote slice
+// returns only the rows that pass it (a local one returns every row; the
+// caller applies the filter either way).
+std::unique_ptr<storage::SliceIterator> ScanLatest(const SliceHandle& slice, const storage::KeyRange& range,
+                                                   const std::string* filter = nullptr);
 
 }  // namespace shale::txn

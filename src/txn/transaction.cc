@@ -560,7 +560,8 @@ Status Transaction::Get(const SliceHandle& slice, std::string_view key, bool lat
 }
 
 std::unique_ptr<storage::SliceIterator> Transaction::NewIterator(const SliceHandle& slice,
-                                                                 const storage::KeyRange& range, bool latest) {
+                                                                 const storage::KeyRange& range, bool latest,
+                                                                 const std::string* filter) {
   storage::ReadOptions ro;
   ro.snapshot = latest ? storage::kLatestSnapshot : Snapshot();
   if (latest) SyncRoutingForLatest();
@@ -569,8 +570,9 @@ std::unique_ptr<storage::SliceIterator> Transaction::NewIterator(const SliceHand
     if (readable.ok()) readable = manager_->CheckReadable(slice.id, ro.snapshot, LocalName());
     if (!readable.ok()) return FailedScan(std::move(readable));
   }
-  auto base = slice.remote() ? slice.router->Scan(slice.ranking(), slice.id, range, ro.snapshot)
-                             : storage::MvccSlice(slice.local).NewIterator(ro, range);
+  auto base = !slice.remote() ? storage::MvccSlice(slice.local).NewIterator(ro, range)
+               : filter != nullptr ? slice.router->ScanFiltered(slice.ranking(), slice.id, range, ro.snapshot, *filter)
+                                   : slice.router->Scan(slice.ranking(), slice.id, range, ro.snapshot);
   auto s = writes_.find(slice.id);
   if (s == writes_.end() || s->second.empty()) return base;
   return std::make_unique<OverlayIterator>(std::move(base), &s->second, range);
@@ -771,7 +773,11 @@ Status ReadLatest(const SliceHandle& slice, std::string_view key, std::string* v
   return storage::MvccSlice(slice.local).Get(storage::ReadOptions{}, key, value);
 }
 
-std::unique_ptr<storage::SliceIterator> ScanLatest(const SliceHandle& slice, const storage::KeyRange& range) {
+std::unique_ptr<storage::SliceIterator> ScanLatest(const SliceHandle& slice, const storage::KeyRange& range,
+                                                   const std::string* filter) {
+  if (slice.remote() && filter != nullptr) {
+    return slice.router->ScanFiltered(slice.ranking(), slice.id, range, storage::kLatestSnapshot, *filter);
+  }
   if (slice.remote()) return slice.router->Scan(slice.ranking(), slice.id, range, storage::kLatestSnapshot);
   return storage::MvccSlice(slice.local).NewIterator(storage::ReadOptions{}, range);
 }

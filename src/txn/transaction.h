@@ -288,8 +288,17 @@ class Transaction {
   // newest committed version when `latest` (locking reads, the row reads of
   // UPDATE and DELETE, key checks), overlaid by the transaction's own writes.
   Status Get(const SliceHandle& slice, std::string_view key, bool latest, std::string* value);
+  // `filter` (a filter fragment, txn::RowFragment): a remote slice sends
+  // only the committed rows that pass it; the transaction's own writes are
+  // overlaid unfiltered, so the caller applies the filter to every row.
   std::unique_ptr<storage::SliceIterator> NewIterator(const SliceHandle& slice, const storage::KeyRange& range,
-                                                      bool latest);
+                                                      bool latest, const std::string* filter = nullptr);
+  // Whether the transaction has buffered writes in `slice` (its reads of
+  // that slice need the overlay, so they cannot be answered elsewhere).
+  bool HasWritesIn(storage::SliceId slice) const {
+    auto it = writes_.find(slice);
+    return it != writes_.end() && !it->second.empty();
+  }
   Status Get(storage::Slice* slice, std::string_view key, bool latest, std::string* value) {
     return Get(SliceHandle{slice->id(), slice, nullptr, nullptr}, key, latest, value);
   }
