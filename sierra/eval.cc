@@ -564,6 +564,26 @@ Result<Value> EvaluateFunction(const Expr& e, const Row& row) {
                  e.function == ScalarFunction::kLpad);
     case ScalarFunction::kLocate: {
       std::string needle = args[0].ToText(), hay = args[1].ToText();
+      // Under a case-insensitive collation of both strings (the default)
+      // LOCATE/INSTR/POSITION match as the collation compares: 'B' is
+      // found in 'abc', 'e' in 'é'. FoldForMatch maps each character to
+      // one character, so character positions are those of the original.
+      bool fold = false;
+      uint16_t collation = kDefaultCollation;
+      for (size_t k = 0; k < 2 && k < e.children.size(); ++k) {
+        const SqlType& t = e.children[k]->type;
+        if (!t.is_string()) continue;
+        if (!IsCaseInsensitive(t.Collation())) {
+          fold = false;
+          break;
+        }
+        fold = true;
+        collation = t.Collation();
+      }
+      if (fold) {
+        needle = FoldForMatch(needle, collation);
+        hay = FoldForMatch(hay, collation);
+      }
       int64_t start = args.size() > 2 ? ToInt(args[2]) : 1;
       std::vector<size_t> at = CharOffsets(hay);
       const int64_t n = static_cast<int64_t>(at.size()) - 1;
