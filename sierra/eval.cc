@@ -4,9 +4,13 @@
 #include <algorithm>
 #include <bit>
 #include <cctype>
+#include <clocale>
 #include <cmath>
+#include <cwctype>
 #include <random>
 #include <vector>
+
+#include <locale.h>
 
 #include <fmt/format.h>
 
@@ -23,6 +27,57 @@ namespace shale::sierra {
 namespace {
 
 int64_t ToInt(const Value& v) { return ToInt64Lenient(v); }
+
+// LOWER/UPPER of UTF-8 text: each character mapped by Unicode's simple
+// case mapping (glibc's C.UTF-8 tables: 'Ä' <-> 'ä', Greek, Cyrillic; 'ß'
+// has no one-character upper case and stays), as MySQL's utf8mb4
+// collations do. Bytes that are not UTF-8 are kept. Without the C.UTF-8
+// locale only ASCII letters change.
+std::string ChangeCase(const std::string& s, bool lower) {
+  static const locale_t kUtf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", static_cast<locale_t>(nullptr));
+  std::string out;
+  out.reserve(s.size());
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    size_t len = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 0;
+    bool valid = len != 0 && i + len <= s.size();
+    uint32_t cp = len == 1 ? b : len == 2 ? (b & 0x1F) : len == 3 ? (b & 0x0F) : (b & 0x07);
+    for (size_t k = 1; valid && k < len; ++k) {
+      const auto c = static_cast<unsigned char>(s[i + k]);
+      valid = (c & 0xC0) == 0x80;
+      cp = (cp << 6) | (c & 0x3F);
+    }
+    if (!valid) {
+      out.push_back(s[i++]);
+      continue;
+    }
+    uint32_t mapped = cp;
+    if (cp < 0x80) {
+      mapped = static_cast<uint32_t>(lower ? std::tolower(static_cast<int>(cp)) : std::toupper(static_cast<int>(cp)));
+    } else if (kUtf8 != static_cast<locale_t>(nullptr)) {
+      mapped = static_cast<uint32_t>(lower ? towlower_l(static_cast<wint_t>(cp), kUtf8)
+                                           : towupper_l(static_cast<wint_t>(cp), kUtf8));
+    }
+    if (mapped < 0x80) {
+      out.push_back(static_cast<char>(mapped));
+    } else if (mapped < 0x800) {
+      out.push_back(static_cast<char>(0xC0 | (mapped >> 6)));
+      out.push_back(static_cast<char>(0x80 | (mapped & 0x3F)));
+    } else if (mapped < 0x10000) {
+      out.push_back(static_cast<char>(0xE0 | (mapped >> 12)));
+      out.push_back(static_cast<char>(0x80 | ((mapped >> 6) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | (mapped & 0x3F)));
+    } else {
+      out.push_back(static_cast<char>(0xF0 | (mapped >> 18)));
+      out.push_back(static_cast<char>(0x80 | ((mapped >> 12) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | ((mapped >> 6) & 0x3F)));
+      out.push_back(static_cast<char>(0x80 | (mapped & 0x3F)));
+    }
+    i += len;
+  }
+  return out;
+}
 
 Value Bool(bool b) { return Value::Int(b ? 1 : 0); }
 
@@ -229,6 +284,15 @@ Result<Value> ConvertToType(const Value& v, const SqlType& t) {
   if (t.is_floating()) {
     if (v.is_double() && !v.is_float()) return v;
     return Value::Double(ToDoubleLenient(v));
+  }
+  if (t.is_integer() && t.is_unsigned) {
+    // CAST(x AS UNSIGNED): the 64 bits of x as BIGINT UNSIGNED, so a
+    // negative integer wraps (CAST(-1 AS UNSIGNED) is 18446744073709551615),
+    // as MySQL; but a negative DECIMAL or DOUBLE is 0, as MariaDB.
+    if ((v.is_decimal() && v.as_decimal().is_negative()) || (v.is_double() && v.as_double() < 0)) {
+      return Value::Int(0);
+    }
+    return UnsignedValue(ToBits(v));
   }
   if (t.is_integer()) {
     if (v.is_int()) return v;
@@ -500,6 +564,26 @@ Result<Value> EvaluateFunction(const Expr& e, const Row& row) {
                  e.function == ScalarFunction::kLpad);
     case ScalarFunction::kLocate: {
       std::string needle = args[0].ToText(), hay = args[1].ToText();
+      // Under a case-insensitive collation of both strings (the default)
+      // LOCATE/INSTR/POSITION match as the collation compares: 'B' is
+      // found in 'abc', 'e' in 'é'. FoldForMatch maps each character to
+      // one character, so character positions are those of the original.
+      bool fold = false;
+      uint16_t collation = kDefaultCollation;
+      for (size_t k = 0; k < 2 && k < e.children.size(); ++k) {
+        const SqlType& t = e.children[k]->type;
+        if (!t.is_string()) continue;
+        if (!IsCaseInsensitive(t.Collation())) {
+          fold = false;
+          break;
+        }
+        fold = true;
+        collation = t.Collation();
+      }
+      if (fold) {
+        needle = FoldForMatch(needle, collation);
+        hay = FoldForMatch(hay, collation);
+      }
       int64_t start = args.size() > 2 ? ToInt(args[2]) : 1;
       std::vector<size_t> at = CharOffsets(hay);
       const int64_t n = static_cast<int64_t>(at.size()) - 1;
@@ -566,11 +650,12 @@ Result<Value> EvaluateFunction(const Expr& e, const Row& row) {
     case ScalarFunction::kLower:
     case ScalarFunction::kUpper: {
       std::string s = args[0].ToText();
-      for (char& ch : s) {
-        auto u = static_cast<unsigned char>(ch);
-        if (u < 0x80) ch = static_cast<char>(e.function == ScalarFunction::kLower ? std::tolower(u) : std::toupper(u));
+      // A binary string has no letters: LOWER/UPPER leave it as it is.
+      if (!e.children.empty() && e.children[0]->type.is_string() &&
+          e.children[0]->type.Collation() == kCollationBinary) {
+        return Value::String(std::move(s));
       }
-      return Value::String(std::move(s));
+      return Value::String(ChangeCase(s, e.function == ScalarFunction::kLower));
     }
     default:
       break;

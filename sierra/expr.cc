@@ -489,6 +489,13 @@ ExprPtr Expr::Function(ScalarFunction f, std::vector<ExprPtr> args) {
   if (f == ScalarFunction::kUnhex || f == ScalarFunction::kChar || f == ScalarFunction::kFromBase64) {
     type.collation = kCollationBinary;  // bytes
   }
+  // CONCAT with any binary string argument is a binary string (MySQL's
+  // rule: CONCAT('X', 0x41) compares bytewise and LOWER leaves it alone).
+  if (f == ScalarFunction::kConcat || f == ScalarFunction::kConcatWs) {
+    for (const ExprPtr& a : args) {
+      if (a->type.is_string() && a->type.Collation() == kCollationBinary) type.collation = kCollationBinary;
+    }
+  }
   // Results spelled in ASCII (digits, hex, base64 ...) take the default
   // collation whatever their arguments'.
   switch (f) {

@@ -40,8 +40,8 @@ enum class ScalarFunction : uint8_t {
   kAbs = 1,       // |x|; BIGINT overflow is 1690
   kLength = 2,    // length in bytes of the argument's text
   kConcat = 3,    // the arguments' text joined; NULL if any is NULL
-  kLower = 4,     // ASCII letters lowered
-  kUpper = 5,     // ASCII letters raised
+  kLower = 4,     // letters lowered (Unicode simple case mapping; binary strings unchanged)
+  kUpper = 5,     // letters raised (likewise)
   kRound = 6,     // ROUND(x[, d]): half away from zero; exact for DECIMAL
   kTruncate = 7,  // TRUNCATE(x, d): toward zero
   kFloor = 8,     // FLOOR(x)

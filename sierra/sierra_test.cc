@@ -315,8 +315,23 @@ TEST(EvalTest, CaseFunctionsAndLike) {
   EXPECT_EQ(Eval(Expr::Function(ScalarFunction::kLength, {I(-12)})), Value::Int(3));
   EXPECT_EQ(Eval(Expr::Function(ScalarFunction::kConcat, {S("a"), I(1), S("b")})), Value::String("a1b"));
   EXPECT_EQ(Eval(Expr::Function(ScalarFunction::kConcat, {S("a"), N()})), kNull);
-  EXPECT_EQ(Eval(Expr::Function(ScalarFunction::kLower, {S("AbC\xc3\x89")})), Value::String("abc\xc3\x89"));
+  // Non-ASCII letters change case too ('É' <-> 'é', Greek, Cyrillic); 'ß'
+  // has no one-character upper case; bytes that are not UTF-8 are kept.
+  EXPECT_EQ(Eval(Expr::Function(ScalarFunction::kLower, {S("AbC\xc3\x89")})), Value::String("abc\xc3\xa9"));
   EXPECT_EQ(Eval(Expr::Function(ScalarFunction::kUpper, {S("abc")})), Value::String("ABC"));
+  EXPECT_EQ(Eval(Expr::Function(ScalarFunction::kUpper, {S("\xc3\x9f\xce\xb1\xd0\xb4")})),
+            Value::String("\xc3\x9f\xce\x91\xd0\x94"));
+  EXPECT_EQ(Eval(Expr::Function(ScalarFunction::kLower, {S("A\xff\xc3")})), Value::String("a\xff\xc3"));
+  // A binary string has no letters.
+  EXPECT_EQ(Eval(Expr::Function(ScalarFunction::kLower, {Expr::Cast(S("AB"), SqlType::Varbinary(2))})),
+            Value::String("AB"));
+  // CAST AS UNSIGNED wraps negative integers and strings, clips negative
+  // DECIMAL/DOUBLE to 0 (MariaDB).
+  const SqlType kUnsigned = SqlType::Integer(TypeId::kBigInt, true);
+  EXPECT_EQ(Eval(Expr::Cast(I(-1), kUnsigned)), Value::Dec(Decimal(static_cast<__int128>(UINT64_MAX), 0)));
+  EXPECT_EQ(Eval(Expr::Cast(S("-2"), kUnsigned)), Value::Dec(Decimal(static_cast<__int128>(UINT64_MAX - 1), 0)));
+  EXPECT_EQ(Eval(Expr::Cast(Expr::Constant(Value::Double(-1.5)), kUnsigned)), Value::Int(0));
+  EXPECT_EQ(Eval(Expr::Cast(I(7), kUnsigned)), Value::Int(7));
   EXPECT_EQ(Eval(Expr::Function(ScalarFunction::kUpper, {N()})), kNull);
   EXPECT_EQ(Eval(Expr::Like(S("Hello"), S("h%o"), false)), kTrue);  // case-insensitive, as MySQL's default
   EXPECT_EQ(Eval(Expr::Like(S("Hello"), S("h_o"), false)), kFalse);

@@ -50,6 +50,10 @@ struct Expr {
   bool distinct = false;  // kFunction: an aggregate over distinct values
   bool has_operand = false;  // kCase: CASE x WHEN ...
   bool has_else = false;     // kCase
+  // kLiteral: a hexadecimal or bit literal (0x41, X'41', b'1'); `value` is
+  // its bytes. MySQL reads it as a binary string, but as the unsigned
+  // integer of its bytes where a number is wanted (0x41 + 0 is 65).
+  bool hex_number = false;
   std::vector<std::unique_ptr<Expr>> children;
   // kFunction GROUP_CONCAT(... ORDER BY e [ASC|DESC], ...): the keys.
   std::vector<std::unique_ptr<Expr>> order_by;
@@ -72,6 +76,7 @@ inline ExprPtr Clone(const Expr& e) {
   out->distinct = e.distinct;
   out->has_operand = e.has_operand;
   out->has_else = e.has_else;
+  out->hex_number = e.hex_number;
   out->subquery = e.subquery;
   out->text = e.text;
   for (const auto& c : e.children) out->children.push_back(Clone(*c));
@@ -268,6 +273,9 @@ struct ShowStmt {
   std::string db;                  // SHOW TABLES/TABLE STATUS FROM db, SHOW CREATE DATABASE db
   TableName table;                 // SHOW CREATE TABLE t / SHOW COLUMNS FROM t
   std::optional<std::string> like; // LIKE 'pattern'
+  // SHOW ... WHERE expr: a filter over the shown rows, naming the shown
+  // columns (SHOW VARIABLES WHERE Variable_name IN (...)).
+  std::shared_ptr<const Expr> where;
   bool full = false;
   bool global = false;             // SHOW GLOBAL VARIABLES
   bool if_not_exists = false;      // SHOW CREATE DATABASE IF NOT EXISTS db

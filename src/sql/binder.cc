@@ -319,6 +319,27 @@ bool ContainsSubquery(const ast::Expr& e) {
   return false;
 }
 
+// A hexadecimal or bit literal (0x41, X'41', b'1').
+bool IsHexLiteral(const ast::Expr& e) { return e.kind == ast::ExprKind::kLiteral && e.hex_number; }
+
+// A hexadecimal or bit literal where a number is wanted: the unsigned
+// integer its bytes spell, big-endian, of the last 8 bytes when there are
+// more (MariaDB's Item_hex_hybrid::val_int); beyond 2^63-1 an exact
+// DECIMAL, as the bit operators give BIGINT UNSIGNED values.
+ExprPtr HexLiteralNumber(const ast::Expr& e) {
+  const std::string& bytes = e.value.as_string();
+  uint64_t v = 0;
+  for (size_t i = bytes.size() > 8 ? bytes.size() - 8 : 0; i < bytes.size(); ++i) {
+    v = (v << 8) | static_cast<unsigned char>(bytes[i]);
+  }
+  if (v <= static_cast<uint64_t>(INT64_MAX)) return Expr::Constant(Value::Int(static_cast<int64_t>(v)));
+  return Expr::Constant(Value::Dec(Decimal(static_cast<__int128>(v), 0)));
+}
+
+// Whether values of type `t` are numbers in comparisons (so a hex literal
+// compared with them is read as its number: 0x41 = 65).
+bool ComparesAsNumber(const SqlType& t) { return t.is_numeric() || t.id == TypeId::kYear; }
+
 class Binder {
  public:
   explicit Binder(const BindContext& ctx) : ctx_(ctx) {}
@@ -399,6 +420,27 @@ class Binder {
 
   Result<ExprPtr> BindExpr(const ast::Expr& e, const Scope& scope);
   Result<ExprPtr> BindExprInner(const ast::Expr& e, const Scope& scope);
+  // BindExpr where a number is wanted (arithmetic, NOT, CAST to a number):
+  // a hex literal is its integer.
+  Result<ExprPtr> BindNumeric(const ast::Expr& e, const Scope& scope) {
+    if (IsHexLiteral(e)) return HexLiteralNumber(e);
+    return BindExpr(e, scope);
+  }
+  // BindExpr of a value stored into a column of type `t` (INSERT, UPDATE):
+  // a hex literal is its integer for numeric columns (INSERT INTO t(i)
+  // VALUES (0x41) stores 65), its bytes otherwise.
+  Result<ExprPtr> BindForColumn(const ast::Expr& e, const Scope& scope, const SqlType& t) {
+    if (IsHexLiteral(e) && ComparesAsNumber(t)) return HexLiteralNumber(e);
+    return BindExpr(e, scope);
+  }
+  // The bound operands *l of `a` and *r of `b` of a comparison: a hex
+  // literal compared with a number is its integer, with anything else (a
+  // string, another hex literal) its bytes, as MySQL. (Only constants are
+  // replaced, so nothing bound is bound twice.)
+  static void HexComparands(const ast::Expr& a, const ast::Expr& b, ExprPtr* l, ExprPtr* r) {
+    if (IsHexLiteral(a) && !IsHexLiteral(b) && ComparesAsNumber((*r)->type)) *l = HexLiteralNumber(a);
+    if (IsHexLiteral(b) && !IsHexLiteral(a) && ComparesAsNumber((*l)->type)) *r = HexLiteralNumber(b);
+  }
   // With agg_ set: an expression without aggregates, as seen above the
   // aggregate (a group value, a constant, or a column's value in the group).
   Result<ExprPtr> BindGrouped(const ast::Expr& e, const char* clause);
@@ -573,6 +615,17 @@ Result<BoundStatement> Binder::BindStatement(const ast::Statement& stmt) {
           return BindSet(s);
         } else if constexpr (std::is_same_v<T, ast::ShowStmt>) {
           SHALE_ASSIGN_OR_RETURN(auto plan, BindShow(s));
+          if (s.where) {
+            // SHOW ... WHERE: a filter over the shown rows, whose columns
+            // are the names it sees (as MySQL, which runs SHOW as a query
+            // of an information_schema table).
+            Scope scope;
+            scope.source = plan.get();
+            scope.clause = "where clause";
+            scope.tables = {{"", "", 0, plan->columns.size()}};
+            SHALE_ASSIGN_OR_RETURN(ExprPtr where, BindExpr(*s.where, scope));
+            plan = LogicalOperator::Filter(std::move(plan), std::move(where));
+          }
           return BoundStatement(PlanCmd{std::move(plan)});
         } else if constexpr (std::is_same_v<T, ast::ExplainStmt>) {
           LogicalPtr plan;
@@ -1636,10 +1689,24 @@ Result<ExprPtr> Binder::BindFunction(const ast::Expr& e, const Scope& scope) {
       // A binary string: compared bytewise.
       t = SqlType::Varbinary(length.value_or(args[0]->type.is_string() ? args[0]->type.MaxBytes() : 64));
     } else if (type == "CHAR" || type == "NCHAR") {
-      t = SqlType::Varchar(length.value_or(args[0]->type.is_string() ? args[0]->type.length : 64));
+      // Of a binary string (VARBINARY's length is in bytes) as many
+      // characters as it has bytes.
+      t = SqlType::Varchar(length.value_or(args[0]->type.is_binary_string() ? args[0]->type.MaxBytes()
+                                           : args[0]->type.is_string()      ? args[0]->type.length
+                                                                            : 64));
+      if (e.names.size() > 3 && !e.names[3].empty()) {
+        // CONVERT(x USING charset): the charset's default collation.
+        const CharsetInfo* cs = FindCharset(e.names[3]);
+        if (cs == nullptr) return SqlError(ErrorCode::kUnknownCharacterSet, "Unknown character set: '{}'", e.names[3]);
+        t.collation = cs->default_collation == kDefaultCollation ? 0 : cs->default_collation;
+      }
     } else {
       return SqlError(ErrorCode::kNotSupportedYet,
                       "This version of Shale doesn't yet support 'CAST AS {}'", type);
+    }
+    // CAST(0x41 AS SIGNED) is 65: a hex literal cast to a number is one.
+    if (IsHexLiteral(*e.children[0]) && t.is_numeric()) {
+      args[0] = HexLiteralNumber(*e.children[0]);
     }
     return Expr::Cast(args[0], t);
   }
@@ -1753,6 +1820,12 @@ Result<ExprPtr> Binder::BindExpr(const ast::Expr& e, const Scope& scope) {
 Result<ExprPtr> Binder::BindExprInner(const ast::Expr& e, const Scope& scope) {
   switch (e.kind) {
     case ast::ExprKind::kLiteral:
+      if (e.hex_number) {
+        // In string context a binary string (VARBINARY, as MySQL types it).
+        auto c = std::make_shared<Expr>(*Expr::Constant(e.value));
+        c->type = SqlType::Varbinary(static_cast<uint32_t>(e.value.as_string().size()));
+        return ExprPtr(c);
+      }
       return Expr::Constant(e.value);
     case ast::ExprKind::kColumn:
       return BindColumn(e, scope);
@@ -1804,7 +1877,7 @@ Result<ExprPtr> Binder::BindExprInner(const ast::Expr& e, const Scope& scope) {
     case ast::ExprKind::kSubquery:
       return BindSubquery(e, scope);
     case ast::ExprKind::kUnary: {
-      SHALE_ASSIGN_OR_RETURN(ExprPtr c, BindExpr(*e.children[0], scope));
+      SHALE_ASSIGN_OR_RETURN(ExprPtr c, BindNumeric(*e.children[0], scope));
       if (e.op == "NOT") return Expr::Not(c);
       if (e.op == "~") return Expr::Arith(sierra::ArithOp::kBitXor, c, Expr::Constant(Value::Int(-1)));
       if (c->kind == sierra::ExprKind::kConstant && c->constant.is_int() &&
@@ -1828,6 +1901,7 @@ Result<ExprPtr> Binder::BindExprInner(const ast::Expr& e, const Scope& scope) {
       std::vector<ExprPtr> list;
       for (size_t i = 1; i < e.children.size(); ++i) {
         SHALE_ASSIGN_OR_RETURN(ExprPtr item, BindExpr(*e.children[i], scope));
+        HexComparands(*e.children[0], *e.children[i], &c, &item);
         list.push_back(item);
       }
       return Expr::InList(c, std::move(list), e.negated);
@@ -1875,6 +1949,8 @@ Result<ExprPtr> Binder::BindExprInner(const ast::Expr& e, const Scope& scope) {
       SHALE_ASSIGN_OR_RETURN(ExprPtr v, BindExpr(*e.children[0], scope));
       SHALE_ASSIGN_OR_RETURN(ExprPtr lo, BindExpr(*e.children[1], scope));
       SHALE_ASSIGN_OR_RETURN(ExprPtr hi, BindExpr(*e.children[2], scope));
+      HexComparands(*e.children[0], *e.children[1], &v, &lo);
+      HexComparands(*e.children[0], *e.children[2], &v, &hi);
       ExprPtr both = Expr::Logical(sierra::ExprKind::kAnd, Expr::Compare(sierra::CompareOp::kGe, v, lo),
                                    Expr::Compare(sierra::CompareOp::kLe, v, hi));
       return e.negated ? Expr::Not(both) : both;
@@ -1885,11 +1961,20 @@ Result<ExprPtr> Binder::BindExprInner(const ast::Expr& e, const Scope& scope) {
         SHALE_ASSIGN_OR_RETURN(auto date_add, BindIntervalArithmetic(e, bind));
         if (date_add) return *date_add;
       }
-      SHALE_ASSIGN_OR_RETURN(ExprPtr l, BindExpr(*e.children[0], scope));
-      SHALE_ASSIGN_OR_RETURN(ExprPtr r, BindExpr(*e.children[1], scope));
       using sierra::ArithOp;
       using sierra::CompareOp;
       const std::string& op = e.op;
+      ExprPtr l, r;
+      if (op == "=" || op == "<>" || op == "<" || op == "<=" || op == ">" || op == ">=" || op == "<=>") {
+        SHALE_ASSIGN_OR_RETURN(l, BindExpr(*e.children[0], scope));
+        SHALE_ASSIGN_OR_RETURN(r, BindExpr(*e.children[1], scope));
+        HexComparands(*e.children[0], *e.children[1], &l, &r);
+      } else {
+        // Arithmetic, bit and logical operators read their operands as
+        // numbers.
+        SHALE_ASSIGN_OR_RETURN(l, BindNumeric(*e.children[0], scope));
+        SHALE_ASSIGN_OR_RETURN(r, BindNumeric(*e.children[1], scope));
+      }
       if (op == "=") return Expr::Compare(CompareOp::kEq, l, r);
       if (op == "<>") return Expr::Compare(CompareOp::kNe, l, r);
       if (op == "<") return Expr::Compare(CompareOp::kLt, l, r);
@@ -2148,7 +2233,7 @@ Result<LogicalPtr> Binder::BindInsert(const ast::InsertStmt& s) {
       if (values[i]->kind == ast::ExprKind::kDefault) {
         SHALE_ASSIGN_OR_RETURN(row[targets[i]], default_for(targets[i]));
       } else {
-        auto bound = BindExpr(*values[i], with_subqueries ? row_scope : none);
+        auto bound = BindForColumn(*values[i], with_subqueries ? row_scope : none, table->columns[targets[i]].type);
         if (!bound.ok()) {
           collecting_applies_ = false;
           return bound.status();
@@ -2196,7 +2281,7 @@ Result<LogicalPtr> Binder::BindInsert(const ast::InsertStmt& s) {
         return col.status();
       }
       auto value = a.value->kind == ast::ExprKind::kDefault ? default_for((*col)->column)
-                                                             : BindExpr(*a.value, scope);
+                                                             : BindForColumn(*a.value, scope, (*col)->type);
       if (!value.ok()) {
         values_offset_ = -1;
         return value.status();
@@ -2434,7 +2519,9 @@ Result<LogicalPtr> Binder::BindMultiUpdate(const ast::UpdateStmt& s) {
     const int column = col->column - static_cast<int>(owner->first);
     if (a.value->kind == ast::ExprKind::kDefault) {
       const catalog::ColumnDef& c = owner->def->columns[column];
-      if (c.default_value) {
+      if (c.default_now) {
+        target->values.push_back(CurrentTimestampFor(c.type));
+      } else if (c.default_value) {
         target->values.push_back(Expr::Constant(*c.default_value));
       } else if (c.nullable) {
         target->values.push_back(Expr::Constant(Value::Null()));
@@ -2442,7 +2529,7 @@ Result<LogicalPtr> Binder::BindMultiUpdate(const ast::UpdateStmt& s) {
         return SqlError(ErrorCode::kNoDefaultForField, "Field '{}' doesn't have a default value", c.name);
       }
     } else {
-      SHALE_ASSIGN_OR_RETURN(ExprPtr value, BindExpr(*a.value, scope));
+      SHALE_ASSIGN_OR_RETURN(ExprPtr value, BindForColumn(*a.value, scope, col->type));
       target->values.push_back(std::move(value));
     }
     target->columns.push_back(column);
@@ -2504,7 +2591,7 @@ Result<LogicalPtr> Binder::BindUpdate(const ast::UpdateStmt& s) {
                         c.name);
       }
     } else {
-      SHALE_ASSIGN_OR_RETURN(ExprPtr value, BindExpr(*a.value, scope));
+      SHALE_ASSIGN_OR_RETURN(ExprPtr value, BindForColumn(*a.value, scope, col->type));
       exprs.push_back(std::move(value));
     }
     columns.push_back(col->column);
@@ -3038,7 +3125,11 @@ Result<BoundStatement> Binder::BindCreateTable(const ast::CreateTableStmt& s) {
       }
       c.default_now = true;
     } else if (cd.default_value) {
-      auto v = EvaluateConstant(*cd.default_value);
+      // DEFAULT 0x10 of a numeric column is 16, as a hex literal stored
+      // into it.
+      auto v = IsHexLiteral(*cd.default_value) && ComparesAsNumber(c.type)
+                   ? Result<Value>(HexLiteralNumber(*cd.default_value)->constant)
+                   : EvaluateConstant(*cd.default_value);
       if (!v.ok()) return SqlError(ErrorCode::kInvalidDefault, "Invalid default value for '{}'", cd.name);
       // MySQL 5.7/8.0: no literal default for BLOB, TEXT and JSON (MariaDB
       // allows one; Shale follows MySQL).

@@ -8,6 +8,7 @@
 
 #include "src/common/collation.h"
 #include "src/common/errors.h"
+#include "src/sql/binder.h"
 
 namespace shale::sql {
 namespace {
@@ -277,6 +278,9 @@ Value AutoIncrementValue(const catalog::Catalog& catalog, const catalog::TableDe
 // COLUMNS.EXTRA / SHOW COLUMNS Extra.
 std::string ColumnExtra(const catalog::ColumnDef& c) {
   if (c.auto_increment) return "auto_increment";
+  // As SHOW COLUMNS and MariaDB (MySQL 8 spells it "DEFAULT_GENERATED on
+  // update CURRENT_TIMESTAMP").
+  if (c.on_update_now) return "on update " + CurrentTimestampSql(c.type);
   return "";
 }
 
@@ -310,9 +314,14 @@ void AddColumnRows(const catalog::TableDef& t, std::vector<std::vector<Value>>* 
       }
     }
     Value def = c.default_value && !c.default_value->is_null() ? Str(c.default_value->ToText()) : Value::Null();
+    // DEFAULT CURRENT_TIMESTAMP as SHOW COLUMNS shows it (MariaDB's text).
+    if (c.default_now) def = Str(CurrentTimestampSql(type));
+    // DATETIME_PRECISION: the fsp of DATETIME, TIMESTAMP and TIME (NULL for
+    // DATE, as MySQL and MariaDB).
+    Value datetime_precision = type.is_temporal() && type.id != TypeId::kDate ? Int(type.scale) : Value::Null();
     rows->push_back({Str("def"), Str(t.db), Str(t.name), Str(c.name), Int(position), def,
                      Str(c.nullable ? "YES" : "NO"), Str(DataType(type)), char_len, octet_len, precision, scale,
-                     Value::Null(), charset, collation, Str(type.ToString()),
+                     datetime_precision, charset, collation, Str(type.ToString()),
                      Str(ColumnKey(t, static_cast<int>(i))), Str(ColumnExtra(c)), Str("select,insert,update,references"),
                      Str(""), Str("")});
   }

@@ -32,6 +32,41 @@ class LineCounter {
   int line_ = 1;
 };
 
+constexpr const char* kHexDigits = "0123456789abcdefABCDEF";
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  return (c | 0x20) - 'a' + 10;
+}
+
+// The bytes hex digits spell, big-endian; an odd count has an implied
+// leading 0 (0x1 is one byte 0x01). REQUIRES: only hex digits.
+std::string HexBytes(std::string_view digits) {
+  std::string out;
+  size_t k = 0;
+  if (digits.size() % 2 != 0) out.push_back(static_cast<char>(HexValue(digits[k++])));
+  for (; k + 1 < digits.size(); k += 2) {
+    out.push_back(static_cast<char>(HexValue(digits[k]) * 16 + HexValue(digits[k + 1])));
+  }
+  return out;
+}
+
+// The bytes binary digits spell, big-endian, in as few whole bytes as hold
+// them (b'101' is one byte 0x05; b'' no bytes). REQUIRES: only 0 and 1.
+std::string BitBytes(std::string_view digits) {
+  std::string out;
+  const size_t lead = digits.size() % 8;
+  size_t k = 0;
+  auto take = [&](size_t count) {
+    unsigned v = 0;
+    for (size_t m = 0; m < count; ++m) v = v * 2 + static_cast<unsigned>(digits[k++] - '0');
+    out.push_back(static_cast<char>(v));
+  };
+  if (lead != 0) take(lead);
+  while (k < digits.size()) take(8);
+  return out;
+}
+
 }  // namespace
 
 Result<std::vector<Token>> Tokenize(std::string_view sql) {
@@ -61,7 +96,26 @@ Result<std::vector<Token>> Tokenize(std::string_view sql) {
     Token t;
     t.begin = i;
     t.line = lines.At(i);
-    if (IsIdentStart(c) && !(std::isdigit(c))) {
+    if ((c == 'x' || c == 'X' || c == 'b' || c == 'B') && i + 1 < n && sql[i + 1] == '\'') {
+      // X'41' / B'101': the digits between the quotes, nothing else; X'..'
+      // needs an even number of digits (MySQL: 1064 otherwise).
+      const bool hex = c == 'x' || c == 'X';
+      size_t close = sql.find('\'', i + 2);
+      if (close == std::string_view::npos) return error_at(i);
+      std::string_view digits = sql.substr(i + 2, close - i - 2);
+      if (digits.find_first_not_of(hex ? kHexDigits : "01") != std::string_view::npos ||
+          (hex && digits.size() % 2 != 0)) {
+        return error_at(i);
+      }
+      t.kind = hex ? TokenKind::kHexString : TokenKind::kBinaryLiteral;
+      t.text = hex ? HexBytes(digits) : BitBytes(digits);
+      i = close + 1;
+    } else if ((c == 'n' || c == 'N') && i + 1 < n && sql[i + 1] == '\'') {
+      // N'text': a national character set string, which is utf8 here as
+      // every string: lexed as the string after the N.
+      ++i;
+      continue;
+    } else if (IsIdentStart(c) && !(std::isdigit(c))) {
       size_t j = i;
       while (j < n && IsIdentChar(sql[j])) ++j;
       t.kind = TokenKind::kIdent;
@@ -94,12 +148,14 @@ Result<std::vector<Token>> Tokenize(std::string_view sql) {
         t.kind = decimal ? TokenKind::kDecimal : TokenKind::kInteger;
       }
       t.text = std::string(sql.substr(i, j - i));
+      // 0x41 and 0b101 (a lower-case x or b only: 0X41 is an identifier, as
+      // in MySQL); an odd number of hex digits has an implied leading 0.
       if (t.kind == TokenKind::kIdent && t.text.size() > 2 && t.text[0] == '0' &&
           (t.text[1] == 'x' || t.text[1] == 'b') &&
-          t.text.find_first_not_of(t.text[1] == 'x' ? "0123456789abcdefABCDEF" : "01", 2) ==
-              std::string::npos) {
-        return SqlError(ErrorCode::kNotSupportedYet,
-                        "This version of Shale doesn't yet support 'hexadecimal and bit literals'");
+          t.text.find_first_not_of(t.text[1] == 'x' ? kHexDigits : "01", 2) == std::string::npos) {
+        t.kind = TokenKind::kBinaryLiteral;
+        std::string_view digits = std::string_view(t.text).substr(2);
+        t.text = t.text[1] == 'x' ? HexBytes(digits) : BitBytes(digits);
       }
       i = j;
     } else if (c == '\'' || c == '"') {

@@ -24,6 +24,13 @@ enum class TokenKind : uint8_t {
   kOperator,     // = <> != < <= > >= <=> + - * / % ( ) , . ; ! ~ & | ^ << >> && ||
   kSystemVar,    // @@name, @@session.name, @@global.name (text holds the part after @@)
   kUserVar,      // @name
+  // A hexadecimal or bit literal: 0x41, 0b1, b'1', B'1' (text holds the
+  // bytes it stands for). A binary string in string context, an unsigned
+  // integer in numeric context (the binder decides).
+  kBinaryLiteral,
+  // X'41', x'41' (text holds the bytes): a binary string in every context,
+  // as MariaDB (MySQL 8 reads it as a number in numeric context too).
+  kHexString,
 };
 
 struct Token {

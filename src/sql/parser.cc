@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <strings.h>
 
+#include "src/common/collation.h"
 #include "src/common/datetime.h"
 #include "src/common/errors.h"
 
@@ -30,7 +31,7 @@ std::string Lower(std::string_view s) {
 }
 
 // Reserved words (a subset of MySQL 8.0's) that may not be bare names.
-constexpr std::array<std::string_view, 65> kReserved = {
+constexpr std::array<std::string_view, 66> kReserved = {
     "ADD",      "ALL",     "ALTER",    "AND",      "AS",      "ASC",       "BETWEEN",  "BY",
     "CASE",     "CHECK",   "COLLATE",  "COLUMN",   "CREATE",  "CROSS",     "DATABASE", "DEFAULT",
     "DELETE",   "DESC",    "DISTINCT", "DIV",      "DROP",    "ELSE",      "EXISTS",   "FALSE",
@@ -39,7 +40,7 @@ constexpr std::array<std::string_view, 65> kReserved = {
     "MOD",      "NOT",     "NULL",     "ON",       "OR",      "ORDER",     "PRIMARY",  "RIGHT",
     "SELECT",   "SET",     "SHOW",     "TABLE",    "THEN",    "TRUE",      "UNION",    "UNIQUE",
     "UPDATE",   "USE",     "USING",    "VALUES",   "WHEN",    "WHERE",    "NATURAL",  "OUTER",
-    "STRAIGHT_JOIN",
+    "STRAIGHT_JOIN", "LOCK",  // FROM t LOCK IN SHARE MODE: not an alias
 };
 
 ast::ExprPtr MakeExpr(ast::ExprKind kind) {
@@ -255,13 +256,27 @@ Result<ast::Statement> Parser::ParseStatement() {
     if (t.read_only && t.read_write) return ErrorHere();
     return ast::Statement(t);
   }
-  if (AcceptKeyword("COMMIT")) {
+  if (AtKeyword("COMMIT") || AtKeyword("ROLLBACK")) {
+    const bool commit = AtKeyword("COMMIT");
+    ++pos_;
     AcceptKeyword("WORK");
-    return ast::Statement(ast::TransactionStmt{ast::TransactionStmt::Kind::kCommit});
-  }
-  if (AcceptKeyword("ROLLBACK")) {
-    AcceptKeyword("WORK");
-    return ast::Statement(ast::TransactionStmt{ast::TransactionStmt::Kind::kRollback});
+    if (!commit && AtKeyword("TO")) return NotSupported("ROLLBACK TO SAVEPOINT");
+    // [AND NO CHAIN] [NO RELEASE] say what happens anyway; AND CHAIN (a new
+    // transaction at once) and RELEASE (disconnect) are not done yet.
+    if (AcceptKeyword("AND")) {
+      if (!AcceptKeyword("NO")) {
+        if (AtKeyword("CHAIN")) return NotSupported(commit ? "COMMIT AND CHAIN" : "ROLLBACK AND CHAIN");
+        return ErrorHere();
+      }
+      SHALE_RETURN_IF_ERROR(ExpectKeyword("CHAIN"));
+    }
+    if (AcceptKeyword("NO")) {
+      SHALE_RETURN_IF_ERROR(ExpectKeyword("RELEASE"));
+    } else if (AtKeyword("RELEASE")) {
+      return NotSupported(commit ? "COMMIT RELEASE" : "ROLLBACK RELEASE");
+    }
+    return ast::Statement(ast::TransactionStmt{commit ? ast::TransactionStmt::Kind::kCommit
+                                                      : ast::TransactionStmt::Kind::kRollback});
   }
   if (AcceptKeyword("EXPLAIN") || AcceptKeyword("DESCRIBE") || AcceptKeyword("DESC")) {
     // EXPLAIN ANALYZE <query>: runs it (docs/cluster.md, rows moved).
@@ -296,10 +311,18 @@ Result<ast::Statement> Parser::ParseStatement() {
             AtKeyword("INSERT") || AtKeyword("REPLACE")) {
           return NotSupported("EXPLAIN of this form");
         }
-        // DESCRIBE t / EXPLAIN t: the table's columns.
+        // DESCRIBE t [col | 'pattern']: the table's columns (those whose
+        // names match, as SHOW COLUMNS ... LIKE).
         ast::ShowStmt s;
         s.kind = ast::ShowStmt::Kind::kColumns;
         SHALE_ASSIGN_OR_RETURN(s.table, ParseTableName());
+        if (Peek().kind == TokenKind::kString) {
+          s.like = Peek().text;
+          ++pos_;
+        } else if (!AtStatementEnd()) {
+          SHALE_ASSIGN_OR_RETURN(std::string column, ParseIdentifier());
+          s.like = std::move(column);
+        }
         return ast::Statement(std::move(s));
       }
       return ErrorHere();
@@ -527,6 +550,9 @@ Status Parser::ParseJoins(std::vector<ast::JoinClause>* out) {
       SHALE_RETURN_IF_ERROR(ExpectKeyword("JOIN"));
     } else if (AcceptKeyword("INNER")) {
       SHALE_RETURN_IF_ERROR(ExpectKeyword("JOIN"));
+    } else if (AcceptKeyword("STRAIGHT_JOIN")) {
+      // An inner join that asks MySQL to read the left table first: the
+      // order is a hint, so it is an inner join here.
     } else if (AtKeyword("LEFT") || AtKeyword("RIGHT")) {
       join.kind = AtKeyword("LEFT") ? ast::JoinClause::Kind::kLeft : ast::JoinClause::Kind::kRight;
       ++pos_;
@@ -544,7 +570,7 @@ Status Parser::ParseJoins(std::vector<ast::JoinClause>* out) {
         AcceptKeyword("INNER");
       }
       SHALE_RETURN_IF_ERROR(ExpectKeyword("JOIN"));
-    } else if (AtKeyword("STRAIGHT_JOIN") || AtKeyword("FULL")) {
+    } else if (AtKeyword("FULL")) {
       return NotSupported(fmt::format("{} JOIN", Upper(Peek().text)));
     } else {
       break;
@@ -784,7 +810,7 @@ Status Parser::ParseAssignments(std::vector<ast::Assignment>* out) {
     }
     if (a.names.size() > 3) return ErrorHere();
     SHALE_RETURN_IF_ERROR(ExpectOperator("="));
-    if (AtKeyword("DEFAULT") && (AtOperator(",", 1) || AtKeyword("WHERE", 1) ||
+    if (AtKeyword("DEFAULT") && (AtOperator(",", 1) || AtKeyword("WHERE", 1) || AtKeyword("ON", 1) ||
                                  AtKeyword("ORDER", 1) || AtKeyword("LIMIT", 1) ||
                                  Peek(1).kind == TokenKind::kEnd || AtOperator(";", 1))) {
       size_t begin = Peek().begin;
@@ -880,7 +906,19 @@ Result<ast::InsertStmt> Parser::ParseInsert() {
     SHALE_RETURN_IF_ERROR(ParseOnDuplicate(&s));
     return s;
   }
-  if (AtKeyword("SET")) return NotSupported("INSERT ... SET");
+  if (s.columns.empty() && AcceptKeyword("SET")) {
+    // INSERT INTO t SET a = 1, b = DEFAULT: one row of the named columns.
+    std::vector<ast::Assignment> assignments;
+    SHALE_RETURN_IF_ERROR(ParseAssignments(&assignments));
+    std::vector<ast::ExprPtr> row;
+    for (ast::Assignment& a : assignments) {
+      s.columns.push_back(a.names.back());
+      row.push_back(std::move(a.value));
+    }
+    s.rows.push_back(std::move(row));
+    SHALE_RETURN_IF_ERROR(ParseOnDuplicate(&s));
+    return s;
+  }
   if (!AcceptKeyword("VALUES") && !AcceptKeyword("VALUE")) return ErrorHere();
   while (true) {
     SHALE_RETURN_IF_ERROR(ExpectOperator("("));
@@ -1529,8 +1567,9 @@ Result<ast::ShowStmt> Parser::ParseShow() {
     if (Peek().kind != TokenKind::kString) return ErrorHere();
     s.like = Peek().text;
     ++pos_;
-  } else if (AtKeyword("WHERE")) {
-    return NotSupported("SHOW ... WHERE");
+  } else if (AcceptKeyword("WHERE")) {
+    SHALE_ASSIGN_OR_RETURN(ast::ExprPtr where, ParseExpr());
+    s.where = std::shared_ptr<const ast::Expr>(std::move(where));
   }
   return s;
 }
@@ -1897,6 +1936,24 @@ Result<ast::ExprPtr> Parser::ParsePrimary() {
       e->value = Value::String(std::move(joined));
       return Finish(std::move(e), begin);
     }
+    case TokenKind::kBinaryLiteral: {
+      ++pos_;
+      auto e = MakeExpr(ast::ExprKind::kLiteral);
+      e->value = Value::String(t.text);
+      e->hex_number = true;
+      return Finish(std::move(e), begin);
+    }
+    case TokenKind::kHexString: {
+      // X'41': a binary string, CAST(bytes AS BINARY) as _binary'...'.
+      ++pos_;
+      auto lit = MakeExpr(ast::ExprKind::kLiteral);
+      lit->value = Value::String(t.text);
+      auto c = MakeExpr(ast::ExprKind::kFunction);
+      c->name = "CAST";
+      c->names = {"BINARY", "", ""};
+      c->children.push_back(Finish(std::move(lit), begin));
+      return Finish(std::move(c), begin);
+    }
     case TokenKind::kSystemVar: {
       ++pos_;
       auto e = MakeExpr(ast::ExprKind::kSystemVar);
@@ -1996,6 +2053,71 @@ Result<ast::ExprPtr> Parser::ParsePrimary() {
           return Finish(std::move(e), begin);
         }
         if (AtKeyword("EXISTS")) return NotSupported(Upper(t.text));
+        if (t.text.size() > 1 && t.text[0] == '_' && FindCharset(std::string_view(t.text).substr(1)) &&
+            (Peek(1).kind == TokenKind::kString || Peek(1).kind == TokenKind::kBinaryLiteral ||
+             Peek(1).kind == TokenKind::kHexString)) {
+          // A character set introducer: _utf8mb4'text', _binary'bytes',
+          // _latin1 X'41'. The literal is a string of that charset (every
+          // text charset holds UTF-8 here), so not a number even when
+          // written in hex; _binary makes it a binary string.
+          const bool binary = Lower(t.text) == "_binary";
+          ++pos_;
+          auto lit = MakeExpr(ast::ExprKind::kLiteral);
+          std::string joined = Peek().text;
+          ++pos_;
+          while (Peek().kind == TokenKind::kString) {
+            joined += Peek().text;
+            ++pos_;
+          }
+          lit->value = Value::String(std::move(joined));
+          if (!binary) return Finish(std::move(lit), begin);
+          auto c = MakeExpr(ast::ExprKind::kFunction);
+          c->name = "CAST";
+          c->names = {"BINARY", "", ""};
+          c->children.push_back(Finish(std::move(lit), begin));
+          return Finish(std::move(c), begin);
+        }
+        if (AtKeyword("INTERVAL") && AtOperator("(", 1)) {
+          // INTERVAL(n, n1, n2, ...): the number of n_i <= n (the n_i
+          // ascending, as MySQL requires), -1 for a NULL n; bound as
+          // CASE WHEN n IS NULL THEN -1 WHEN n < n1 THEN 0 ... ELSE k END.
+          // INTERVAL (expr) unit is a date interval instead: tell them
+          // apart by the comma after the first expression.
+          const size_t saved = pos_;
+          pos_ += 2;
+          auto first = ParseExpr();
+          if (first.ok() && AtOperator(",")) {
+            std::vector<ast::ExprPtr> bounds;
+            while (AcceptOperator(",")) {
+              SHALE_ASSIGN_OR_RETURN(auto bound, ParseExpr());
+              bounds.push_back(std::move(bound));
+            }
+            SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
+            ast::ExprPtr n = std::move(*first);
+            auto c = MakeExpr(ast::ExprKind::kCase);
+            c->has_else = true;
+            auto int_literal = [&](int64_t v) {
+              auto lit = MakeExpr(ast::ExprKind::kLiteral);
+              lit->value = Value::Int(v);
+              return lit;
+            };
+            auto is_null = MakeExpr(ast::ExprKind::kIsNull);
+            is_null->children.push_back(ast::Clone(*n));
+            c->children.push_back(std::move(is_null));
+            c->children.push_back(int_literal(-1));
+            for (size_t i = 0; i < bounds.size(); ++i) {
+              auto less = MakeExpr(ast::ExprKind::kBinary);
+              less->op = "<";
+              less->children.push_back(ast::Clone(*n));
+              less->children.push_back(std::move(bounds[i]));
+              c->children.push_back(std::move(less));
+              c->children.push_back(int_literal(static_cast<int64_t>(i)));
+            }
+            c->children.push_back(int_literal(static_cast<int64_t>(bounds.size())));
+            return Finish(std::move(c), begin);
+          }
+          pos_ = saved;
+        }
         if (AtKeyword("INTERVAL")) {
           // INTERVAL expr unit: an operand of + and -, or of DATE_ADD and
           // friends; the binder turns it into a date addition.
@@ -2119,7 +2241,15 @@ Result<ast::ExprPtr> Parser::ParsePrimary() {
             if (e->name == "CAST") {
               SHALE_RETURN_IF_ERROR(ExpectKeyword("AS"));
             } else if (AcceptKeyword("USING")) {
-              return NotSupported("CONVERT ... USING");
+              // CONVERT(x USING charset): a string of that charset, i.e.
+              // CAST(x AS CHAR) with the charset's default collation
+              // (names[3]), or a binary string for USING binary.
+              SHALE_ASSIGN_OR_RETURN(std::string charset, ParseCharsetName());
+              SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
+              const bool binary = Lower(charset) == "binary";
+              e->name = "CAST";
+              e->names = {binary ? "BINARY" : "CHAR", "", "", binary ? "" : charset};
+              return Finish(std::move(e), begin);
             } else {
               SHALE_RETURN_IF_ERROR(ExpectOperator(","));
             }
@@ -2187,7 +2317,21 @@ Result<ast::ExprPtr> Parser::ParsePrimary() {
               }
             }
           }
+          // CHAR(n, ... USING charset): the bytes as a string of that
+          // charset, CONVERT(CHAR(...) USING charset).
+          std::string char_charset;
+          if (e->name == "CHAR" && !e->children.empty() && AcceptKeyword("USING")) {
+            SHALE_ASSIGN_OR_RETURN(char_charset, ParseCharsetName());
+          }
           SHALE_RETURN_IF_ERROR(ExpectOperator(")"));
+          if (!char_charset.empty()) {
+            const bool binary = Lower(char_charset) == "binary";
+            auto c = MakeExpr(ast::ExprKind::kFunction);
+            c->name = "CAST";
+            c->names = {binary ? "BINARY" : "CHAR", "", "", binary ? "" : char_charset};
+            c->children.push_back(Finish(std::move(e), begin));
+            return Finish(std::move(c), begin);
+          }
           if (e->name == "FIELD" && e->children.size() >= 2) {
             // FIELD(x, a, b, ...): CASE x WHEN a THEN 1 WHEN b THEN 2 ... ELSE 0 END.
             auto c = MakeExpr(ast::ExprKind::kCase);

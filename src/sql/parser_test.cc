@@ -707,7 +707,14 @@ TEST(ParserTest, Show) {
   EXPECT_EQ(create_db.db, "d1");
   EXPECT_TRUE(create_db.if_not_exists);
   EXPECT_EQ(ParseError("SHOW PLUGINS").mysql_code(), 1235);
-  EXPECT_EQ(ParseError("SHOW TABLES WHERE 1").mysql_code(), 1235);
+  auto where = ParseAs<ast::ShowStmt>("SHOW VARIABLES WHERE Variable_name IN ('a', 'b')");
+  EXPECT_EQ(where.kind, Kind::kVariables);
+  ASSERT_TRUE(where.where != nullptr);
+  EXPECT_EQ(where.where->kind, ast::ExprKind::kInList);
+  auto describe_col = ParseAs<ast::ShowStmt>("DESCRIBE t c");
+  EXPECT_EQ(describe_col.kind, Kind::kColumns);
+  EXPECT_EQ(describe_col.like, std::optional<std::string>("c"));
+  EXPECT_EQ(ParseAs<ast::ShowStmt>("DESC t 'c%'").like, std::optional<std::string>("c%"));
   EXPECT_EQ(ParseError("SHOW TABLES LIKE x").mysql_code(), 1064);
 }
 
@@ -980,12 +987,38 @@ TEST(ParserTest, RecognisedButUnsupportedStatements) {
   for (const char* sql : {
            "UPDATE IGNORE t SET a = 1", "DELETE IGNORE FROM t", "ALTER TABLE t ADD PRIMARY KEY (a)",
            "EXPLAIN FORMAT=JSON SELECT 1", "WITH RECURSIVE x AS (SELECT 1) SELECT * FROM x",
-           "SELECT * FROM a STRAIGHT_JOIN b", "SELECT * FROM a x STRAIGHT_JOIN b ON 1",
-           "SELECT a FROM t FOR UPDATE NOWAIT",
+           "SELECT * FROM a x FULL JOIN b ON 1", "COMMIT AND CHAIN", "ROLLBACK RELEASE",
+           "ROLLBACK TO SAVEPOINT s", "SELECT a FROM t FOR UPDATE NOWAIT",
            "CREATE VIEW v AS SELECT 1", "SELECT (a, b) < (1, 2) FROM t",
        }) {
     Status st = ParseError(sql);
     EXPECT_EQ(st.mysql_code(), 1235) << sql << " -> " << st.ToString();
+  }
+}
+
+TEST(ParserTest, AuditedForms) {
+  // STRAIGHT_JOIN is an inner join (with or without ON).
+  auto sj = ParseAs<ast::SelectStmt>("SELECT * FROM a x STRAIGHT_JOIN b ON x.k = b.k STRAIGHT_JOIN c");
+  ASSERT_EQ(sj.joins.size(), 2u);
+  EXPECT_EQ(sj.joins[0].kind, ast::JoinClause::Kind::kInner);
+  EXPECT_TRUE(sj.joins[0].on != nullptr);
+  EXPECT_EQ(sj.joins[1].on, nullptr);
+  // FROM t LOCK IN SHARE MODE: LOCK is not an alias.
+  auto lock = ParseAs<ast::SelectStmt>("SELECT a FROM t LOCK IN SHARE MODE");
+  EXPECT_EQ(lock.from->alias, "");
+  EXPECT_EQ(lock.lock, ast::SelectStmt::LockMode::kShare);
+  // INSERT ... SET: one row of the named columns.
+  auto ins = ParseAs<ast::InsertStmt>("INSERT INTO t SET a = 1, t.b = DEFAULT ON DUPLICATE KEY UPDATE a = 2");
+  EXPECT_EQ(ins.columns, (std::vector<std::string>{"a", "b"}));
+  ASSERT_EQ(ins.rows.size(), 1u);
+  EXPECT_EQ(ins.rows[0][1]->kind, ast::ExprKind::kDefault);
+  EXPECT_EQ(ins.on_duplicate.size(), 1u);
+  EXPECT_EQ(ParseError("INSERT INTO t (a) SET a = 1").mysql_code(), 1064);
+  // COMMIT / ROLLBACK [WORK] [AND NO CHAIN] [NO RELEASE].
+  for (const char* sql : {"COMMIT AND NO CHAIN", "COMMIT WORK NO RELEASE", "ROLLBACK AND NO CHAIN NO RELEASE"}) {
+    auto t = ParseAs<ast::TransactionStmt>(sql);
+    EXPECT_EQ(t.kind, sql[0] == 'C' ? ast::TransactionStmt::Kind::kCommit : ast::TransactionStmt::Kind::kRollback)
+        << sql;
   }
 }
 
@@ -1647,16 +1680,59 @@ TEST(BinderNameTest, ShowCreateTableSql) {
 namespace shale::sql {
 namespace {
 
-TEST(LexerTest, HexAndBitLiteralsAreNotSupportedYet) {
-  for (const char* sql : {"SELECT 0x10", "SELECT 0b101"}) {
+TEST(LexerTest, HexAndBitLiteralsAreTheirBytes) {
+  struct Case {
+    const char* sql;
+    TokenKind kind;
+    std::string bytes;
+  };
+  const Case cases[] = {
+      {"0x41", TokenKind::kBinaryLiteral, "A"},
+      {"0x141", TokenKind::kBinaryLiteral, std::string("\x01\x41", 2)},  // odd digits: a leading 0
+      {"0x00FF", TokenKind::kBinaryLiteral, std::string("\x00\xff", 2)},
+      {"0b101", TokenKind::kBinaryLiteral, "\x05"},
+      {"b'100000001'", TokenKind::kBinaryLiteral, std::string("\x01\x01", 2)},
+      {"B''", TokenKind::kBinaryLiteral, ""},
+      {"X'4142'", TokenKind::kHexString, "AB"},
+      {"x''", TokenKind::kHexString, ""},
+      {"N'abc'", TokenKind::kString, "abc"},
+  };
+  for (const Case& c : cases) {
+    auto tokens = Tokenize(std::string("SELECT ") + c.sql);
+    ASSERT_TRUE(tokens.ok()) << c.sql;
+    EXPECT_EQ((*tokens)[1].kind, c.kind) << c.sql;
+    EXPECT_EQ((*tokens)[1].text, c.bytes) << c.sql;
+    EXPECT_EQ((*tokens)[2].kind, TokenKind::kEnd) << c.sql;
+  }
+  // X'..' needs an even number of hex digits; only 0/1 between b'..'.
+  for (const char* sql : {"SELECT x'1'", "SELECT X'4G'", "SELECT b'2'", "SELECT X'41"}) {
     auto tokens = Tokenize(sql);
     ASSERT_FALSE(tokens.ok()) << sql;
-    EXPECT_EQ(tokens.status().mysql_code(), 1235) << sql;
+    EXPECT_EQ(tokens.status().mysql_code(), 1064) << sql;
   }
-  // Digits followed by letters remain an identifier, as in MySQL.
-  auto ident = Tokenize("SELECT 0xyz, 1abc");
+  // Digits followed by other letters remain an identifier, as in MySQL, and
+  // so do the upper-case prefixes 0X and 0B.
+  auto ident = Tokenize("SELECT 0xyz, 1abc, 0X41, 0B1");
   ASSERT_TRUE(ident.ok());
-  EXPECT_EQ((*ident)[1].kind, TokenKind::kIdent);
+  for (size_t i : {1u, 3u, 5u, 7u}) EXPECT_EQ((*ident)[i].kind, TokenKind::kIdent) << i;
+}
+
+TEST(ParserTest, HexLiteralsIntroducersIntervalAndConvertUsing) {
+  auto s = ParseAs<ast::SelectStmt>("SELECT 0x41, X'41', _binary'a', _utf8mb4'b', INTERVAL(1, 2, 3), "
+                                    "CONVERT(x USING latin1), DATE_ADD(d, INTERVAL (1 + 1) DAY)");
+  ASSERT_EQ(s.items.size(), 7u);
+  EXPECT_EQ(s.items[0].expr->kind, ast::ExprKind::kLiteral);
+  EXPECT_TRUE(s.items[0].expr->hex_number);
+  EXPECT_EQ(s.items[1].expr->kind, ast::ExprKind::kFunction);  // CAST(... AS BINARY)
+  EXPECT_EQ(s.items[1].expr->names[0], "BINARY");
+  EXPECT_EQ(s.items[2].expr->names[0], "BINARY");
+  EXPECT_EQ(s.items[3].expr->kind, ast::ExprKind::kLiteral);
+  EXPECT_FALSE(s.items[3].expr->hex_number);
+  EXPECT_EQ(s.items[4].expr->kind, ast::ExprKind::kCase);
+  EXPECT_EQ(s.items[5].expr->name, "CAST");
+  ASSERT_EQ(s.items[5].expr->names.size(), 4u);
+  EXPECT_EQ(s.items[5].expr->names[3], "latin1");
+  EXPECT_EQ(s.items[6].expr->kind, ast::ExprKind::kFunction);
 }
 
 TEST(ParserTest, StringTypeAttributesAndTableCollation) {
