@@ -871,6 +871,56 @@ TEST_F(DataPathTest, ForgetIsRetriedUntilTheDecisionKeepersAnswer) {
   for (int n = 0; n < 3; ++n) EXPECT_EQ(DecisionRecords(n), 0u) << nodes_[n]->name;
 }
 
+// A participant deletes its prepared record without an fsync once it has
+// applied the commit (one synced write per participant in Finish). A power
+// loss before the next MetaStore sync brings the record back: the restarted
+// participant resolves it again, and neither outcome it can get changes
+// the data — commit (the decision record is still there) applies the same
+// versions at the same timestamp, abort (the record was forgotten, the
+// resolver records abort) discards nothing that was applied.
+TEST_F(DataPathTest, FinishedRecordBackAfterPowerLossAppliesNothingTwice) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  exec::Session* s1 = SessionOn(0);
+  TestNode* participant = nodes_[1].get();
+  for (bool forgotten : {true, false}) {
+    SCOPED_TRACE(forgotten ? "decision record forgotten" : "decision record still there");
+    std::vector<std::pair<std::string, std::string>> records;
+    nodes_[0]->engine->txn()->TEST_SetAfterDecide([&](const txn::DeciderPair&) {
+      ASSERT_TRUE(participant->engine->meta()
+                      ->Scan("txn/prepared/",
+                             [&](std::string_view k, std::string_view v) {
+                               records.emplace_back(k, v);
+                               return true;
+                             })
+                      .ok());
+    });
+    nodes_[0]->data->TEST_PauseForgets(!forgotten);
+    const int base = forgotten ? 0 : 100;
+    std::string insert = "INSERT INTO d.t VALUES ";
+    for (int i = 1; i <= 30; ++i) insert += (i > 1 ? "," : "") + fmt::format("({}, {})", base + i, i);
+    Run(s1, insert);
+    nodes_[0]->engine->txn()->TEST_SetAfterDecide(nullptr);
+    if (forgotten) ASSERT_TRUE(nodes_[0]->data->TEST_DrainForgets(std::chrono::seconds(10)));
+    ASSERT_EQ(records.size(), 1u);
+    EXPECT_EQ(participant->data->prepared_count(), 0u);
+    // The power loss: the unsynced delete is lost, the record is back.
+    ASSERT_TRUE(participant->engine->meta()->Put(records[0].first, records[0].second).ok());
+    RestartDataPath(participant, [] {});
+    EXPECT_EQ(participant->data->prepared_count(), 1u);
+    participant->data->TEST_ResolveNow();
+    EXPECT_EQ(participant->data->prepared_count(), 0u);
+    EXPECT_EQ(participant->engine->txn()->locks()->locks_held(), 0u);
+    nodes_[0]->data->TEST_PauseForgets(false);
+    const std::string want = forgotten ? "30|465" : "60|930";
+    for (int n = 0; n < 3; ++n) {
+      EXPECT_EQ(Query(SessionOn(n), "SELECT COUNT(*), SUM(n) FROM d.t"), std::vector<std::string>{want})
+          << nodes_[n]->name;
+    }
+    // Byte-identical replicas: no version was written twice differently.
+    ExpectReplicasIdentical();
+  }
+}
+
 TEST_F(DataPathTest, SingleReplicaSlicesOnOtherNodes) {
   // One replica per slice: a write to one remote slice commits in one phase
   // there, a write to slices on several nodes in two.

@@ -707,6 +707,9 @@ Status SliceService::LocalFinish(const std::string& txn, bool commit) {
     finishing_[txn] = request->commit_ts();
   }
   Status st;
+  // No garbage-collection pass may take a horizon at or above this commit
+  // until its prepared record's delete has returned (below).
+  txn_->PinCollection(request->commit_ts());
   if (commit) {
     auto writes = FromPb(request->writes());
     if (writes.ok()) {
@@ -726,7 +729,16 @@ Status SliceService::LocalFinish(const std::string& txn, bool commit) {
     }
     st = writes.ok() ? txn_->ApplyAt(request->commit_ts(), *writes) : writes.status();
   }
-  if (st.ok()) st = meta_->Delete(kPreparedPrefix + txn);
+  // The record goes without an fsync: the commit's one synced write here
+  // is the WAL's (ApplyAt). The delete is in RocksDB's WAL file (it
+  // survives kill -9); a power loss before the next MetaStore sync brings
+  // the record back, and the restarted node resolves it again: commit
+  // applies the same versions at the same timestamp once more (nothing of
+  // them is garbage-collected before the delete is synced,
+  // TxnManager::CollectPass), abort — the decision record was forgotten,
+  // so the resolver records abort — discards nothing that was applied.
+  if (st.ok()) st = meta_->DeleteUnsynced(kPreparedPrefix + txn);
+  txn_->UnpinCollection(request->commit_ts());
   std::unique_lock<std::mutex> l(mu_);
   finishing_.erase(txn);
   if (!st.ok()) {
