@@ -1,5 +1,6 @@
 #include "storage/meta_store.h"
 
+#include <atomic>
 #include <memory>
 
 #include <fmt/format.h>
@@ -41,6 +42,27 @@ class RocksMetaStore final : public MetaStore {
     return FromRocks(db_->Delete(sync_, ToRocks(key)), path_, "delete");
   }
 
+  Status DeleteUnsynced(std::string_view key) override {
+    // Counted once written (the default manual_wal_flush=false hands every
+    // write to the OS before it returns): a SyncUnsynced that starts after
+    // this returned sees the count moved and syncs it; one counted before
+    // the write was in the file would mark it synced when it was not.
+    SHALE_RETURN_IF_ERROR(FromRocks(db_->Delete(rocksdb::WriteOptions(), ToRocks(key)), path_, "delete"));
+    unsynced_.fetch_add(1, std::memory_order_acq_rel);
+    return Status::OK();
+  }
+
+  Status SyncUnsynced() override {
+    const uint64_t seen = unsynced_.load(std::memory_order_acquire);
+    if (seen == synced_.load(std::memory_order_acquire)) return Status::OK();
+    SHALE_RETURN_IF_ERROR(FromRocks(db_->SyncWAL(), path_, "sync wal"));
+    // Only forward: a concurrent sync may have covered more.
+    uint64_t prev = synced_.load(std::memory_order_acquire);
+    while (prev < seen && !synced_.compare_exchange_weak(prev, seen, std::memory_order_acq_rel)) {
+    }
+    return Status::OK();
+  }
+
   Status Get(std::string_view key, std::string* value) const override {
     rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), ToRocks(key), value);
     if (s.IsNotFound()) return Status::NotFound(fmt::format("meta store {}: key not found", path_));
@@ -72,6 +94,9 @@ class RocksMetaStore final : public MetaStore {
   const std::string path_;
   const std::unique_ptr<rocksdb::DB> db_;
   rocksdb::WriteOptions sync_;
+  // DeleteUnsynced calls made, and how many of them SyncUnsynced covered.
+  std::atomic<uint64_t> unsynced_{0};
+  std::atomic<uint64_t> synced_{0};
 };
 
 }  // namespace

@@ -3,7 +3,11 @@
 // RocksDB (ARCHITECTURE.md, Cluster).
 //
 // Invariants:
-//  1. Every write is synced (WAL fsync) before it returns OK.
+//  1. Every write is synced (WAL fsync) before it returns OK, except
+//     DeleteUnsynced's: that one is in RocksDB's WAL file when it returns
+//     (written to the operating system, so it survives kill -9 of the
+//     process, not a power loss) and is synced by the next synced write or
+//     SyncUnsynced, whichever comes first (the WAL is one ordered file).
 //  2. A batch is atomic: after a crash all or none of it is present.
 //
 // Thread-safety: all methods may be called concurrently.
@@ -32,6 +36,12 @@ class MetaStore {
 
   virtual Status Put(std::string_view key, std::string_view value) = 0;
   virtual Status Delete(std::string_view key) = 0;
+  // Delete without the fsync (invariant 1): for a record whose return after
+  // a power loss is harmless until SyncUnsynced has run.
+  virtual Status DeleteUnsynced(std::string_view key) = 0;
+  // Makes every write made so far durable: one WAL fsync when there was an
+  // unsynced write since the last sync, else nothing.
+  virtual Status SyncUnsynced() = 0;
   // Status::NotFound when absent.
   virtual Status Get(std::string_view key, std::string* value) const = 0;
   virtual Status Write(const std::vector<Change>& batch) = 0;

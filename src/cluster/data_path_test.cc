@@ -287,6 +287,19 @@ class DataPathTest : public ::testing::Test {
   std::vector<std::unique_ptr<TestNode>> nodes_;
   // Node name -> address: the membership as the nodes see it (the
   // SliceServices' background threads read it while a test changes it).
+  // Decision records (txn/decision/...) in node n's MetaStore.
+  size_t DecisionRecords(int n) {
+    size_t records = 0;
+    EXPECT_TRUE(nodes_[n]
+                    ->engine->meta()
+                    ->Scan("txn/decision/", [&](std::string_view, std::string_view) {
+                      ++records;
+                      return true;
+                    })
+                    .ok());
+    return records;
+  }
+
   Result<std::string> AddressOf(const std::string& name) {
     std::lock_guard<std::mutex> l(addresses_mu_);
     auto it = addresses_.find(name);
@@ -1031,15 +1044,112 @@ TEST_F(DataPathTest, DecisionRecordsAreDroppedOnceEveryParticipantFinished) {
     Run(s1, insert);
   }
   EXPECT_EQ(Query(SessionOn(2), "SELECT COUNT(*) FROM d.t"), std::vector<std::string>{"60"});
+  // The coordinator drops them in the background, after answering.
+  ASSERT_TRUE(nodes_[0]->data->TEST_DrainForgets(std::chrono::seconds(10)));
+  for (int n = 0; n < 3; ++n) EXPECT_EQ(DecisionRecords(n), 0u) << nodes_[n]->name;
+}
+
+// The client is answered before the decision records are dropped. A
+// coordinator killed in between (its Forget queue lost) leaves records
+// behind but nothing in doubt: every participant has applied the commit
+// and released its locks, so no one asks those records again.
+TEST_F(DataPathTest, CoordinatorLostAfterAcknowledgingLeavesNothingInDoubt) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  exec::Session* s1 = SessionOn(0);
+  nodes_[0]->data->TEST_PauseForgets(true);
+  std::string insert = "INSERT INTO d.t VALUES ";
+  for (int i = 1; i <= 30; ++i) insert += (i > 1 ? "," : "") + fmt::format("({}, {})", i, i);
+  Run(s1, insert);  // acknowledged
+  EXPECT_EQ(nodes_[0]->data->pending_forgets(), 2u) << "the decider's and the backup's record";
+  size_t records = 0;
+  for (int n = 0; n < 3; ++n) records += DecisionRecords(n);
+  EXPECT_EQ(records, 2u);
+  nodes_[0]->data->TEST_DropForgets();  // killed before Forget
+  nodes_[0]->data->TEST_PauseForgets(false);
   for (auto& n : nodes_) {
-    size_t records = 0;
-    ASSERT_TRUE(n->engine->meta()
-                    ->Scan("txn/decision/", [&](std::string_view, std::string_view) {
-                      ++records;
-                      return true;
-                    })
-                    .ok());
-    EXPECT_EQ(records, 0u) << n->name;
+    EXPECT_EQ(n->data->prepared_count(), 0u) << n->name;
+    EXPECT_EQ(n->engine->txn()->locks()->locks_held(), 0u) << n->name;
+    n->data->TEST_ResolveNow();  // nothing to resolve
+  }
+  for (int n = 0; n < 3; ++n) {
+    EXPECT_EQ(Query(SessionOn(n), "SELECT COUNT(*), SUM(n) FROM d.t"), std::vector<std::string>{"30|465"})
+        << nodes_[n]->name;
+  }
+  ExpectReplicasIdentical();
+  // The rows take writes again at once, from another coordinator too.
+  Run(SessionOn(1), "UPDATE d.t SET n = n + 1");
+  EXPECT_EQ(Query(SessionOn(2), "SELECT SUM(n) FROM d.t"), std::vector<std::string>{"495"});
+  ExpectReplicasIdentical();
+}
+
+// A Forget that cannot reach the decider or the backup is tried again
+// later; once they answer, the records are gone.
+TEST_F(DataPathTest, ForgetIsRetriedUntilTheDecisionKeepersAnswer) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  exec::Session* s1 = SessionOn(0);
+  nodes_[0]->data->TEST_PauseForgets(true);
+  std::string insert = "INSERT INTO d.t VALUES ";
+  for (int i = 1; i <= 30; ++i) insert += (i > 1 ? "," : "") + fmt::format("({}, {})", i, i);
+  Run(s1, insert);
+  nodes_[0]->data->TEST_SetUnreachable("n2", true);
+  nodes_[0]->data->TEST_SetUnreachable("n3", true);
+  nodes_[0]->data->TEST_PauseForgets(false);
+  // The first attempt fails; the next one is due 1 s later.
+  EXPECT_FALSE(nodes_[0]->data->TEST_DrainForgets(std::chrono::milliseconds(500)));
+  EXPECT_GT(nodes_[0]->data->pending_forgets(), 0u);
+  nodes_[0]->data->TEST_SetUnreachable("n2", false);
+  nodes_[0]->data->TEST_SetUnreachable("n3", false);
+  ASSERT_TRUE(nodes_[0]->data->TEST_DrainForgets(std::chrono::seconds(10)));
+  for (int n = 0; n < 3; ++n) EXPECT_EQ(DecisionRecords(n), 0u) << nodes_[n]->name;
+}
+
+// A participant deletes its prepared record without an fsync once it has
+// applied the commit (one synced write per participant in Finish). A power
+// loss before the next MetaStore sync brings the record back: the restarted
+// participant resolves it again, and neither outcome it can get changes
+// the data — commit (the decision record is still there) applies the same
+// versions at the same timestamp, abort (the record was forgotten, the
+// resolver records abort) discards nothing that was applied.
+TEST_F(DataPathTest, FinishedRecordBackAfterPowerLossAppliesNothingTwice) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  exec::Session* s1 = SessionOn(0);
+  TestNode* participant = nodes_[1].get();
+  for (bool forgotten : {true, false}) {
+    SCOPED_TRACE(forgotten ? "decision record forgotten" : "decision record still there");
+    std::vector<std::pair<std::string, std::string>> records;
+    nodes_[0]->engine->txn()->TEST_SetAfterDecide([&](const txn::DeciderPair&) {
+      ASSERT_TRUE(participant->engine->meta()
+                      ->Scan("txn/prepared/",
+                             [&](std::string_view k, std::string_view v) {
+                               records.emplace_back(k, v);
+                               return true;
+                             })
+                      .ok());
+    });
+    nodes_[0]->data->TEST_PauseForgets(!forgotten);
+    const int base = forgotten ? 0 : 100;
+    std::string insert = "INSERT INTO d.t VALUES ";
+    for (int i = 1; i <= 30; ++i) insert += (i > 1 ? "," : "") + fmt::format("({}, {})", base + i, i);
+    Run(s1, insert);
+    nodes_[0]->engine->txn()->TEST_SetAfterDecide(nullptr);
+    if (forgotten) ASSERT_TRUE(nodes_[0]->data->TEST_DrainForgets(std::chrono::seconds(10)));
+    ASSERT_EQ(records.size(), 1u);
+    EXPECT_EQ(participant->data->prepared_count(), 0u);
+    // The power loss: the unsynced delete is lost, the record is back.
+    ASSERT_TRUE(participant->engine->meta()->Put(records[0].first, records[0].second).ok());
+    RestartDataPath(participant, [] {});
+    EXPECT_EQ(participant->data->prepared_count(), 1u);
+    participant->data->TEST_ResolveNow();
+    EXPECT_EQ(participant->data->prepared_count(), 0u);
+    EXPECT_EQ(participant->engine->txn()->locks()->locks_held(), 0u);
+    nodes_[0]->data->TEST_PauseForgets(false);
+    const std::string want = forgotten ? "30|465" : "60|930";
+    for (int n = 0; n < 3; ++n) {
+      EXPECT_EQ(Query(SessionOn(n), "SELECT COUNT(*), SUM(n) FROM d.t"), std::vector<std::string>{want})
+          << nodes_[n]->name;
+    }
+    // Byte-identical replicas: no version was written twice differently.
+    ExpectReplicasIdentical();
   }
 }
 

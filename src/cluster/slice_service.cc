@@ -302,7 +302,9 @@ class SliceServiceGrpc final : public DataService::Service {
   grpc::Status Decide(grpc::ServerContext*, const DecideRequest* req, DecideResponse* resp) override {
     if (auto refused = Epoch(req->header())) return *refused;
     if (req->forget()) {
-      ToPb(s_->LocalForget(KeyOf(req->txn())), resp->mutable_status());
+      std::vector<std::string> txns{KeyOf(req->txn())};
+      for (const TxnKeyPb& more : req->forget_more()) txns.push_back(KeyOf(more));
+      ToPb(s_->LocalForget(txns), resp->mutable_status());
       return grpc::Status::OK;
     }
     SliceService::DecideArgs args;
@@ -385,10 +387,18 @@ Result<std::unique_ptr<SliceService>> SliceService::Open(txn::TxnManager* txn, s
               s->options_.node_name, s->prepared_.size());
   }
   s->bg_thread_ = std::thread([raw = s.get()] { raw->BackgroundLoop(); });
+  s->forget_thread_ = std::thread([raw = s.get()] { raw->ForgetLoop(); });
   return s;
 }
 
 SliceService::~SliceService() {
+  {
+    // Queued Forgets are dropped: their records stay, as after a crash.
+    std::lock_guard<std::mutex> l(forget_mu_);
+    forget_stop_ = true;
+  }
+  forget_cv_.notify_all();
+  if (forget_thread_.joinable()) forget_thread_.join();
   {
     std::lock_guard<std::mutex> l(bg_mu_);
     stop_ = true;
@@ -661,18 +671,29 @@ Status SliceService::LocalPrepare(const PrepareRequest& request) {
   return Status::OK();
 }
 
-Status SliceService::LocalForget(const std::string& txn) {
+Status SliceService::LocalForget(const std::vector<std::string>& txns) {
   // One Decide or Forget of a transaction at a time (as LocalDecide); other
-  // transactions' decisions do not wait for this one's synced delete.
+  // transactions' decisions do not wait for this one's synced delete. All
+  // of `txns` are claimed at once (no claim is held while waiting), so two
+  // batches sharing a transaction cannot wait for each other.
   {
     std::unique_lock<std::mutex> l(decide_mu_);
-    decide_cv_.wait(l, [&] { return deciding_.count(txn) == 0; });
-    deciding_.insert(txn);
+    decide_cv_.wait(l, [&] {
+      for (const std::string& txn : txns) {
+        if (deciding_.count(txn)) return false;
+      }
+      return true;
+    });
+    for (const std::string& txn : txns) deciding_.insert(txn);
   }
-  const Status st = meta_->Delete(kDecisionPrefix + txn);
+  // One synced write for the whole batch.
+  std::vector<storage::MetaStore::Change> batch;
+  batch.reserve(txns.size());
+  for (const std::string& txn : txns) batch.emplace_back(kDecisionPrefix + txn, std::nullopt);
+  const Status st = meta_->Write(batch);
   {
     std::lock_guard<std::mutex> l(decide_mu_);
-    deciding_.erase(txn);
+    for (const std::string& txn : txns) deciding_.erase(txn);
   }
   decide_cv_.notify_all();
   return st;
@@ -761,6 +782,9 @@ Status SliceService::LocalFinish(const std::string& txn, bool commit) {
     finishing_[txn] = request->commit_ts();
   }
   Status st;
+  // No garbage-collection pass may take a horizon at or above this commit
+  // until its prepared record's delete has returned (below).
+  txn_->PinCollection(request->commit_ts());
   if (commit) {
     auto writes = FromPb(request->writes());
     if (writes.ok()) {
@@ -780,7 +804,16 @@ Status SliceService::LocalFinish(const std::string& txn, bool commit) {
     }
     st = writes.ok() ? txn_->ApplyAt(request->commit_ts(), *writes) : writes.status();
   }
-  if (st.ok()) st = meta_->Delete(kPreparedPrefix + txn);
+  // The record goes without an fsync: the commit's one synced write here
+  // is the WAL's (ApplyAt). The delete is in RocksDB's WAL file (it
+  // survives kill -9); a power loss before the next MetaStore sync brings
+  // the record back, and the restarted node resolves it again: commit
+  // applies the same versions at the same timestamp once more (nothing of
+  // them is garbage-collected before the delete is synced,
+  // TxnManager::CollectPass), abort — the decision record was forgotten,
+  // so the resolver records abort — discards nothing that was applied.
+  if (st.ok()) st = meta_->DeleteUnsynced(kPreparedPrefix + txn);
+  txn_->UnpinCollection(request->commit_ts());
   std::unique_lock<std::mutex> l(mu_);
   finishing_.erase(txn);
   if (!st.ok()) {
@@ -1245,34 +1278,125 @@ Result<bool> SliceService::Decide(const txn::DeciderPair& deciders, const txn::T
                                                           deciders.backup, at_backup.status().message()));
 }
 
-void SliceService::ForgetAt(const std::string& node, const txn::TxnKey& txn) {
-  Status st;
+Status SliceService::ForgetAt(const std::string& node, const std::vector<txn::TxnKey>& txns) {
+  if (txns.empty()) return Status::OK();
   if (node == self()) {
-    st = LocalForget(txn.ToString());
-  } else if (auto peer = Peer(node); !peer.ok()) {
-    st = peer.status();
-  } else {
-    DecideRequest req;
-    Header(req.mutable_header());
-    ToPb(txn, req.mutable_txn());
-    req.set_forget(true);
-    DecideResponse resp;
-    st = Rpc(*peer, node, RpcTimeout(), &DataService::Stub::Decide, req, &resp);
-    if (st.ok()) st = FromPb(resp.status());
+    std::vector<std::string> keys;
+    keys.reserve(txns.size());
+    for (const txn::TxnKey& t : txns) keys.push_back(t.ToString());
+    return LocalForget(keys);
   }
-  // A record left behind costs a few bytes of that node's MetaStore.
-  if (!st.ok()) log::Warn("transaction {}: dropping its decision record at node {}: {}", txn.ToString(), node,
-                          st.ToString());
+  SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
+  DecideRequest req;
+  Header(req.mutable_header());
+  ToPb(txns[0], req.mutable_txn());
+  for (size_t i = 1; i < txns.size(); ++i) ToPb(txns[i], req.add_forget_more());
+  req.set_forget(true);
+  DecideResponse resp;
+  SHALE_RETURN_IF_ERROR(Rpc(peer, node, RpcTimeout(), &DataService::Stub::Decide, req, &resp));
+  return FromPb(resp.status());
 }
 
+// At most this many Forgets wait in a coordinator's queue; beyond it (the
+// deciders have been unreachable for long) a record is left behind.
+constexpr size_t kMaxQueuedForgets = 1 << 16;
+// Sent to one node in one request (one synced MetaStore write there).
+constexpr size_t kForgetBatch = 256;
+// A node's share that failed is tried again this many times, 1 s, 2 s, ...
+// apart; then its records are left behind.
+constexpr int kForgetAttempts = 5;
+
 void SliceService::Forget(const txn::DeciderPair& deciders, const txn::TxnKey& txn) {
+  // The client is answered without waiting for this (the records are only
+  // read by participants that have not finished, and every one has):
+  // the records go from ForgetLoop, batched per node.
   std::vector<std::string> nodes{deciders.decider};
   if (!deciders.backup.empty() && deciders.backup != deciders.decider) nodes.push_back(deciders.backup);
-  // Both records are dropped at the same time (the client waits for this).
-  txn::CallEachNode(nodes, self(), [&](const std::string& node) {
-    ForgetAt(node, txn);
-    return Status::OK();
-  });
+  {
+    std::lock_guard<std::mutex> l(forget_mu_);
+    for (const std::string& node : nodes) {
+      if (forgets_.size() >= kMaxQueuedForgets) {
+        log::Warn("transaction {}: too many decision records waiting to be dropped; the one at node {} stays",
+                  txn.ToString(), node);
+        continue;
+      }
+      forgets_.push_back(PendingForget{node, txn, 0, std::chrono::steady_clock::time_point{}});
+    }
+  }
+  forget_cv_.notify_all();
+}
+
+void SliceService::ForgetLoop() {
+  std::unique_lock<std::mutex> l(forget_mu_);
+  while (!forget_stop_) {
+    const auto now = std::chrono::steady_clock::now();
+    std::vector<PendingForget> ready;
+    if (!forgets_paused_) {
+      for (auto it = forgets_.begin(); it != forgets_.end() && ready.size() < kForgetBatch;) {
+        if (it->not_before <= now) {
+          ready.push_back(std::move(*it));
+          it = forgets_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+    if (ready.empty()) {
+      // Woken by a new entry; the timeout brings retries due.
+      forget_cv_.wait_for(l, std::chrono::milliseconds(100));
+      continue;
+    }
+    forgets_busy_ = ready.size();
+    l.unlock();
+    std::map<std::string, std::vector<txn::TxnKey>> by_node;
+    for (const PendingForget& f : ready) by_node[f.node].push_back(f.txn);
+    std::vector<std::string> nodes;
+    for (const auto& [node, txns] : by_node) nodes.push_back(node);
+    // Every node's share at the same time (one request, one synced write
+    // each).
+    const std::vector<Status> done = txn::CallEachNode(
+        nodes, self(), [&](const std::string& node) { return ForgetAt(node, by_node.at(node)); });
+    l.lock();
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (done[i].ok()) continue;
+      for (PendingForget& f : ready) {
+        if (f.node != nodes[i]) continue;
+        if (++f.attempts >= kForgetAttempts) {
+          // A record left behind costs a few bytes of that node's MetaStore.
+          log::Warn("transaction {}: dropping its decision record at node {}: {}", f.txn.ToString(), f.node,
+                    done[i].ToString());
+          continue;
+        }
+        f.not_before = std::chrono::steady_clock::now() + std::chrono::seconds(f.attempts);
+        forgets_.push_back(std::move(f));
+      }
+    }
+    forgets_busy_ = 0;
+    forget_cv_.notify_all();
+  }
+}
+
+size_t SliceService::pending_forgets() const {
+  std::lock_guard<std::mutex> l(forget_mu_);
+  return forgets_.size() + forgets_busy_;
+}
+
+bool SliceService::TEST_DrainForgets(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> l(forget_mu_);
+  return forget_cv_.wait_for(l, timeout, [&] { return forgets_.empty() && forgets_busy_ == 0; });
+}
+
+void SliceService::TEST_PauseForgets(bool paused) {
+  {
+    std::lock_guard<std::mutex> l(forget_mu_);
+    forgets_paused_ = paused;
+  }
+  forget_cv_.notify_all();
+}
+
+void SliceService::TEST_DropForgets() {
+  std::lock_guard<std::mutex> l(forget_mu_);
+  forgets_.clear();
 }
 
 Status SliceService::Finish(const std::string& node, const txn::TxnKey& txn, bool commit) {

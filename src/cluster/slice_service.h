@@ -28,16 +28,21 @@
 //     refused (gRPC FAILED_PRECONDITION) before it touches anything; the
 //     client turns that into ER_UNKNOWN_COM_ERROR 1047 (SQLSTATE 08S01, the
 //     retryable "cluster changed" error).
+//  5. A decision record is dropped (Forget) only after every participant
+//     answered Finish(commit); the coordinator answers its client first and
+//     drops the records from a background queue.
 //
 // Thread-safety: all methods may be called concurrently. gRPC runs on its
 // own threads; a background thread resolves prepared transactions whose
-// coordinator went silent and ends expired lock leases.
+// coordinator went silent and ends expired lock leases; another drops the
+// decision records of finished commits (Forget).
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -166,6 +171,19 @@ class SliceService final : public txn::DataRouter {
   void TEST_ResolveNow();
   // Makes this node's data RPCs to `node` fail as if it were unreachable.
   void TEST_SetUnreachable(const std::string& node, bool unreachable);
+  // The decision records this node (as a coordinator) has still to drop
+  // at deciders and backups: queued or being sent (tests).
+  size_t pending_forgets() const;
+  // Waits (at most `timeout`) until no Forget is queued or being sent,
+  // retries included. Returns whether the queue drained.
+  bool TEST_DrainForgets(std::chrono::milliseconds timeout);
+  // Holds the queued Forgets back (true) or lets them go (false): a
+  // coordinator that acknowledged its commits and has not dropped their
+  // decision records yet.
+  void TEST_PauseForgets(bool paused);
+  // Forgets what is queued, as a coordinator killed after acknowledging
+  // does: the records stay at the deciders and backups.
+  void TEST_DropForgets();
 
  private:
   friend class SliceServiceGrpc;
@@ -220,7 +238,12 @@ class SliceService final : public txn::DataRouter {
   Result<bool> LocalDecide(const std::string& txn, const DecideArgs& args);
   // Decide at `node` (an RPC unless it is this node).
   Result<bool> DecideAt(const std::string& node, const txn::TxnKey& txn, const DecideArgs& args);
-  void ForgetAt(const std::string& node, const txn::TxnKey& txn);
+  // Drops the decision records of `txns` at `node` in one MetaStore write
+  // (one RPC unless it is this node).
+  Status ForgetAt(const std::string& node, const std::vector<txn::TxnKey>& txns);
+  // The coordinator's Forget queue (Forget): drains it in batches per node,
+  // retrying a failed node's share a few times.
+  void ForgetLoop();
   // Whether this node, the decider of `txn`, may record abort without its
   // backup: the backup has left the cluster, and this node prepared `txn`
   // itself (not loaded at a restart) while it has been a member without a
@@ -228,7 +251,7 @@ class SliceService final : public txn::DataRouter {
   // backup answers directly only while the decider is not a member).
   bool MayDecideAlone(const std::string& txn, const std::string& backup);
   Status LocalFinish(const std::string& txn, bool commit);
-  Status LocalForget(const std::string& txn);
+  Status LocalForget(const std::vector<std::string>& txns);
   Status LocalApply(const std::string* txn, uint64_t ts, const txn::WriteSet& writes, uint64_t routed_at);
 
   // Lock owners of remote transactions at this node.
@@ -298,6 +321,25 @@ class SliceService final : public txn::DataRouter {
   std::condition_variable bg_cv_;
   bool stop_ = false;  // GUARDED_BY(bg_mu_)
   std::thread bg_thread_;
+
+  // Decision records to drop, after the client was answered (Forget).
+  // Invariant: an entry is queued only once every participant of its
+  // transaction has answered Finish(commit), so no participant will ask
+  // that record for the outcome again; losing an entry (a crash, the cap,
+  // retries exhausted) leaves a record behind, which is harmless.
+  struct PendingForget {
+    std::string node;  // the decider or the backup
+    txn::TxnKey txn;
+    int attempts = 0;
+    std::chrono::steady_clock::time_point not_before;
+  };
+  mutable std::mutex forget_mu_;
+  std::condition_variable forget_cv_;
+  std::deque<PendingForget> forgets_;  // GUARDED_BY(forget_mu_)
+  size_t forgets_busy_ = 0;            // GUARDED_BY(forget_mu_): being sent
+  bool forgets_paused_ = false;        // GUARDED_BY(forget_mu_): tests
+  bool forget_stop_ = false;           // GUARDED_BY(forget_mu_)
+  std::thread forget_thread_;
 };
 
 }  // namespace shale::cluster

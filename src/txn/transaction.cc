@@ -206,7 +206,22 @@ uint64_t TxnManager::Horizon() {
   std::lock_guard<std::mutex> l(snap_mu_);
   uint64_t now = Oracle()->ReadTimestamp();
   uint64_t h = snapshots_.empty() ? now : std::min(now, *snapshots_.begin());
+  if (!collection_pins_.empty()) {
+    const uint64_t pin = *collection_pins_.begin();
+    h = std::min(h, pin > 0 ? pin - 1 : 0);
+  }
   return std::min(h, cluster);
+}
+
+void TxnManager::PinCollection(uint64_t ts) {
+  std::lock_guard<std::mutex> l(snap_mu_);
+  collection_pins_.insert(ts);
+}
+
+void TxnManager::UnpinCollection(uint64_t ts) {
+  std::lock_guard<std::mutex> l(snap_mu_);
+  auto it = collection_pins_.find(ts);
+  if (it != collection_pins_.end()) collection_pins_.erase(it);
 }
 
 Status TxnManager::NoteReadableFrom(storage::SliceId slice, uint64_t ts) {
@@ -421,6 +436,20 @@ Status TxnManager::CommitBatches(const std::vector<std::pair<storage::SliceId, c
 uint64_t TxnManager::CollectPass() {
   std::lock_guard<std::mutex> pass(pass_mu_);
   const uint64_t horizon = Horizon();
+  // A participant deletes a finished transaction's prepared record without
+  // an fsync (SliceService::LocalFinish). Until that delete is synced, a
+  // power loss brings the record back and the restarted node applies the
+  // write set again at its timestamp: the same versions, harmless as long
+  // as none of them was collected meanwhile (a version collected under a
+  // later tombstone would come back). A version is collected only below
+  // the horizon, and a horizon taken while a participant applies a commit
+  // stays below it (PinCollection), so every commit at or below `horizon`
+  // had its prepared record deleted before `horizon` was taken: one sync of
+  // the MetaStore here makes those deletes durable first.
+  if (Status synced = meta_->SyncUnsynced(); !synced.ok()) {
+    log::Warn("garbage collection: {}; nothing collected this pass", synced.ToString());
+    return 0;
+  }
   if (horizon > collected_horizon_.load(std::memory_order_relaxed)) {
     collected_horizon_.store(horizon, std::memory_order_release);
   }

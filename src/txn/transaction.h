@@ -165,6 +165,15 @@ class TxnManager {
   // none is in use (reported to the cluster timestamp service). Lock-free:
   // safe to call from inside the timestamp source.
   uint64_t OldestSnapshot() const;
+  // Held by a participant from before it applies a prepared transaction at
+  // `ts` until its prepared record's delete (unsynced) has returned
+  // (SliceService::LocalFinish): a garbage-collection pass whose horizon is
+  // taken meanwhile stays below ts, one taken afterwards syncs that delete
+  // before it collects (CollectPass). So no version of the transaction is
+  // collected while a power loss could still bring its prepared record back
+  // (and with it a second apply).
+  void PinCollection(uint64_t ts);
+  void UnpinCollection(uint64_t ts);
   // The highest horizon a garbage-collection pass used: versions only a
   // snapshot below it could see may be gone from this node's replicas.
   uint64_t collected_horizon() const { return collected_horizon_.load(std::memory_order_acquire); }
@@ -240,6 +249,7 @@ class TxnManager {
 
   std::mutex snap_mu_;
   std::multiset<uint64_t> snapshots_;  // GUARDED_BY(snap_mu_)
+  std::multiset<uint64_t> collection_pins_;  // GUARDED_BY(snap_mu_): PinCollection
 
   struct Garbage {
     storage::SliceId slice;

@@ -363,5 +363,24 @@ TEST_F(TransactionTest, GarbageCollectionKeepsWhatASnapshotNeeds) {
   EXPECT_EQ(slice_->GetStats().rows, 0u);  // every version and the tombstone
 }
 
+// A participant applying a prepared commit at T pins collection below T
+// until its prepared record's (unsynced) delete returned: a pass meanwhile
+// keeps every version a second apply of T could bring back alongside.
+TEST_F(TransactionTest, CollectionPinKeepsVersionsFromItsTimestampOn) {
+  auto w = manager_->Begin({});
+  w->Put(slice_->id(), "k", "1");
+  ASSERT_TRUE(w->Commit().ok());
+  const uint64_t first = manager_->oracle()->ReadTimestamp();
+  manager_->PinCollection(first + 1);  // the next commit's timestamp or below
+  auto t = manager_->Begin({});
+  t->Put(slice_->id(), "k", "2");
+  ASSERT_TRUE(t->Commit().ok());
+  manager_->TEST_CollectGarbage();
+  EXPECT_EQ(slice_->GetStats().rows, 2u);  // "1" is the newest at or below the pinned horizon
+  manager_->UnpinCollection(first + 1);
+  manager_->TEST_CollectGarbage();
+  EXPECT_EQ(slice_->GetStats().rows, 1u);
+}
+
 }  // namespace
 }  // namespace shale::txn
