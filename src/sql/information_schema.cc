@@ -414,8 +414,9 @@ Result<std::vector<std::vector<Value>>> Rows(const TableSpec& spec, const catalo
     if (src.processlist) rows = src.processlist();
   } else if (name == "ENGINES") {
     rows.push_back({Str(std::string(kEngineName)), Str("DEFAULT"),
-                    Str("Distributed slices of MVCC B+trees on checksummed pages"), Str("NO"), Str("NO"),
-                    Str("NO")});
+                    Str("Distributed slices of MVCC B+trees on checksummed pages"),
+                    // Transactions: MVCC, atomic across slices and nodes. No XA.
+                    Str("YES"), Str("NO"), Str("NO")});
   }
   // REFERENTIAL_CONSTRAINTS, ROUTINES, TRIGGERS, VIEWS: Shale has none.
   return rows;
