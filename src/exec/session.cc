@@ -1029,6 +1029,21 @@ Result<StatementResult> Session::ExecuteBound(const ast::Statement& stmt, sql::B
         } else {
           static_assert(std::is_same_v<T, sql::TransactionCmd>);
           using Kind = ast::TransactionStmt::Kind;
+          if (cmd.kind == Kind::kSavepoint) {
+            // With autocommit off a transaction is open implicitly (the
+            // savepoint belongs to it); with autocommit on and none open the
+            // statement's own implicit commit drops the savepoint at once,
+            // so it succeeds and leaves nothing (as MySQL).
+            if (!txn_ && !autocommit()) txn_ = engine_->txn()->Begin(TakeNextTxnOptions());
+            if (txn_) txn_->SetSavepoint(cmd.savepoint);
+            return Ok();
+          }
+          if (cmd.kind == Kind::kRollbackTo || cmd.kind == Kind::kRelease) {
+            if (!txn_) return SqlError(ErrorCode::kSpDoesNotExist, "SAVEPOINT {} does not exist", cmd.savepoint);
+            SHALE_RETURN_IF_ERROR(cmd.kind == Kind::kRollbackTo ? txn_->RollbackToSavepoint(cmd.savepoint)
+                                                                : txn_->ReleaseSavepoint(cmd.savepoint));
+            return Ok();
+          }
           if (cmd.kind == Kind::kRollback) {
             RollbackTransaction();
             return Ok();

@@ -106,7 +106,8 @@ static ComCounter CounterOf(const ast::Statement& stmt) {
           switch (s.kind) {
             case ast::TransactionStmt::Kind::kBegin: return ComCounter::kBegin;
             case ast::TransactionStmt::Kind::kCommit: return ComCounter::kCommit;
-            default: return ComCounter::kRollback;
+            case ast::TransactionStmt::Kind::kRollback: return ComCounter::kRollback;
+            default: return ComCounter::kCount;  // savepoint statements are not counted
           }
         }
         if constexpr (std::is_same_v<T, ast::AdminStmt>) {

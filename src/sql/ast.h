@@ -282,8 +282,11 @@ struct ShowStmt {
 };
 
 struct TransactionStmt {
-  enum class Kind : uint8_t { kBegin, kCommit, kRollback };
+  // kSavepoint: SAVEPOINT s; kRollbackTo: ROLLBACK [WORK] TO [SAVEPOINT] s;
+  // kRelease: RELEASE SAVEPOINT s (`savepoint` names s).
+  enum class Kind : uint8_t { kBegin, kCommit, kRollback, kSavepoint, kRollbackTo, kRelease };
   Kind kind = Kind::kBegin;
+  std::string savepoint;
   // START TRANSACTION READ ONLY / READ WRITE / WITH CONSISTENT SNAPSHOT.
   bool read_only = false;
   bool read_write = false;

@@ -653,7 +653,7 @@ Result<BoundStatement> Binder::BindStatement(const ast::Statement& stmt) {
           return Status::Internal("account and thread statements are not bound");
         } else {
           static_assert(std::is_same_v<T, ast::TransactionStmt>);
-          return BoundStatement(TransactionCmd{s.kind, s.read_only, s.read_write, s.consistent_snapshot});
+          return BoundStatement(TransactionCmd{s.kind, s.read_only, s.read_write, s.consistent_snapshot, s.savepoint});
         }
       },
       stmt);

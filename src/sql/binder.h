@@ -98,6 +98,7 @@ struct TransactionCmd {
   bool read_only = false;
   bool read_write = false;
   bool consistent_snapshot = false;
+  std::string savepoint;  // kSavepoint, kRollbackTo, kRelease
 };
 // Index changes of one table (CREATE/DROP INDEX, ALTER TABLE ADD/DROP
 // INDEX): drops first, then adds, all in one catalog change. The added

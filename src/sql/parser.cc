@@ -260,7 +260,12 @@ Result<ast::Statement> Parser::ParseStatement() {
     const bool commit = AtKeyword("COMMIT");
     ++pos_;
     AcceptKeyword("WORK");
-    if (!commit && AtKeyword("TO")) return NotSupported("ROLLBACK TO SAVEPOINT");
+    if (!commit && AcceptKeyword("TO")) {
+      AcceptKeyword("SAVEPOINT");
+      ast::TransactionStmt t{ast::TransactionStmt::Kind::kRollbackTo};
+      SHALE_ASSIGN_OR_RETURN(t.savepoint, ParseIdentifier());
+      return ast::Statement(std::move(t));
+    }
     // [AND NO CHAIN] [NO RELEASE] say what happens anyway; AND CHAIN (a new
     // transaction at once) and RELEASE (disconnect) are not done yet.
     if (AcceptKeyword("AND")) {
@@ -277,6 +282,17 @@ Result<ast::Statement> Parser::ParseStatement() {
     }
     return ast::Statement(ast::TransactionStmt{commit ? ast::TransactionStmt::Kind::kCommit
                                                       : ast::TransactionStmt::Kind::kRollback});
+  }
+  if (AcceptKeyword("SAVEPOINT")) {
+    ast::TransactionStmt t{ast::TransactionStmt::Kind::kSavepoint};
+    SHALE_ASSIGN_OR_RETURN(t.savepoint, ParseIdentifier());
+    return ast::Statement(std::move(t));
+  }
+  if (AcceptKeyword("RELEASE")) {  // RELEASE SAVEPOINT is MySQL's only RELEASE statement
+    SHALE_RETURN_IF_ERROR(ExpectKeyword("SAVEPOINT"));
+    ast::TransactionStmt t{ast::TransactionStmt::Kind::kRelease};
+    SHALE_ASSIGN_OR_RETURN(t.savepoint, ParseIdentifier());
+    return ast::Statement(std::move(t));
   }
   if (AcceptKeyword("EXPLAIN") || AcceptKeyword("DESCRIBE") || AcceptKeyword("DESC")) {
     // EXPLAIN ANALYZE <query>: runs it (docs/cluster.md, rows moved).
@@ -360,7 +376,7 @@ Result<ast::Statement> Parser::ParseStatement() {
   }
   for (std::string_view kw : {"ALTER", "TRUNCATE", "RENAME",
                               "GRANT", "REVOKE", "LOAD", "EXPLAIN", "ANALYZE", "LOCK", "UNLOCK",
-                              "CALL", "PREPARE", "EXECUTE", "DEALLOCATE", "SAVEPOINT", "RELEASE",
+                              "CALL", "PREPARE", "EXECUTE", "DEALLOCATE",
                               "KILL", "FLUSH", "OPTIMIZE", "CHECK", "HANDLER", "DO"}) {
     if (AtKeyword(kw)) return NotSupported(Upper(kw));
   }

@@ -988,7 +988,7 @@ TEST(ParserTest, RecognisedButUnsupportedStatements) {
            "UPDATE IGNORE t SET a = 1", "DELETE IGNORE FROM t", "ALTER TABLE t ADD PRIMARY KEY (a)",
            "EXPLAIN FORMAT=JSON SELECT 1", "WITH RECURSIVE x AS (SELECT 1) SELECT * FROM x",
            "SELECT * FROM a x FULL JOIN b ON 1", "COMMIT AND CHAIN", "ROLLBACK RELEASE",
-           "ROLLBACK TO SAVEPOINT s", "SELECT a FROM t FOR UPDATE NOWAIT",
+           "SELECT a FROM t FOR UPDATE NOWAIT",
            "CREATE VIEW v AS SELECT 1", "SELECT (a, b) < (1, 2) FROM t",
        }) {
     Status st = ParseError(sql);
@@ -1020,6 +1020,18 @@ TEST(ParserTest, AuditedForms) {
     EXPECT_EQ(t.kind, sql[0] == 'C' ? ast::TransactionStmt::Kind::kCommit : ast::TransactionStmt::Kind::kRollback)
         << sql;
   }
+  // SAVEPOINT s, ROLLBACK [WORK] TO [SAVEPOINT] s, RELEASE SAVEPOINT s.
+  using Kind = ast::TransactionStmt::Kind;
+  for (auto [sql, kind] : std::vector<std::pair<const char*, Kind>>{{"SAVEPOINT s1", Kind::kSavepoint},
+                                                                    {"ROLLBACK TO SAVEPOINT s1", Kind::kRollbackTo},
+                                                                    {"ROLLBACK WORK TO s1", Kind::kRollbackTo},
+                                                                    {"RELEASE SAVEPOINT `s1`", Kind::kRelease}}) {
+    auto t = ParseAs<ast::TransactionStmt>(sql);
+    EXPECT_EQ(t.kind, kind) << sql;
+    EXPECT_EQ(t.savepoint, "s1") << sql;
+  }
+  EXPECT_EQ(ParseError("SAVEPOINT").mysql_code(), 1064);
+  EXPECT_EQ(ParseError("RELEASE s1").mysql_code(), 1064);
 }
 
 TEST(ParserTest, RegexpIsRegexpLikeAtLikePrecedence) {

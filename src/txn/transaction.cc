@@ -538,8 +538,10 @@ void Transaction::BeginStatement() {
   }
 }
 
-void Transaction::RollbackStatement() {
-  while (undo_.size() > statement_mark_) {
+void Transaction::RollbackStatement() { UndoTo(statement_mark_); }
+
+void Transaction::UndoTo(size_t mark) {
+  while (undo_.size() > mark) {
     Undo& u = undo_.back();
     auto& keys = writes_[u.slice];
     if (u.existed) {
@@ -550,6 +552,45 @@ void Transaction::RollbackStatement() {
     }
     undo_.pop_back();
   }
+}
+
+namespace {
+bool SameSavepointName(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+}  // namespace
+
+Result<size_t> Transaction::FindSavepoint(std::string_view name) const {
+  for (size_t i = 0; i < savepoints_.size(); ++i) {
+    if (SameSavepointName(savepoints_[i].name, name)) return i;
+  }
+  return SqlError(ErrorCode::kSpDoesNotExist, "SAVEPOINT {} does not exist", name);
+}
+
+void Transaction::SetSavepoint(std::string_view name) {
+  // MySQL deletes an older savepoint of the same name; the new one is the
+  // newest (a later ROLLBACK TO an earlier savepoint removes it).
+  Result<size_t> old = FindSavepoint(name);
+  if (old.ok()) savepoints_.erase(savepoints_.begin() + static_cast<std::ptrdiff_t>(*old));
+  savepoints_.push_back({std::string(name), undo_.size()});
+}
+
+Status Transaction::RollbackToSavepoint(std::string_view name) {
+  SHALE_ASSIGN_OR_RETURN(size_t i, FindSavepoint(name));
+  const size_t mark = savepoints_[i].mark;
+  UndoTo(mark);
+  // The statement running now (ROLLBACK TO itself) must not undo past it.
+  statement_mark_ = std::min(statement_mark_, mark);
+  savepoints_.resize(i + 1);
+  return Status::OK();
+}
+
+Status Transaction::ReleaseSavepoint(std::string_view name) {
+  SHALE_ASSIGN_OR_RETURN(size_t i, FindSavepoint(name));
+  savepoints_.resize(i);
+  return Status::OK();
 }
 
 void Transaction::SyncRoutingForLatest() {
@@ -747,6 +788,7 @@ void Transaction::Finish() {
   writes_.clear();
   undo_.clear();
   statement_mark_ = 0;
+  savepoints_.clear();
   ReleaseSnapshots();
   if (!keep_local_locks_) manager_->locks_.ReleaseAll(id_);
 }

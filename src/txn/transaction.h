@@ -27,6 +27,9 @@
 //     never removes a version a registered snapshot (or a later one) can see.
 //  4. Statement savepoint: RollbackStatement undoes exactly the writes
 //     buffered since the last BeginStatement (locks are kept, as InnoDB does).
+//  5. Named savepoints (SAVEPOINT s) are marks in the same undo log, in the
+//     order set: RollbackToSavepoint undoes exactly the writes buffered since
+//     the mark, keeps the locks, and drops the savepoints set after it.
 //
 // Thread-safety: TxnManager methods may be called concurrently. A
 // Transaction is used by one thread at a time (its session's).
@@ -287,6 +290,17 @@ class Transaction {
   // COMMITTED the next read takes a fresh snapshot.
   void BeginStatement();
   void RollbackStatement();
+  // SQL savepoints (MySQL semantics; names compare case-insensitively, as
+  // identifiers). SetSavepoint marks the write set's current state; a
+  // savepoint of the same name is replaced. RollbackToSavepoint undoes the
+  // writes buffered since `name` was set, keeps every lock taken since (as
+  // InnoDB), keeps `name` and removes the savepoints set after it.
+  // ReleaseSavepoint removes `name` and the savepoints set after it.
+  // Both fail with 1305 when no savepoint is named `name`.
+  // Commit and Rollback remove them all.
+  void SetSavepoint(std::string_view name);
+  Status RollbackToSavepoint(std::string_view name);
+  Status ReleaseSavepoint(std::string_view name);
   // The snapshot the current statement reads at: REPEATABLE READ takes it at
   // the transaction's first read, READ COMMITTED at the statement's.
   uint64_t Snapshot();
@@ -347,6 +361,10 @@ class Transaction {
   void NotePlacement(const SliceHandle& slice);
   void ReleaseSnapshots();
   void Finish();
+  // Undoes the buffered writes after undo_[mark - 1] (newest first).
+  void UndoTo(size_t mark);
+  // The index in savepoints_ of `name`, or 1305.
+  Result<size_t> FindSavepoint(std::string_view name) const;
 
   TxnManager* const manager_;
   const uint64_t id_;
@@ -367,6 +385,11 @@ class Transaction {
   };
   std::vector<Undo> undo_;
   size_t statement_mark_ = 0;
+  struct Savepoint {
+    std::string name;
+    size_t mark;  // undo_.size() when it was set
+  };
+  std::vector<Savepoint> savepoints_;  // oldest first
   bool done_ = false;
   bool keep_local_locks_ = false;  // an in-doubt commit's prepared share holds them
 };

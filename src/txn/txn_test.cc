@@ -332,6 +332,35 @@ TEST_F(TransactionTest, StatementRollbackUndoesOnlyThatStatement) {
   EXPECT_EQ(Scan(r.get()), "a=1;");
 }
 
+TEST_F(TransactionTest, RollbackToSavepointUndoesLaterWritesAndKeepsLocks) {
+  auto t = manager_->Begin({});
+  t->BeginStatement();
+  t->Put(slice_->id(), "a", "1");
+  t->SetSavepoint("s1");
+  t->BeginStatement();
+  ASSERT_TRUE(t->Lock("row", LockMode::kExclusive, 1s, nullptr).ok());
+  t->Put(slice_->id(), "a", "2");
+  t->Put(slice_->id(), "b", "2");
+  t->SetSavepoint("s2");
+  t->BeginStatement();
+  t->Delete(slice_->id(), "a");
+  ASSERT_TRUE(t->RollbackToSavepoint("S2").ok());  // names ignore case
+  EXPECT_EQ(Scan(t.get()), "a=2;b=2;");
+  ASSERT_TRUE(t->RollbackToSavepoint("s1").ok());
+  EXPECT_EQ(Scan(t.get()), "a=1;");
+  // s2 went with the rollback to s1; s1 stays until released.
+  EXPECT_EQ(t->RollbackToSavepoint("s2").mysql_code(), 1305);
+  ASSERT_TRUE(t->RollbackToSavepoint("s1").ok());
+  ASSERT_TRUE(t->ReleaseSavepoint("s1").ok());
+  EXPECT_EQ(t->ReleaseSavepoint("s1").mysql_code(), 1305);
+  // The lock taken after s1 is still held.
+  auto u = manager_->Begin({});
+  EXPECT_FALSE(u->Lock("row", LockMode::kExclusive, 10ms, nullptr).ok());
+  ASSERT_TRUE(t->Commit().ok());
+  auto r = manager_->Begin({});
+  EXPECT_EQ(Scan(r.get()), "a=1;");
+}
+
 TEST_F(TransactionTest, RollbackWritesNothingAndReleasesLocks) {
   auto t = manager_->Begin({});
   ASSERT_TRUE(t->Lock("row", LockMode::kExclusive, 1s, nullptr).ok());

@@ -1,7 +1,8 @@
 """End-to-end tests of transactions (docs/transactions.md): several real
 pymysql connections against one shaled — visibility of uncommitted and
 committed writes, REPEATABLE READ vs READ COMMITTED snapshots, rollback
-(also of secondary-index entries), statement rollback, row locks (lost
+(also of secondary-index entries), statement rollback, ROLLBACK TO
+SAVEPOINT keeping row locks, row locks (lost
 updates, lock wait timeout 1205, deadlock 1213, KILL QUERY of a waiter,
 locks released by a closed connection), and kill -9 with an open
 transaction."""
@@ -139,6 +140,24 @@ class TransactionTest(NodeTestCase):
         self.assertEqual(self.rows(self.cur, "SELECT id FROM acct WHERE id >= 7"), [(7,)])
         self.cur.execute("COMMIT")
         self.assertEqual(self.rows(self.cur, "SELECT id, owner FROM acct WHERE id >= 7"), [(7, "gus")])
+
+    def test_rollback_to_savepoint_keeps_row_locks(self):
+        # InnoDB keeps the locks taken after a savepoint when rolling back to
+        # it; the undone write is never seen by anyone.
+        a, ac = self.other()
+        b, bc = self.other()
+        ac.execute("BEGIN")
+        ac.execute("SAVEPOINT s")
+        ac.execute("UPDATE acct SET bal = 1 WHERE id = 1")
+        ac.execute("ROLLBACK TO SAVEPOINT s")
+        self.assertEqual(self.rows(ac, "SELECT bal FROM acct WHERE id = 1"), [(100,)])
+        bc.execute("SET SESSION innodb_lock_wait_timeout = 1")
+        bc.execute("BEGIN")
+        self.assertSqlError(bc, "UPDATE acct SET bal = 2 WHERE id = 1", 1205)
+        ac.execute("COMMIT")
+        bc.execute("UPDATE acct SET bal = bal + 2 WHERE id = 1")
+        bc.execute("COMMIT")
+        self.assertEqual(self.rows(self.cur, "SELECT bal FROM acct WHERE id = 1"), [(102,)])
 
     def test_read_only_transaction(self):
         self.cur.execute("START TRANSACTION READ ONLY")
