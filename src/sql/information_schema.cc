@@ -415,8 +415,8 @@ Result<std::vector<std::vector<Value>>> Rows(const TableSpec& spec, const catalo
   } else if (name == "ENGINES") {
     rows.push_back({Str(std::string(kEngineName)), Str("DEFAULT"),
                     Str("Distributed slices of MVCC B+trees on checksummed pages"),
-                    // Transactions: MVCC, atomic across slices and nodes. No XA.
-                    Str("YES"), Str("NO"), Str("NO")});
+                    // Transactions: MVCC, atomic across slices and nodes; no XA; savepoints.
+                    Str("YES"), Str("NO"), Str("YES")});
   }
   // REFERENTIAL_CONSTRAINTS, ROUTINES, TRIGGERS, VIEWS: Shale has none.
   return rows;

@@ -74,7 +74,8 @@ class InformationSchemaTest(NodeTestCase):
         cur.execute("SHOW ENGINES")
         self.assertEqual([d[0] for d in cur.description],
                          ["Engine", "Support", "Comment", "Transactions", "XA", "Savepoints"])
-        self.assertEqual([(r[0], r[1], r[3], r[4]) for r in cur.fetchall()], [("Shale", "DEFAULT", "YES", "NO")])
+        self.assertEqual([(r[0], r[1], r[3], r[4], r[5]) for r in cur.fetchall()],
+                         [("Shale", "DEFAULT", "YES", "NO", "YES")])  # transactions, no XA, savepoints
         self.assertEqual(rows(conn, "SELECT engine FROM information_schema.engines WHERE support = 'DEFAULT'"),
                          (("Shale",),))
 
