@@ -1227,6 +1227,7 @@ class BatchedLookupJoinSource : public JoinSource {
     std::map<std::pair<std::string, storage::SliceId>, std::vector<std::string>> requests;
     std::unordered_set<std::string> asked;
     std::map<storage::SliceId, txn::SliceHandle> handles;
+    std::map<storage::SliceId, const catalog::SliceDef*> defs;  // for messages
     for (size_t i = 0; i < rows.size(); ++i) {
       std::vector<Value> eq;
       bool null_key = false, keyable = true;
@@ -1253,6 +1254,7 @@ class BatchedLookupJoinSource : public JoinSource {
       if (h == handles.end()) {
         SHALE_ASSIGN_OR_RETURN(txn::SliceHandle handle, LocalSlice(engine_, table, def));
         h = handles.emplace(def.id, std::move(handle)).first;
+        defs.emplace(def.id, &def);
       }
       if (!h->second.remote() || (t != nullptr && t->HasWritesIn(def.id))) {
         keys_[i].how = LeftKey::How::kUnbatched;
@@ -1276,7 +1278,7 @@ class BatchedLookupJoinSource : public JoinSource {
       for (auto& [key, value] : found) {
         Row row;
         Status decoded = DecodeRow(value, &row);
-        if (!decoded.ok()) return RowCorrupt(table, table.primary.slices[0], decoded);
+        if (!decoded.ok()) return RowCorrupt(table, *defs.at(where.second), decoded);
         fetched_[key].push_back(std::move(row));
       }
     }
