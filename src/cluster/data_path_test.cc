@@ -823,6 +823,31 @@ TEST_F(JoinPushdownTest, AnswersEqualTheUnpushedPathThroughEveryNode) {
             Query(loader, "SELECT COUNT(*) FROM d.o WHERE ks IS NOT NULL AND ks <> 'zz'"));
 }
 
+// 2,500 outer rows, 2,000 passing the filter: two batches of keys (1,024
+// at most each), the second partial; each batch's answers land on its own
+// rows.
+TEST_F(JoinPushdownTest, ManyBatchesAnswerAsTheUnpushedPath) {
+  CreateJoinTables();
+  exec::Session* on = SessionOn(2);
+  exec::Session* off = SessionOn(2);
+  Run(off, "SET shale_pushdown = 0");
+  Fill(on);
+  std::string insert = "INSERT INTO d.o VALUES ";
+  int64_t expected = 0;
+  for (int i = 1; i <= 2500; ++i) {
+    const int k = (i * 13) % 350;  // 0 and 301..349 match nothing
+    insert += fmt::format("{}({}, {}, {}, NULL)", i > 1 ? "," : "", i, i % 5, k);
+    if (i % 5 != 4 && k >= 1 && k <= 300) ++expected;
+  }
+  Run(on, insert);
+  const std::string q = "SELECT COUNT(*), SUM(t.id), SUM(o.id) FROM d.o o JOIN d.t t ON t.id = o.k WHERE o.g <> 4";
+  EXPECT_NE(Plan(on, q).find("[pushed: batched lookup]"), std::string::npos) << Plan(on, q);
+  const auto rows = Same(2, on, off, q);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].substr(0, rows[0].find('|')), std::to_string(expected));
+  Same(2, on, off, "SELECT o.id, t.v FROM d.o o LEFT JOIN d.t t ON t.id = o.k WHERE o.g <> 4");
+}
+
 TEST_F(JoinPushdownTest, TransactionWritesAndLockingReadsKeepTheUnbatchedPath) {
   CreateJoinTables();
   exec::Session* s = SessionOn(1);
