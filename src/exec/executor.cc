@@ -1223,6 +1223,7 @@ class BatchedLookupJoinSource : public JoinSource {
     txn::Transaction* t = CurrentTxn();
     keys_.assign(rows.size(), LeftKey{});
     fetched_.clear();
+    memory_.ReleaseAll();
     // (ranking node, slice) -> distinct keys, in first-seen order.
     std::map<std::pair<std::string, storage::SliceId>, std::vector<std::string>> requests;
     std::unordered_set<std::string> asked;
@@ -1279,6 +1280,8 @@ class BatchedLookupJoinSource : public JoinSource {
         Row row;
         Status decoded = DecodeRow(value, &row);
         if (!decoded.ok()) return RowCorrupt(table, *defs.at(where.second), decoded);
+        // A batch's rows count against the statement's memory budget.
+        SHALE_RETURN_IF_ERROR(memory_.Grow(RowBytes(row) + key.capacity() + kHashEntryBytes, "#sql-join-buffer"));
         fetched_[key].push_back(std::move(row));
       }
     }
@@ -1320,6 +1323,7 @@ class BatchedLookupJoinSource : public JoinSource {
   std::unordered_map<std::string, std::vector<Row>> fetched_;      // encoded key -> its row
   OuterResultCache matches_by_key_;                                // the unbatched left rows
   const std::vector<Row>* matches_ = nullptr;
+  MemoryReservation memory_{StatementMemory()};                    // fetched_
 };
 
 class UnionAllSource : public RowSource {
