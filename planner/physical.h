@@ -137,6 +137,10 @@ struct PhysicalOperator {
   // `hash_keys` and `predicate` as for kHashJoin (the predicate is checked
   // on the joined rows).
   std::shared_ptr<const sierra::LogicalOperator> lookup;
+  // kLookupJoin: the right side's own filter (over the right table's rows,
+  // no outer references; null: none). A batched lookup in a cluster sends
+  // it with the keys (docs/cluster.md "Query path").
+  sierra::ExprPtr lookup_filter;
 
   std::string Describe() const;
   // kSliceScan, kIndexScan: " points=N ordered reverse limit=N" as they apply.

@@ -9,7 +9,6 @@
 #include "src/common/hash.h"
 
 namespace shale::planner {
-namespace {
 
 using sierra::CompareOp;
 using sierra::ExprKind;
@@ -59,6 +58,8 @@ std::optional<Value> KeyConstant(const Value& v, const SqlType& t) {
   if (t.is_string() && t.id != TypeId::kEnum && t.id != TypeId::kSet && v.is_string()) return KeyForm(v, t);
   return std::nullopt;
 }
+
+namespace {
 
 CompareOp Flip(CompareOp op) {
   switch (op) {
@@ -503,6 +504,44 @@ bool KeysLeadARepresentation(const catalog::TableDef& table,
   return false;
 }
 
+// Whether the right key expressions are exactly the columns of `table`'s
+// primary key (each left key then finds at most one right row by key).
+bool KeysArePrimaryKey(const catalog::TableDef& table, const std::vector<std::pair<ExprPtr, ExprPtr>>& keys) {
+  if (table.primary.key_columns.empty() || keys.size() != table.primary.key_columns.size()) return false;
+  for (size_t c : table.primary.key_columns) {
+    bool found = false;
+    for (const auto& [l, r] : keys) found |= r->kind == ExprKind::kColumnRef && r->column == static_cast<int>(c);
+    if (!found) return false;
+  }
+  return true;
+}
+
+// Whether `table`'s slices are ranked on more than one node: reading it
+// whole for a hash join then moves most of its rows between nodes.
+bool SpreadOverNodes(const catalog::TableDef& table) {
+  const std::string* first = nullptr;
+  for (const catalog::SliceDef& s : table.primary.slices) {
+    if (s.replicas.empty()) continue;
+    if (first == nullptr) first = &s.replicas[0];
+    if (s.replicas[0] != *first) return true;
+  }
+  return false;
+}
+
+// Whether the plan `op` filters its rows (a Filter over its reads): its
+// output is then usually a fraction of its table.
+bool Filtered(const PhysicalOperator& op) {
+  switch (op.kind) {
+    case PhysicalKind::kFilter: return true;
+    case PhysicalKind::kProject: return Filtered(*op.children[0]);
+    default: return false;
+  }
+}
+
+// The options of the statement this thread is planning (Plan with
+// options sets them for its recursion; plain Plan plans with none).
+thread_local const PlanOptions* t_options = nullptr;
+
 PhysicalPtr Make(PhysicalKind kind, const LogicalOperator& from) {
   auto op = std::make_unique<PhysicalOperator>();
   op->kind = kind;
@@ -511,6 +550,14 @@ PhysicalPtr Make(PhysicalKind kind, const LogicalOperator& from) {
 }
 
 }  // namespace
+
+Result<PhysicalPtr> Plan(const LogicalOperator& logical, const PlanOptions& options) {
+  const PlanOptions* outer = t_options;
+  t_options = &options;
+  Result<PhysicalPtr> plan = Plan(logical);
+  t_options = outer;
+  return plan;
+}
 
 Result<PhysicalPtr> Plan(const LogicalOperator& logical) {
   switch (logical.kind) {
@@ -551,7 +598,14 @@ Result<PhysicalPtr> Plan(const LogicalOperator& logical) {
           right.kind == LogicalKind::kScan ? &right
           : right.kind == LogicalKind::kFilter && right.children[0]->kind == LogicalKind::kScan ? right.children[0].get()
                                                                                               : nullptr;
-      if (!keys.empty() && right_scan && FewRows(*left) && !sierra::HasOuterRefs(right) &&
+      // In a cluster, a filtered left side joined on the right table's
+      // whole primary key reads one right row per left row by key, batched
+      // per slice (the executor's batched lookup), instead of moving the
+      // whole right table to this node for a hash join.
+      const bool batched_lookup = t_options != nullptr && t_options->batched_lookups && right_scan &&
+                                  SpreadOverNodes(*right_scan->table) && Filtered(*left) &&
+                                  KeysArePrimaryKey(*right_scan->table, keys);
+      if (!keys.empty() && right_scan && (FewRows(*left) || batched_lookup) && !sierra::HasOuterRefs(right) &&
           KeysLeadARepresentation(*right_scan->table, keys)) {
         // Index-lookup join: the right rows matching each left row's keys.
         auto op = Make(PhysicalKind::kLookupJoin, logical);
@@ -564,6 +618,7 @@ Result<PhysicalPtr> Plan(const LogicalOperator& logical) {
         }
         // One Filter right over the Scan, so the access path sees the keys.
         if (right.kind == LogicalKind::kFilter) {
+          op->lookup_filter = right.predicate;
           op->lookup = LogicalOperator::Filter(right.children[0]->Clone(),
                                                sierra::Expr::Logical(ExprKind::kAnd, right.predicate, on));
         } else {

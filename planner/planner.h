@@ -19,6 +19,8 @@
 // Thread-safety: stateless.
 #pragma once
 
+#include <optional>
+
 #include "planner/physical.h"
 #include "shale/status.h"
 #include "sierra/logical.h"
@@ -26,5 +28,21 @@
 namespace shale::planner {
 
 Result<PhysicalPtr> Plan(const sierra::LogicalOperator& logical);
+
+// What the statement being planned may use beyond the defaults.
+struct PlanOptions {
+  // A join on the whole primary key of a table ranked on several nodes,
+  // with a filtered left side, is an index-lookup join (the executor sends
+  // the keys in batches to the slices holding them: docs/cluster.md "Query
+  // path") instead of a hash join moving the whole table. The session sets
+  // it from shale_pushdown. Default: false.
+  bool batched_lookups = false;
+};
+Result<PhysicalPtr> Plan(const sierra::LogicalOperator& logical, const PlanOptions& options);
+
+// `v` as a key of a column of type `t` (what equality with `v` reads by
+// key), or nullopt when key order cannot answer that equality (another type
+// class, out of the column's range, NULL); then only a filter can.
+std::optional<Value> KeyConstant(const Value& v, const SqlType& t);
 
 }  // namespace shale::planner

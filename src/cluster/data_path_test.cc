@@ -180,15 +180,15 @@ class DataPathTest : public ::testing::Test {
     return sessions_.back().get();
   }
 
-  // Creates d.t on node 1, then places every slice of every representation
+  // Creates d.t (or d.`table`) on node 1, then places every slice of every representation
   // on two of the three nodes (rotating; the first ranks) and installs the
   // same definition in every node's catalog, each node holding storage
   // slices only for the replicas placed on it.
-  void CreatePlacedTable(const std::string& ddl, size_t copies = 2) {
+  void CreatePlacedTable(const std::string& ddl, size_t copies = 2, const std::string& table = "t") {
     exec::Session* s = SessionOn(0);
-    Run(s, "CREATE DATABASE d");
+    Run(s, "CREATE DATABASE IF NOT EXISTS d");
     Run(s, ddl);
-    auto current = nodes_[0]->engine->catalog()->GetTable("d", "t");
+    auto current = nodes_[0]->engine->catalog()->GetTable("d", table);
     ASSERT_TRUE(current.ok());
     catalog::TableDef def = **current;
     size_t i = 0;
@@ -204,16 +204,16 @@ class DataPathTest : public ::testing::Test {
     ASSERT_TRUE(nodes_[0]->engine->catalog()->ReplaceTable(*current, def).ok());
     for (int n = 1; n < 3; ++n) {
       bool created = false;
-      ASSERT_TRUE(nodes_[n]->engine->catalog()->CreateDatabase("d", false, &created).ok());
+      ASSERT_TRUE(nodes_[n]->engine->catalog()->CreateDatabase("d", true, &created).ok());
       ASSERT_TRUE(nodes_[n]->engine->catalog()->CreateTable(def, false, &created).ok());
       // At node 1's version too (created at 1, replaced once), as a
       // catalog replicated through the log would be: pushed fragments
       // name the table at its version.
-      auto fresh = nodes_[n]->engine->catalog()->GetTable("d", "t");
+      auto fresh = nodes_[n]->engine->catalog()->GetTable("d", table);
       ASSERT_TRUE(fresh.ok());
       ASSERT_TRUE(nodes_[n]->engine->catalog()->ReplaceTable(*fresh, def).ok());
-      ASSERT_EQ((*nodes_[n]->engine->catalog()->GetTable("d", "t"))->version,
-                (*nodes_[0]->engine->catalog()->GetTable("d", "t"))->version);
+      ASSERT_EQ((*nodes_[n]->engine->catalog()->GetTable("d", table))->version,
+                (*nodes_[0]->engine->catalog()->GetTable("d", table))->version);
     }
     for (auto& n : nodes_) {
       auto each = [&](const catalog::RepresentationDef& rep) {
@@ -231,7 +231,7 @@ class DataPathTest : public ::testing::Test {
       each(def.primary);
       for (const auto& index : def.indexes) each(index);
     }
-    def_ = def;
+    if (table == "t") def_ = def;
   }
 
   // Every stored entry (versioned keys and values) of slice `id` on `node`.
@@ -753,6 +753,187 @@ TEST_F(PushdownTest, StaleEpochIsRefusedWithARetryableError) {
   exec::Session* off = SessionOn(0);
   Run(off, "SET shale_pushdown = 0");
   Same(0, s1, off, "SELECT g, SUM(v) FROM d.t WHERE v < 100 GROUP BY g");
+}
+
+// Join push-down (docs/cluster.md "Query path"): a join on the inner
+// table's primary key with a filtered outer side sends the outer keys in
+// batches to the slices holding them (one Fragment request per slice) with
+// the inner side's filter; answers equal the unpushed path through every
+// node, inner and LEFT joins, with NULL keys, duplicate outer keys, string
+// keys equal under the collation and a pushed inner filter.
+class JoinPushdownTest : public PushdownTest {
+ protected:
+  static constexpr const char* kOuter =
+      "CREATE TABLE d.o (id INT PRIMARY KEY, g INT, k INT, ks VARCHAR(10)) SLICES=6";
+  static constexpr const char* kStrings = "CREATE TABLE d.s (name VARCHAR(10) PRIMARY KEY, n INT) SLICES=6";
+
+  // 400 outer rows: k NULL for every 10th, else k in 1..340 (so many
+  // outer rows share a key and some keys, 301..340, match no t row); ks
+  // 'b0'..'B2' in both cases and 'zz' (no match).
+  void FillOuter(exec::Session* s) {
+    std::string insert = "INSERT INTO d.o VALUES ";
+    for (int i = 1; i <= 400; ++i) {
+      const std::string k = i % 10 == 0 ? "NULL" : std::to_string((i * 7) % 340 + 1);
+      const std::string ks = i % 6 == 0 ? "'zz'" : i % 8 == 0 ? "NULL" : fmt::format("'{}{}'", i % 2 ? 'b' : 'B', i % 3);
+      insert += fmt::format("{}({}, {}, {}, {})", i > 1 ? "," : "", i, i % 4, k, ks);
+    }
+    Run(s, insert);
+    Run(s, "INSERT INTO d.s VALUES ('b0', 10), ('b1', 11), ('B2', 12), ('c', 13)");
+  }
+
+  const std::vector<std::string> join_queries_ = {
+      "SELECT o.id, t.id, t.v FROM d.o o JOIN d.t t ON t.id = o.k WHERE o.g = 1",
+      "SELECT o.id, t.id, t.s FROM d.o o LEFT JOIN d.t t ON t.id = o.k WHERE o.g = 2",
+      "SELECT COUNT(*), SUM(t.v) FROM d.o o JOIN d.t t ON t.id = o.k WHERE o.g <> 3",
+      "SELECT o.id, t.v FROM d.o o JOIN d.t t ON t.id = o.k WHERE o.g = 1 AND t.v > 20",
+      "SELECT o.id, t.v FROM d.o o LEFT JOIN d.t t ON t.id = o.k AND t.v > 20 WHERE o.g = 1",
+      "SELECT o.id, x.n FROM d.o o JOIN d.s x ON x.name = o.ks WHERE o.g >= 2",
+      "SELECT o.id, x.n FROM d.o o LEFT JOIN d.s x ON x.name = o.ks WHERE o.g = 0",
+  };
+
+  void CreateJoinTables() {
+    CreatePlacedTable(kTable);
+    CreatePlacedTable(kOuter, 2, "o");
+    CreatePlacedTable(kStrings, 2, "s");
+  }
+};
+
+TEST_F(JoinPushdownTest, AnswersEqualTheUnpushedPathThroughEveryNode) {
+  CreateJoinTables();
+  exec::Session* loader = SessionOn(0);
+  Fill(loader);
+  FillOuter(loader);
+  std::vector<std::vector<std::string>> first;
+  for (int n = 0; n < 3; ++n) {
+    exec::Session* on = SessionOn(n);
+    exec::Session* off = SessionOn(n);
+    Run(off, "SET shale_pushdown = 0");
+    std::vector<std::vector<std::string>> answers;
+    for (const std::string& q : join_queries_) {
+      EXPECT_NE(Plan(on, q).find("[pushed: batched lookup"), std::string::npos) << q << "\n" << Plan(on, q);
+      EXPECT_EQ(Plan(off, q).find("batched lookup"), std::string::npos) << q;
+      uint64_t moved_on = 0, moved_off = 0;
+      answers.push_back(Same(n, on, off, q, &moved_on, &moved_off));
+      // Each node ranks 2 of the 6 slices of t: a hash join reads the 4
+      // remote ones whole (about 200 rows); the batched lookup receives at
+      // most one row per distinct key.
+      EXPECT_GT(moved_off, 100u) << q;
+      EXPECT_LT(moved_on, moved_off) << q;
+    }
+    EXPECT_NE(Plan(on, join_queries_[3]).find("[pushed: batched lookup, filter]"), std::string::npos);
+    if (n == 0) first = answers;
+    EXPECT_EQ(answers, first) << "through " << nodes_[n]->name;
+  }
+  // Against numbers computed here: o.g = 1 rows with k not NULL and k <= 300.
+  int64_t expected = 0;
+  for (int i = 1; i <= 400; ++i) {
+    if (i % 4 == 1 && i % 10 != 0 && (i * 7) % 340 + 1 <= 300) ++expected;
+  }
+  EXPECT_EQ(Query(SessionOn(2), "SELECT COUNT(*) FROM d.o o JOIN d.t t ON t.id = o.k WHERE o.g = 1"),
+            std::vector<std::string>{std::to_string(expected)});
+  // 'b0'/'B0' etc. are one key under utf8mb4_general_ci.
+  EXPECT_EQ(Query(SessionOn(1), "SELECT COUNT(*) FROM d.o o JOIN d.s x ON x.name = o.ks WHERE o.g >= 0"),
+            Query(loader, "SELECT COUNT(*) FROM d.o WHERE ks IS NOT NULL AND ks <> 'zz'"));
+}
+
+// 2,500 outer rows, 2,000 passing the filter: two batches of keys (1,024
+// at most each), the second partial; each batch's answers land on its own
+// rows.
+TEST_F(JoinPushdownTest, ManyBatchesAnswerAsTheUnpushedPath) {
+  CreateJoinTables();
+  exec::Session* on = SessionOn(2);
+  exec::Session* off = SessionOn(2);
+  Run(off, "SET shale_pushdown = 0");
+  Fill(on);
+  std::string insert = "INSERT INTO d.o VALUES ";
+  int64_t expected = 0;
+  for (int i = 1; i <= 2500; ++i) {
+    const int k = (i * 13) % 350;  // 0 and 301..349 match nothing
+    insert += fmt::format("{}({}, {}, {}, NULL)", i > 1 ? "," : "", i, i % 5, k);
+    if (i % 5 != 4 && k >= 1 && k <= 300) ++expected;
+  }
+  Run(on, insert);
+  const std::string q = "SELECT COUNT(*), SUM(t.id), SUM(o.id) FROM d.o o JOIN d.t t ON t.id = o.k WHERE o.g <> 4";
+  EXPECT_NE(Plan(on, q).find("[pushed: batched lookup]"), std::string::npos) << Plan(on, q);
+  const auto rows = Same(2, on, off, q);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].substr(0, rows[0].find('|')), std::to_string(expected));
+  Same(2, on, off, "SELECT o.id, t.v FROM d.o o LEFT JOIN d.t t ON t.id = o.k WHERE o.g <> 4");
+}
+
+TEST_F(JoinPushdownTest, TransactionWritesAndLockingReadsKeepTheUnbatchedPath) {
+  CreateJoinTables();
+  exec::Session* s = SessionOn(1);
+  Fill(s);
+  FillOuter(s);
+  Run(s, "BEGIN");
+  Run(s, "UPDATE d.t SET v = v + 1000 WHERE id <= 150");
+  Run(s, "DELETE FROM d.t WHERE id BETWEEN 200 AND 220");
+  for (const std::string& q : join_queries_) {
+    Run(s, "SET shale_pushdown = 1");
+    auto with = Query(s, q);
+    Run(s, "SET shale_pushdown = 0");
+    EXPECT_EQ(with, Query(s, q)) << q;
+  }
+  Run(s, "SET shale_pushdown = 1");
+  // The transaction's updates are seen (a semi-join plans differently).
+  EXPECT_EQ(Query(s, "SELECT COUNT(*) FROM d.o o JOIN d.t t ON t.id = o.k WHERE o.g = 1 AND t.v > 1000"),
+            Query(s, "SELECT COUNT(*) FROM d.o o WHERE o.g = 1 AND o.k IN (SELECT id FROM d.t WHERE v > 1000)"));
+  EXPECT_NE(Query(s, "SELECT COUNT(*) FROM d.o o JOIN d.t t ON t.id = o.k WHERE o.g = 1 AND t.v > 1000"),
+            std::vector<std::string>{"0"});
+  Run(s, "ROLLBACK");
+  Run(s, "BEGIN");
+  exec::Session* other = SessionOn(2);
+  EXPECT_EQ(Query(s, "SELECT COUNT(*) FROM d.o o JOIN d.t t ON t.id = o.k WHERE o.g = 1 FOR UPDATE"),
+            Query(other, "SELECT COUNT(*) FROM d.o o JOIN d.t t ON t.id = o.k WHERE o.g = 1"));
+  Run(s, "COMMIT");
+}
+
+TEST_F(JoinPushdownTest, StaleEpochIsRefusedWithARetryableError) {
+  CreateJoinTables();
+  exec::Session* s1 = SessionOn(0);
+  Fill(s1);
+  FillOuter(s1);
+  const std::string q = join_queries_[0];
+  // The batched request itself, to a slice of t that node 2 ranks: keys
+  // 1..300 (only those the slice holds exist there) with the filter v > 20.
+  std::shared_ptr<const catalog::TableDef> t;
+  for (auto& table : nodes_[0]->engine->catalog()->AllTables()) {
+    if (table->db == "d" && table->name == "t") t = table;
+  }
+  ASSERT_NE(t, nullptr);
+  const catalog::SliceDef* on_n2 = nullptr;
+  for (const catalog::SliceDef& def : t->primary.slices) {
+    if (def.replicas[0] == "n2") on_n2 = &def;
+  }
+  ASSERT_NE(on_n2, nullptr);
+  std::vector<std::string> keys;
+  for (int i = 1; i <= 300; ++i) keys.push_back(catalog::EncodeKey({Value::Int(i)}));
+  auto filter = sierra::Expr::Compare(sierra::CompareOp::kGt, sierra::Expr::ColumnRef(2, "v", t->columns[2].type, true),
+                                      sierra::Expr::Constant(Value::Int(20)));
+  const std::string fragment = exec::SerializeLookupFragment(t, filter);
+  std::vector<std::pair<std::string, std::string>> rows;
+  nodes_[1]->epoch = 5;  // node 2 has seen a newer cluster metadata epoch
+  Status refused = nodes_[0]->data->LookupFiltered("n2", on_n2->id, keys, storage::kLatestSnapshot, fragment, &rows);
+  EXPECT_EQ(refused.mysql_code(), 1047) << refused.ToString();
+  EXPECT_TRUE(rows.empty());
+  Status st = Fail(s1, q);
+  EXPECT_EQ(st.mysql_code(), 1047) << st.ToString();
+  EXPECT_STREQ(st.sqlstate(), "08S01");
+  nodes_[0]->epoch = 5;
+  nodes_[2]->epoch = 5;
+  ASSERT_TRUE(nodes_[0]->data->LookupFiltered("n2", on_n2->id, keys, storage::kLatestSnapshot, fragment, &rows).ok());
+  // Exactly the slice's rows with v > 20, as a scan of it says.
+  EXPECT_FALSE(rows.empty());
+  for (const auto& [key, value] : rows) {
+    Row row;
+    ASSERT_TRUE(DecodeRow(value, &row).ok());
+    EXPECT_GT(row[2].as_int(), 20);
+    EXPECT_EQ(t->primary.SliceForHash(catalog::DistributionHash(t->primary, {row[0]})).id, on_n2->id);
+  }
+  exec::Session* off = SessionOn(0);
+  Run(off, "SET shale_pushdown = 0");
+  Same(0, s1, off, q);
 }
 
 // Fragment pages of 7 stored rows and at most 2 groups: a slice's partials

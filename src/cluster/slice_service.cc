@@ -247,11 +247,15 @@ class SliceServiceGrpc final : public DataService::Service {
   }
   grpc::Status Fragment(grpc::ServerContext*, const FragmentRequest* req, FragmentResponse* resp) override {
     if (auto refused = Epoch(req->header())) return *refused;
+    std::vector<std::string> lookup_keys(req->lookup_keys().begin(), req->lookup_keys().end());
     Status st = s_->LocalFragment(req->slice(), FromPb(req->range()), req->snapshot(), req->limit(),
-                                  req->fragment(), resp, req->header().applied_index());
+                                  req->fragment(), resp, req->header().applied_index(),
+                                  lookup_keys.empty() ? nullptr : &lookup_keys);
     ToPb(st, resp->mutable_status());
     s_->rows_sent_.fetch_add(static_cast<uint64_t>(resp->keys_size() + resp->partials_size()),
                              std::memory_order_relaxed);
+    // A batched lookup's keys are rows of the join's outer side received.
+    s_->rows_received_.fetch_add(static_cast<uint64_t>(req->lookup_keys_size()), std::memory_order_relaxed);
     return grpc::Status::OK;
   }
   grpc::Status Lock(grpc::ServerContext*, const LockRequest* req, LockResponse* resp) override {
@@ -538,7 +542,7 @@ Status SliceService::LocalScan(storage::SliceId slice, const storage::KeyRange& 
 
 Status SliceService::LocalFragment(storage::SliceId slice, const storage::KeyRange& range, uint64_t snapshot,
                                    uint32_t limit, const std::string& fragment, FragmentResponse* out,
-                                   uint64_t routed_at) {
+                                   uint64_t routed_at, const std::vector<std::string>* lookup_keys) {
   // Exactly LocalScan's checks, in its order: the replica is placed here
   // by a map at least as new as the sender's, the snapshot is not
   // collected, and the replica holds every version the snapshot sees.
@@ -551,6 +555,28 @@ Status SliceService::LocalFragment(storage::SliceId slice, const storage::KeyRan
   SHALE_ASSIGN_OR_RETURN(std::unique_ptr<txn::RowFragment> run, options_.compile_fragment(fragment, slice));
   storage::ReadOptions ro;
   ro.snapshot = snapshot;
+  if (lookup_keys != nullptr) {
+    // A join's batch of inner keys: each one read by key, the filter run
+    // over the rows found; one answer (the sender bounds the batch).
+    if (run->aggregates()) return Status::InvalidArgument("pushed fragment: a key lookup that aggregates");
+    if (lookup_keys->size() > txn::DataRouter::kMaxLookupKeys) {
+      return Status::InvalidArgument(fmt::format("pushed fragment: {} lookup keys (at most {})",
+                                                 lookup_keys->size(), txn::DataRouter::kMaxLookupKeys));
+    }
+    storage::MvccSlice mvcc(s);
+    std::string value;
+    for (const std::string& key : *lookup_keys) {
+      Status got = mvcc.Get(ro, key, &value);
+      if (got.IsNotFound()) continue;
+      SHALE_RETURN_IF_ERROR(got);
+      bool pass = false;
+      SHALE_RETURN_IF_ERROR(run->Add(value, &pass));
+      if (!pass) continue;
+      out->add_keys(key);
+      out->add_values(value);
+    }
+    return Status::OK();
+  }
   auto it = storage::MvccSlice(s).NewIterator(ro, range);
   if (limit == 0) limit = options_.fragment_page_rows;
   uint32_t n = 0;
@@ -1166,6 +1192,43 @@ Status SliceService::AggregateSlice(const std::string& node, storage::SliceId sl
     r.start = page.resume_after();
     r.start_inclusive = false;
   }
+}
+
+Status SliceService::LookupFiltered(const std::string& node, storage::SliceId slice,
+                                    const std::vector<std::string>& keys, uint64_t snapshot,
+                                    const std::string& fragment,
+                                    std::vector<std::pair<std::string, std::string>>* rows) {
+  FragmentResponse page;
+  if (node == self()) {
+    SHALE_RETURN_IF_ERROR(LocalFragment(slice, storage::KeyRange{}, snapshot, 0, fragment, &page, AppliedIndex(), &keys));
+  } else {
+    SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
+    FragmentRequest req;
+    Header(req.mutable_header());
+    req.set_slice(slice);
+    req.set_snapshot(snapshot);
+    req.set_fragment(fragment);
+    for (const std::string& k : keys) req.add_lookup_keys(k);
+    grpc::Status g;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      grpc::ClientContext ctx;
+      SetDeadline(&ctx, attempt == 0 ? std::chrono::milliseconds(options_.rpc_timeout_ms) : kReconnectWait);
+      // A read is idempotent: once more, waiting for a reconnecting channel.
+      ctx.set_wait_for_ready(attempt > 0);
+      g = peer->stub()->Fragment(&ctx, req, &page);
+      if (g.error_code() != grpc::StatusCode::UNAVAILABLE) break;
+    }
+    if (!g.ok()) return FromGrpc(g, node);
+    // The keys sent count as rows moved too: they are the outer side's
+    // share of the join that crossed the network.
+    CountSent(keys.size());
+    CountReceived(static_cast<uint64_t>(page.keys_size()));
+    SHALE_RETURN_IF_ERROR(FromPb(page.status()));
+  }
+  for (int i = 0; i < page.keys_size(); ++i) {
+    rows->emplace_back(std::move(*page.mutable_keys(i)), std::move(*page.mutable_values(i)));
+  }
+  return Status::OK();
 }
 
 Status SliceService::Lock(const std::string& node, const txn::TxnKey& txn, const std::string& name,

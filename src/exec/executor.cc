@@ -1126,6 +1126,206 @@ class LookupJoinSource : public JoinSource {
   const std::vector<Row>* matches_ = nullptr;
 };
 
+// A lookup join that may run batched (BatchedLookupJoinSource): its right
+// side is a (filtered) scan of a table and its right keys are that table's
+// whole primary key, so each left row's keys name at most one stored row
+// and the slice holding it. Returns, per primary-key column, the index of
+// its join key; nullopt when the join does not qualify (the right filter
+// must also be PushableExpr: it runs where the slice is).
+std::optional<std::vector<size_t>> BatchedLookupKeys(const PhysicalOperator& op) {
+  if (op.kind != PhysicalKind::kLookupJoin || !op.lookup) return std::nullopt;
+  const sierra::LogicalOperator* scan = op.lookup.get();
+  if (scan->kind == sierra::LogicalKind::kFilter) scan = scan->children[0].get();
+  if (scan->kind != sierra::LogicalKind::kScan || scan->table == nullptr) return std::nullopt;
+  if (op.lookup_filter && !PushableExpr(*op.lookup_filter)) return std::nullopt;
+  const catalog::TableDef& table = *scan->table;
+  const auto& pk = table.primary.key_columns;
+  if (pk.empty() || pk.size() != op.hash_keys.size()) return std::nullopt;
+  std::vector<size_t> order;
+  for (size_t c : pk) {
+    std::optional<size_t> found;
+    for (size_t i = 0; i < op.hash_keys.size(); ++i) {
+      const sierra::Expr& r = *op.hash_keys[i].second;
+      if (r.kind == sierra::ExprKind::kColumnRef && r.column == static_cast<int>(c)) found = i;
+    }
+    if (!found) return std::nullopt;
+    order.push_back(*found);
+  }
+  return order;
+}
+
+// An index-lookup join pushed to the slices (docs/cluster.md "Query
+// path"): the left rows are taken in batches of up to
+// DataRouter::kMaxLookupKeys; their keys are grouped by the slice that
+// holds them (the distribution hash, as a point select routes) and each
+// remote slice gets ONE Fragment request with its distinct keys and the
+// right side's own filter, answering only the rows that exist and pass.
+// Per left row the result is what LookupJoinSource finds; keys it cannot
+// answer that way take LookupJoinSource's path: slices read here (no
+// network), slices this transaction wrote (their rows need its overlay),
+// and left values key order does not answer (planner::KeyConstant: another
+// type class, out of range).
+class BatchedLookupJoinSource : public JoinSource {
+ public:
+  BatchedLookupJoinSource(Engine* engine, const PhysicalOperator& op, std::unique_ptr<RowSource> left,
+                          std::vector<size_t> key_order)
+      : JoinSource(op, std::unique_ptr<RowSource>(new Batches(this, std::move(left)))),
+        engine_(engine),
+        key_order_(std::move(key_order)),
+        matches_by_key_(engine, op.lookup.get(), "#sql-join-buffer") {
+    const sierra::LogicalOperator* scan = op.lookup.get();
+    if (scan->kind == sierra::LogicalKind::kFilter) scan = scan->children[0].get();
+    table_ = scan->table;
+  }
+
+ private:
+  // The left input a batch at a time: reads a batch, has the join fetch
+  // its right rows, then hands its rows out one by one.
+  class Batches : public RowSource {
+   public:
+    Batches(BatchedLookupJoinSource* join, std::unique_ptr<RowSource> input)
+        : join_(join), input_(std::move(input)) {}
+    Result<bool> Next(Row* row) override {
+      if (pos_ == rows_.size()) {
+        rows_.clear();
+        pos_ = 0;
+        Row r;
+        while (rows_.size() < txn::DataRouter::kMaxLookupKeys) {
+          SHALE_ASSIGN_OR_RETURN(bool more, input_->Next(&r));
+          if (!more) break;
+          rows_.push_back(std::move(r));
+        }
+        if (rows_.empty()) return false;
+        SHALE_RETURN_IF_ERROR(join_->Fetch(rows_));
+      }
+      current_ = pos_;
+      *row = rows_[pos_++];
+      return true;
+    }
+    size_t current() const { return current_; }
+
+   private:
+    BatchedLookupJoinSource* join_;
+    std::unique_ptr<RowSource> input_;
+    std::vector<Row> rows_;
+    size_t pos_ = 0;
+    size_t current_ = 0;
+  };
+
+  // How a left row of the batch finds its right rows.
+  struct LeftKey {
+    enum class How { kNone, kFetched, kUnbatched } how = How::kNone;
+    std::string key;  // kFetched: the encoded primary key
+  };
+
+  Status Fetch(const std::vector<Row>& rows) {
+    const catalog::TableDef& table = *table_;
+    txn::Transaction* t = CurrentTxn();
+    keys_.assign(rows.size(), LeftKey{});
+    fetched_.clear();
+    memory_.ReleaseAll();
+    // (ranking node, slice) -> distinct keys, in first-seen order.
+    std::map<std::pair<std::string, storage::SliceId>, std::vector<std::string>> requests;
+    std::unordered_set<std::string> asked;
+    std::map<storage::SliceId, txn::SliceHandle> handles;
+    std::map<storage::SliceId, const catalog::SliceDef*> defs;  // for messages
+    for (size_t i = 0; i < rows.size(); ++i) {
+      std::vector<Value> eq;
+      bool null_key = false, keyable = true;
+      for (size_t k = 0; k < key_order_.size(); ++k) {
+        SHALE_ASSIGN_OR_RETURN(Value v, sierra::Evaluate(*op_.hash_keys[key_order_[k]].first, rows[i]));
+        if (v.is_null()) {
+          null_key = true;  // NULL never equals
+          break;
+        }
+        std::optional<Value> kv = planner::KeyConstant(v, table.columns[table.primary.key_columns[k]].type);
+        if (!kv) {
+          keyable = false;
+          continue;
+        }
+        eq.push_back(std::move(*kv));
+      }
+      if (null_key) continue;
+      if (!keyable) {
+        keys_[i].how = LeftKey::How::kUnbatched;
+        continue;
+      }
+      const catalog::SliceDef& def = table.primary.SliceForHash(catalog::DistributionHash(table.primary, eq));
+      auto h = handles.find(def.id);
+      if (h == handles.end()) {
+        SHALE_ASSIGN_OR_RETURN(txn::SliceHandle handle, LocalSlice(engine_, table, def));
+        h = handles.emplace(def.id, std::move(handle)).first;
+        defs.emplace(def.id, &def);
+      }
+      if (!h->second.remote() || (t != nullptr && t->HasWritesIn(def.id))) {
+        keys_[i].how = LeftKey::How::kUnbatched;
+        continue;
+      }
+      keys_[i].how = LeftKey::How::kFetched;
+      keys_[i].key = catalog::EncodeKey(eq);
+      if (asked.insert(keys_[i].key).second) {
+        requests[{h->second.ranking(), def.id}].push_back(keys_[i].key);
+      }
+    }
+    if (requests.empty()) return Status::OK();
+    if (fragment_.empty()) fragment_ = SerializeLookupFragment(table_, op_.lookup_filter);
+    const uint64_t snapshot = t != nullptr ? t->Snapshot() : storage::kLatestSnapshot;
+    std::vector<std::pair<std::string, std::string>> found;
+    for (const auto& [where, keys] : requests) {
+      SHALE_RETURN_IF_ERROR(CheckInterrupted());
+      found.clear();
+      const txn::SliceHandle& handle = handles.at(where.second);
+      SHALE_RETURN_IF_ERROR(handle.router->LookupFiltered(where.first, where.second, keys, snapshot, fragment_, &found));
+      for (auto& [key, value] : found) {
+        Row row;
+        Status decoded = DecodeRow(value, &row);
+        if (!decoded.ok()) return RowCorrupt(table, *defs.at(where.second), decoded);
+        // A batch's rows count against the statement's memory budget.
+        SHALE_RETURN_IF_ERROR(memory_.Grow(RowBytes(row) + key.capacity() + kHashEntryBytes, "#sql-join-buffer"));
+        fetched_[key].push_back(std::move(row));
+      }
+    }
+    return Status::OK();
+  }
+
+  Status FindCandidates() override {
+    static const std::vector<Row> kNone;
+    const LeftKey& k = keys_[static_cast<Batches*>(left_.get())->current()];
+    switch (k.how) {
+      case LeftKey::How::kNone: matches_ = &kNone; break;
+      case LeftKey::How::kFetched: {
+        auto it = fetched_.find(k.key);
+        matches_ = it == fetched_.end() ? &kNone : &it->second;
+        break;
+      }
+      case LeftKey::How::kUnbatched: {
+        Row keys;
+        for (const auto& key : op_.hash_keys) {
+          SHALE_ASSIGN_OR_RETURN(Value v, sierra::Evaluate(*key.first, left_row_));
+          keys.push_back(std::move(v));
+        }
+        std::string encoded;
+        EncodeRow(keys, &encoded);
+        SHALE_ASSIGN_OR_RETURN(matches_, matches_by_key_.Get(std::move(encoded), left_row_));
+        break;
+      }
+    }
+    return Status::OK();
+  }
+  size_t CandidateCount() const override { return matches_->size(); }
+  const Row& Candidate(size_t i) const override { return (*matches_)[i]; }
+
+  Engine* engine_;
+  std::shared_ptr<const catalog::TableDef> table_;
+  const std::vector<size_t> key_order_;
+  std::string fragment_;                                           // serialized on the first request
+  std::vector<LeftKey> keys_;                                      // per left row of the batch
+  std::unordered_map<std::string, std::vector<Row>> fetched_;      // encoded key -> its row
+  OuterResultCache matches_by_key_;                                // the unbatched left rows
+  const std::vector<Row>* matches_ = nullptr;
+  MemoryReservation memory_{StatementMemory()};                    // fetched_
+};
+
 class UnionAllSource : public RowSource {
  public:
   UnionAllSource(Engine* engine, const PhysicalOperator& op) : engine_(engine), op_(op) {}
@@ -1197,6 +1397,18 @@ Result<std::unique_ptr<RowSource>> Build(Engine* engine, const PhysicalOperator&
     case PhysicalKind::kApply:
       return std::unique_ptr<RowSource>(new ApplySource(engine, op, std::move(child)));
     case PhysicalKind::kLookupJoin:
+      // Batched in a cluster unless shale_pushdown is off or the right table
+      // is read with locks (each row is locked and re-read here).
+      if (engine->txn()->router() != nullptr && (t_statement == nullptr || t_statement->pushdown)) {
+        if (auto key_order = BatchedLookupKeys(op)) {
+          const sierra::LogicalOperator* scan = op.lookup.get();
+          if (scan->kind == sierra::LogicalKind::kFilter) scan = scan->children[0].get();
+          if (!LockingReadOf(*scan->table)) {
+            return std::unique_ptr<RowSource>(
+                new BatchedLookupJoinSource(engine, op, std::move(child), std::move(*key_order)));
+          }
+        }
+      }
       return std::unique_ptr<RowSource>(new LookupJoinSource(engine, op, std::move(child)));
     case PhysicalKind::kUnionAll:
     case PhysicalKind::kInsert:
@@ -2118,6 +2330,9 @@ void ExplainRows(Engine* engine, const PhysicalOperator& op, int depth, bool pus
   if (pushdown) {
     const Pushdown pushed = PushdownOf(op);
     if (pushed.kind != Pushdown::Kind::kNone) line += "  [" + pushed.Describe() + "]";
+    if (engine->txn()->router() != nullptr && BatchedLookupKeys(op)) {
+      line += op.lookup_filter ? "  [pushed: batched lookup, filter]" : "  [pushed: batched lookup]";
+    }
   }
   rows->push_back({Value::String(std::move(line)),
                    est ? Value::Int(static_cast<int64_t>(std::min<uint64_t>(*est, INT64_MAX))) : Value::Null()});

@@ -86,6 +86,13 @@ std::string SerializeFragment(const Pushdown& p) {
   return sierra::SerializePlan(*plan);
 }
 
+std::string SerializeLookupFragment(const std::shared_ptr<const catalog::TableDef>& table,
+                                    const sierra::ExprPtr& filter) {
+  // CompileFragment runs no bare scan: without a filter, one passing every row.
+  sierra::ExprPtr predicate = filter ? filter : sierra::Expr::Constant(Value::Int(1));
+  return sierra::SerializePlan(*sierra::LogicalOperator::Filter(sierra::LogicalOperator::Scan(table, ""), predicate));
+}
+
 namespace {
 
 // The receiver's compiled fragment.

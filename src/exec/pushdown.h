@@ -67,6 +67,11 @@ struct Pushdown {
 Pushdown PushdownOf(const planner::PhysicalOperator& op);
 // The fragment `p` sends (plan.proto Operator bytes). REQUIRES: p.kind != kNone.
 std::string SerializeFragment(const Pushdown& p);
+// The fragment a batched lookup join sends with its keys: Filter(Scan
+// table) with the inner side's own filter (null: none, a filter passing
+// every row). REQUIRES: filter is null or PushableExpr.
+std::string SerializeLookupFragment(const std::shared_ptr<const catalog::TableDef>& table,
+                                    const sierra::ExprPtr& filter);
 
 // Receiver side: the fragment in `bytes` for slice `slice`, against this
 // node's catalog. Errors: InvalidArgument (not a fragment this node runs),

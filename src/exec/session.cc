@@ -831,7 +831,7 @@ Result<StatementResult> Session::ExecuteBound(const ast::Statement& stmt, sql::B
                                                                 select->union_terms[0].calc_found_rows))) {
             return ExecuteCalcFoundRows(*cmd.plan);
           }
-          SHALE_ASSIGN_OR_RETURN(auto physical, planner::Plan(*cmd.plan));
+          SHALE_ASSIGN_OR_RETURN(auto physical, planner::Plan(*cmd.plan, PlanOptionsOf()));
           bool writes = cmd.plan->kind == sierra::LogicalKind::kInsert ||
                         cmd.plan->kind == sierra::LogicalKind::kUpdate ||
                         cmd.plan->kind == sierra::LogicalKind::kDelete;
@@ -938,7 +938,7 @@ Result<StatementResult> Session::ExecuteBound(const ast::Statement& stmt, sql::B
           }
           return Ok();
         } else if constexpr (std::is_same_v<T, sql::ExplainCmd>) {
-          SHALE_ASSIGN_OR_RETURN(auto physical, planner::Plan(*cmd.plan));
+          SHALE_ASSIGN_OR_RETURN(auto physical, planner::Plan(*cmd.plan, PlanOptionsOf()));
           if (cmd.analyze) return ExplainAnalyze(*physical);
           return ExplainPlan(engine_, *physical, cmd.tree, PushdownEnabled());
         } else if constexpr (std::is_same_v<T, sql::AlterTableCmd>) {

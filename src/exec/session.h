@@ -27,6 +27,7 @@
 #include "src/sql/information_schema.h"
 #include "src/sql/binder.h"
 #include "src/common/value.h"
+#include "planner/planner.h"
 #include "src/exec/plan_cache.h"
 #include "src/common/warnings.h"
 #include "src/txn/transaction.h"
@@ -289,6 +290,9 @@ class Session {
   bool PlanCacheEnabled() const;
   // shale_pushdown (src/exec/pushdown.h): 1 = on (the default), 0 = off.
   bool PushdownEnabled() const;
+  // The planner's options for this session's statements (batched lookup
+  // joins in a cluster with shale_pushdown on).
+  planner::PlanOptions PlanOptionsOf() const;
   // Starts a new cache epoch after a statement that may change session
   // state a plan depends on.
   void AfterStatementForPlanCache(const sql::ast::Statement& stmt);

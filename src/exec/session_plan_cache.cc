@@ -34,6 +34,13 @@ bool Session::PushdownEnabled() const {
   return !(v == "0" || v == "OFF" || v == "off" || v == "Off");
 }
 
+planner::PlanOptions Session::PlanOptionsOf() const {
+  planner::PlanOptions options;
+  // Batched lookups only pay across nodes; off with the other push-downs.
+  options.batched_lookups = engine_->txn()->router() != nullptr && PushdownEnabled();
+  return options;
+}
+
 void Session::AfterStatementForPlanCache(const ast::Statement& stmt) {
   // Statements that cannot change what a SELECT binds to leave the cache
   // alone; every other one (SET, USE, DDL, account statements, ...) starts

@@ -148,6 +148,17 @@ class DataRouter {
                                 uint64_t snapshot, const std::string& fragment,
                                 std::vector<std::string>* partials) = 0;
 
+  // Batched key lookup (a join's inner side, docs/cluster.md "Query
+  // path"): the rows with primary keys `keys` (encoded, at most
+  // kMaxLookupKeys) of `slice` at `snapshot` that exist and pass the filter
+  // fragment `fragment`, evaluated at `node` with the same checks as Scan;
+  // appended to *rows as (key, value) in the order of `keys`.
+  static constexpr size_t kMaxLookupKeys = 1024;
+  virtual Status LookupFiltered(const std::string& node, storage::SliceId slice,
+                                const std::vector<std::string>& keys, uint64_t snapshot,
+                                const std::string& fragment,
+                                std::vector<std::pair<std::string, std::string>>* rows) = 0;
+
   // A row lock held for `txn` at `node` (the ranking replica's node), with
   // the LockManager's errors (1205 after `timeout`, 1317 when *interrupt;
   // 1213 when *victim — the cluster's deadlock detector chose this wait —

@@ -14,8 +14,13 @@ The statements of the docs table (a filtered COUNT, a grouped aggregate
 with COUNT/SUM/MIN/MAX/AVG, a join) answer what Python computes from the
 same rows, the same through every node and with shale_pushdown off, and
 the aggregates move at most (remote slices x groups) rows, against
-thousands before push-down (and with it off). The join is not pushed
-down: only its filtered side's filter is (docs/cluster.md).
+thousands before push-down (and with it off). A join on the hash join's
+inner side moves its filtered side's rows only; a join whose inner side is
+read by its primary key (b.id = a.v) is a batched lookup: the keys of the
+filtered outer rows go to the slices holding them, one request per slice,
+and only the matching inner rows come back, so it moves at most about
+(outer rows x 3: the outer rows, their keys, the matches) instead of the
+whole inner table (docs/cluster.md).
 """
 import argparse
 from collections import Counter
@@ -91,11 +96,15 @@ class QueryPathTest(ThreeNodeTestCase):
             for g, vs in groups.items())
         v_counts = Counter(r[2] for r in rows)
         joined = sum(v_counts[a[0]] for a in rows if a[1] == 1)
+        ids = {r[0] for r in rows}
+        outer_g1 = sum(1 for a in rows if a[1] == 1)
+        looked_up = sum(1 for a in rows if a[1] == 1 and a[2] in ids)
         statements = [
             ("SELECT COUNT(*) FROM qp.t WHERE v < 100", ((count,),), 1),
             ("SELECT g, COUNT(*), SUM(v), MIN(v), MAX(v), AVG(v), SUM(d) FROM qp.t WHERE v < 500 GROUP BY g "
              "ORDER BY g", tuple(grouped), len(grouped)),
             ("SELECT COUNT(*) FROM qp.t a JOIN qp.t b ON a.id = b.v WHERE a.g = 1", ((joined,),), None),
+            ("SELECT COUNT(*) FROM qp.t a JOIN qp.t b ON b.id = a.v WHERE a.g = 1", ((looked_up,),), "lookup"),
         ]
         self.assertEqual(len(grouped), 7)
 
@@ -124,7 +133,15 @@ class QueryPathTest(ThreeNodeTestCase):
                     moved_off = moved_by("\n".join(str(r[0]) for r in cur_off.fetchall()))
                     print("node%d: %s: %d rows moved (%d with shale_pushdown = 0)" % (node.index, sql, moved,
                                                                                      moved_off))
-                    if groups_out is not None:
+                    if groups_out == "lookup":
+                        self.assertIn("pushed: batched lookup", plan)
+                        cur_off.execute("EXPLAIN " + sql)
+                        self.assertNotIn("batched lookup", "\n".join(str(r[0]) for r in cur_off.fetchall()))
+                        # The outer rows of remote slices, their keys sent
+                        # and the inner rows found: each at most outer_g1.
+                        self.assertLessEqual(moved, 3 * outer_g1, analyzed)
+                        self.assertGreater(moved_off, 4000, "pushdown off moves the inner table")
+                    elif groups_out is not None:
                         self.assertIn("pushed: filter, partial aggregate", plan)
                         # One partial row per group and remote slice, at most.
                         self.assertLessEqual(moved, remote * groups_out, analyzed)
