@@ -286,7 +286,7 @@ struct TransactionStmt {
   // kRelease: RELEASE SAVEPOINT s (`savepoint` names s).
   enum class Kind : uint8_t { kBegin, kCommit, kRollback, kSavepoint, kRollbackTo, kRelease };
   Kind kind = Kind::kBegin;
-  std::string savepoint;
+  std::string savepoint{};  // {}: aggregate initializers may leave it out (-Wmissing-field-initializers)
   // START TRANSACTION READ ONLY / READ WRITE / WITH CONSISTENT SNAPSHOT.
   bool read_only = false;
   bool read_write = false;
