@@ -1313,7 +1313,9 @@ TEST_F(DataPathTest, FinishedRecordBackAfterPowerLossAppliesNothingTwice) {
     for (int i = 1; i <= 30; ++i) insert += (i > 1 ? "," : "") + fmt::format("({}, {})", base + i, i);
     Run(s1, insert);
     nodes_[0]->engine->txn()->TEST_SetAfterDecide(nullptr);
-    if (forgotten) ASSERT_TRUE(nodes_[0]->data->TEST_DrainForgets(std::chrono::seconds(10)));
+    if (forgotten) {
+      ASSERT_TRUE(nodes_[0]->data->TEST_DrainForgets(std::chrono::seconds(10)));
+    }
     ASSERT_EQ(records.size(), 1u);
     EXPECT_EQ(participant->data->prepared_count(), 0u);
     // The power loss: the unsynced delete is lost, the record is back.
