@@ -167,7 +167,10 @@ class AggregateJoinTest(NodeTestCase):
         self.assertSqlError(self.cur, "SELECT id FROM emp, dept", 1052)
         self.assertSqlError(self.cur, "SELECT * FROM emp JOIN dept ON nope = 1", 1054)
         self.assertSqlError(self.cur, "SELECT * FROM emp, emp", 1066)
-        self.assertSqlError(self.cur, "SELECT * FROM emp STRAIGHT_JOIN dept ON 1", 1235)
+        # STRAIGHT_JOIN is an inner join (the hint on join order is ignored).
+        self.assertEqual(self.query("SELECT COUNT(*) FROM emp STRAIGHT_JOIN dept ON dept.id = emp.dept"),
+                         self.query("SELECT COUNT(*) FROM emp JOIN dept ON dept.id = emp.dept"))
+        self.assertSqlError(self.cur, "SELECT * FROM emp STRAIGHT_JOIN dept ON nope = 1", 1054)
 
 
 class FunctionTest(NodeTestCase):
