@@ -508,11 +508,17 @@ Status SliceService::CheckSnapshot(uint64_t snapshot) const {
                   options_.node_name, collected, snapshot);
 }
 
-Status SliceService::LocalGet(storage::SliceId slice, std::string_view key, uint64_t snapshot, std::string* value,
-                              uint64_t routed_at) {
+Result<storage::Slice*> SliceService::ReadableReplica(storage::SliceId slice, uint64_t snapshot,
+                                                      uint64_t routed_at) const {
   SHALE_ASSIGN_OR_RETURN(storage::Slice * s, AwaitSlice(slice, routed_at));
   SHALE_RETURN_IF_ERROR(CheckSnapshot(snapshot));
   SHALE_RETURN_IF_ERROR(txn_->CheckReadable(slice, snapshot, options_.node_name));
+  return s;
+}
+
+Status SliceService::LocalGet(storage::SliceId slice, std::string_view key, uint64_t snapshot, std::string* value,
+                              uint64_t routed_at) {
+  SHALE_ASSIGN_OR_RETURN(storage::Slice * s, ReadableReplica(slice, snapshot, routed_at));
   storage::ReadOptions ro;
   ro.snapshot = snapshot;
   return storage::MvccSlice(s).Get(ro, key, value);
@@ -520,9 +526,7 @@ Status SliceService::LocalGet(storage::SliceId slice, std::string_view key, uint
 
 Status SliceService::LocalScan(storage::SliceId slice, const storage::KeyRange& range, uint64_t snapshot,
                                uint32_t limit, ScanResponse* out, uint64_t routed_at) {
-  SHALE_ASSIGN_OR_RETURN(storage::Slice * s, AwaitSlice(slice, routed_at));
-  SHALE_RETURN_IF_ERROR(CheckSnapshot(snapshot));
-  SHALE_RETURN_IF_ERROR(txn_->CheckReadable(slice, snapshot, options_.node_name));
+  SHALE_ASSIGN_OR_RETURN(storage::Slice * s, ReadableReplica(slice, snapshot, routed_at));
   storage::ReadOptions ro;
   ro.snapshot = snapshot;
   auto it = storage::MvccSlice(s).NewIterator(ro, range);
@@ -543,12 +547,8 @@ Status SliceService::LocalScan(storage::SliceId slice, const storage::KeyRange& 
 Status SliceService::LocalFragment(storage::SliceId slice, const storage::KeyRange& range, uint64_t snapshot,
                                    uint32_t limit, const std::string& fragment, FragmentResponse* out,
                                    uint64_t routed_at, const std::vector<std::string>* lookup_keys) {
-  // Exactly LocalScan's checks, in its order: the replica is placed here
-  // by a map at least as new as the sender's, the snapshot is not
-  // collected, and the replica holds every version the snapshot sees.
-  SHALE_ASSIGN_OR_RETURN(storage::Slice * s, AwaitSlice(slice, routed_at));
-  SHALE_RETURN_IF_ERROR(CheckSnapshot(snapshot));
-  SHALE_RETURN_IF_ERROR(txn_->CheckReadable(slice, snapshot, options_.node_name));
+  // The same checks as Get and Scan.
+  SHALE_ASSIGN_OR_RETURN(storage::Slice * s, ReadableReplica(slice, snapshot, routed_at));
   if (!options_.compile_fragment) {
     return Status::InvalidArgument(fmt::format("node '{}' runs no pushed fragments", options_.node_name));
   }

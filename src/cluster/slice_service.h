@@ -207,6 +207,12 @@ class SliceService final : public txn::DataRouter {
   // A read at `snapshot` below what this node's garbage collector has
   // collected: 1047 ("snapshot too old", retryable), never wrong rows.
   Status CheckSnapshot(uint64_t snapshot) const;
+  // The replica of `slice` a read at `snapshot` may use: placed here by a
+  // map at least as new as the sender's (AwaitSlice), the snapshot not
+  // collected (CheckSnapshot), and every version it sees held here
+  // (TxnManager::CheckReadable). Every remote read (Get, Scan, Fragment)
+  // goes through it.
+  Result<storage::Slice*> ReadableReplica(storage::SliceId slice, uint64_t snapshot, uint64_t routed_at) const;
   // This node's applied metadata index (0 outside a cluster).
   uint64_t AppliedIndex() const { return options_.applied_index ? options_.applied_index() : 0; }
   Status LocalGet(storage::SliceId slice, std::string_view key, uint64_t snapshot, std::string* value,
