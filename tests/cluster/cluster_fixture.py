@@ -152,11 +152,12 @@ class ThreeNodeTestCase(unittest.TestCase):
 
     def tearDown(self):
         result = getattr(getattr(self, "_outcome", None), "result", None)
-        if result is not None and any(t is self for t, _ in result.errors + result.failures):
+        failed = result is not None and any(t is self for t, _ in result.errors + result.failures)
+        if failed:
             for n in self.nodes:
                 print("--- node%d log tail\n%s" % (n.index, n.log()[-3000:]))
         for node in self.nodes:
-            node.cleanup()
+            node.cleanup(keep_log_as="%s-node%d.log" % (self.id(), node.index) if failed else None)
 
 
 def status_counter(node, name):

@@ -175,8 +175,18 @@ class ShaledProcess:
         except OSError:
             return ""
 
-    def cleanup(self):
+    def cleanup(self, keep_log_as=None):
+        """Kills the node and removes its directory. With `keep_log_as` and
+        SHALE_TEST_LOG_DIR set, the whole log is first copied there under
+        that name (the failure's tail printed by a test is often too short)."""
         self.kill()
+        log_dir = os.environ.get("SHALE_TEST_LOG_DIR")
+        if keep_log_as and log_dir:
+            os.makedirs(log_dir, exist_ok=True)
+            try:
+                shutil.copy(self.log_path, os.path.join(log_dir, keep_log_as))
+            except OSError:
+                pass
         shutil.rmtree(self.data_dir, ignore_errors=True)
 
 
