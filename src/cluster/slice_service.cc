@@ -813,10 +813,16 @@ Status SliceService::LocalFinish(const std::string& txn, bool commit) {
   txn_->PinCollection(request->commit_ts());
   if (commit) {
     auto writes = FromPb(request->writes());
-    if (writes.ok()) {
-      // A slice whose replica left this node meanwhile (the node was
-      // removed from the slice map while it was down, and its storage
-      // dropped): nothing to apply there.
+    // A slice whose replica left this node meanwhile (the node was removed
+    // from the slice map while it was down, and its storage dropped; a DDL
+    // dropped it): nothing to apply there. A drop may also land between
+    // this check and the apply (the store refuses the whole write then,
+    // logging nothing): check again and apply the rest.
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      if (!writes.ok()) {
+        st = writes.status();
+        break;
+      }
       for (auto it = writes->begin(); it != writes->end();) {
         auto slice = store_->GetSlice(it->first);
         if (!slice.ok() && slice.status().IsNotFound()) {
@@ -827,8 +833,9 @@ Status SliceService::LocalFinish(const std::string& txn, bool commit) {
           ++it;
         }
       }
+      st = txn_->ApplyAt(request->commit_ts(), *writes);
+      if (!st.IsNotFound()) break;
     }
-    st = writes.ok() ? txn_->ApplyAt(request->commit_ts(), *writes) : writes.status();
   }
   // The record goes without an fsync: the commit's one synced write here
   // is the WAL's (ApplyAt). The delete is in RocksDB's WAL file (it
