@@ -19,6 +19,7 @@
 
 #include "src/cluster/rpc_server.h"
 #include "src/cluster/slice_service.h"
+#include "src/cluster/testing/in_process_cluster.h"
 #include "src/common/testing/temp_dir.h"
 #include "src/exec/engine.h"
 #include "src/exec/pushdown.h"
@@ -40,21 +41,8 @@ struct TestNode {
 class DataPathTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (int i = 0; i < 3; ++i) {
-      auto node = std::make_unique<TestNode>();
-      node->name = "n" + std::to_string(i + 1);
-      exec::EngineOptions options;
-      options.data_dir = dir_.path() + "/" + node->name;
-      options.node_name = node->name;
-      options.default_slices = 6;
-      auto engine = exec::Engine::Open(options);
-      ASSERT_TRUE(engine.ok()) << engine.status().ToString();
-      node->engine = std::move(engine).value();
-      nodes_.push_back(std::move(node));
-    }
-    // One timestamp source for the three nodes (the cluster timestamp
-    // service's stand-in).
-    for (auto& n : nodes_) n->engine->txn()->TEST_UseOracle(nodes_[0]->engine->txn()->oracle());
+    in_process::OpenNodes(dir_.path(), 3, /*default_slices=*/6, &nodes_);
+    ASSERT_EQ(nodes_.size(), 3u);
     for (auto& n : nodes_) {
       SliceServiceOptions o;
       o.node_name = n->name;
@@ -78,12 +66,7 @@ class DataPathTest : public ::testing::Test {
     // (shaled), over the members as the nodes see them; every test runs
     // with it (none of them may see a false deadlock).
     txn::DeadlockDetectorOptions ddo;
-    ddo.members = [this] {
-      std::lock_guard<std::mutex> l(addresses_mu_);
-      std::vector<std::string> names;
-      for (const auto& [name, address] : addresses_) names.push_back(name);
-      return names;
-    };
+    ddo.members = [this] { return addresses_.Names(); };
     detector_ = std::make_unique<txn::DeadlockDetector>(nodes_[0]->data.get(), ddo);
     detector_->Start();
   }
@@ -103,11 +86,7 @@ class DataPathTest : public ::testing::Test {
   virtual uint32_t FragmentPageGroups() const { return 4096; }
 
   // Pushed fragments compile against the node's own catalog (as in shaled).
-  static txn::FragmentCompiler CompilerOf(TestNode* n) {
-    return [n](const std::string& fragment, storage::SliceId slice) {
-      return exec::CompileFragment(n->engine->catalog(), fragment, slice);
-    };
-  }
+  static txn::FragmentCompiler CompilerOf(TestNode* n) { return in_process::FragmentCompilerOf(n->engine.get()); }
 
   void StartServer(TestNode* n, const std::string& address) {
     n->rpc = std::make_unique<RpcServer>(NodeIdentity{NewNodeId(), n->name});
@@ -143,15 +122,7 @@ class DataPathTest : public ::testing::Test {
     return s->Execute(sql);
   }
 
-  exec::StatementResult Run(exec::Session* s, std::string_view sql) {
-    auto results = s->Execute(sql);
-    EXPECT_FALSE(results.empty()) << sql;
-    for (const auto& r : results) {
-      EXPECT_TRUE(r.ok()) << sql << ": " << r.status().ToString();
-      if (!r.ok()) return exec::StatementResult{};
-    }
-    return *results.back();
-  }
+  exec::StatementResult Run(exec::Session* s, std::string_view sql) { return in_process::Run(s, sql); }
 
   Status Fail(exec::Session* s, std::string_view sql) {
     auto results = s->Execute(sql);
@@ -260,12 +231,7 @@ class DataPathTest : public ::testing::Test {
     return found;
   }
 
-  int NodeIndex(const std::string& name) {
-    for (size_t i = 0; i < nodes_.size(); ++i) {
-      if (nodes_[i]->name == name) return static_cast<int>(i);
-    }
-    return -1;
-  }
+  int NodeIndex(const std::string& name) { return in_process::IndexOf(nodes_, name); }
 
   // Both replicas of every slice hold the same bytes (after each node's
   // garbage collector has run at the same horizon: they share one oracle
@@ -332,24 +298,12 @@ class DataPathTest : public ::testing::Test {
     return dropped;
   }
 
-  Result<std::string> AddressOf(const std::string& name) {
-    std::lock_guard<std::mutex> l(addresses_mu_);
-    auto it = addresses_.find(name);
-    if (it == addresses_.end()) return Status::Unavailable("unknown node " + name);
-    return it->second;
-  }
-  void SetAddress(const std::string& name, const std::string& address) {
-    std::lock_guard<std::mutex> l(addresses_mu_);
-    addresses_[name] = address;
-  }
-  void EraseAddress(const std::string& name) {
-    std::lock_guard<std::mutex> l(addresses_mu_);
-    addresses_.erase(name);
-  }
+  Result<std::string> AddressOf(const std::string& name) { return addresses_.AddressOf(name); }
+  void SetAddress(const std::string& name, const std::string& address) { addresses_.Set(name, address); }
+  void EraseAddress(const std::string& name) { addresses_.Erase(name); }
   // Node name -> address: the membership as the nodes see it (the
   // SliceServices' background threads read it while a test changes it).
-  std::mutex addresses_mu_;
-  std::map<std::string, std::string> addresses_;  // GUARDED_BY(addresses_mu_)
+  in_process::AddressBook addresses_;
   std::vector<std::unique_ptr<exec::Session>> sessions_;
   catalog::TableDef def_;
   std::unique_ptr<txn::DeadlockDetector> detector_;  // runs on node 1
