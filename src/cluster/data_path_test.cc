@@ -19,6 +19,7 @@
 
 #include "src/cluster/rpc_server.h"
 #include "src/cluster/slice_service.h"
+#include "src/cluster/testing/in_process_cluster.h"
 #include "src/common/testing/temp_dir.h"
 #include "src/exec/engine.h"
 #include "src/exec/pushdown.h"
@@ -40,21 +41,8 @@ struct TestNode {
 class DataPathTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (int i = 0; i < 3; ++i) {
-      auto node = std::make_unique<TestNode>();
-      node->name = "n" + std::to_string(i + 1);
-      exec::EngineOptions options;
-      options.data_dir = dir_.path() + "/" + node->name;
-      options.node_name = node->name;
-      options.default_slices = 6;
-      auto engine = exec::Engine::Open(options);
-      ASSERT_TRUE(engine.ok()) << engine.status().ToString();
-      node->engine = std::move(engine).value();
-      nodes_.push_back(std::move(node));
-    }
-    // One timestamp source for the three nodes (the cluster timestamp
-    // service's stand-in).
-    for (auto& n : nodes_) n->engine->txn()->TEST_UseOracle(nodes_[0]->engine->txn()->oracle());
+    in_process::OpenNodes(dir_.path(), 3, /*default_slices=*/6, &nodes_);
+    ASSERT_EQ(nodes_.size(), 3u);
     for (auto& n : nodes_) {
       SliceServiceOptions o;
       o.node_name = n->name;
@@ -64,6 +52,7 @@ class DataPathTest : public ::testing::Test {
       o.rpc_timeout_ms = 3000;
       o.lock_lease_ms = LockLeaseMs();
       o.resolve_after_ms = 60000;  // tests resolve explicitly
+      o.decision_sweep_ms = 0;     // and sweep decision records explicitly
       o.compile_fragment = CompilerOf(n.get());
       o.fragment_page_rows = FragmentPageRows();
       o.fragment_page_groups = FragmentPageGroups();
@@ -77,12 +66,7 @@ class DataPathTest : public ::testing::Test {
     // (shaled), over the members as the nodes see them; every test runs
     // with it (none of them may see a false deadlock).
     txn::DeadlockDetectorOptions ddo;
-    ddo.members = [this] {
-      std::lock_guard<std::mutex> l(addresses_mu_);
-      std::vector<std::string> names;
-      for (const auto& [name, address] : addresses_) names.push_back(name);
-      return names;
-    };
+    ddo.members = [this] { return addresses_.Names(); };
     detector_ = std::make_unique<txn::DeadlockDetector>(nodes_[0]->data.get(), ddo);
     detector_->Start();
   }
@@ -102,11 +86,7 @@ class DataPathTest : public ::testing::Test {
   virtual uint32_t FragmentPageGroups() const { return 4096; }
 
   // Pushed fragments compile against the node's own catalog (as in shaled).
-  static txn::FragmentCompiler CompilerOf(TestNode* n) {
-    return [n](const std::string& fragment, storage::SliceId slice) {
-      return exec::CompileFragment(n->engine->catalog(), fragment, slice);
-    };
-  }
+  static txn::FragmentCompiler CompilerOf(TestNode* n) { return in_process::FragmentCompilerOf(n->engine.get()); }
 
   void StartServer(TestNode* n, const std::string& address) {
     n->rpc = std::make_unique<RpcServer>(NodeIdentity{NewNodeId(), n->name});
@@ -128,6 +108,7 @@ class DataPathTest : public ::testing::Test {
     o.node_name = n->name;
     o.address_of = [this](const std::string& name) { return AddressOf(name); };
     o.resolve_after_ms = 60000;
+    o.decision_sweep_ms = 0;
     o.compile_fragment = CompilerOf(n);
     auto reopened = SliceService::Open(n->engine->txn(), n->engine->slices(), n->engine->meta(), o);
     ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
@@ -141,15 +122,7 @@ class DataPathTest : public ::testing::Test {
     return s->Execute(sql);
   }
 
-  exec::StatementResult Run(exec::Session* s, std::string_view sql) {
-    auto results = s->Execute(sql);
-    EXPECT_FALSE(results.empty()) << sql;
-    for (const auto& r : results) {
-      EXPECT_TRUE(r.ok()) << sql << ": " << r.status().ToString();
-      if (!r.ok()) return exec::StatementResult{};
-    }
-    return *results.back();
-  }
+  exec::StatementResult Run(exec::Session* s, std::string_view sql) { return in_process::Run(s, sql); }
 
   Status Fail(exec::Session* s, std::string_view sql) {
     auto results = s->Execute(sql);
@@ -258,12 +231,7 @@ class DataPathTest : public ::testing::Test {
     return found;
   }
 
-  int NodeIndex(const std::string& name) {
-    for (size_t i = 0; i < nodes_.size(); ++i) {
-      if (nodes_[i]->name == name) return static_cast<int>(i);
-    }
-    return -1;
-  }
+  int NodeIndex(const std::string& name) { return in_process::IndexOf(nodes_, name); }
 
   // Both replicas of every slice hold the same bytes (after each node's
   // garbage collector has run at the same horizon: they share one oracle
@@ -285,8 +253,6 @@ class DataPathTest : public ::testing::Test {
 
   shale::testing::TempDir dir_;
   std::vector<std::unique_ptr<TestNode>> nodes_;
-  // Node name -> address: the membership as the nodes see it (the
-  // SliceServices' background threads read it while a test changes it).
   // Decision records (txn/decision/...) in node n's MetaStore.
   size_t DecisionRecords(int n) {
     size_t records = 0;
@@ -300,22 +266,44 @@ class DataPathTest : public ::testing::Test {
     return records;
   }
 
-  Result<std::string> AddressOf(const std::string& name) {
-    std::lock_guard<std::mutex> l(addresses_mu_);
-    auto it = addresses_.find(name);
-    if (it == addresses_.end()) return Status::Unavailable("unknown node " + name);
-    return it->second;
+  // The prepared records (txn/prepared/..., key and value) in node n's
+  // MetaStore.
+  std::vector<std::pair<std::string, std::string>> PreparedRecords(TestNode* n) {
+    std::vector<std::pair<std::string, std::string>> records;
+    EXPECT_TRUE(n->engine->meta()
+                    ->Scan("txn/prepared/",
+                           [&](std::string_view k, std::string_view v) {
+                             records.emplace_back(k, v);
+                             return true;
+                           })
+                    .ok());
+    return records;
   }
-  void SetAddress(const std::string& name, const std::string& address) {
-    std::lock_guard<std::mutex> l(addresses_mu_);
-    addresses_[name] = address;
+  // Decision records in every node's MetaStore, and as the nodes count
+  // them (SHOW STATUS Shale_decision_records).
+  size_t TotalDecisionRecords() {
+    size_t records = 0;
+    for (size_t n = 0; n < nodes_.size(); ++n) records += DecisionRecords(static_cast<int>(n));
+    return records;
   }
-  void EraseAddress(const std::string& name) {
-    std::lock_guard<std::mutex> l(addresses_mu_);
-    addresses_.erase(name);
+  uint64_t CountedDecisionRecords() {
+    uint64_t records = 0;
+    for (auto& n : nodes_) records += n->data->decision_records();
+    return records;
   }
-  std::mutex addresses_mu_;
-  std::map<std::string, std::string> addresses_;  // GUARDED_BY(addresses_mu_)
+  // One sweep of the decision records at every node; the records dropped.
+  size_t SweepEveryNode() {
+    size_t dropped = 0;
+    for (auto& n : nodes_) dropped += n->data->TEST_SweepDecisions();
+    return dropped;
+  }
+
+  Result<std::string> AddressOf(const std::string& name) { return addresses_.AddressOf(name); }
+  void SetAddress(const std::string& name, const std::string& address) { addresses_.Set(name, address); }
+  void EraseAddress(const std::string& name) { addresses_.Erase(name); }
+  // Node name -> address: the membership as the nodes see it (the
+  // SliceServices' background threads read it while a test changes it).
+  in_process::AddressBook addresses_;
   std::vector<std::unique_ptr<exec::Session>> sessions_;
   catalog::TableDef def_;
   std::unique_ptr<txn::DeadlockDetector> detector_;  // runs on node 1
@@ -1298,15 +1286,8 @@ TEST_F(DataPathTest, FinishedRecordBackAfterPowerLossAppliesNothingTwice) {
   for (bool forgotten : {true, false}) {
     SCOPED_TRACE(forgotten ? "decision record forgotten" : "decision record still there");
     std::vector<std::pair<std::string, std::string>> records;
-    nodes_[0]->engine->txn()->TEST_SetAfterDecide([&](const txn::DeciderPair&) {
-      ASSERT_TRUE(participant->engine->meta()
-                      ->Scan("txn/prepared/",
-                             [&](std::string_view k, std::string_view v) {
-                               records.emplace_back(k, v);
-                               return true;
-                             })
-                      .ok());
-    });
+    nodes_[0]->engine->txn()->TEST_SetAfterDecide(
+        [&](const txn::DeciderPair&) { records = PreparedRecords(participant); });
     nodes_[0]->data->TEST_PauseForgets(!forgotten);
     const int base = forgotten ? 0 : 100;
     std::string insert = "INSERT INTO d.t VALUES ";
@@ -1333,6 +1314,193 @@ TEST_F(DataPathTest, FinishedRecordBackAfterPowerLossAppliesNothingTwice) {
     }
     // Byte-identical replicas: no version was written twice differently.
     ExpectReplicasIdentical();
+  }
+}
+
+// Decision records a coordinator left behind (Forget given up, or the
+// coordinator died before it) are dropped by the sweep at the nodes keeping
+// them (issue 6): at once when every participant answers that it holds
+// nothing; while the coordinator (a participant here) is a member that does
+// not answer they stay, and once it has been removed from the membership
+// they go.
+TEST_F(DataPathTest, SweepCollectsRecordsACoordinatorLeftBehind) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  exec::Session* s1 = SessionOn(0);
+  auto commit_without_forget = [&](int base) {
+    nodes_[0]->data->TEST_PauseForgets(true);
+    std::string insert = "INSERT INTO d.t VALUES ";
+    for (int i = 1; i <= 30; ++i) insert += (i > 1 ? "," : "") + fmt::format("({}, {})", base + i, i);
+    Run(s1, insert);  // acknowledged
+    nodes_[0]->data->TEST_DropForgets();  // the coordinator gave up, or died
+    nodes_[0]->data->TEST_PauseForgets(false);
+  };
+  commit_without_forget(0);
+  ASSERT_EQ(TotalDecisionRecords(), 2u) << "the decider's and the backup's record";
+  EXPECT_EQ(CountedDecisionRecords(), 2u);
+  EXPECT_EQ(SweepEveryNode(), 2u);
+  EXPECT_EQ(TotalDecisionRecords(), 0u);
+  EXPECT_EQ(CountedDecisionRecords(), 0u);
+  for (int n = 0; n < 3; ++n) {
+    EXPECT_EQ(Query(SessionOn(n), "SELECT COUNT(*), SUM(n) FROM d.t"), std::vector<std::string>{"30|465"})
+        << nodes_[n]->name;
+  }
+  ExpectReplicasIdentical();
+
+  // The coordinator dies: the others cannot reach it, but it is a member
+  // (it may come back holding the transaction prepared).
+  commit_without_forget(100);
+  ASSERT_EQ(TotalDecisionRecords(), 2u);
+  for (int n = 1; n < 3; ++n) nodes_[n]->data->TEST_SetUnreachable("n1", true);
+  EXPECT_EQ(SweepEveryNode(), 0u);
+  EXPECT_EQ(TotalDecisionRecords(), 2u);
+  EXPECT_EQ(CountedDecisionRecords(), 2u);
+  // It is removed from the membership (its replicas leave the slice map).
+  EraseAddress("n1");
+  EXPECT_EQ(SweepEveryNode(), 2u);
+  EXPECT_EQ(TotalDecisionRecords(), 0u);
+  EXPECT_EQ(CountedDecisionRecords(), 0u);
+}
+
+// A participant that missed Finish still holds the transaction prepared:
+// the sweep keeps the records it will ask, it resolves to commit from them,
+// and the next sweep drops them.
+TEST_F(DataPathTest, SweepKeepsTheRecordsAPreparedParticipantNeeds) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  exec::Session* s1 = SessionOn(0);
+  txn::DeciderPair deciders;
+  nodes_[0]->engine->txn()->TEST_SetAfterDecide([&](const txn::DeciderPair& d) {
+    deciders = d;
+    nodes_[0]->data->TEST_SetUnreachable("n3", true);  // n3 misses Finish
+  });
+  std::string insert = "INSERT INTO d.t VALUES ";
+  for (int i = 1; i <= 30; ++i) insert += (i > 1 ? "," : "") + fmt::format("({}, {})", i, i);
+  Run(s1, insert);  // decided: acknowledged
+  nodes_[0]->engine->txn()->TEST_SetAfterDecide(nullptr);
+  nodes_[0]->data->TEST_SetUnreachable("n3", false);
+  EXPECT_EQ(deciders.participants, (std::vector<std::string>{"n1", "n2", "n3"}));
+  ASSERT_EQ(nodes_[2]->data->prepared_count(), 1u);
+  EXPECT_TRUE(nodes_[0]->data->TEST_DrainForgets(std::chrono::seconds(10)));
+  ASSERT_EQ(TotalDecisionRecords(), 2u) << "no Forget: a participant did not finish";
+  EXPECT_EQ(SweepEveryNode(), 0u);
+  EXPECT_EQ(TotalDecisionRecords(), 2u);
+  EXPECT_EQ(CountedDecisionRecords(), 2u);
+  // n3 asks for the outcome: commit.
+  nodes_[2]->data->TEST_ResolveNow();
+  EXPECT_EQ(nodes_[2]->data->prepared_count(), 0u);
+  for (int n = 0; n < 3; ++n) {
+    EXPECT_EQ(Query(SessionOn(n), "SELECT COUNT(*), SUM(n) FROM d.t"), std::vector<std::string>{"30|465"})
+        << nodes_[n]->name;
+  }
+  ExpectReplicasIdentical();
+  for (auto& n : nodes_) EXPECT_EQ(n->engine->txn()->locks()->locks_held(), 0u) << n->name;
+  EXPECT_EQ(SweepEveryNode(), 2u);
+  EXPECT_EQ(TotalDecisionRecords(), 0u);
+  EXPECT_EQ(CountedDecisionRecords(), 0u);
+}
+
+// An abort record left by the participants' resolvers stays while the
+// coordinator's commit is in progress, even when no participant holds the
+// transaction any more: the coordinator may still ask for commit, and a
+// commit recorded then would be applied nowhere. Here the coordinator is
+// not a participant (both replicas of the row are on the other nodes).
+TEST_F(DataPathTest, SweepKeepsAnAbortRecordWhileItsCoordinatorCommits) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  exec::Session* s1 = SessionOn(0);
+  std::string insert = "INSERT INTO d.t VALUES ";
+  for (int i = 1; i <= 30; ++i) insert += (i > 1 ? "," : "") + fmt::format("({}, {})", i, i);
+  Run(s1, insert);
+  ASSERT_TRUE(nodes_[0]->data->TEST_DrainForgets(std::chrono::seconds(10)));
+  ASSERT_EQ(TotalDecisionRecords(), 0u);
+  // A row whose ranking replica is on n2: its slice's replicas are n2 and
+  // n3 (CreatePlacedTable's rotation).
+  int id = -1;
+  for (int i = 1; i <= 30 && id < 0; ++i) {
+    if (RankingNode(s1, i) == 1) id = i;
+  }
+  ASSERT_GT(id, 0);
+  txn::DeciderPair deciders;
+  size_t kept = 0;
+  nodes_[0]->engine->txn()->TEST_SetAfterPrepare([&] {
+    // The participants give up on the slow coordinator: abort is recorded
+    // and both discard their share.
+    nodes_[1]->data->TEST_ResolveNow();
+    nodes_[2]->data->TEST_ResolveNow();
+    for (auto& n : nodes_) EXPECT_EQ(n->data->prepared_count(), 0u) << n->name;
+    SweepEveryNode();
+    kept = TotalDecisionRecords();
+  });
+  nodes_[0]->engine->txn()->TEST_SetAfterDecide([&](const txn::DeciderPair& d) { deciders = d; });
+  Status st = Fail(s1, fmt::format("UPDATE d.t SET n = 1000 WHERE id = {}", id));
+  nodes_[0]->engine->txn()->TEST_SetAfterPrepare(nullptr);
+  nodes_[0]->engine->txn()->TEST_SetAfterDecide(nullptr);
+  EXPECT_EQ(st.mysql_code(), 1213) << st.ToString();
+  EXPECT_TRUE(deciders.decider.empty()) << "no commit was recorded";
+  EXPECT_EQ(kept, 2u) << "the abort records stay while the coordinator commits";
+  for (int n = 0; n < 3; ++n) {
+    EXPECT_EQ(Query(SessionOn(n), fmt::format("SELECT n FROM d.t WHERE id = {}", id)),
+              std::vector<std::string>{std::to_string(id)})
+        << nodes_[n]->name;
+  }
+  ExpectReplicasIdentical();
+  // The coordinator is done: no one needs them.
+  EXPECT_EQ(SweepEveryNode(), 2u);
+  EXPECT_EQ(TotalDecisionRecords(), 0u);
+  EXPECT_EQ(CountedDecisionRecords(), 0u);
+}
+
+// A participant's prepared record comes back after the commit (its unsynced
+// delete lost in a power loss, as in
+// FinishedRecordBackAfterPowerLossAppliesNothingTwice). Back before a
+// sweep: the sweep keeps the decision records and the participant resolves
+// to commit from them. Back after the sweep dropped them: the participant
+// resolves to abort, which discards nothing that was applied, and the
+// abort record its resolver left is swept too.
+TEST_F(DataPathTest, RecordBackAfterPowerLossResolvesAroundTheSweep) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  exec::Session* s1 = SessionOn(0);
+  TestNode* participant = nodes_[1].get();
+  for (bool swept_first : {false, true}) {
+    SCOPED_TRACE(swept_first ? "record back after the sweep" : "record back before the sweep");
+    std::vector<std::pair<std::string, std::string>> records;
+    nodes_[0]->engine->txn()->TEST_SetAfterDecide(
+        [&](const txn::DeciderPair&) { records = PreparedRecords(participant); });
+    nodes_[0]->data->TEST_PauseForgets(true);
+    const int base = swept_first ? 100 : 0;
+    std::string insert = "INSERT INTO d.t VALUES ";
+    for (int i = 1; i <= 30; ++i) insert += (i > 1 ? "," : "") + fmt::format("({}, {})", base + i, i);
+    Run(s1, insert);
+    nodes_[0]->engine->txn()->TEST_SetAfterDecide(nullptr);
+    nodes_[0]->data->TEST_DropForgets();  // left to the sweep
+    nodes_[0]->data->TEST_PauseForgets(false);
+    ASSERT_EQ(records.size(), 1u);
+    ASSERT_EQ(TotalDecisionRecords(), 2u);
+    if (swept_first) {
+      EXPECT_EQ(SweepEveryNode(), 2u);
+      EXPECT_EQ(TotalDecisionRecords(), 0u);
+    }
+    // The power loss: the record is back.
+    ASSERT_TRUE(participant->engine->meta()->Put(records[0].first, records[0].second).ok());
+    RestartDataPath(participant, [] {});
+    ASSERT_EQ(participant->data->prepared_count(), 1u);
+    if (!swept_first) {
+      EXPECT_EQ(SweepEveryNode(), 0u) << "the participant holds it prepared";
+      EXPECT_EQ(TotalDecisionRecords(), 2u);
+    }
+    participant->data->TEST_ResolveNow();
+    EXPECT_EQ(participant->data->prepared_count(), 0u);
+    EXPECT_EQ(participant->engine->txn()->locks()->locks_held(), 0u);
+    const std::string want = swept_first ? "60|930" : "30|465";
+    for (int n = 0; n < 3; ++n) {
+      EXPECT_EQ(Query(SessionOn(n), "SELECT COUNT(*), SUM(n) FROM d.t"), std::vector<std::string>{want})
+          << nodes_[n]->name;
+    }
+    ExpectReplicasIdentical();
+    if (swept_first) {
+      EXPECT_GT(TotalDecisionRecords(), 0u) << "the resolver recorded abort";
+    }
+    EXPECT_GT(SweepEveryNode(), 0u);
+    EXPECT_EQ(TotalDecisionRecords(), 0u);
+    EXPECT_EQ(CountedDecisionRecords(), 0u);
   }
 }
 

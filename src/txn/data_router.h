@@ -86,6 +86,11 @@ struct LockHolderInfo {
 struct DeciderPair {
   std::string decider;
   std::string backup;  // empty: the decider alone
+  // Every node the transaction prepares at. Kept with the prepared records
+  // and the decision records, so a decision record no participant needs
+  // any more can be collected (docs/transactions.md "Collecting orphaned
+  // decision records"). Empty: unknown (such a record is kept).
+  std::vector<std::string> participants = {};
 };
 
 // Buffered writes: per slice, key -> value (nullopt: delete), in key order.
@@ -212,6 +217,9 @@ class DataRouter {
   virtual uint64_t rows_sent() const = 0;
   virtual uint64_t rows_received() const = 0;
   uint64_t rows_moved() const { return rows_sent() + rows_received(); }
+  // Decision records of two-phase commits this node keeps, as a decider or
+  // a backup (SHOW STATUS Shale_decision_records; docs/transactions.md).
+  virtual uint64_t decision_records() const { return 0; }
 };
 
 // Whether a failed statement may be run again as a whole once the cluster

@@ -294,6 +294,29 @@ Status TxnManager::Apply(const WriteSet& writes) {
   return st;
 }
 
+class TxnManager::CommitInProgress {
+ public:
+  CommitInProgress(TxnManager* manager, uint64_t id) : manager_(manager), id_(id) {
+    std::lock_guard<std::mutex> l(manager_->committing_mu_);
+    manager_->committing_.insert(id_);
+  }
+  ~CommitInProgress() {
+    std::lock_guard<std::mutex> l(manager_->committing_mu_);
+    manager_->committing_.erase(id_);
+  }
+  CommitInProgress(const CommitInProgress&) = delete;
+  CommitInProgress& operator=(const CommitInProgress&) = delete;
+
+ private:
+  TxnManager* const manager_;
+  const uint64_t id_;
+};
+
+bool TxnManager::Committing(uint64_t id) const {
+  std::lock_guard<std::mutex> l(committing_mu_);
+  return committing_.count(id) > 0;
+}
+
 Status TxnManager::CommitWrites(const TxnKey& key, const WriteSet& writes, const Placement& placement,
                                 std::set<std::string>* participants, bool* in_doubt) {
   const std::string& self = router_->self();
@@ -352,6 +375,10 @@ Status TxnManager::CommitWrites(const TxnKey& key, const WriteSet& writes, const
     }
   }
   if (deciders.backup.empty()) deciders.backup = self;
+  // Kept with the records: the sweep of decision records asks them.
+  for (const auto& [node, ws] : by_node) deciders.participants.push_back(node);
+  // Until this returns, no decision record of this transaction is dropped.
+  const CommitInProgress in_progress(this, key.id);
   auto abort_prepared = [&](const std::vector<std::string>& prepared) {
     for (const std::string& node : prepared) {
       Status st = router_->Finish(node, key, /*commit=*/false);
