@@ -17,6 +17,12 @@ namespace {
 using WriteMap = SliceWrites;
 
 constexpr char kReadableFromPrefix[] = "txn/readable_from/";
+// The number of times this node's TxnManager was opened before (durable):
+// transaction ids of incarnation i start at i * kIdsPerIncarnation + 1, so
+// a restarted coordinator never reuses a TxnKey another node may still hold
+// a prepared or decision record of.
+constexpr char kIncarnationKey[] = "txn/incarnation";
+constexpr uint64_t kIdsPerIncarnation = 1'000'000'000'000ULL;
 // How long a coordinator keeps asking for its commit decision: long enough
 // for a dead decider to be removed from the membership (then its backup
 // answers), after which the outcome is unknown to it (1180).
@@ -152,6 +158,21 @@ Result<std::unique_ptr<TxnManager>> TxnManager::Open(storage::SliceStore* store,
     return true;
   }));
   SHALE_RETURN_IF_ERROR(bad);
+  uint64_t incarnation = 0;
+  {
+    std::string before;
+    Status got = meta->Get(kIncarnationKey, &before);
+    if (got.ok()) {
+      if (!ParseU64(before, &incarnation)) {
+        return Status::Corruption(fmt::format("unreadable record {}", kIncarnationKey));
+      }
+      ++incarnation;
+    } else if (!got.IsNotFound()) {
+      return got;
+    }
+  }
+  SHALE_RETURN_IF_ERROR(meta->Put(kIncarnationKey, std::to_string(incarnation)));
+  m->next_txn_id_.store(incarnation * kIdsPerIncarnation + 1);
   m->gc_thread_ = std::thread([raw = m.get()] { raw->GcLoop(); });
   return m;
 }
