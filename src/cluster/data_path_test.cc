@@ -21,6 +21,7 @@
 #include "src/cluster/slice_service.h"
 #include "src/cluster/testing/in_process_cluster.h"
 #include "src/common/testing/temp_dir.h"
+#include "src/common/testing/wait_for.h"
 #include "src/exec/engine.h"
 #include "src/exec/pushdown.h"
 #include "src/exec/session.h"
@@ -433,7 +434,11 @@ TEST_F(DataPathTest, DeadlockAcrossNodesEndsTheYoungestWith1213) {
                 r.back().status().ToString().c_str());
     EXPECT_LT(ms, 5000);
     EXPECT_TRUE(a_status.ok()) << a_status.ToString();
-    EXPECT_EQ(detector_->victims(), ++victims);
+    // The detector counts the victim once AbortLockWait has returned to it,
+    // which may be just after the victim's statement saw its 1213.
+    ++victims;
+    shale::testing::WaitFor([&] { return detector_->victims() >= victims; }, std::chrono::seconds(5));
+    EXPECT_EQ(detector_->victims(), victims);
     // B's whole transaction was rolled back (its write of Y is gone, its
     // locks released); A commits both rows.
     EXPECT_FALSE(sb->in_transaction());
