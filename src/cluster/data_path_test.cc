@@ -942,11 +942,13 @@ TEST_F(JoinPushdownTest, StaleEpochIsRefusedWithARetryableError) {
 // composite primary key, batched like joins on the whole primary key.
 class IndexJoinPushdownTest : public JoinPushdownTest {
  protected:
-  // r: an index on k (several rows per key, NULLs) and on name (values
-  // equal under the default utf8mb4 collation: 'b1', 'B1'); c: a
+  // r: an index on k (several rows per key, NULLs), on name (values
+  // equal under the default utf8mb4 collation: 'b1', 'B1') and on bn (the
+  // same values, utf8mb4_bin); c: a
   // composite primary key (a, b), distributed on a.
   static constexpr const char* kIndexed =
-      "CREATE TABLE d.r (id INT PRIMARY KEY, k INT, name VARCHAR(10), w INT, KEY rk (k), KEY rn (name)) SLICES=6";
+      "CREATE TABLE d.r (id INT PRIMARY KEY, k INT, name VARCHAR(10), w INT, bn VARCHAR(10) COLLATE utf8mb4_bin, "
+      "KEY rk (k), KEY rn (name), KEY rb (bn)) SLICES=6";
   static constexpr const char* kComposite = "CREATE TABLE d.c (a INT, b INT, x INT, PRIMARY KEY (a, b)) SLICES=6";
 
   // r.k of row id (0: NULL): 1..400, about three rows each; o.k of row i.
@@ -966,7 +968,7 @@ class IndexJoinPushdownTest : public JoinPushdownTest {
     for (int id = 1; id <= kRRows; ++id) {
       const std::string k = RowK(id) == 0 ? "NULL" : std::to_string(RowK(id));
       const std::string name = id % 9 == 0 ? "NULL" : fmt::format("'{}{}'", id % 4 < 2 ? 'b' : 'B', id % 5);
-      insert += fmt::format("{}({}, {}, {}, {})", id > 1 ? "," : "", id, k, name, id % 100);
+      insert += fmt::format("{}({}, {}, {}, {}, {})", id > 1 ? "," : "", id, k, name, id % 100, name);
     }
     Run(s, insert);
     insert = "INSERT INTO d.c VALUES ";
@@ -1082,7 +1084,7 @@ TEST_F(IndexJoinPushdownTest, TransactionReadsItsOwnWritesThroughBatchedIndexJoi
   // Index entries too: their slices are read through the transaction.
   Run(s, "UPDATE d.r SET k = 8 WHERE id BETWEEN 200 AND 210");
   Run(s, "DELETE FROM d.r WHERE id BETWEEN 250 AND 260");
-  Run(s, "INSERT INTO d.r VALUES (5001, 8, 'b1', 1), (5002, 9, NULL, 2)");
+  Run(s, "INSERT INTO d.r VALUES (5001, 8, 'b1', 1, 'b1'), (5002, 9, NULL, 2, NULL)");
   Run(s, "UPDATE d.c SET x = x + 100 WHERE a <= 50");
   Run(s, "DELETE FROM d.c WHERE a BETWEEN 60 AND 70 AND b = 1");
   std::vector<std::string> queries = index_queries_;
@@ -1117,6 +1119,40 @@ TEST_F(IndexJoinPushdownTest, TransactionReadsItsOwnWritesThroughBatchedIndexJoi
   const std::string q = "SELECT COUNT(*) FROM d.o o JOIN d.r r ON r.k = o.k WHERE o.g = 1";
   EXPECT_EQ(Query(s, q + " FOR UPDATE"), std::vector<std::string>{std::to_string(ExpectedIndexJoin(1))});
   Run(s, "COMMIT");
+}
+
+// An index's keys answer an equality only under the collation they were
+// made with: a join compared under another one is not batched.
+TEST_F(IndexJoinPushdownTest, KeysComparedUnderAnotherCollationAreNotBatched) {
+  CreateIndexJoinTables();
+  FillIndexed(SessionOn(0));
+  exec::Session* on = SessionOn(1);
+  exec::Session* off = SessionOn(1);
+  Run(off, "SET shale_pushdown = 0");
+  // ks is utf8mb4_general_ci, bn utf8mb4_bin: the _bin collation wins, so
+  // rb's keys answer.
+  const std::string exact = "SELECT COUNT(*) FROM d.o o JOIN d.r r ON r.bn = o.ks WHERE o.g >= 1";
+  EXPECT_NE(Plan(on, exact).find("[pushed: batched lookup (index rb)]"), std::string::npos) << Plan(on, exact);
+  // An explicit collation wins: rb's (case-sensitive) keys would miss
+  // 'B1' for 'b1', rn's would find too many (the ON check would drop them).
+  const std::string folded =
+      "SELECT COUNT(*) FROM d.o o JOIN d.r r ON r.bn = o.ks COLLATE utf8mb4_general_ci WHERE o.g >= 1";
+  const std::string binary = "SELECT COUNT(*) FROM d.o o JOIN d.r r ON r.name = o.ks COLLATE utf8mb4_bin WHERE o.g >= 1";
+  EXPECT_EQ(Plan(on, folded).find("batched lookup"), std::string::npos) << Plan(on, folded);
+  EXPECT_EQ(Plan(on, binary).find("batched lookup"), std::string::npos) << Plan(on, binary);
+  int64_t ties = 0, same_case = 0;
+  for (int i = 1; i <= 400; ++i) {
+    if (i % 4 < 1 || i % 6 == 0 || i % 8 == 0) continue;
+    for (int id = 1; id <= kRRows; ++id) {
+      if (id % 9 == 0 || id % 5 != i % 3) continue;
+      ++ties;
+      same_case += (i % 2 != 0) == (id % 4 < 2);
+    }
+  }
+  EXPECT_LT(same_case, ties);
+  EXPECT_EQ(Same(1, on, off, exact), std::vector<std::string>{std::to_string(same_case)});
+  EXPECT_EQ(Same(1, on, off, folded), std::vector<std::string>{std::to_string(ties)});
+  EXPECT_EQ(Same(1, on, off, binary), std::vector<std::string>{std::to_string(same_case)});
 }
 
 // The receiver runs no filter over an index's entries (they are not rows).
