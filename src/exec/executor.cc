@@ -1311,6 +1311,15 @@ class BatchedLookupJoinSource : public JoinSource {
     return *at;
   }
 
+  // The answers of one request, held until the batch is joined: they
+  // count against the statement's memory budget as they arrive (a key
+  // prefix may match many rows, an index key many entries).
+  Status Hold(const std::vector<std::pair<std::string, std::string>>& found) {
+    uint64_t bytes = 0;
+    for (const auto& [key, value] : found) bytes += key.capacity() + value.capacity() + kHashEntryBytes;
+    return memory_.Grow(bytes, "#sql-join-buffer");
+  }
+
   Status Keep(const std::string& key, Row row) {
     // A batch's rows count against the statement's memory budget.
     SHALE_RETURN_IF_ERROR(memory_.Grow(RowBytes(row) + key.capacity() + kHashEntryBytes, "#sql-join-buffer"));
@@ -1388,6 +1397,7 @@ class BatchedLookupJoinSource : public JoinSource {
           SHALE_RETURN_IF_ERROR(
               handle.router->LookupPrefixes(where.first, where.second, keys, snapshot, fragment_, &found));
         }
+        if (!lookup_.whole_key) SHALE_RETURN_IF_ERROR(Hold(found));
         size_t at = 0;
         for (auto& [key, value] : found) {
           Row row;
@@ -1458,6 +1468,7 @@ class BatchedLookupJoinSource : public JoinSource {
         } else {
           SHALE_RETURN_IF_ERROR(ReadHere(handle, prefixes, &found));
         }
+        SHALE_RETURN_IF_ERROR(Hold(found));
         size_t at = 0;
         for (const auto& [key, value] : found) {
           SHALE_ASSIGN_OR_RETURN(size_t p, PrefixOf(key, prefixes, &at));
@@ -1498,6 +1509,7 @@ class BatchedLookupJoinSource : public JoinSource {
                                              keys.begin() + static_cast<std::ptrdiff_t>(to));
         found.clear();
         SHALE_RETURN_IF_ERROR(router->LookupFiltered(where.first, where.second, chunk, snapshot, fragment_, &found));
+        SHALE_RETURN_IF_ERROR(Hold(found));
         for (auto& [key, value] : found) {
           Row row;
           Status decoded = DecodeRow(value, &row);
