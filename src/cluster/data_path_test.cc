@@ -1028,7 +1028,9 @@ class IndexJoinPushdownTest : public JoinPushdownTest {
         uint64_t moved_on = 0, moved_off = 0;
         answers.push_back(Same(n, on, off, q, &moved_on, &moved_off));
         EXPECT_GT(moved_off, 300u) << q;
-        if (selective.count(i)) EXPECT_LT(moved_on, moved_off) << q << " through " << nodes_[n]->name;
+        if (selective.count(i)) {
+          EXPECT_LT(moved_on, moved_off) << q << " through " << nodes_[n]->name;
+        }
       }
       if (n == 0) first = answers;
       EXPECT_EQ(answers, first) << "through " << nodes_[n]->name;
