@@ -1126,6 +1126,107 @@ class LookupJoinSource : public JoinSource {
   const std::vector<Row>* matches_ = nullptr;
 };
 
+// Which right columns of each lookup join of a plan the operators above it
+// read (through their expressions), with the join's own predicate, keys and
+// right filter; a join missing from the map reads them all. Only what the
+// plan's root is built or explained with (LookupColumnsScope) is known:
+// plans built later, per outer row, read every column.
+using LookupColumns = std::unordered_map<const PhysicalOperator*, std::vector<bool>>;
+thread_local const LookupColumns* t_lookup_columns = nullptr;
+
+// Marks the columns (+ shift) `e` reads.
+void MarkColumns(const sierra::Expr* e, size_t shift, std::vector<bool>* cols) {
+  if (e == nullptr) return;
+  if (e->kind == sierra::ExprKind::kColumnRef && e->column >= 0) {
+    const size_t c = static_cast<size_t>(e->column) + shift;
+    if (c < cols->size()) {
+      (*cols)[c] = true;
+    } else {
+      cols->assign(cols->size(), true);  // not a row this analysis knows: all
+    }
+  }
+  for (const sierra::ExprPtr& child : e->children) MarkColumns(child.get(), shift, cols);
+}
+
+// Notes in *out, for each lookup join under `op`, the right columns read
+// when `needed` are the columns of `op`'s output read above it. Operators
+// it does not list (writes, unions, applies, scans) read every column.
+void NoteLookupColumns(const PhysicalOperator& op, std::vector<bool> needed, LookupColumns* out) {
+  auto all = [](const PhysicalOperator& c) { return std::vector<bool>(c.columns.size(), true); };
+  if (needed.size() != op.columns.size()) needed = all(op);
+  auto none = [](const PhysicalOperator& c) { return std::vector<bool>(c.columns.size(), false); };
+  if (op.children.empty()) return;
+  switch (op.kind) {
+    case PhysicalKind::kFilter:
+    case PhysicalKind::kSort:
+    case PhysicalKind::kLimit: {
+      const PhysicalOperator& child = *op.children[0];
+      if (child.columns.size() != op.columns.size()) break;
+      MarkColumns(op.predicate.get(), 0, &needed);
+      for (const sierra::SortKey& k : op.sort_keys) MarkColumns(k.expr.get(), 0, &needed);
+      NoteLookupColumns(child, std::move(needed), out);
+      return;
+    }
+    case PhysicalKind::kProject: {
+      std::vector<bool> child = none(*op.children[0]);
+      for (const sierra::ExprPtr& e : op.exprs) MarkColumns(e.get(), 0, &child);
+      NoteLookupColumns(*op.children[0], std::move(child), out);
+      return;
+    }
+    case PhysicalKind::kHashAggregate:
+    case PhysicalKind::kStreamAggregate: {
+      std::vector<bool> child = none(*op.children[0]);
+      for (const sierra::ExprPtr& e : op.group_by) MarkColumns(e.get(), 0, &child);
+      for (const sierra::AggregateCall& a : op.aggregates) {
+        for (const sierra::ExprPtr& e : a.Exprs()) MarkColumns(e.get(), 0, &child);
+      }
+      NoteLookupColumns(*op.children[0], std::move(child), out);
+      return;
+    }
+    case PhysicalKind::kNestedLoopJoin:
+    case PhysicalKind::kHashJoin:
+    case PhysicalKind::kLookupJoin: {
+      const size_t left_width = op.children[0]->columns.size();
+      if (left_width > needed.size()) break;
+      MarkColumns(op.predicate.get(), 0, &needed);
+      for (const auto& [l, r] : op.hash_keys) {
+        MarkColumns(l.get(), 0, &needed);
+        MarkColumns(r.get(), left_width, &needed);
+      }
+      std::vector<bool> left(needed.begin(), needed.begin() + static_cast<std::ptrdiff_t>(left_width));
+      std::vector<bool> right(needed.begin() + static_cast<std::ptrdiff_t>(left_width), needed.end());
+      NoteLookupColumns(*op.children[0], std::move(left), out);
+      if (op.kind == PhysicalKind::kLookupJoin) {
+        MarkColumns(op.lookup_filter.get(), 0, &right);
+        (*out)[&op] = std::move(right);
+      } else if (op.children.size() > 1) {
+        NoteLookupColumns(*op.children[1], std::move(right), out);
+      }
+      return;
+    }
+    default:
+      break;
+  }
+  for (const planner::PhysicalPtr& child : op.children) NoteLookupColumns(*child, all(*child), out);
+}
+
+// While alive, BatchedLookupOf knows the columns read of `plan`'s lookup
+// joins (every column of the root is read).
+class LookupColumnsScope {
+ public:
+  explicit LookupColumnsScope(const PhysicalOperator& plan) : outer_(t_lookup_columns) {
+    NoteLookupColumns(plan, std::vector<bool>(plan.columns.size(), true), &columns_);
+    t_lookup_columns = &columns_;
+  }
+  ~LookupColumnsScope() { t_lookup_columns = outer_; }
+  LookupColumnsScope(const LookupColumnsScope&) = delete;
+  LookupColumnsScope& operator=(const LookupColumnsScope&) = delete;
+
+ private:
+  LookupColumns columns_;
+  const LookupColumns* outer_;
+};
+
 // How a lookup join runs batched (BatchedLookupJoinSource): the
 // representation of the right table its left keys are routed to, and which
 // join key gives each of its leading key columns.
@@ -1138,6 +1239,11 @@ struct BatchedLookup {
   // The keys are the whole primary key: one row at most per key (a point
   // read); otherwise every entry under the key prefix.
   bool whole_key = false;
+  // `rep` is an index of signed integer columns holding every right column
+  // the plan reads (its key columns and signed integer primary-key columns:
+  // their stored keys are their values): the rows are made from the
+  // entries, with no second hop.
+  bool covering = false;
   // Per leading key column of `rep` (at least its distribution columns),
   // the index of the join key equal to it in op.hash_keys.
   std::vector<size_t> key_order;
@@ -1145,7 +1251,7 @@ struct BatchedLookup {
   // EXPLAIN's mark: "[pushed: batched lookup...]".
   std::string Describe(bool filter) const {
     std::string s = "[pushed: batched lookup";
-    if (index) s += " (index " + rep->name + ")";
+    if (index) s += " (index " + rep->name + (covering ? ", covering)" : ")");
     else if (!whole_key) s += " (key prefix)";
     if (filter) s += ", filter";
     return s + "]";
@@ -1206,6 +1312,28 @@ std::optional<BatchedLookup> BatchedLookupOf(const PhysicalOperator& op) {
     }
   }
   if (b.rep == nullptr) return std::nullopt;
+  // Covering: every column read is in the entries as its value.
+  const std::vector<bool>* read = nullptr;
+  if (t_lookup_columns != nullptr) {
+    auto it = t_lookup_columns->find(&op);
+    if (it != t_lookup_columns->end() && it->second.size() == table.columns.size()) read = &it->second;
+  }
+  auto signed_integer = [&](int c) {
+    const SqlType& t = table.columns[static_cast<size_t>(c)].type;
+    return t.is_integer() && !t.is_unsigned;
+  };
+  if (read != nullptr && b.index && std::all_of(b.rep->key_columns.begin(), b.rep->key_columns.end(), signed_integer)) {
+    b.covering = true;
+    for (size_t c = 0; c < read->size() && b.covering; ++c) {
+      if (!(*read)[c]) continue;
+      const int column = static_cast<int>(c);
+      const bool in_entry =
+          std::find(b.rep->key_columns.begin(), b.rep->key_columns.end(), column) != b.rep->key_columns.end() ||
+          std::find(table.primary.key_columns.begin(), table.primary.key_columns.end(), column) !=
+              table.primary.key_columns.end();
+      b.covering = in_entry && signed_integer(column);
+    }
+  }
   return b;
 }
 
@@ -1475,6 +1603,23 @@ class BatchedLookupJoinSource : public JoinSource {
           Row pk;
           Status decoded = DecodeRow(value, &pk);
           if (!decoded.ok()) return RowCorrupt(table, *defs_.at(where.second), decoded);
+          if (lookup_.covering) {
+            // The row from the entry: its index key, then its primary key;
+            // the columns nothing reads stay NULL.
+            Row row(table.columns.size());
+            std::string_view in = key;
+            for (int c : lookup_.rep->key_columns) {
+              decoded = DecodeKey(&in, table.columns[static_cast<size_t>(c)].type, &row[static_cast<size_t>(c)]);
+              if (!decoded.ok()) return RowCorrupt(table, *defs_.at(where.second), decoded);
+            }
+            if (pk.size() != table.primary.key_columns.size()) {
+              return RowCorrupt(table, *defs_.at(where.second), Status::Corruption("index entry: primary key width"));
+            }
+            for (size_t i = 0; i < pk.size(); ++i) row[static_cast<size_t>(table.primary.key_columns[i])] = pk[i];
+            SHALE_ASSIGN_OR_RETURN(bool pass, Passes(row));
+            if (pass) SHALE_RETURN_IF_ERROR(Keep(prefixes[p], std::move(row)));
+            continue;
+          }
           std::string pk_key = catalog::EncodeKey(pk);
           const catalog::SliceDef& def = table.primary.SliceForHash(catalog::DistributionHash(table.primary, pk));
           SHALE_ASSIGN_OR_RETURN(const txn::SliceHandle* h, Handle(def));
@@ -2352,7 +2497,11 @@ Result<StatementResult> ExecutePlan(Engine* engine, const PhysicalOperator& plan
     sierra::ScopedDivisionByZeroError scope(division_error && plan.kind == PhysicalKind::kUpdate);
     return ExecuteModify(engine, plan);
   }
-  SHALE_ASSIGN_OR_RETURN(auto source, Build(engine, plan));
+  std::unique_ptr<RowSource> source;
+  {
+    LookupColumnsScope lookup_columns(plan);
+    SHALE_ASSIGN_OR_RETURN(source, Build(engine, plan));
+  }
   StatementResult result;
   result.is_result_set = true;
   result.columns = plan.columns;
@@ -2584,6 +2733,7 @@ void ExplainRows(Engine* engine, const PhysicalOperator& op, int depth, bool pus
 }  // namespace
 
 Result<StatementResult> ExplainPlan(Engine* engine, const PhysicalOperator& plan, bool tree, bool pushdown) {
+  LookupColumnsScope lookup_columns(plan);
   StatementResult result;
   result.is_result_set = true;
   if (tree) {
