@@ -36,8 +36,7 @@ struct PlanOptions {
   // several nodes, with a filtered left side, is an index-lookup join (the
   // executor sends the keys in batches to the slices holding them:
   // docs/cluster.md "Query path") instead of a hash join moving the whole
-  // table. The session sets
-  // it from shale_pushdown. Default: false.
+  // table. The session sets it from shale_pushdown. Default: false.
   bool batched_lookups = false;
 };
 Result<PhysicalPtr> Plan(const sierra::LogicalOperator& logical, const PlanOptions& options);

@@ -550,6 +550,9 @@ Status SliceService::LocalFragment(storage::SliceId slice, const storage::KeyRan
                                    bool lookup_prefixes) {
   // The same checks as Get and Scan.
   SHALE_ASSIGN_OR_RETURN(storage::Slice * s, ReadableReplica(slice, snapshot, routed_at));
+  if (lookup_prefixes && lookup_keys == nullptr) {
+    return Status::InvalidArgument("pushed fragment: a prefix lookup without prefixes");
+  }
   if (!options_.compile_fragment) {
     return Status::InvalidArgument(fmt::format("node '{}' runs no pushed fragments", options_.node_name));
   }
@@ -1284,6 +1287,7 @@ Status SliceService::LookupPrefixes(const std::string& node, storage::SliceId sl
     return Status::InvalidArgument(
         fmt::format("batched lookup: {} prefixes for slice {} (at most {})", prefixes.size(), slice, kMaxLookupKeys));
   }
+  if (prefixes.empty()) return Status::OK();
   size_t first = 0;          // the prefixes not finished start here
   storage::KeyRange resume;  // where the first of them resumes
   while (true) {
