@@ -269,7 +269,7 @@ class SliceServiceGrpc final : public DataService::Service {
     std::vector<std::string> lookup_keys(req->lookup_keys().begin(), req->lookup_keys().end());
     Status st = s_->LocalFragment(req->slice(), FromPb(req->range()), req->snapshot(), req->limit(),
                                   req->fragment(), resp, req->header().applied_index(),
-                                  lookup_keys.empty() ? nullptr : &lookup_keys);
+                                  lookup_keys.empty() ? nullptr : &lookup_keys, req->lookup_prefixes());
     ToPb(st, resp->mutable_status());
     s_->rows_sent_.fetch_add(static_cast<uint64_t>(resp->keys_size() + resp->partials_size()),
                              std::memory_order_relaxed);
@@ -593,9 +593,13 @@ Status SliceService::LocalScan(storage::SliceId slice, const storage::KeyRange& 
 
 Status SliceService::LocalFragment(storage::SliceId slice, const storage::KeyRange& range, uint64_t snapshot,
                                    uint32_t limit, const std::string& fragment, FragmentResponse* out,
-                                   uint64_t routed_at, const std::vector<std::string>* lookup_keys) {
+                                   uint64_t routed_at, const std::vector<std::string>* lookup_keys,
+                                   bool lookup_prefixes) {
   // The same checks as Get and Scan.
   SHALE_ASSIGN_OR_RETURN(storage::Slice * s, ReadableReplica(slice, snapshot, routed_at));
+  if (lookup_prefixes && lookup_keys == nullptr) {
+    return Status::InvalidArgument("pushed fragment: a prefix lookup without prefixes");
+  }
   if (!options_.compile_fragment) {
     return Status::InvalidArgument(fmt::format("node '{}' runs no pushed fragments", options_.node_name));
   }
@@ -611,6 +615,50 @@ Status SliceService::LocalFragment(storage::SliceId slice, const storage::KeyRan
                                                  lookup_keys->size(), txn::DataRouter::kMaxLookupKeys));
     }
     storage::MvccSlice mvcc(s);
+    if (lookup_prefixes) {
+      // Every entry under each prefix, paged like a range by the entries
+      // examined; `range.start` resumes the first prefix.
+      if (limit == 0) limit = options_.fragment_page_rows;
+      uint32_t n = 0;
+      std::string last;
+      for (size_t i = 0; i < lookup_keys->size(); ++i) {
+        const std::string& prefix = (*lookup_keys)[i];
+        if (prefix.empty()) return Status::InvalidArgument("pushed fragment: an empty lookup prefix");
+        storage::KeyRange under;
+        under.has_start = true;
+        under.start = prefix;
+        under.start_inclusive = true;
+        if (i == 0 && range.has_start) {
+          if (range.start.compare(0, prefix.size(), prefix) != 0) {
+            return Status::InvalidArgument("pushed fragment: a lookup resumes outside its first prefix");
+          }
+          under.start = range.start;
+          under.start_inclusive = range.start_inclusive;
+        }
+        // No encoded key component starts with 0xFF (src/common/value.h).
+        under.has_end = true;
+        under.end = prefix + '\xff';
+        under.end_inclusive = false;
+        auto it = mvcc.NewIterator(ro, under);
+        for (; it->Valid(); it->Next()) {
+          if (n == limit) {
+            out->set_more(true);
+            out->set_resume_after(last);
+            return Status::OK();
+          }
+          bool pass = false;
+          SHALE_RETURN_IF_ERROR(run->Add(it->value(), &pass));
+          if (pass) {
+            out->add_keys(std::string(it->key()));
+            out->add_values(std::string(it->value()));
+          }
+          last.assign(it->key());
+          ++n;
+        }
+        SHALE_RETURN_IF_ERROR(it->status());
+      }
+      return Status::OK();
+    }
     std::string value;
     for (const std::string& key : *lookup_keys) {
       Status got = mvcc.Get(ro, key, &value);
@@ -1303,6 +1351,66 @@ Status SliceService::LookupFiltered(const std::string& node, storage::SliceId sl
     rows->emplace_back(std::move(*page.mutable_keys(i)), std::move(*page.mutable_values(i)));
   }
   return Status::OK();
+}
+
+Status SliceService::LookupPrefixes(const std::string& node, storage::SliceId slice,
+                                    const std::vector<std::string>& prefixes, uint64_t snapshot,
+                                    const std::string& fragment,
+                                    std::vector<std::pair<std::string, std::string>>* rows) {
+  if (prefixes.size() > kMaxLookupKeys) {
+    return Status::InvalidArgument(
+        fmt::format("batched lookup: {} prefixes for slice {} (at most {})", prefixes.size(), slice, kMaxLookupKeys));
+  }
+  if (prefixes.empty()) return Status::OK();
+  size_t first = 0;          // the prefixes not finished start here
+  storage::KeyRange resume;  // where the first of them resumes
+  while (true) {
+    const std::vector<std::string> sending(prefixes.begin() + static_cast<std::ptrdiff_t>(first), prefixes.end());
+    FragmentResponse page;
+    if (node == self()) {
+      SHALE_RETURN_IF_ERROR(LocalFragment(slice, resume, snapshot, options_.fragment_page_rows, fragment, &page,
+                                          AppliedIndex(), &sending, /*lookup_prefixes=*/true));
+    } else {
+      SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
+      FragmentRequest req;
+      Header(req.mutable_header());
+      req.set_slice(slice);
+      ToPb(resume, req.mutable_range());
+      req.set_snapshot(snapshot);
+      req.set_limit(options_.fragment_page_rows);
+      req.set_fragment(fragment);
+      req.set_lookup_prefixes(true);
+      for (const std::string& k : sending) req.add_lookup_keys(k);
+      grpc::Status g;
+      for (int attempt = 0; attempt < 2; ++attempt) {
+        grpc::ClientContext ctx;
+        SetDeadline(&ctx, attempt == 0 ? std::chrono::milliseconds(options_.rpc_timeout_ms) : kReconnectWait);
+        // A read is idempotent: once more, waiting for a reconnecting channel.
+        ctx.set_wait_for_ready(attempt > 0);
+        g = peer->stub()->Fragment(&ctx, req, &page);
+        if (g.error_code() != grpc::StatusCode::UNAVAILABLE) break;
+      }
+      if (!g.ok()) return FromGrpc(g, node);
+      // The prefixes sent count as rows moved, as LookupFiltered's keys do.
+      CountSent(sending.size());
+      CountReceived(static_cast<uint64_t>(page.keys_size()));
+      SHALE_RETURN_IF_ERROR(FromPb(page.status()));
+    }
+    for (int i = 0; i < page.keys_size(); ++i) {
+      rows->emplace_back(std::move(*page.mutable_keys(i)), std::move(*page.mutable_values(i)));
+    }
+    if (!page.more()) return Status::OK();
+    // Continue with the prefix the last entry examined is under.
+    const std::string& after = page.resume_after();
+    while (first < prefixes.size() && after.compare(0, prefixes[first].size(), prefixes[first]) != 0) ++first;
+    if (after.empty() || first == prefixes.size()) {
+      return Status::Internal(
+          fmt::format("node '{}': a lookup page of slice {} ended outside the prefixes sent", node, slice));
+    }
+    resume.has_start = true;
+    resume.start = after;
+    resume.start_inclusive = false;
+  }
 }
 
 Status SliceService::Lock(const std::string& node, const txn::TxnKey& txn, const std::string& name,

@@ -157,6 +157,9 @@ class SliceService final : public txn::DataRouter {
   Status LookupFiltered(const std::string& node, storage::SliceId slice, const std::vector<std::string>& keys,
                         uint64_t snapshot, const std::string& fragment,
                         std::vector<std::pair<std::string, std::string>>* rows) override;
+  Status LookupPrefixes(const std::string& node, storage::SliceId slice, const std::vector<std::string>& prefixes,
+                        uint64_t snapshot, const std::string& fragment,
+                        std::vector<std::pair<std::string, std::string>>* rows) override;
   Status Lock(const std::string& node, const txn::TxnKey& txn, const std::string& name, txn::LockMode mode,
               std::chrono::milliseconds timeout, const std::atomic<bool>* interrupt,
               const std::atomic<bool>* victim) override;
@@ -241,10 +244,13 @@ class SliceService final : public txn::DataRouter {
                    ScanResponse* out, uint64_t routed_at);
   // One page of a pushed fragment over the local replica (the checks of
   // LocalScan first): at most `limit` stored rows examined.
-  // With `lookup_keys` (non-empty): those primary keys instead of `range`.
+  // With `lookup_keys` (non-empty): those primary keys instead of `range`;
+  // with `lookup_prefixes` too, every entry starting with each of them
+  // (data.proto FragmentRequest.lookup_prefixes; `range.start`, if set,
+  // is where the first prefix's entries resume).
   Status LocalFragment(storage::SliceId slice, const storage::KeyRange& range, uint64_t snapshot, uint32_t limit,
                        const std::string& fragment, FragmentResponse* out, uint64_t routed_at,
-                       const std::vector<std::string>* lookup_keys = nullptr);
+                       const std::vector<std::string>* lookup_keys = nullptr, bool lookup_prefixes = false);
   // One Fragment page at `node` (an RPC unless it is this node); counts
   // the rows received.
   Status FragmentPage(const std::string& node, storage::SliceId slice, const storage::KeyRange& range,

@@ -163,6 +163,20 @@ class DataRouter {
                                 const std::vector<std::string>& keys, uint64_t snapshot,
                                 const std::string& fragment,
                                 std::vector<std::pair<std::string, std::string>>* rows) = 0;
+  // Batched prefix lookup (a join on a prefix of the primary key or on the
+  // leading columns of a secondary index, docs/cluster.md "Query path"):
+  // every entry of `slice` at `snapshot` whose key starts with one of
+  // `prefixes` (encoded leading key columns, distinct, at most
+  // kMaxLookupKeys) and passes the filter fragment `fragment` (on an index
+  // slice: a filter passing every entry), evaluated at `node` with the same
+  // checks as Scan; appended to *rows as (key, value), prefix after prefix
+  // in the order of `prefixes`, each prefix's entries in key order. Paged
+  // underneath (SliceServiceOptions::fragment_page_rows entries examined per
+  // request).
+  virtual Status LookupPrefixes(const std::string& node, storage::SliceId slice,
+                                const std::vector<std::string>& prefixes, uint64_t snapshot,
+                                const std::string& fragment,
+                                std::vector<std::pair<std::string, std::string>>* rows) = 0;
 
   // A row lock held for `txn` at `node` (the ranking replica's node), with
   // the LockManager's errors (1205 after `timeout`, 1317 when *interrupt;
