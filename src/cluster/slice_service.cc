@@ -1185,6 +1185,22 @@ void SetDeadline(grpc::ClientContext* ctx, std::chrono::milliseconds d) {
   ctx->set_deadline(std::chrono::system_clock::now() + d);
 }
 
+// One read RPC, `call(ctx)`, within `timeout`. A read is idempotent: when
+// the channel is unavailable it is sent once more, waiting up to
+// kReconnectWait for the channel to reconnect (a node back from a restart).
+template <typename Call>
+grpc::Status ReadWithReconnect(std::chrono::milliseconds timeout, const Call& call) {
+  grpc::Status g;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx, attempt == 0 ? timeout : kReconnectWait);
+    ctx.set_wait_for_ready(attempt > 0);
+    g = call(&ctx);
+    if (g.error_code() != grpc::StatusCode::UNAVAILABLE) break;
+  }
+  return g;
+}
+
 // One unary data RPC to `node` within `timeout`. A transport failure is the
 // retryable 1047 (FromGrpc); OK means *resp holds the receiver's reply.
 template <typename Request, typename Response>
@@ -1208,15 +1224,9 @@ Status SliceService::Get(const std::string& node, storage::SliceId slice, std::s
   req.set_key(std::string(key));
   req.set_snapshot(snapshot);
   GetResponse resp;
-  grpc::Status g;
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    grpc::ClientContext ctx;
-    SetDeadline(&ctx, attempt == 0 ? std::chrono::milliseconds(options_.rpc_timeout_ms) : kReconnectWait);
-    // A read is idempotent: once more, waiting for a reconnecting channel.
-    ctx.set_wait_for_ready(attempt > 0);
-    g = peer->stub()->Get(&ctx, req, &resp);
-    if (g.error_code() != grpc::StatusCode::UNAVAILABLE) break;
-  }
+  const grpc::Status g =
+      ReadWithReconnect(std::chrono::milliseconds(options_.rpc_timeout_ms),
+                        [&](grpc::ClientContext* ctx) { return peer->stub()->Get(ctx, req, &resp); });
   if (!g.ok()) return FromGrpc(g, node);
   Status st = FromPb(resp.status());
   if (st.ok()) {
@@ -1247,14 +1257,9 @@ std::unique_ptr<storage::SliceIterator> SliceService::Scan(const std::string& no
     ToPb(r, req.mutable_range());
     req.set_snapshot(snapshot);
     req.set_limit(options_.scan_page_rows);
-    grpc::Status g;
-    for (int attempt = 0; attempt < 2; ++attempt) {
-      grpc::ClientContext ctx;
-      SetDeadline(&ctx, attempt == 0 ? std::chrono::milliseconds(options_.rpc_timeout_ms) : kReconnectWait);
-      ctx.set_wait_for_ready(attempt > 0);
-      g = stub->stub()->Scan(&ctx, req, page);
-      if (g.error_code() != grpc::StatusCode::UNAVAILABLE) break;
-    }
+    const grpc::Status g =
+        ReadWithReconnect(std::chrono::milliseconds(options_.rpc_timeout_ms),
+                          [&](grpc::ClientContext* ctx) { return stub->stub()->Scan(ctx, req, page); });
     if (!g.ok()) return FromGrpc(g, node);
     CountReceived(static_cast<uint64_t>(page->keys_size()));
     return FromPb(page->status());
@@ -1273,15 +1278,9 @@ Status SliceService::FragmentPage(const std::string& node, storage::SliceId slic
   req.set_snapshot(snapshot);
   req.set_limit(options_.fragment_page_rows);
   req.set_fragment(fragment);
-  grpc::Status g;
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    grpc::ClientContext ctx;
-    SetDeadline(&ctx, attempt == 0 ? std::chrono::milliseconds(options_.rpc_timeout_ms) : kReconnectWait);
-    // A read is idempotent: once more, waiting for a reconnecting channel.
-    ctx.set_wait_for_ready(attempt > 0);
-    g = peer->stub()->Fragment(&ctx, req, page);
-    if (g.error_code() != grpc::StatusCode::UNAVAILABLE) break;
-  }
+  const grpc::Status g =
+      ReadWithReconnect(std::chrono::milliseconds(options_.rpc_timeout_ms),
+                        [&](grpc::ClientContext* ctx) { return peer->stub()->Fragment(ctx, req, page); });
   if (!g.ok()) return FromGrpc(g, node);
   CountReceived(static_cast<uint64_t>(page->keys_size() + page->partials_size()));
   return FromPb(page->status());
@@ -1331,15 +1330,9 @@ Status SliceService::LookupFiltered(const std::string& node, storage::SliceId sl
     req.set_snapshot(snapshot);
     req.set_fragment(fragment);
     for (const std::string& k : keys) req.add_lookup_keys(k);
-    grpc::Status g;
-    for (int attempt = 0; attempt < 2; ++attempt) {
-      grpc::ClientContext ctx;
-      SetDeadline(&ctx, attempt == 0 ? std::chrono::milliseconds(options_.rpc_timeout_ms) : kReconnectWait);
-      // A read is idempotent: once more, waiting for a reconnecting channel.
-      ctx.set_wait_for_ready(attempt > 0);
-      g = peer->stub()->Fragment(&ctx, req, &page);
-      if (g.error_code() != grpc::StatusCode::UNAVAILABLE) break;
-    }
+    const grpc::Status g =
+        ReadWithReconnect(std::chrono::milliseconds(options_.rpc_timeout_ms),
+                          [&](grpc::ClientContext* ctx) { return peer->stub()->Fragment(ctx, req, &page); });
     if (!g.ok()) return FromGrpc(g, node);
     // The keys sent count as rows moved too: they are the outer side's
     // share of the join that crossed the network.
@@ -1381,15 +1374,9 @@ Status SliceService::LookupPrefixes(const std::string& node, storage::SliceId sl
       req.set_fragment(fragment);
       req.set_lookup_prefixes(true);
       for (const std::string& k : sending) req.add_lookup_keys(k);
-      grpc::Status g;
-      for (int attempt = 0; attempt < 2; ++attempt) {
-        grpc::ClientContext ctx;
-        SetDeadline(&ctx, attempt == 0 ? std::chrono::milliseconds(options_.rpc_timeout_ms) : kReconnectWait);
-        // A read is idempotent: once more, waiting for a reconnecting channel.
-        ctx.set_wait_for_ready(attempt > 0);
-        g = peer->stub()->Fragment(&ctx, req, &page);
-        if (g.error_code() != grpc::StatusCode::UNAVAILABLE) break;
-      }
+      const grpc::Status g =
+          ReadWithReconnect(std::chrono::milliseconds(options_.rpc_timeout_ms),
+                            [&](grpc::ClientContext* ctx) { return peer->stub()->Fragment(ctx, req, &page); });
       if (!g.ok()) return FromGrpc(g, node);
       // The prefixes sent count as rows moved, as LookupFiltered's keys do.
       CountSent(sending.size());
