@@ -387,10 +387,16 @@ Result<txn::SliceHandle> Engine::RouteSlice(const catalog::TableDef& table, cons
   }
   auto slice = slices_->GetSlice(def.id);
   if (!slice.ok()) {
-    log::Error("slice {} of table {}.{} is not available on this node: {}", def.id, table.db, table.name,
-               slice.status().ToString());
-    return Status::Unavailable(
-        fmt::format("slice {} of table {}.{} has no replica on this node", def.id, table.db, table.name));
+    // The statement's definition of the table is older than this node's
+    // storage (a DDL dropped the slice — an abandoned pending index, a
+    // dropped index — since the statement read it): the retryable 1047, so
+    // an autocommit statement runs again with the new definition.
+    log::Warn("slice {} of table {}.{} is not stored on this node: {}", def.id, table.db, table.name,
+              slice.status().ToString());
+    return SqlError(ErrorCode::kUnknownCom,
+                    "Cluster metadata changed while the statement ran (slice {} of table {}.{} is not stored on node "
+                    "'{}'); the statement was not run, retry it",
+                    def.id, table.db, table.name, options_.node_name);
   }
   h.local = *slice;
   return h;
