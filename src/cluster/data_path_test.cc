@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "src/cluster/data.pb.h"
 #include "src/cluster/rpc_server.h"
 #include "src/cluster/slice_service.h"
 #include "src/common/testing/temp_dir.h"
@@ -1385,6 +1386,372 @@ TEST_F(DataPathShortLeaseTest, LocksOfASilentCoordinatorEndWithTheirLease) {
     Run(s1, "ROLLBACK");
   }
   EXPECT_EQ(Query(s2, "SELECT COUNT(*) FROM d.t WHERE n = 0"), std::vector<std::string>{"0"});
+}
+
+// ---- One phase on two nodes (docs/transactions.md "One phase on two nodes")
+
+class OnePhaseTest : public DataPathTest {
+ protected:
+  // The nodes of row `id`'s slice of d.t (CreatePlacedTable: the ranking
+  // replica, the next node in rotation, and the node without a replica).
+  // A single-row write's applier is the ranking node, where it locks.
+  struct Roles {
+    int applier, other, third;
+  };
+  Roles RolesOf(int id) {
+    // Found by taking the row's lock (as RankingNode), tried again while
+    // the nodes' first channels to each other are still connecting.
+    exec::Session* s = SessionOn(0);
+    int a = -1;
+    for (int attempt = 0; attempt < 20 && a < 0; ++attempt) {
+      Run(s, "BEGIN");
+      auto r = Exec(s, fmt::format("SELECT n FROM d.t WHERE id = {} FOR UPDATE", id));
+      if (!r.empty() && r.back().ok()) {
+        for (size_t i = 0; i < nodes_.size(); ++i) {
+          if (nodes_[i]->engine->txn()->locks()->locks_held() > 0) a = static_cast<int>(i);
+        }
+      }
+      Run(s, "ROLLBACK");
+      if (a < 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    if (a < 0) {
+      ADD_FAILURE() << "no ranking node found for row " << id;
+      a = 0;
+    }
+    return Roles{a, (a + 1) % 3, (a + 2) % 3};
+  }
+  // The one prepared record at node n (its transaction, timestamp, writes).
+  PrepareRequest PreparedRecord(int n) {
+    PrepareRequest record;
+    size_t count = 0;
+    EXPECT_TRUE(nodes_[n]
+                    ->engine->meta()
+                    ->Scan("txn/prepared/",
+                           [&](std::string_view, std::string_view v) {
+                             ++count;
+                             EXPECT_TRUE(record.ParseFromArray(v.data(), static_cast<int>(v.size())));
+                             return true;
+                           })
+                    .ok());
+    EXPECT_EQ(count, 1u) << nodes_[n]->name;
+    return record;
+  }
+  static txn::WriteSet WritesOf(const PrepareRequest& record) {
+    txn::WriteSet out;
+    for (const SliceWritesPb& w : record.writes()) {
+      for (int i = 0; i < w.keys_size(); ++i) {
+        out[w.slice()][w.keys(i)] =
+            w.deletes(i) ? std::nullopt : std::optional<std::string>(w.values(i));
+      }
+    }
+    return out;
+  }
+  uint64_t OnePhaseCommits(int n) { return nodes_[n]->engine->txn()->stats().one_phase_commits; }
+  uint64_t TwoPhaseCommits(int n) { return nodes_[n]->engine->txn()->stats().two_phase_commits; }
+  size_t PresumedRecords(int n) {
+    size_t records = 0;
+    EXPECT_TRUE(nodes_[n]
+                    ->engine->meta()
+                    ->Scan("txn/presumed/", [&](std::string_view, std::string_view) {
+                      ++records;
+                      return true;
+                    })
+                    .ok());
+    return records;
+  }
+  void RemoveNode(int n) {
+    nodes_[n]->rpc->Shutdown();
+    EraseAddress(nodes_[n]->name);
+  }
+  void CutOff(int from, int to, bool cut) { nodes_[from]->data->TEST_SetUnreachable(nodes_[to]->name, cut); }
+  // The prepared record of one row's insert from node `coordinator`, as
+  // captured by the hook after the other node prepared.
+  void Capture(int coordinator, int other) {
+    nodes_[coordinator]->engine->txn()->TEST_SetAfterOnePhasePrepare([this, other](const txn::DeciderPair& d) {
+      deciders_ = d;
+      record_ = PreparedRecord(other);
+    });
+  }
+  txn::DeciderPair deciders_;
+  PrepareRequest record_;
+};
+
+TEST_F(OnePhaseTest, SingleSliceWritesOnTwoNodesCommitInOnePhase) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  for (int c = 0; c < 3; ++c) {
+    exec::Session* s = SessionOn(c);
+    const uint64_t one = OnePhaseCommits(c), two = TwoPhaseCommits(c);
+    for (int i = 1; i <= 10; ++i) Run(s, fmt::format("INSERT INTO d.t VALUES ({}, {})", c * 100 + i, i));
+    Run(s, fmt::format("UPDATE d.t SET n = n + 1 WHERE id = {}", c * 100 + 1));
+    Run(s, fmt::format("DELETE FROM d.t WHERE id = {}", c * 100 + 2));
+    // Every single-row insert or update (its slice on two nodes): one
+    // phase. A delete has no put to probe: two phases.
+    EXPECT_EQ(OnePhaseCommits(c) - one, 11u) << nodes_[c]->name;
+    EXPECT_EQ(TwoPhaseCommits(c) - two, 1u) << nodes_[c]->name;
+  }
+  // A multi-row write on three nodes still takes two phases.
+  const uint64_t two = TwoPhaseCommits(0);
+  Run(SessionOn(0), "UPDATE d.t SET n = n * 2");
+  EXPECT_EQ(TwoPhaseCommits(0), two + 1);
+  for (int n = 0; n < 3; ++n) {
+    EXPECT_EQ(Query(SessionOn(n), "SELECT COUNT(*), SUM(n) FROM d.t"), std::vector<std::string>{"27|324"})
+        << nodes_[n]->name;
+  }
+  ExpectReplicasIdentical();
+  for (auto& n : nodes_) {
+    EXPECT_EQ(n->data->prepared_count(), 0u) << n->name;
+    EXPECT_EQ(n->engine->txn()->locks()->locks_held(), 0u) << n->name;
+  }
+  ASSERT_TRUE(nodes_[0]->data->TEST_DrainForgets(std::chrono::seconds(10)));
+  for (int n = 0; n < 3; ++n) EXPECT_EQ(DecisionRecords(n), 0u) << "one phase leaves no decision record";
+}
+
+// Failure before the prepare reached the other node: the client is told a
+// failure only once that node confirmed it holds nothing, else 1180; no
+// replica has the row either way.
+TEST_F(OnePhaseTest, OtherNodeUnreachableBeforePrepare) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  const Roles r = RolesOf(1);
+  exec::Session* s = SessionOn(r.third);
+  CutOff(r.third, r.other, true);
+  Status st = Fail(s, "INSERT INTO d.t VALUES (1, 1)");
+  EXPECT_EQ(st.mysql_code(), 1180) << st.ToString();
+  CutOff(r.third, r.other, false);
+  for (auto& n : nodes_) EXPECT_EQ(n->data->prepared_count(), 0u) << n->name;
+  for (int n = 0; n < 3; ++n) EXPECT_EQ(Query(SessionOn(n), "SELECT COUNT(*) FROM d.t"), std::vector<std::string>{"0"});
+  ExpectReplicasIdentical();
+  // The applier's lock of the row ends with the coordinator's transaction.
+  Run(s, "INSERT INTO d.t VALUES (1, 2)");
+  EXPECT_EQ(Query(SessionOn(r.applier), "SELECT n FROM d.t WHERE id = 1"), std::vector<std::string>{"2"});
+}
+
+// The coordinator is lost after the other node prepared, before the
+// applier applied: the prepared node asks the applier, which has not
+// applied, records the refusal and answers abort; a late apply from the
+// coordinator is refused.
+TEST_F(OnePhaseTest, CoordinatorLostAfterPrepareResolvesToAbortAndRefusesALateApply) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  const Roles r = RolesOf(1);
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhasePrepare([&](const txn::DeciderPair& d) {
+    deciders_ = d;
+    record_ = PreparedRecord(r.other);
+    CutOff(r.third, r.applier, true);
+    CutOff(r.third, r.other, true);
+  });
+  Status st = Fail(SessionOn(r.third), "INSERT INTO d.t VALUES (1, 1)");
+  EXPECT_EQ(st.mysql_code(), 1180) << st.ToString();
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhasePrepare(nullptr);
+  ASSERT_TRUE(deciders_.one_phase);
+  EXPECT_EQ(deciders_.decider, nodes_[r.applier]->name);
+  EXPECT_TRUE(record_.one_phase());
+  EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 1u);
+  // The prepared record holds the read watermark below its timestamp.
+  const auto held = nodes_[r.other]->data->PreparedTimestamps();
+  EXPECT_EQ(held, std::vector<uint64_t>{record_.commit_ts()});
+  nodes_[r.other]->data->TEST_ResolveNow();
+  EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 0u);
+  EXPECT_EQ(DecisionRecords(r.applier), 1u) << "the refusal";
+  // The coordinator's apply arrives late: refused, nothing written.
+  CutOff(r.third, r.applier, false);
+  CutOff(r.third, r.other, false);
+  const txn::TxnKey key{record_.txn().coordinator(), record_.txn().id()};
+  bool refused = false;
+  st = nodes_[r.third]->data->ApplyDecision(nodes_[r.applier]->name, key, record_.commit_ts(), WritesOf(record_),
+                                            &refused);
+  EXPECT_FALSE(st.ok());
+  EXPECT_TRUE(refused) << st.ToString();
+  // Asked again, the applier gives the same answer.
+  Result<bool> again = nodes_[r.other]->data->Decide(deciders_, key, false, record_.commit_ts());
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_FALSE(*again);
+  for (int n = 0; n < 3; ++n) EXPECT_EQ(Query(SessionOn(n), "SELECT COUNT(*) FROM d.t"), std::vector<std::string>{"0"});
+  ExpectReplicasIdentical();
+}
+
+// The apply's answer does not come back (the applier cut off from the
+// coordinator): 1180; the prepared node resolves from the applier.
+TEST_F(OnePhaseTest, ApplyWithoutAnAnswerIsUnknownAndResolvedByThePreparedNode) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  const Roles r = RolesOf(1);
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhasePrepare(
+      [&](const txn::DeciderPair&) { CutOff(r.third, r.applier, true); });
+  Status st = Fail(SessionOn(r.third), "INSERT INTO d.t VALUES (1, 1)");
+  EXPECT_EQ(st.mysql_code(), 1180) << st.ToString();
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhasePrepare(nullptr);
+  CutOff(r.third, r.applier, false);
+  EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 1u) << "the coordinator may not abort what it does not know";
+  nodes_[r.other]->data->TEST_ResolveNow();
+  EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 0u);
+  for (int n = 0; n < 3; ++n) EXPECT_EQ(Query(SessionOn(n), "SELECT COUNT(*) FROM d.t"), std::vector<std::string>{"0"});
+  ExpectReplicasIdentical();
+}
+
+// The coordinator is lost after the applier applied, before the other node
+// finished: the client may have been answered (here it is, the decision is
+// made); the prepared node learns the commit from the applier's replica.
+TEST_F(OnePhaseTest, CoordinatorLostAfterApplyResolvesToCommit) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  const Roles r = RolesOf(1);
+  for (int coordinator : {r.third, r.applier}) {
+    SCOPED_TRACE("coordinator " + nodes_[coordinator]->name);
+    Run(SessionOn(0), "DELETE FROM d.t");
+    nodes_[coordinator]->engine->txn()->TEST_SetAfterOnePhaseApply(
+        [&](const txn::DeciderPair&) { CutOff(coordinator, r.other, true); });
+    Run(SessionOn(coordinator), "INSERT INTO d.t VALUES (1, 7)");  // acknowledged
+    nodes_[coordinator]->engine->txn()->TEST_SetAfterOnePhaseApply(nullptr);
+    CutOff(coordinator, r.other, false);
+    EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 1u);
+    nodes_[r.other]->data->TEST_ResolveNow();
+    EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 0u);
+    EXPECT_EQ(DecisionRecords(r.applier), 0u) << "a commit answer records nothing";
+    for (int n = 0; n < 3; ++n) {
+      EXPECT_EQ(Query(SessionOn(n), "SELECT n FROM d.t"), std::vector<std::string>{"7"}) << nodes_[n]->name;
+    }
+    ExpectReplicasIdentical();
+    for (auto& n : nodes_) EXPECT_EQ(n->engine->txn()->locks()->locks_held(), 0u) << n->name;
+  }
+}
+
+// The applier applied, then restarted (its locks gone) before the other
+// node finished: the applied versions are in its WAL, and it answers
+// commit from them.
+TEST_F(OnePhaseTest, ApplierRestartedAfterApplyStillAnswersCommit) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  const Roles r = RolesOf(1);
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhaseApply(
+      [&](const txn::DeciderPair&) { CutOff(r.third, r.other, true); });
+  Run(SessionOn(r.third), "INSERT INTO d.t VALUES (1, 7)");
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhaseApply(nullptr);
+  CutOff(r.third, r.other, false);
+  RestartDataPath(nodes_[r.applier].get(), [] {});
+  RestartDataPath(nodes_[r.other].get(), [] {});
+  EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 1u);
+  nodes_[r.other]->data->TEST_ResolveNow();
+  EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 0u);
+  for (int n = 0; n < 3; ++n) EXPECT_EQ(Query(SessionOn(n), "SELECT n FROM d.t"), std::vector<std::string>{"7"});
+  ExpectReplicasIdentical();
+}
+
+// The applier restarted after the other node prepared and before the
+// apply: its row locks are gone (another writer may have taken them), so it
+// refuses the apply; the coordinator has the prepared share discarded and
+// answers a plain failure.
+TEST_F(OnePhaseTest, ApplierRestartedBeforeApplyRefusesIt) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  const Roles r = RolesOf(1);
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhasePrepare([&](const txn::DeciderPair&) {
+    RestartDataPath(nodes_[r.applier].get(), [] {});
+    // The coordinator's channel to the restarted server reconnects.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  });
+  Status st = Fail(SessionOn(r.third), "INSERT INTO d.t VALUES (1, 1)");
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhasePrepare(nullptr);
+  if (st.mysql_code() == 1180) {
+    // The apply met the channel still down (no answer): the prepared node
+    // resolves it, and the applier, which did not apply, answers abort.
+    nodes_[r.other]->data->TEST_ResolveNow();
+  } else {
+    EXPECT_EQ(st.mysql_code(), 1205) << st.ToString();
+  }
+  for (auto& n : nodes_) EXPECT_EQ(n->data->prepared_count(), 0u) << n->name;
+  for (int n = 0; n < 3; ++n) EXPECT_EQ(Query(SessionOn(n), "SELECT COUNT(*) FROM d.t"), std::vector<std::string>{"0"});
+  ExpectReplicasIdentical();
+  Run(SessionOn(r.third), "INSERT INTO d.t VALUES (1, 2)");
+  EXPECT_EQ(Query(SessionOn(r.other), "SELECT n FROM d.t"), std::vector<std::string>{"2"});
+}
+
+// The applier applied and was then lost (stopped, removed from the
+// membership) before the other node finished: the prepared node, unable
+// to ask, presumes commit, which is the outcome the client was given; a
+// late Finish(abort) is answered 1180, not OK.
+TEST_F(OnePhaseTest, ApplierLostAfterApplyIsPresumedCommitted) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  const Roles r = RolesOf(1);
+  Capture(r.third, r.other);
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhaseApply([&](const txn::DeciderPair&) {
+    RemoveNode(r.applier);
+    CutOff(r.third, r.other, true);
+  });
+  Run(SessionOn(r.third), "INSERT INTO d.t VALUES (1, 7)");  // acknowledged
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhaseApply(nullptr);
+  CutOff(r.third, r.other, false);
+  EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 1u);
+  nodes_[r.other]->data->TEST_ResolveNow();
+  EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 0u);
+  EXPECT_EQ(PresumedRecords(r.other), 1u);
+  // The survivor holds exactly what the lost applier applied.
+  ExpectReplicasIdentical();
+  EXPECT_EQ(nodes_[r.other]->engine->txn()->locks()->locks_held(), 0u);
+  const txn::TxnKey key{record_.txn().coordinator(), record_.txn().id()};
+  Status st = nodes_[r.third]->data->Finish(nodes_[r.other]->name, key, /*commit=*/false);
+  EXPECT_EQ(st.mysql_code(), 1180) << st.ToString();
+}
+
+// The applier was lost before it applied: the coordinator cannot tell
+// (1180); the prepared node presumes commit once the applier left. No
+// client was told otherwise, and no reader saw the row before: the
+// prepared record held the read watermark below its timestamp until then.
+TEST_F(OnePhaseTest, ApplierLostBeforeApplyIsPresumedCommittedConsistently) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  const Roles r = RolesOf(1);
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhasePrepare([&](const txn::DeciderPair& d) {
+    deciders_ = d;
+    record_ = PreparedRecord(r.other);
+    RemoveNode(r.applier);
+  });
+  Status st = Fail(SessionOn(r.third), "INSERT INTO d.t VALUES (1, 7)");
+  EXPECT_EQ(st.mysql_code(), 1180) << st.ToString();
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhasePrepare(nullptr);
+  EXPECT_EQ(nodes_[r.other]->data->PreparedTimestamps(), std::vector<uint64_t>{record_.commit_ts()});
+  nodes_[r.other]->data->TEST_ResolveNow();
+  EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 0u);
+  EXPECT_TRUE(nodes_[r.other]->data->PreparedTimestamps().empty());
+  // The survivor's replica has the row at the transaction's timestamp.
+  storage::SliceId slice = record_.writes(0).slice();
+  auto stored = nodes_[r.other]->engine->slices()->GetSlice(slice);
+  ASSERT_TRUE(stored.ok());
+  std::string value;
+  EXPECT_TRUE((*stored)
+                  ->Get(storage::EncodeVersionKey(record_.writes(0).keys(0), record_.commit_ts()), &value)
+                  .ok());
+  const txn::TxnKey key{record_.txn().coordinator(), record_.txn().id()};
+  st = nodes_[r.third]->data->Finish(nodes_[r.other]->name, key, /*commit=*/false);
+  EXPECT_EQ(st.mysql_code(), 1180) << st.ToString();
+}
+
+// While a one-phase transaction is prepared at the other node and its
+// outcome unknown, a later writer of the same row there waits for it (so
+// no write can go past a transaction that may yet be presumed committed).
+TEST_F(OnePhaseTest, WriterOfAPreparedOnePhaseRowWaitsForItsOutcome) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  const Roles r = RolesOf(1);
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhasePrepare([&](const txn::DeciderPair& d) {
+    deciders_ = d;
+    record_ = PreparedRecord(r.other);
+    CutOff(r.third, r.applier, true);
+    CutOff(r.third, r.other, true);
+  });
+  Status st = Fail(SessionOn(r.third), "INSERT INTO d.t VALUES (1, 1)");
+  EXPECT_EQ(st.mysql_code(), 1180) << st.ToString();
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhasePrepare(nullptr);
+  CutOff(r.third, r.applier, false);
+  CutOff(r.third, r.other, false);
+  // Another transaction's prepare of the same row at the other node.
+  const txn::TxnKey later{nodes_[r.applier]->name, 424242};
+  std::atomic<bool> done{false};
+  Status later_st;
+  std::thread writer([&] {
+    later_st = nodes_[r.applier]->data->Prepare(nodes_[r.other]->name, later, record_.commit_ts() + 1000,
+                                                WritesOf(record_), txn::DeciderPair{nodes_[r.applier]->name, ""});
+    done = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_FALSE(done.load()) << "the later prepare went past the one in doubt";
+  nodes_[r.other]->data->TEST_ResolveNow();  // the first resolves (to abort)
+  writer.join();
+  EXPECT_TRUE(later_st.ok()) << later_st.ToString();
+  EXPECT_TRUE(nodes_[r.applier]->data->Finish(nodes_[r.other]->name, later, /*commit=*/false).ok());
+  for (auto& n : nodes_) EXPECT_EQ(n->data->prepared_count(), 0u) << n->name;
 }
 
 }  // namespace
