@@ -1093,7 +1093,9 @@ TEST_F(DataPathTest, BackupAnswersOnlyOnceTheDeciderLeft) {
   CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
   SliceService* n3 = nodes_[2]->data.get();
   const txn::TxnKey k{"n1", 999999};
-  txn::DeciderPair only_backup{"n2", "n3"};
+  txn::DeciderPair only_backup;
+  only_backup.decider = "n2";
+  only_backup.backup = "n3";
   // The decider n2 cannot be reached but is a member: n3 refuses.
   nodes_[2]->data->TEST_SetUnreachable("n2", true);
   Result<bool> r = n3->Decide(only_backup, k, /*commit=*/false, 0);
@@ -1104,7 +1106,9 @@ TEST_F(DataPathTest, BackupAnswersOnlyOnceTheDeciderLeft) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_FALSE(*r);
   // A later commit request gets the recorded abort (first one wins).
-  r = n3->Decide(txn::DeciderPair{"n3", ""}, k, /*commit=*/true, 7);
+  txn::DeciderPair alone;
+  alone.decider = "n3";
+  r = n3->Decide(alone, k, /*commit=*/true, 7);
   ASSERT_TRUE(r.ok());
   EXPECT_FALSE(*r);
 }
@@ -1740,9 +1744,11 @@ TEST_F(OnePhaseTest, WriterOfAPreparedOnePhaseRowWaitsForItsOutcome) {
   const txn::TxnKey later{nodes_[r.applier]->name, 424242};
   std::atomic<bool> done{false};
   Status later_st;
+  txn::DeciderPair two_phase;
+  two_phase.decider = nodes_[r.applier]->name;
   std::thread writer([&] {
     later_st = nodes_[r.applier]->data->Prepare(nodes_[r.other]->name, later, record_.commit_ts() + 1000,
-                                                WritesOf(record_), txn::DeciderPair{nodes_[r.applier]->name, ""});
+                                                WritesOf(record_), two_phase);
     done = true;
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(500));

@@ -1164,8 +1164,10 @@ void SliceService::ResolvePass(bool all) {
     const auto now = std::chrono::steady_clock::now();
     std::lock_guard<std::mutex> l(mu_);
     for (const auto& [k, p] : prepared_) {
-      Overdue o{k, txn::TxnKey{p.request->txn().coordinator(), p.request->txn().id()},
-                txn::DeciderPair{p.request->decider(), p.request->backup()}, p.request->commit_ts()};
+      Overdue o{k, txn::TxnKey{p.request->txn().coordinator(), p.request->txn().id()}, txn::DeciderPair(),
+                p.request->commit_ts()};
+      o.deciders.decider = p.request->decider();
+      o.deciders.backup = p.request->backup();
       o.deciders.one_phase = p.request->one_phase();
       o.deciders.probe_slice = p.request->probe_slice();
       o.deciders.probe_key = p.request->probe_key();
