@@ -377,7 +377,6 @@ Status TxnManager::CommitWrites(const TxnKey& key, const WriteSet& writes, const
       return st;
     }
   }
-  two_phase_commits_.fetch_add(1, std::memory_order_relaxed);
   // The decision is kept by a node other than this one, so it survives the
   // loss of the coordinator: a replica of the first written slice if one is
   // elsewhere, else any other participant. Its authoritative copy is kept
@@ -465,6 +464,7 @@ Status TxnManager::CommitWrites(const TxnKey& key, const WriteSet& writes, const
   // No participant will ask for the outcome any more: the record can go.
   if (all_finished) router_->Forget(deciders, key);
   Oracle()->FinishCommit(ts);
+  two_phase_commits_.fetch_add(1, std::memory_order_relaxed);
   return Status::OK();
 }
 
