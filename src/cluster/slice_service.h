@@ -14,6 +14,9 @@
 // Durable state (this node's MetaStore, docs/transactions.md):
 //   txn/prepared/<coordinator>/<id>  PrepareRequest: a prepared write set
 //   txn/decision/<coordinator>/<id>  "C<ts>" or "A": the recorded outcome
+//                                    (at a one-phase applier: "A" only, a refusal)
+//   txn/presumed/<coordinator>/<id>  a one-phase transaction committed by
+//                                    presumption (its applier left)
 //
 // Invariants:
 //  1. A participant applies a prepared write set only after the decider has
@@ -31,6 +34,14 @@
 //  5. A decision record is dropped (Forget) only after every participant
 //     answered Finish(commit); the coordinator answers its client first and
 //     drops the records from a background queue.
+//  6. One phase on two nodes (docs/transactions.md "One phase on two
+//     nodes"): the applier's Apply is the decision. It applies only while
+//     it holds the transaction's locks and no refusal is recorded; it
+//     records a refusal only when its replica lacks the probe at the
+//     commit timestamp; both under the transaction's claim (deciding_).
+//     The prepared node commits when the applier has the probe, aborts on
+//     its refusal, presumes commit once the applier has left the cluster,
+//     and until then makes any other writer of the record's keys wait.
 //
 // Thread-safety: all methods may be called concurrently. gRPC runs on its
 // own threads; a background thread resolves prepared transactions whose
