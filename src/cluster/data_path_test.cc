@@ -1760,5 +1760,139 @@ TEST_F(OnePhaseTest, WriterOfAPreparedOnePhaseRowWaitsForItsOutcome) {
   for (auto& n : nodes_) EXPECT_EQ(n->data->prepared_count(), 0u) << n->name;
 }
 
+
+// Helpers for the tests of a prepare that got no answer: whether node n's
+// replica holds the captured record's first key at its timestamp, and
+// node n's decision record of the captured transaction ("" when none).
+class OnePhasePrepareLostTest : public OnePhaseTest {
+ protected:
+  bool HasVersionOfRecord(int n) {
+    auto slice = nodes_[n]->engine->slices()->GetSlice(record_.writes(0).slice());
+    if (!slice.ok()) return false;
+    std::string value;
+    return (*slice)
+        ->Get(storage::EncodeVersionKey(record_.writes(0).keys(0), record_.commit_ts()), &value)
+        .ok();
+  }
+  std::string DecisionOfRecord(int n) {
+    std::string value;
+    const Status st = nodes_[n]->engine->meta()->Get(
+        "txn/decision/" + txn::TxnKey{record_.txn().coordinator(), record_.txn().id()}.ToString(), &value);
+    return st.ok() ? value : std::string();
+  }
+  // The coordinator's next one-phase prepare: the other node prepares, and
+  // its answer is lost; `then` runs (cut the node off, remove it, ...).
+  void LoseNextPrepareAnswer(int coordinator, int other, std::function<void()> then) {
+    auto once = std::make_shared<std::atomic<bool>>(false);
+    nodes_[coordinator]->engine->txn()->TEST_SetOnePhasePrepareAnswer(
+        [this, other, once, then](const txn::DeciderPair& d, Status st) {
+          if (!st.ok() || once->exchange(true)) return st;
+          deciders_ = d;
+          record_ = PreparedRecord(other);
+          then();
+          return Status::Sql(1047, "Node holding a slice replica did not answer (test: the answer was lost)");
+        });
+  }
+};
+
+// The other node prepared, its answer was lost, and the node left the
+// cluster: the coordinator has the applier record the refusal (never
+// sending the apply), releases the row locks there, and answers the
+// retryable 1047 (not 1180) once the node is gone. Nothing is applied
+// anywhere; the lost node's record, resolved, asks the applier: abort.
+TEST_F(OnePhasePrepareLostTest, OtherNodeLostWithThePrepareInFlightIsRetryable) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  const Roles r = RolesOf(1);
+  LoseNextPrepareAnswer(r.third, r.other, [&] {
+    CutOff(r.third, r.other, true);
+    RemoveNode(r.other);
+  });
+  exec::Session* s = SessionOn(r.third);
+  Run(s, "BEGIN");
+  Run(s, "INSERT INTO d.t VALUES (1, 1)");
+  const auto started = std::chrono::steady_clock::now();
+  Status st = Fail(s, "COMMIT");
+  EXPECT_EQ(st.mysql_code(), 1047) << st.ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(6)) << "no wait once the node left";
+  nodes_[r.third]->engine->txn()->TEST_SetOnePhasePrepareAnswer(nullptr);
+  ASSERT_TRUE(deciders_.one_phase);
+  EXPECT_EQ(deciders_.decider, nodes_[r.applier]->name);
+  // The refusal is recorded at the applier before anyone asked, and its
+  // locks are gone.
+  EXPECT_EQ(DecisionOfRecord(r.applier), "A");
+  EXPECT_EQ(nodes_[r.applier]->engine->txn()->locks()->locks_held(), 0u);
+  EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 1u) << "the lost node kept its record";
+  for (int n = 0; n < 3; ++n) EXPECT_FALSE(HasVersionOfRecord(n)) << nodes_[n]->name;
+  // The lost node's resolver asks the applier (its own client channel still
+  // works): abort, nothing applied.
+  nodes_[r.other]->data->TEST_ResolveNow();
+  EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 0u);
+  EXPECT_EQ(PresumedRecords(r.other), 0u);
+  for (int n = 0; n < 3; ++n) EXPECT_FALSE(HasVersionOfRecord(n)) << nodes_[n]->name;
+  ExpectReplicasIdentical();
+}
+
+// The other node prepared, its answer was lost, and it stays cut off from
+// the coordinator (a member): after the bounded wait the client gets 1180,
+// as before (the node may outlive the applier and presume commit); but the
+// applier recorded the refusal before anyone asked, so the prepared node's
+// resolver, asking, gets abort, and a late apply is refused.
+TEST_F(OnePhasePrepareLostTest, PreparedNodeThatAsksAfterALostAnswerResolvesToAbort) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  const Roles r = RolesOf(1);
+  nodes_[r.third]->engine->txn()->TEST_SetPrepareLostWait(std::chrono::milliseconds(1000));
+  LoseNextPrepareAnswer(r.third, r.other, [&] { CutOff(r.third, r.other, true); });
+  Status st = Fail(SessionOn(r.third), "INSERT INTO d.t VALUES (1, 1)");
+  EXPECT_EQ(st.mysql_code(), 1180) << st.ToString();
+  nodes_[r.third]->engine->txn()->TEST_SetOnePhasePrepareAnswer(nullptr);
+  nodes_[r.third]->engine->txn()->TEST_SetPrepareLostWait(std::chrono::milliseconds(8000));
+  CutOff(r.third, r.other, false);
+  // Recorded by the coordinator, before the prepared node asked.
+  EXPECT_EQ(DecisionOfRecord(r.applier), "A");
+  EXPECT_EQ(nodes_[r.applier]->engine->txn()->locks()->locks_held(), 0u);
+  EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 1u);
+  nodes_[r.other]->data->TEST_ResolveNow();
+  EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 0u);
+  for (int n = 0; n < 3; ++n) EXPECT_FALSE(HasVersionOfRecord(n)) << nodes_[n]->name;
+  // A late apply of the transaction at the applier is refused.
+  const txn::TxnKey key{record_.txn().coordinator(), record_.txn().id()};
+  bool refused = false;
+  st = nodes_[r.third]->data->ApplyDecision(nodes_[r.applier]->name, key, record_.commit_ts(), WritesOf(record_),
+                                            &refused);
+  EXPECT_FALSE(st.ok());
+  EXPECT_TRUE(refused) << st.ToString();
+  for (int n = 0; n < 3; ++n) EXPECT_FALSE(HasVersionOfRecord(n)) << nodes_[n]->name;
+  ExpectReplicasIdentical();
+}
+
+// The other node prepared, its answer was lost, and it comes back within
+// the wait: it discards its share on the coordinator's Finish(abort), the
+// statement gets 1047 and, autocommit, is run again inside the cluster
+// (Shale_statement_retries) and commits once.
+TEST_F(OnePhasePrepareLostTest, OtherNodeBackWithinTheWaitDiscardsAndTheStatementIsRetried) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  const Roles r = RolesOf(1);
+  std::thread reconnect;
+  LoseNextPrepareAnswer(r.third, r.other, [&] {
+    CutOff(r.third, r.other, true);
+    reconnect = std::thread([this, r] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+      CutOff(r.third, r.other, false);
+    });
+  });
+  const uint64_t retries = exec::Session::StatementRetries();
+  Run(SessionOn(r.third), "INSERT INTO d.t VALUES (1, 5)");
+  reconnect.join();
+  nodes_[r.third]->engine->txn()->TEST_SetOnePhasePrepareAnswer(nullptr);
+  EXPECT_GT(exec::Session::StatementRetries(), retries);
+  EXPECT_EQ(DecisionOfRecord(r.applier), "A") << "the first attempt was refused at the applier";
+  for (int n = 0; n < 3; ++n) EXPECT_FALSE(HasVersionOfRecord(n)) << "the first attempt applied at " << nodes_[n]->name;
+  for (auto& n : nodes_) EXPECT_EQ(n->data->prepared_count(), 0u) << n->name;
+  for (int n = 0; n < 3; ++n) {
+    EXPECT_EQ(Query(SessionOn(n), "SELECT id, n FROM d.t"), std::vector<std::string>{"1|5"}) << nodes_[n]->name;
+  }
+  ExpectReplicasIdentical();
+}
+
 }  // namespace
 }  // namespace shale::cluster

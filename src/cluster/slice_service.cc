@@ -1548,6 +1548,11 @@ Result<bool> SliceService::DecideAt(const std::string& node, const txn::TxnKey& 
   return resp.committed();
 }
 
+bool SliceService::IsMember(const std::string& node) {
+  // Without a cluster (tests without addresses) every node counts as one.
+  return node == self() || !options_.address_of || options_.address_of(node).ok();
+}
+
 Result<bool> SliceService::Decide(const txn::DeciderPair& deciders, const txn::TxnKey& txn, bool commit,
                                   uint64_t ts) {
   DecideArgs args;

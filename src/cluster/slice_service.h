@@ -160,6 +160,7 @@ class SliceService final : public txn::DataRouter {
   Status Prepare(const std::string& node, const txn::TxnKey& txn, uint64_t ts, const txn::WriteSet& writes,
                  const txn::DeciderPair& deciders) override;
   Result<bool> Decide(const txn::DeciderPair& deciders, const txn::TxnKey& txn, bool commit, uint64_t ts) override;
+  bool IsMember(const std::string& node) override;
   Status Finish(const std::string& node, const txn::TxnKey& txn, bool commit) override;
   void Forget(const txn::DeciderPair& deciders, const txn::TxnKey& txn) override;
   Status Apply(const std::string& node, const txn::TxnKey* txn, uint64_t ts, const txn::WriteSet& writes) override;

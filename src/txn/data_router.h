@@ -191,6 +191,13 @@ class DataRouter {
   // the decider does not answer and has left the cluster, the backup
   // directly. Fails when neither can give the outcome.
   virtual Result<bool> Decide(const DeciderPair& deciders, const TxnKey& txn, bool commit, uint64_t ts) = 0;
+  // Whether `node` is a cluster member (as this node last saw the
+  // membership). A node that left had its replicas removed from the slice
+  // map; if it returns it is rebuilt from empty replicas.
+  virtual bool IsMember(const std::string& node) {
+    (void)node;
+    return true;
+  }
   // Applies (commit) or discards the prepared writes; releases the locks.
   virtual Status Finish(const std::string& node, const TxnKey& txn, bool commit) = 0;
   // Once every participant has finished: drops the decision records at

@@ -497,7 +497,22 @@ Status TxnManager::CommitOnePhase(const TxnKey& key, uint64_t ts, const std::map
   };
   // 1. The other node prepares, naming the applier.
   Status st = router_->Prepare(other, key, ts, by_node.at(other), deciders);
-  if (!st.ok()) return refuse(st);
+  if (one_phase_prepare_answer_) st = one_phase_prepare_answer_(deciders, st);
+  if (!st.ok()) {
+    router_->Unlock(applier, key);
+    Status discarded = router_->Finish(other, key, /*commit=*/false);
+    if (discarded.ok()) return st;
+    // The other node may hold a prepared record (the prepare may have
+    // arrived, or still be on its way) and cannot be told to discard it.
+    // Nothing was sent to the applier: make the abort definite there and
+    // wait for the other node to leave or answer
+    // (docs/transactions.md "One phase on two nodes", "The prepare got no
+    // answer").
+    return PrepareLost(key, ts, deciders, other, fmt::format("{}; and node {} did not confirm it discarded its "
+                                                             "share: {}",
+                                                             st.message(), other, discarded.message()),
+                       unknown);
+  }
   if (after_one_phase_prepare_) after_one_phase_prepare_(deciders);
   // 2. The applier applies its share: that is the decision.
   bool refused = false;
@@ -515,6 +530,58 @@ Status TxnManager::CommitOnePhase(const TxnKey& key, uint64_t ts, const std::map
   st = router_->Finish(other, key, /*commit=*/true);
   if (!st.ok()) log::Warn("transaction {}: commit at node {}: {}", key.ToString(), other, st.ToString());
   return Status::OK();
+}
+
+Status TxnManager::PrepareLost(const TxnKey& key, uint64_t ts, const DeciderPair& deciders, const std::string& other,
+                               const std::string& why, const std::function<Status(const std::string&)>& unknown) {
+  const std::string& applier = deciders.decider;
+  // 1. The applier records the refusal (the one a resolver at the other
+  // node records when it asks and the probe is absent): a prepared record
+  // there that asks is answered abort, and an apply is refused. It cannot
+  // answer commit (nothing was sent to it to apply); if it does, or does
+  // not answer, the outcome stays with the other node's resolver.
+  Result<bool> refused = router_->Decide(deciders, key, /*commit=*/false, ts);
+  if (!refused.ok()) {
+    return unknown(fmt::format("{}; and node {} did not record the refusal: {}", why, applier,
+                               refused.status().message()));
+  }
+  if (*refused) return unknown(fmt::format("{}; and node {} answered that it applied it", why, applier));
+  router_->Unlock(applier, key);
+  // 2. The refusal decides only while the applier is there to be asked:
+  // once it left the cluster, a prepared record at the other node would be
+  // presumed committed. So the failure is told only once the other node
+  // holds no record that could ever be applied to a live replica: it
+  // discarded its share (Finish(abort) answered; a prepare still on its
+  // way is refused there afterwards), or it left the cluster itself (its
+  // replicas are gone from the slice map; if it returns, they are rebuilt
+  // empty from the live ones, and its record, resolved, asks the applier,
+  // which refuses).
+  const auto give_up = std::chrono::steady_clock::now() + prepare_lost_wait_;
+  Status last;
+  for (;;) {
+    if (!router_->IsMember(other)) {
+      log::Warn("transaction {}: refused at node {}; node {} left the cluster with its prepare in flight",
+                key.ToString(), applier, other);
+      break;
+    }
+    last = router_->Finish(other, key, /*commit=*/false);
+    if (last.ok()) break;
+    if (!IsRetryableClusterError(last)) {
+      // An answer other than "discarded" (e.g. being committed by
+      // presumption): not a failure to report.
+      return unknown(fmt::format("{}; node {} answered the abort: {}", why, other, last.message()));
+    }
+    if (std::chrono::steady_clock::now() >= give_up) {
+      return unknown(fmt::format("{}; node {} recorded the refusal, node {} neither answered nor left the "
+                                 "cluster: {}",
+                                 why, applier, other, last.message()));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return Status::Sql(1047 /* ER_UNKNOWN_COM_ERROR */,
+                     fmt::format("Node '{}' holding a slice replica did not answer the commit of transaction {} "
+                                 "({}); it was not committed anywhere, retry it",
+                                 other, key.ToString(), why));
 }
 
 Status TxnManager::CommitBatches(const std::vector<std::pair<storage::SliceId, const storage::WriteBatch*>>& batches,

@@ -174,6 +174,15 @@ class TxnManager {
   void TEST_SetAfterOnePhaseApply(std::function<void(const DeciderPair&)> hook) {
     after_one_phase_apply_ = std::move(hook);
   }
+  // One phase on two nodes (tests): sees the other node's answer to the
+  // prepare and returns the one the coordinator acts on (a failure in
+  // place of an OK: the answer was lost after the node prepared).
+  void TEST_SetOnePhasePrepareAnswer(std::function<Status(const DeciderPair&, Status)> hook) {
+    one_phase_prepare_answer_ = std::move(hook);
+  }
+  // How long a one-phase commit whose prepare got no answer waits for the
+  // other node to answer or leave the cluster before it answers 1180.
+  void TEST_SetPrepareLostWait(std::chrono::milliseconds wait) { prepare_lost_wait_ = wait; }
   storage::SliceStore* store() { return store_; }
   // The garbage collector holds this shared while it works on slices; hold
   // it exclusively to drop slices.
@@ -240,6 +249,12 @@ class TxnManager {
   // (deciders.decider) — the decision —, then Finish at the other node.
   Status CommitOnePhase(const TxnKey& key, uint64_t ts, const std::map<std::string, WriteSet>& by_node,
                         const DeciderPair& deciders, const std::string& other, bool* in_doubt);
+  // The prepare at `other` got no answer and `other` did not confirm it
+  // discarded its share: the applier records the refusal, then the retryable
+  // 1047 once `other` discarded its share or left the cluster (within
+  // prepare_lost_wait_), else `unknown(...)` (1180).
+  Status PrepareLost(const TxnKey& key, uint64_t ts, const DeciderPair& deciders, const std::string& other,
+                     const std::string& why, const std::function<Status(const std::string&)>& unknown);
   uint64_t Horizon();
   uint64_t CollectPass();
   void GcLoop();
@@ -257,6 +272,8 @@ class TxnManager {
   std::function<void(const DeciderPair&)> after_decide_;  // tests
   std::function<void(const DeciderPair&)> after_one_phase_prepare_;  // tests
   std::function<void(const DeciderPair&)> after_one_phase_apply_;    // tests
+  std::function<Status(const DeciderPair&, Status)> one_phase_prepare_answer_;  // tests
+  std::chrono::milliseconds prepare_lost_wait_{8000};
   DataRouter* router_ = nullptr;
   LockManager locks_;
   std::atomic<uint64_t> next_txn_id_{1};
