@@ -504,16 +504,35 @@ bool KeysLeadARepresentation(const catalog::TableDef& table,
   return false;
 }
 
-// Whether the right key expressions are exactly the columns of `table`'s
-// primary key (each left key then finds at most one right row by key).
-bool KeysArePrimaryKey(const catalog::TableDef& table, const std::vector<std::pair<ExprPtr, ExprPtr>>& keys) {
-  if (table.primary.key_columns.empty() || keys.size() != table.primary.key_columns.size()) return false;
-  for (size_t c : table.primary.key_columns) {
-    bool found = false;
-    for (const auto& [l, r] : keys) found |= r->kind == ExprKind::kColumnRef && r->column == static_cast<int>(c);
-    if (!found) return false;
+// Whether the right key expressions are the leading key columns of a
+// representation of `table` — its whole primary key, a prefix of it, or
+// the leading columns of a secondary index — including every column it is
+// distributed on: each left row's keys then name the one slice holding all
+// its matches, and the executor can send them there in batches.
+bool KeysRouteToASlice(const catalog::TableDef& table, const std::vector<std::pair<ExprPtr, ExprPtr>>& keys) {
+  // A string key column counts only when its equality compares under its
+  // own collation (its keys hold that collation's weight strings).
+  auto keyed = [&](int column) {
+    for (const auto& [l, r] : keys) {
+      if (r->kind != ExprKind::kColumnRef || r->column != column) continue;
+      if (r->type.is_string() && sierra::ComparisonCollation({l, r}) != r->type.Collation()) continue;
+      return true;
+    }
+    return false;
+  };
+  auto routes = [&](const catalog::RepresentationDef& rep) {
+    const size_t needed = static_cast<size_t>(std::max(1, rep.distribution_columns));
+    if (rep.key_columns.size() < needed) return false;
+    for (size_t i = 0; i < needed; ++i) {
+      if (!keyed(rep.key_columns[i])) return false;
+    }
+    return true;
+  };
+  if (routes(table.primary)) return true;
+  for (const auto& index : table.indexes) {
+    if (routes(index)) return true;
   }
-  return true;
+  return false;
 }
 
 // Whether `table`'s slices are ranked on more than one node: reading it
@@ -598,13 +617,15 @@ Result<PhysicalPtr> Plan(const LogicalOperator& logical) {
           right.kind == LogicalKind::kScan ? &right
           : right.kind == LogicalKind::kFilter && right.children[0]->kind == LogicalKind::kScan ? right.children[0].get()
                                                                                               : nullptr;
-      // In a cluster, a filtered left side joined on the right table's
-      // whole primary key reads one right row per left row by key, batched
-      // per slice (the executor's batched lookup), instead of moving the
-      // whole right table to this node for a hash join.
+      // In a cluster, a filtered left side joined on the leading key
+      // columns of a representation of the right table (its primary key, a
+      // prefix of it, a secondary index) reads the right rows of each left
+      // key by key, batched per slice (the executor's batched lookup),
+      // instead of moving the whole right table to this node for a hash
+      // join.
       const bool batched_lookup = t_options != nullptr && t_options->batched_lookups && right_scan &&
                                   SpreadOverNodes(*right_scan->table) && Filtered(*left) &&
-                                  KeysArePrimaryKey(*right_scan->table, keys);
+                                  KeysRouteToASlice(*right_scan->table, keys);
       if (!keys.empty() && right_scan && (FewRows(*left) || batched_lookup) && !sierra::HasOuterRefs(right) &&
           KeysLeadARepresentation(*right_scan->table, keys)) {
         // Index-lookup join: the right rows matching each left row's keys.

@@ -31,11 +31,12 @@ Result<PhysicalPtr> Plan(const sierra::LogicalOperator& logical);
 
 // What the statement being planned may use beyond the defaults.
 struct PlanOptions {
-  // A join on the whole primary key of a table ranked on several nodes,
-  // with a filtered left side, is an index-lookup join (the executor sends
-  // the keys in batches to the slices holding them: docs/cluster.md "Query
-  // path") instead of a hash join moving the whole table. The session sets
-  // it from shale_pushdown. Default: false.
+  // A join on the leading key columns (at least the distribution columns)
+  // of the primary key or of a secondary index of a table ranked on
+  // several nodes, with a filtered left side, is an index-lookup join (the
+  // executor sends the keys in batches to the slices holding them:
+  // docs/cluster.md "Query path") instead of a hash join moving the whole
+  // table. The session sets it from shale_pushdown. Default: false.
   bool batched_lookups = false;
 };
 Result<PhysicalPtr> Plan(const sierra::LogicalOperator& logical, const PlanOptions& options);

@@ -384,11 +384,18 @@ class BTreeSliceStore final : public SliceStore {
   Status ApplySliceStates(const std::vector<std::pair<SliceId, SliceState>>& states);
   // Stores a slice's catalog value (stats, state, resume key).
   Status PutCatalogEntry(const BTreeSlice* slice);
+  // OK if slice `id` exists and is being built (kBuilding).
+  Status CheckBuilding(SliceId id) const;
   // Appends one WAL record and applies it with `apply`, inside the write
   // gate; a failure after logging makes the store refuse writes (invariant 3).
-  // With `paused` the caller already holds the writers paused.
+  // With `paused` the caller already holds the writers paused. `check`, when
+  // given, runs inside the gate before anything is logged: a record is
+  // logged only if the slices it names are as it needs them then (a drop
+  // holds the writers paused, so none can vanish between check and apply).
   Status LogAndApply(WalRecordType type, std::string_view payload, const std::function<Status()>& apply,
-                     bool paused = false);
+                     bool paused = false, const std::function<Status()>& check = nullptr);
+  // Runs `f` with the writers paused: no write is in its gate meanwhile.
+  Status WithWritersPaused(const std::function<Status()>& f);
   Result<Slice*> Create(SliceId id, const SliceOptions& options, SliceState state, uint64_t snapshot_ts);
   // Adds to *extra the ops of `batches` mirrored into the targets of running
   // splits. REQUIRES: inside the write gate (mirrors only change while paused).
@@ -895,13 +902,15 @@ Status BTreeSliceStore::ApplyDrop(SliceId id) {
 }
 
 Status BTreeSliceStore::LogAndApply(WalRecordType type, std::string_view payload,
-                                    const std::function<Status()>& apply, bool paused) {
+                                    const std::function<Status()>& apply, bool paused,
+                                    const std::function<Status()>& check) {
   if (!paused) EnterWrite();
   Status s;
   {
     std::lock_guard<std::mutex> l(gate_mu_);
     s = failed_;
   }
+  if (s.ok() && check) s = check();
   if (s.ok()) {
     auto lsn = wal_->Append(type, payload);
     if (!lsn.ok()) {
@@ -921,11 +930,15 @@ Status BTreeSliceStore::LogAndApply(WalRecordType type, std::string_view payload
   return s;
 }
 
+Status BTreeSliceStore::WithWritersPaused(const std::function<Status()>& f) {
+  PauseWriters();
+  Status s = f();
+  ResumeWriters();
+  return s;
+}
+
 Result<Slice*> BTreeSliceStore::Create(SliceId id, const SliceOptions& options, SliceState state,
                                        uint64_t snapshot_ts) {
-  if (FindSlice(id) != nullptr) {
-    return Status::InvalidArgument(fmt::format("slice {} already exists in {}", id, dir_));
-  }
   if (options.compression > PageCompression::kZstd) {
     return Status::InvalidArgument(fmt::format("slice {}: unknown page compression {}", id,
                                                static_cast<int>(options.compression)));
@@ -934,9 +947,22 @@ Result<Slice*> BTreeSliceStore::Create(SliceId id, const SliceOptions& options, 
   const std::string payload = options.compression == PageCompression::kNone && state == SliceState::kReady
                                   ? U64Payload(id)  // version 1: readable by older builds
                                   : EncodeCreatePayload(id, options, state, snapshot_ts);
-  SHALE_RETURN_IF_ERROR(LogAndApply(WalRecordType::kCreateSlice, payload, [&]() -> Status {
-    SHALE_ASSIGN_OR_RETURN(raw, ApplyCreate(id, options, state, snapshot_ts));
-    return Status::OK();
+  // Writers paused, as a drop: two creates (or a create and a drop) of one
+  // id never both pass their check.
+  SHALE_RETURN_IF_ERROR(WithWritersPaused([&] {
+    return LogAndApply(
+        WalRecordType::kCreateSlice, payload,
+        [&]() -> Status {
+          SHALE_ASSIGN_OR_RETURN(raw, ApplyCreate(id, options, state, snapshot_ts));
+          return Status::OK();
+        },
+        /*paused=*/true,
+        [&]() -> Status {
+          if (FindSlice(id) != nullptr) {
+            return Status::InvalidArgument(fmt::format("slice {} already exists in {}", id, dir_));
+          }
+          return Status::OK();
+        });
   }));
   return static_cast<Slice*>(raw);
 }
@@ -952,8 +978,20 @@ Result<Slice*> BTreeSliceStore::GetSlice(SliceId id) {
 }
 
 Status BTreeSliceStore::DropSlice(SliceId id) {
-  if (FindSlice(id) == nullptr) return Status::NotFound(fmt::format("slice {} does not exist in {}", id, dir_));
-  return LogAndApply(WalRecordType::kDropSlice, U64Payload(id), [&] { return ApplyDrop(id); });
+  // With the writers paused: a write that found the slice inside its gate
+  // is logged and applied before the drop's record, and none after it (a
+  // write logged after the drop would fail to apply, stopping the store, and
+  // make the WAL unreplayable).
+  return WithWritersPaused([&] {
+    return LogAndApply(
+        WalRecordType::kDropSlice, U64Payload(id), [&] { return ApplyDrop(id); }, /*paused=*/true,
+        [&]() -> Status {
+          if (FindSlice(id) == nullptr) {
+            return Status::NotFound(fmt::format("slice {} does not exist in {}", id, dir_));
+          }
+          return Status::OK();
+        });
+  });
 }
 
 Result<SliceOptions> BTreeSliceStore::GetSliceOptions(SliceId id) const {
@@ -987,12 +1025,17 @@ Status BTreeSliceStore::ApplyLoadChunk(SliceId id, std::string_view resume_key, 
   return PutCatalogEntry(slice);
 }
 
-Status BTreeSliceStore::LoadChunk(SliceId id, const WriteBatch& entries, std::string_view resume_key) {
+Status BTreeSliceStore::CheckBuilding(SliceId id) const {
   BTreeSlice* slice = FindSlice(id);
   if (slice == nullptr) return Status::NotFound(fmt::format("slice {} does not exist in {}", id, dir_));
   if (slice->build_state().state != SliceState::kBuilding) {
     return Status::InvalidArgument(fmt::format("slice {} is not being built", id));
   }
+  return Status::OK();
+}
+
+Status BTreeSliceStore::LoadChunk(SliceId id, const WriteBatch& entries, std::string_view resume_key) {
+  SHALE_RETURN_IF_ERROR(CheckBuilding(id));
   if (resume_key.size() > kMaxKeyBytes) {
     return Status::InvalidArgument(fmt::format("slice {}: resume key of {} bytes exceeds the limit", id,
                                                resume_key.size()));
@@ -1009,7 +1052,9 @@ Status BTreeSliceStore::LoadChunk(SliceId id, const WriteBatch& entries, std::st
   payload.append(resume_key);
   std::vector<std::pair<SliceId, const WriteBatch*>> one{{id, &entries}};
   payload.append(EncodeBatchPayload(one));
-  return LogAndApply(WalRecordType::kLoadChunk, payload, [&] { return ApplyLoadChunk(id, resume_key, entries); });
+  return LogAndApply(
+      WalRecordType::kLoadChunk, payload, [&] { return ApplyLoadChunk(id, resume_key, entries); },
+      /*paused=*/false, [&] { return CheckBuilding(id); });
 }
 
 Status BTreeSliceStore::ApplySliceStates(const std::vector<std::pair<SliceId, SliceState>>& states) {
@@ -1041,14 +1086,11 @@ std::string EncodeStatesPayload(const std::vector<std::pair<SliceId, SliceState>
 }  // namespace
 
 Status BTreeSliceStore::FinishBuild(SliceId id) {
-  BTreeSlice* slice = FindSlice(id);
-  if (slice == nullptr) return Status::NotFound(fmt::format("slice {} does not exist in {}", id, dir_));
-  if (slice->build_state().state != SliceState::kBuilding) {
-    return Status::InvalidArgument(fmt::format("slice {} is not being built", id));
-  }
+  SHALE_RETURN_IF_ERROR(CheckBuilding(id));
   std::vector<std::pair<SliceId, SliceState>> states{{id, SliceState::kReady}};
-  return LogAndApply(WalRecordType::kSliceState, EncodeStatesPayload(states),
-                     [&] { return ApplySliceStates(states); });
+  return LogAndApply(
+      WalRecordType::kSliceState, EncodeStatesPayload(states), [&] { return ApplySliceStates(states); },
+      /*paused=*/false, [&] { return CheckBuilding(id); });
 }
 
 void BTreeSliceStore::MirrorSplits(const std::vector<std::pair<SliceId, const WriteBatch*>>& batches,
@@ -1162,7 +1204,6 @@ std::vector<SliceId> BTreeSliceStore::ListSlices() const {
 Status BTreeSliceStore::Write(const std::vector<std::pair<SliceId, const WriteBatch*>>& batches) {
   bool any = false;
   for (const auto& [id, batch] : batches) {
-    if (FindSlice(id) == nullptr) return Status::NotFound(fmt::format("slice {} does not exist in {}", id, dir_));
     for (const WriteOp& op : batch->ops()) {
       if (op.key.size() > kMaxKeyBytes) {
         return Status::InvalidArgument(
@@ -1171,14 +1212,24 @@ Status BTreeSliceStore::Write(const std::vector<std::pair<SliceId, const WriteBa
       any = true;
     }
   }
-  if (!any) return Status::OK();
-  std::string payload = EncodeBatchPayload(batches);
+  // Inside the gate: a slice found here stays until the write is applied
+  // (DropSlice waits for the writers in the gate).
   EnterWrite();
   Status s;
   {
     std::lock_guard<std::mutex> l(gate_mu_);
     s = failed_;
   }
+  for (const auto& [id, batch] : batches) {
+    if (s.ok() && FindSlice(id) == nullptr) {
+      s = Status::NotFound(fmt::format("slice {} does not exist in {}", id, dir_));
+    }
+  }
+  if (!any || !s.ok()) {
+    ExitWrite();
+    return s;
+  }
+  std::string payload = EncodeBatchPayload(batches);
   // A slice being split: its writes go to the new slices too, in the same
   // record (so replay needs no hash function).
   std::vector<std::pair<SliceId, WriteBatch>> mirrored;

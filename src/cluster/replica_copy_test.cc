@@ -22,9 +22,9 @@
 #include "src/cluster/replica_copy.h"
 #include "src/cluster/rpc_server.h"
 #include "src/cluster/slice_service.h"
+#include "src/cluster/testing/in_process_cluster.h"
 #include "src/common/testing/temp_dir.h"
 #include "src/exec/engine.h"
-#include "src/exec/pushdown.h"
 #include "src/exec/session.h"
 #include "storage/slice_stream.h"
 
@@ -42,25 +42,9 @@ struct TestNode {
 class ReplicaCopyTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (int i = 0; i < 3; ++i) {
-      auto node = std::make_unique<TestNode>();
-      node->name = "n" + std::to_string(i + 1);
-      exec::EngineOptions options;
-      options.data_dir = dir_.path() + "/" + node->name;
-      options.node_name = node->name;
-      options.default_slices = 3;
-      auto engine = exec::Engine::Open(options);
-      ASSERT_TRUE(engine.ok()) << engine.status().ToString();
-      node->engine = std::move(engine).value();
-      nodes_.push_back(std::move(node));
-    }
-    for (auto& n : nodes_) n->engine->txn()->TEST_UseOracle(nodes_[0]->engine->txn()->oracle());
-    auto address_of = [this](const std::string& name) -> Result<std::string> {
-      std::lock_guard lock(addresses_mu_);
-      auto it = addresses_.find(name);
-      if (it == addresses_.end()) return Status::Unavailable("unknown node " + name);
-      return it->second;
-    };
+    in_process::OpenNodes(dir_.path(), 3, /*default_slices=*/3, &nodes_);
+    ASSERT_EQ(nodes_.size(), 3u);
+    const auto address_of = addresses_.Lookup();
     for (auto& n : nodes_) {
       TestNode* raw = n.get();
       raw->engine->catalog()->SetSubmitter(
@@ -72,9 +56,7 @@ class ReplicaCopyTest : public ::testing::Test {
       o.node_name = n->name;
       o.address_of = address_of;
       o.rpc_timeout_ms = 5000;
-      o.compile_fragment = [raw](const std::string& fragment, storage::SliceId slice) {
-        return exec::CompileFragment(raw->engine->catalog(), fragment, slice);
-      };
+      o.compile_fragment = in_process::FragmentCompilerOf(raw->engine.get());
       auto data = SliceService::Open(n->engine->txn(), n->engine->slices(), n->engine->meta(), o);
       ASSERT_TRUE(data.ok()) << data.status().ToString();
       n->data = std::move(data).value();
@@ -92,8 +74,7 @@ class ReplicaCopyTest : public ::testing::Test {
       n->rpc->AddService(n->data->service());
       n->rpc->AddService(n->copy->service());
       ASSERT_TRUE(n->rpc->Start("127.0.0.1:0").ok());
-      std::lock_guard lock(addresses_mu_);
-      addresses_[n->name] = "127.0.0.1:" + std::to_string(n->rpc->port());
+      addresses_.Set(n->name, "127.0.0.1:" + std::to_string(n->rpc->port()));
     }
     for (auto& n : nodes_) n->copy->Start();
   }
@@ -119,22 +100,9 @@ class ReplicaCopyTest : public ::testing::Test {
     return mine;
   }
 
-  exec::StatementResult Run(exec::Session* s, std::string_view sql) {
-    auto results = s->Execute(sql);
-    EXPECT_FALSE(results.empty()) << sql;
-    for (const auto& r : results) {
-      EXPECT_TRUE(r.ok()) << sql << ": " << r.status().ToString();
-      if (!r.ok()) return exec::StatementResult{};
-    }
-    return *results.back();
-  }
+  exec::StatementResult Run(exec::Session* s, std::string_view sql) { return in_process::Run(s, sql); }
 
-  int NodeIndex(const std::string& name) {
-    for (size_t i = 0; i < nodes_.size(); ++i) {
-      if (nodes_[i]->name == name) return static_cast<int>(i);
-    }
-    return -1;
-  }
+  int NodeIndex(const std::string& name) { return in_process::IndexOf(nodes_, name); }
 
   // The newest version of every key of a replica, with its commit
   // timestamp (what a snapshot stream at "now" returns).
@@ -149,8 +117,7 @@ class ReplicaCopyTest : public ::testing::Test {
 
   shale::testing::TempDir dir_;
   std::vector<std::unique_ptr<TestNode>> nodes_;
-  std::mutex addresses_mu_;
-  std::map<std::string, std::string> addresses_;
+  in_process::AddressBook addresses_;
   std::mutex log_mu_;
   uint64_t log_size_ = 0;
   std::vector<std::unique_ptr<exec::Session>> sessions_;

@@ -43,6 +43,30 @@ void ToPb(const txn::TxnKey& k, TxnKeyPb* out) {
   out->set_id(k.id);
 }
 
+// A decision record's value (txn/decision/<coordinator>/<id>): "C<ts>"
+// (commit at ts) or "A" (abort), then "\n<node>" for each participant.
+// Records written before participants were kept have none.
+std::string DecisionValue(bool commit, uint64_t ts, const std::vector<std::string>& participants) {
+  std::string value = commit ? "C" + std::to_string(ts) : std::string("A");
+  for (const std::string& node : participants) value += "\n" + node;
+  return value;
+}
+// Whether a decision record counts in decision_records(): every one but a
+// bare "A" — a one-phase applier's refusal (LocalDecideApplied), kept for
+// good, or an abort record written before records named participants;
+// the sweep keeps both, so they would keep Shale_decision_records above 0.
+bool CountedDecision(std::string_view value) { return value != "A"; }
+std::vector<std::string> DecisionParticipants(std::string_view value) {
+  std::vector<std::string> out;
+  size_t at = value.find('\n');
+  while (at != std::string_view::npos) {
+    const size_t next = value.find('\n', at + 1);
+    out.emplace_back(value.substr(at + 1, next == std::string_view::npos ? std::string_view::npos : next - at - 1));
+    at = next;
+  }
+  return out;
+}
+
 void ToPb(const txn::LockWaitInfo& w, LockWaitPb* out) {
   ToPb(w.txn, out->mutable_txn());
   out->set_txn_started_us(w.txn_started_us);
@@ -257,7 +281,7 @@ class SliceServiceGrpc final : public DataService::Service {
     std::vector<std::string> lookup_keys(req->lookup_keys().begin(), req->lookup_keys().end());
     Status st = s_->LocalFragment(req->slice(), FromPb(req->range()), req->snapshot(), req->limit(),
                                   req->fragment(), resp, req->header().applied_index(),
-                                  lookup_keys.empty() ? nullptr : &lookup_keys);
+                                  lookup_keys.empty() ? nullptr : &lookup_keys, req->lookup_prefixes());
     ToPb(st, resp->mutable_status());
     s_->rows_sent_.fetch_add(static_cast<uint64_t>(resp->keys_size() + resp->partials_size()),
                              std::memory_order_relaxed);
@@ -310,8 +334,12 @@ class SliceServiceGrpc final : public DataService::Service {
     ToPb(s_->LocalPrepare(*req), resp->mutable_status());
     return grpc::Status::OK;
   }
-  grpc::Status Decide(grpc::ServerContext*, const DecideRequest* req, DecideResponse* resp) override {
+  grpc::Status Decide(grpc::ServerContext* ctx, const DecideRequest* req, DecideResponse* resp) override {
     if (auto refused = Epoch(req->header())) return *refused;
+    // A request its caller gave up on (past its deadline) records nothing:
+    // a coordinator whose CommitWrites returned sends no commit any more,
+    // which the sweep of decision records relies on (SweepDecisions).
+    if (ctx->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "the caller gave up");
     if (req->forget()) {
       std::vector<std::string> txns{KeyOf(req->txn())};
       for (const TxnKeyPb& more : req->forget_more()) txns.push_back(KeyOf(more));
@@ -326,9 +354,20 @@ class SliceServiceGrpc final : public DataService::Service {
     args.one_phase = req->one_phase();
     args.probe_slice = req->probe_slice();
     args.probe_key = req->probe_key();
+    args.participants.assign(req->participants().begin(), req->participants().end());
     Result<bool> r = s_->LocalDecide(KeyOf(req->txn()), args);
     ToPb(r.status(), resp->mutable_status());
     if (r.ok()) resp->set_committed(*r);
+    return grpc::Status::OK;
+  }
+  grpc::Status DecisionNeeded(grpc::ServerContext*, const DecisionNeededRequest* req,
+                              DecisionNeededResponse* resp) override {
+    if (auto refused = Epoch(req->header())) return *refused;
+    std::vector<txn::TxnKey> txns;
+    txns.reserve(static_cast<size_t>(req->txns_size()));
+    for (const TxnKeyPb& t : req->txns()) txns.push_back(txn::TxnKey{t.coordinator(), t.id()});
+    for (const bool needed : s_->LocalDecisionNeeded(txns)) resp->add_needed(needed);
+    ToPb(Status::OK(), resp->mutable_status());
     return grpc::Status::OK;
   }
   grpc::Status Finish(grpc::ServerContext*, const FinishRequest* req, FinishResponse* resp) override {
@@ -404,12 +443,25 @@ Result<std::unique_ptr<SliceService>> SliceService::Open(txn::TxnManager* txn, s
     log::Warn("node {}: {} prepared transaction(s) from before the restart; resolving them from their deciders",
               s->options_.node_name, s->prepared_.size());
   }
+  uint64_t decisions = 0;
+  SHALE_RETURN_IF_ERROR(meta->Scan(kDecisionPrefix, [&](std::string_view, std::string_view value) {
+    if (CountedDecision(value)) ++decisions;
+    return true;
+  }));
+  s->decision_records_.store(decisions, std::memory_order_relaxed);
   s->bg_thread_ = std::thread([raw = s.get()] { raw->BackgroundLoop(); });
   s->forget_thread_ = std::thread([raw = s.get()] { raw->ForgetLoop(); });
+  if (s->options_.decision_sweep_ms > 0) s->sweep_thread_ = std::thread([raw = s.get()] { raw->SweepLoop(); });
   return s;
 }
 
 SliceService::~SliceService() {
+  {
+    std::lock_guard<std::mutex> l(sweep_stop_mu_);
+    sweep_stop_ = true;
+  }
+  sweep_cv_.notify_all();
+  if (sweep_thread_.joinable()) sweep_thread_.join();
   {
     // Queued Forgets are dropped: their records stay, as after a crash.
     std::lock_guard<std::mutex> l(forget_mu_);
@@ -560,9 +612,13 @@ Status SliceService::LocalScan(storage::SliceId slice, const storage::KeyRange& 
 
 Status SliceService::LocalFragment(storage::SliceId slice, const storage::KeyRange& range, uint64_t snapshot,
                                    uint32_t limit, const std::string& fragment, FragmentResponse* out,
-                                   uint64_t routed_at, const std::vector<std::string>* lookup_keys) {
+                                   uint64_t routed_at, const std::vector<std::string>* lookup_keys,
+                                   bool lookup_prefixes) {
   // The same checks as Get and Scan.
   SHALE_ASSIGN_OR_RETURN(storage::Slice * s, ReadableReplica(slice, snapshot, routed_at));
+  if (lookup_prefixes && lookup_keys == nullptr) {
+    return Status::InvalidArgument("pushed fragment: a prefix lookup without prefixes");
+  }
   if (!options_.compile_fragment) {
     return Status::InvalidArgument(fmt::format("node '{}' runs no pushed fragments", options_.node_name));
   }
@@ -578,6 +634,50 @@ Status SliceService::LocalFragment(storage::SliceId slice, const storage::KeyRan
                                                  lookup_keys->size(), txn::DataRouter::kMaxLookupKeys));
     }
     storage::MvccSlice mvcc(s);
+    if (lookup_prefixes) {
+      // Every entry under each prefix, paged like a range by the entries
+      // examined; `range.start` resumes the first prefix.
+      if (limit == 0) limit = options_.fragment_page_rows;
+      uint32_t n = 0;
+      std::string last;
+      for (size_t i = 0; i < lookup_keys->size(); ++i) {
+        const std::string& prefix = (*lookup_keys)[i];
+        if (prefix.empty()) return Status::InvalidArgument("pushed fragment: an empty lookup prefix");
+        storage::KeyRange under;
+        under.has_start = true;
+        under.start = prefix;
+        under.start_inclusive = true;
+        if (i == 0 && range.has_start) {
+          if (range.start.compare(0, prefix.size(), prefix) != 0) {
+            return Status::InvalidArgument("pushed fragment: a lookup resumes outside its first prefix");
+          }
+          under.start = range.start;
+          under.start_inclusive = range.start_inclusive;
+        }
+        // No encoded key component starts with 0xFF (src/common/value.h).
+        under.has_end = true;
+        under.end = prefix + '\xff';
+        under.end_inclusive = false;
+        auto it = mvcc.NewIterator(ro, under);
+        for (; it->Valid(); it->Next()) {
+          if (n == limit) {
+            out->set_more(true);
+            out->set_resume_after(last);
+            return Status::OK();
+          }
+          bool pass = false;
+          SHALE_RETURN_IF_ERROR(run->Add(it->value(), &pass));
+          if (pass) {
+            out->add_keys(std::string(it->key()));
+            out->add_values(std::string(it->value()));
+          }
+          last.assign(it->key());
+          ++n;
+        }
+        SHALE_RETURN_IF_ERROR(it->status());
+      }
+      return Status::OK();
+    }
     std::string value;
     for (const std::string& key : *lookup_keys) {
       Status got = mvcc.Get(ro, key, &value);
@@ -774,7 +874,7 @@ void SliceService::ReleaseDecision(const std::string& txn) {
   decide_cv_.notify_all();
 }
 
-Status SliceService::LocalForget(const std::vector<std::string>& txns) {
+Status SliceService::LocalForget(const std::vector<std::string>& txns, uint64_t* dropped) {
   // One Decide or Forget of a transaction at a time (as LocalDecide); other
   // transactions' decisions do not wait for this one's synced delete. All
   // of `txns` are claimed at once (no claim is held while waiting), so two
@@ -789,11 +889,28 @@ Status SliceService::LocalForget(const std::vector<std::string>& txns) {
     });
     for (const std::string& txn : txns) deciding_.insert(txn);
   }
-  // One synced write for the whole batch.
+  // One synced write for the whole batch. The records there are counted
+  // first (decision_records(); a transaction may be forgotten twice: by its
+  // coordinator and by the sweep).
   std::vector<storage::MetaStore::Change> batch;
   batch.reserve(txns.size());
-  for (const std::string& txn : txns) batch.emplace_back(kDecisionPrefix + txn, std::nullopt);
-  const Status st = meta_->Write(batch);
+  uint64_t present = 0;
+  Status st;
+  for (const std::string& txn : txns) {
+    std::string value;
+    const Status got = meta_->Get(kDecisionPrefix + txn, &value);
+    if (got.ok()) {
+      if (CountedDecision(value)) ++present;
+    } else if (!got.IsNotFound()) {
+      st = got;
+    }
+    batch.emplace_back(kDecisionPrefix + txn, std::nullopt);
+  }
+  if (st.ok()) st = meta_->Write(batch);
+  if (st.ok()) {
+    decision_records_.fetch_sub(present, std::memory_order_relaxed);
+    if (dropped != nullptr) *dropped += present;
+  }
   {
     std::lock_guard<std::mutex> l(decide_mu_);
     for (const std::string& txn : txns) deciding_.erase(txn);
@@ -828,7 +945,9 @@ Result<bool> SliceService::LocalDecide(const std::string& txn, const DecideArgs&
   if (st.ok()) return !recorded.empty() && recorded[0] == 'C';
   if (!st.IsNotFound()) return st;
   auto record = [&](bool commit, const char* why) -> Result<bool> {
-    SHALE_RETURN_IF_ERROR(meta_->Put(key, commit ? "C" + std::to_string(args.ts) : std::string("A")));
+    const std::string value = DecisionValue(commit, args.ts, args.participants);
+    SHALE_RETURN_IF_ERROR(meta_->Put(key, value));
+    if (CountedDecision(value)) decision_records_.fetch_add(1, std::memory_order_relaxed);
     if (!commit && why != nullptr) log::Warn("node {}: recorded abort of transaction {} ({})", options_.node_name, txn, why);
     return commit;
   };
@@ -850,6 +969,7 @@ Result<bool> SliceService::LocalDecide(const std::string& txn, const DecideArgs&
   DecideArgs plain;
   plain.commit = args.commit;
   plain.ts = args.ts;
+  plain.participants = args.participants;
   const txn::TxnKey k = ParseTxnKey(txn);
   Result<bool> at_backup = DecideAt(args.backup, k, plain);
   if (at_backup.ok()) return record(*at_backup, nullptr);
@@ -882,6 +1002,9 @@ Result<bool> SliceService::LocalDecideApplied(const std::string& txn, const Deci
   if (found.ok()) return true;
   if (!found.IsNotFound()) return found;
   // Not applied: refused from now on (its Apply reads this record first).
+  // No participants in it: the sweep of decision records keeps it
+  // (SweepDecisions), and decision_records() does not count it
+  // (CountedDecision; docs/transactions.md "Not done").
   SHALE_RETURN_IF_ERROR(meta_->Put(key, std::string("A")));
   log::Warn("node {}: one-phase transaction {} was not applied here; recorded it as refused", options_.node_name,
             txn);
@@ -942,10 +1065,16 @@ Status SliceService::LocalFinish(const std::string& txn, bool commit) {
   txn_->PinCollection(request->commit_ts());
   if (commit) {
     auto writes = FromPb(request->writes());
-    if (writes.ok()) {
-      // A slice whose replica left this node meanwhile (the node was
-      // removed from the slice map while it was down, and its storage
-      // dropped): nothing to apply there.
+    // A slice whose replica left this node meanwhile (the node was removed
+    // from the slice map while it was down, and its storage dropped; a DDL
+    // dropped it): nothing to apply there. A drop may also land between
+    // this check and the apply (the store refuses the whole write then,
+    // logging nothing): check again and apply the rest.
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      if (!writes.ok()) {
+        st = writes.status();
+        break;
+      }
       for (auto it = writes->begin(); it != writes->end();) {
         auto slice = store_->GetSlice(it->first);
         if (!slice.ok() && slice.status().IsNotFound()) {
@@ -956,8 +1085,9 @@ Status SliceService::LocalFinish(const std::string& txn, bool commit) {
           ++it;
         }
       }
+      st = txn_->ApplyAt(request->commit_ts(), *writes);
+      if (!st.IsNotFound()) break;
     }
-    st = writes.ok() ? txn_->ApplyAt(request->commit_ts(), *writes) : writes.status();
   }
   // The record goes without an fsync: the commit's one synced write here
   // is the WAL's (ApplyAt). The delete is in RocksDB's WAL file (it
@@ -1171,6 +1301,7 @@ void SliceService::ResolvePass(bool all) {
       o.deciders.one_phase = p.request->one_phase();
       o.deciders.probe_slice = p.request->probe_slice();
       o.deciders.probe_key = p.request->probe_key();
+      o.deciders.participants.assign(p.request->participants().begin(), p.request->participants().end());
       if (all || now - p.since >= std::chrono::milliseconds(options_.resolve_after_ms)) {
         overdue.push_back(std::move(o));
       } else if (o.txn.coordinator != options_.node_name && now - p.since >= kMembershipGrace) {
@@ -1451,6 +1582,66 @@ Status SliceService::LookupFiltered(const std::string& node, storage::SliceId sl
   return Status::OK();
 }
 
+Status SliceService::LookupPrefixes(const std::string& node, storage::SliceId slice,
+                                    const std::vector<std::string>& prefixes, uint64_t snapshot,
+                                    const std::string& fragment,
+                                    std::vector<std::pair<std::string, std::string>>* rows) {
+  if (prefixes.size() > kMaxLookupKeys) {
+    return Status::InvalidArgument(
+        fmt::format("batched lookup: {} prefixes for slice {} (at most {})", prefixes.size(), slice, kMaxLookupKeys));
+  }
+  if (prefixes.empty()) return Status::OK();
+  size_t first = 0;          // the prefixes not finished start here
+  storage::KeyRange resume;  // where the first of them resumes
+  while (true) {
+    const std::vector<std::string> sending(prefixes.begin() + static_cast<std::ptrdiff_t>(first), prefixes.end());
+    FragmentResponse page;
+    if (node == self()) {
+      SHALE_RETURN_IF_ERROR(LocalFragment(slice, resume, snapshot, options_.fragment_page_rows, fragment, &page,
+                                          AppliedIndex(), &sending, /*lookup_prefixes=*/true));
+    } else {
+      SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
+      FragmentRequest req;
+      Header(req.mutable_header());
+      req.set_slice(slice);
+      ToPb(resume, req.mutable_range());
+      req.set_snapshot(snapshot);
+      req.set_limit(options_.fragment_page_rows);
+      req.set_fragment(fragment);
+      req.set_lookup_prefixes(true);
+      for (const std::string& k : sending) req.add_lookup_keys(k);
+      grpc::Status g;
+      for (int attempt = 0; attempt < 2; ++attempt) {
+        grpc::ClientContext ctx;
+        SetDeadline(&ctx, attempt == 0 ? std::chrono::milliseconds(options_.rpc_timeout_ms) : kReconnectWait);
+        // A read is idempotent: once more, waiting for a reconnecting channel.
+        ctx.set_wait_for_ready(attempt > 0);
+        g = peer->stub()->Fragment(&ctx, req, &page);
+        if (g.error_code() != grpc::StatusCode::UNAVAILABLE) break;
+      }
+      if (!g.ok()) return FromGrpc(g, node);
+      // The prefixes sent count as rows moved, as LookupFiltered's keys do.
+      CountSent(sending.size());
+      CountReceived(static_cast<uint64_t>(page.keys_size()));
+      SHALE_RETURN_IF_ERROR(FromPb(page.status()));
+    }
+    for (int i = 0; i < page.keys_size(); ++i) {
+      rows->emplace_back(std::move(*page.mutable_keys(i)), std::move(*page.mutable_values(i)));
+    }
+    if (!page.more()) return Status::OK();
+    // Continue with the prefix the last entry examined is under.
+    const std::string& after = page.resume_after();
+    while (first < prefixes.size() && after.compare(0, prefixes[first].size(), prefixes[first]) != 0) ++first;
+    if (after.empty() || first == prefixes.size()) {
+      return Status::Internal(
+          fmt::format("node '{}': a lookup page of slice {} ended outside the prefixes sent", node, slice));
+    }
+    resume.has_start = true;
+    resume.start = after;
+    resume.start_inclusive = false;
+  }
+}
+
 Status SliceService::Lock(const std::string& node, const txn::TxnKey& txn, const std::string& name,
                           txn::LockMode mode, std::chrono::milliseconds timeout, const std::atomic<bool>* interrupt,
                           const std::atomic<bool>* victim) {
@@ -1520,6 +1711,7 @@ Status SliceService::Prepare(const std::string& node, const txn::TxnKey& txn, ui
     req.set_probe_slice(deciders.probe_slice);
     req.set_probe_key(deciders.probe_key);
   }
+  for (const std::string& p : deciders.participants) req.add_participants(p);
   if (node == self()) return LocalPrepare(req);
   SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
   Header(req.mutable_header());
@@ -1542,6 +1734,7 @@ Result<bool> SliceService::DecideAt(const std::string& node, const txn::TxnKey& 
   req.set_one_phase(args.one_phase);
   req.set_probe_slice(args.probe_slice);
   req.set_probe_key(args.probe_key);
+  for (const std::string& p : args.participants) req.add_participants(p);
   DecideResponse resp;
   SHALE_RETURN_IF_ERROR(Rpc(peer, node, RpcTimeout(), &DataService::Stub::Decide, req, &resp));
   SHALE_RETURN_IF_ERROR(FromPb(resp.status()));
@@ -1567,6 +1760,7 @@ Result<bool> SliceService::Decide(const txn::DeciderPair& deciders, const txn::T
     args.probe_key = deciders.probe_key;
     return DecideAt(deciders.decider, txn, args);
   }
+  args.participants = deciders.participants;
   Result<bool> r = DecideAt(deciders.decider, txn, args);
   if (r.ok() || deciders.backup.empty() || deciders.backup == deciders.decider) return r;
   // The decider did not answer: the backup answers in its place once the
@@ -1575,6 +1769,7 @@ Result<bool> SliceService::Decide(const txn::DeciderPair& deciders, const txn::T
   direct.commit = commit;
   direct.ts = ts;
   direct.decider = deciders.decider;
+  direct.participants = deciders.participants;
   Result<bool> at_backup = DecideAt(deciders.backup, txn, direct);
   if (at_backup.ok()) return at_backup;
   if (r.status().code() != StatusCode::kSqlError) return r.status();
@@ -1702,6 +1897,150 @@ void SliceService::TEST_DropForgets() {
   std::lock_guard<std::mutex> l(forget_mu_);
   forgets_.clear();
 }
+
+// ---- the sweep of decision records -----------------------------------------
+// (docs/transactions.md "Collecting orphaned decision records")
+
+namespace {
+// Transactions per DecisionNeeded request, and per synced delete.
+constexpr size_t kSweepBatch = 1024;
+// A node that does not answer within this keeps its records until a later
+// sweep (the sweep does not hold anything up meanwhile).
+constexpr std::chrono::milliseconds kSweepRpcTimeout{2000};
+}  // namespace
+
+std::vector<bool> SliceService::LocalDecisionNeeded(const std::vector<txn::TxnKey>& txns) const {
+  std::vector<bool> out;
+  out.reserve(txns.size());
+  std::lock_guard<std::mutex> l(mu_);
+  for (const txn::TxnKey& t : txns) {
+    const std::string k = t.ToString();
+    bool needed = prepared_.count(k) > 0 || preparing_.count(k) > 0 || finishing_.count(k) > 0;
+    // Its coordinator may still ask for commit until its CommitWrites
+    // returns: an abort record dropped before that would let a late
+    // commit be recorded after a participant discarded its writes.
+    if (!needed && t.coordinator == options_.node_name) needed = txn_->Committing(t.id);
+    out.push_back(needed);
+  }
+  return out;
+}
+
+Result<std::vector<bool>> SliceService::DecisionNeededAt(const std::string& node,
+                                                         const std::vector<txn::TxnKey>& txns) {
+  if (node == self()) return LocalDecisionNeeded(txns);
+  SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
+  std::vector<bool> out;
+  out.reserve(txns.size());
+  for (size_t from = 0; from < txns.size(); from += kSweepBatch) {
+    const size_t to = std::min(txns.size(), from + kSweepBatch);
+    DecisionNeededRequest req;
+    Header(req.mutable_header());
+    for (size_t i = from; i < to; ++i) ToPb(txns[i], req.add_txns());
+    DecisionNeededResponse resp;
+    SHALE_RETURN_IF_ERROR(Rpc(peer, node, std::min(RpcTimeout(), kSweepRpcTimeout),
+                              &DataService::Stub::DecisionNeeded, req, &resp));
+    SHALE_RETURN_IF_ERROR(FromPb(resp.status()));
+    if (static_cast<size_t>(resp.needed_size()) != to - from) {
+      return Status::Internal(fmt::format("node '{}' answered {} of {} decision-record questions", node,
+                                          resp.needed_size(), to - from));
+    }
+    for (const bool needed : resp.needed()) out.push_back(needed);
+  }
+  return out;
+}
+
+size_t SliceService::SweepDecisions(bool all) {
+  std::lock_guard<std::mutex> sweep(sweep_mu_);
+  // The records kept here, with the nodes that may need each: its
+  // participants and its coordinator. A record without participants
+  // (written before they were kept) stays: no one can say who needs it.
+  std::map<std::string, std::vector<std::string>> records;
+  const std::string_view prefix(kDecisionPrefix);
+  const Status scanned = meta_->Scan(kDecisionPrefix, [&](std::string_view key, std::string_view value) {
+    std::vector<std::string> participants = DecisionParticipants(value);
+    if (!participants.empty()) records.emplace(std::string(key.substr(prefix.size())), std::move(participants));
+    return true;
+  });
+  if (!scanned.ok()) {
+    log::Warn("node {}: sweep of decision records: {}", options_.node_name, scanned.ToString());
+    return 0;
+  }
+  // Only records the previous sweep saw too: a record is at least one
+  // sweep interval old, so this node's view of the membership (a node it
+  // does not know counts as gone) is not older than the record.
+  std::set<std::string> seen;
+  std::map<std::string, std::vector<txn::TxnKey>> by_node;  // node -> what to ask it
+  std::map<std::string, bool> needed;                       // record -> someone needs it
+  for (const auto& [key, participants] : records) {
+    seen.insert(key);
+    if (!all && sweep_seen_.count(key) == 0) continue;
+    const txn::TxnKey k = ParseTxnKey(key);
+    if (k.ToString() != key) continue;  // not a key this node wrote: kept
+    needed[key] = false;
+    std::set<std::string> ask(participants.begin(), participants.end());
+    ask.insert(k.coordinator);
+    for (const std::string& node : ask) by_node[node].push_back(k);
+  }
+  sweep_seen_ = std::move(seen);
+  if (needed.empty()) return 0;
+  std::vector<std::string> nodes;
+  for (const auto& [node, txns] : by_node) nodes.push_back(node);
+  std::mutex answers_mu;
+  txn::CallEachNode(nodes, self(), [&](const std::string& node) {
+    const std::vector<txn::TxnKey>& txns = by_node.at(node);
+    std::vector<bool> answer;
+    if (node != self() && options_.address_of && !options_.address_of(node).ok()) {
+      // Not a cluster member: removed after a failure, its replicas left
+      // the slice map with it, so nothing it prepared is read again (a
+      // record it still holds resolves to abort and is discarded).
+      answer.assign(txns.size(), false);
+    } else {
+      Result<std::vector<bool>> r = DecisionNeededAt(node, txns);
+      if (r.ok()) {
+        answer = std::move(r).value();
+      } else {
+        answer.assign(txns.size(), true);  // unknown: kept
+      }
+    }
+    std::lock_guard<std::mutex> l(answers_mu);
+    for (size_t i = 0; i < txns.size(); ++i) {
+      if (answer[i]) needed[txns[i].ToString()] = true;
+    }
+    return Status::OK();
+  });
+  std::vector<std::string> drop;
+  for (const auto& [key, is_needed] : needed) {
+    if (!is_needed) drop.push_back(key);
+  }
+  uint64_t dropped = 0;
+  for (size_t from = 0; from < drop.size(); from += kSweepBatch) {
+    const auto end = drop.begin() + static_cast<std::ptrdiff_t>(std::min(drop.size(), from + kSweepBatch));
+    const std::vector<std::string> batch(drop.begin() + static_cast<std::ptrdiff_t>(from), end);
+    const Status st = LocalForget(batch, &dropped);
+    if (!st.ok()) {
+      log::Warn("node {}: sweep of decision records: dropping {}: {}", options_.node_name, batch.size(),
+                st.ToString());
+    }
+  }
+  if (dropped > 0) {
+    log::Info("node {}: dropped {} decision record(s) no participant needs; {} kept", options_.node_name, dropped,
+              decision_records_.load(std::memory_order_relaxed));
+  }
+  return static_cast<size_t>(dropped);
+}
+
+void SliceService::SweepLoop() {
+  std::unique_lock<std::mutex> l(sweep_stop_mu_);
+  while (!sweep_stop_) {
+    sweep_cv_.wait_for(l, std::chrono::milliseconds(options_.decision_sweep_ms));
+    if (sweep_stop_) break;
+    l.unlock();
+    SweepDecisions(/*all=*/false);
+    l.lock();
+  }
+}
+
+size_t SliceService::TEST_SweepDecisions() { return SweepDecisions(/*all=*/true); }
 
 Status SliceService::Finish(const std::string& node, const txn::TxnKey& txn, bool commit) {
   if (node == self()) return LocalFinish(txn.ToString(), commit);

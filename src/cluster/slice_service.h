@@ -13,8 +13,10 @@
 //
 // Durable state (this node's MetaStore, docs/transactions.md):
 //   txn/prepared/<coordinator>/<id>  PrepareRequest: a prepared write set
-//   txn/decision/<coordinator>/<id>  "C<ts>" or "A": the recorded outcome
-//                                    (at a one-phase applier: "A" only, a refusal)
+//   txn/decision/<coordinator>/<id>  "C<ts>" or "A" (the recorded outcome),
+//                                    then "\n<node>" per participant (at a
+//                                    one-phase applier: "A" only, a refusal,
+//                                    without participants)
 //   txn/presumed/<coordinator>/<id>  a one-phase transaction committed by
 //                                    presumption (its applier left)
 //
@@ -31,9 +33,15 @@
 //     refused (gRPC FAILED_PRECONDITION) before it touches anything; the
 //     client turns that into ER_UNKNOWN_COM_ERROR 1047 (SQLSTATE 08S01, the
 //     retryable "cluster changed" error).
-//  5. A decision record is dropped (Forget) only after every participant
-//     answered Finish(commit); the coordinator answers its client first and
-//     drops the records from a background queue.
+//  5. A decision record is dropped only once no participant can need it:
+//     by the coordinator (Forget) after every participant answered
+//     Finish(commit) — it answers its client first and drops the records
+//     from a background queue — or by the sweep of decision records at the
+//     node keeping it (SweepDecisions) once its coordinator's commit is no
+//     longer in progress and no participant that is a cluster member holds
+//     it prepared (or is preparing or applying it). A record without
+//     participants (a one-phase refusal, or one written before they were
+//     kept) is never dropped by the sweep.
 //  6. One phase on two nodes (docs/transactions.md "One phase on two
 //     nodes"): the applier's Apply is the decision. It applies only while
 //     it holds the transaction's locks and no refusal is recorded; it
@@ -46,7 +54,8 @@
 // Thread-safety: all methods may be called concurrently. gRPC runs on its
 // own threads; a background thread resolves prepared transactions whose
 // coordinator went silent and ends expired lock leases; another drops the
-// decision records of finished commits (Forget).
+// decision records of finished commits (Forget); a third sweeps the
+// decision records kept here that no participant needs any more.
 #pragma once
 
 #include <atomic>
@@ -63,6 +72,7 @@
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "shale/status.h"
 #include "src/txn/data_router.h"
@@ -126,6 +136,14 @@ struct SliceServiceOptions {
   // An aggregate page ends once it holds this many groups (bounds the
   // receiver's memory; the coordinator merges every page). Default: 4096.
   uint32_t fragment_page_groups = 4096;
+  // How often this node sweeps the decision records it keeps (as a decider
+  // or a backup), dropping those no participant needs any more: records
+  // left by a coordinator that died before its Forget, or resolved by the
+  // participants (docs/transactions.md "Collecting orphaned decision
+  // records"). A record is dropped at the earliest by the second sweep
+  // that sees it. 0: never (tests sweep with TEST_SweepDecisions).
+  // Default: 10000.
+  uint32_t decision_sweep_ms = 10000;
 };
 
 class SliceService final : public txn::DataRouter {
@@ -153,6 +171,9 @@ class SliceService final : public txn::DataRouter {
   Status LookupFiltered(const std::string& node, storage::SliceId slice, const std::vector<std::string>& keys,
                         uint64_t snapshot, const std::string& fragment,
                         std::vector<std::pair<std::string, std::string>>* rows) override;
+  Status LookupPrefixes(const std::string& node, storage::SliceId slice, const std::vector<std::string>& prefixes,
+                        uint64_t snapshot, const std::string& fragment,
+                        std::vector<std::pair<std::string, std::string>>* rows) override;
   Status Lock(const std::string& node, const txn::TxnKey& txn, const std::string& name, txn::LockMode mode,
               std::chrono::milliseconds timeout, const std::atomic<bool>* interrupt,
               const std::atomic<bool>* victim) override;
@@ -173,6 +194,7 @@ class SliceService final : public txn::DataRouter {
   Result<bool> AbortLockWait(const txn::LockWaitInfo& wait) override;
   uint64_t rows_sent() const override { return rows_sent_.load(std::memory_order_relaxed); }
   uint64_t rows_received() const override { return rows_received_.load(std::memory_order_relaxed); }
+  uint64_t decision_records() const override { return decision_records_.load(std::memory_order_relaxed); }
 
   // Prepared transactions waiting for their outcome at this node.
   size_t prepared_count() const;
@@ -202,6 +224,10 @@ class SliceService final : public txn::DataRouter {
   // Forgets what is queued, as a coordinator killed after acknowledging
   // does: the records stay at the deciders and backups.
   void TEST_DropForgets();
+  // Runs one sweep of the decision records kept here now, over every
+  // record (not only those an earlier sweep saw). Returns the records
+  // dropped.
+  size_t TEST_SweepDecisions();
 
  private:
   friend class SliceServiceGrpc;
@@ -236,10 +262,13 @@ class SliceService final : public txn::DataRouter {
                    ScanResponse* out, uint64_t routed_at);
   // One page of a pushed fragment over the local replica (the checks of
   // LocalScan first): at most `limit` stored rows examined.
-  // With `lookup_keys` (non-empty): those primary keys instead of `range`.
+  // With `lookup_keys` (non-empty): those primary keys instead of `range`;
+  // with `lookup_prefixes` too, every entry starting with each of them
+  // (data.proto FragmentRequest.lookup_prefixes; `range.start`, if set,
+  // is where the first prefix's entries resume).
   Status LocalFragment(storage::SliceId slice, const storage::KeyRange& range, uint64_t snapshot, uint32_t limit,
                        const std::string& fragment, FragmentResponse* out, uint64_t routed_at,
-                       const std::vector<std::string>* lookup_keys = nullptr);
+                       const std::vector<std::string>* lookup_keys = nullptr, bool lookup_prefixes = false);
   // One Fragment page at `node` (an RPC unless it is this node); counts
   // the rows received.
   Status FragmentPage(const std::string& node, storage::SliceId slice, const storage::KeyRange& range,
@@ -263,6 +292,7 @@ class SliceService final : public txn::DataRouter {
     uint64_t ts = 0;
     std::string backup;
     std::string decider;
+    std::vector<std::string> participants;  // kept in the record (the sweep asks them)
     bool one_phase = false;
     storage::SliceId probe_slice = 0;
     std::string probe_key;
@@ -283,7 +313,25 @@ class SliceService final : public txn::DataRouter {
   // backup answers directly only while the decider is not a member).
   bool MayDecideAlone(const std::string& txn, const std::string& backup);
   Status LocalFinish(const std::string& txn, bool commit);
-  Status LocalForget(const std::vector<std::string>& txns);
+  // Drops the decision records of `txns` here in one synced write; adds the
+  // number of records that were there to *dropped (when set).
+  Status LocalForget(const std::vector<std::string>& txns, uint64_t* dropped = nullptr);
+
+  // The sweep of decision records (SweepDecisions): for each of `txns`,
+  // whether this node may still need its outcome — it holds it prepared,
+  // or is preparing or applying it, or it is its coordinator and the
+  // commit is in progress (TxnManager::Committing).
+  std::vector<bool> LocalDecisionNeeded(const std::vector<txn::TxnKey>& txns) const;
+  // The same at `node` (RPCs unless it is this node, in batches).
+  Result<std::vector<bool>> DecisionNeededAt(const std::string& node, const std::vector<txn::TxnKey>& txns);
+  // Drops the decision records kept here that no one needs: asks the
+  // coordinator and the participants named in each record, each node once
+  // for all its records, all nodes at once; a node that is not a cluster
+  // member needs none (its replicas left the slice map with it), one that
+  // does not answer needs all. Only records an earlier sweep saw (`all`:
+  // every one). Returns the records dropped.
+  size_t SweepDecisions(bool all);
+  void SweepLoop();
   // `decides`: the applier's Apply of a one-phase transaction on two
   // nodes (ApplyDecision): refused (*refused set, nothing written) when a
   // resolver refused it here, or its locks here are gone.
@@ -370,6 +418,9 @@ class SliceService final : public txn::DataRouter {
   // (rows read by other nodes, rows they wrote here).
   std::atomic<uint64_t> rows_sent_{0};
   std::atomic<uint64_t> rows_received_{0};
+  // Decision records in this node's MetaStore (decision_records()), but
+  // for bare "A" records (one-phase refusals; CountedDecision).
+  std::atomic<uint64_t> decision_records_{0};
   // Requester side: also counted for the calling thread's statement.
   void CountSent(uint64_t rows) {
     rows_sent_.fetch_add(rows, std::memory_order_relaxed);
@@ -403,6 +454,14 @@ class SliceService final : public txn::DataRouter {
   bool forgets_paused_ = false;        // GUARDED_BY(forget_mu_): tests
   bool forget_stop_ = false;           // GUARDED_BY(forget_mu_)
   std::thread forget_thread_;
+
+  // The sweep of decision records (SweepLoop).
+  std::mutex sweep_mu_;                // one sweep at a time
+  std::set<std::string> sweep_seen_;   // GUARDED_BY(sweep_mu_): records the last sweep saw
+  std::mutex sweep_stop_mu_;
+  std::condition_variable sweep_cv_;
+  bool sweep_stop_ = false;            // GUARDED_BY(sweep_stop_mu_)
+  std::thread sweep_thread_;
 };
 
 }  // namespace shale::cluster

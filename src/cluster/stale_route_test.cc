@@ -26,6 +26,7 @@
 
 #include "src/cluster/rpc_server.h"
 #include "src/cluster/slice_service.h"
+#include "src/cluster/testing/in_process_cluster.h"
 #include "src/common/testing/temp_dir.h"
 #include "src/exec/engine.h"
 #include "src/exec/pushdown.h"
@@ -49,25 +50,9 @@ struct TestNode {
 class StaleRouteTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (int i = 0; i < 4; ++i) {
-      auto node = std::make_unique<TestNode>();
-      node->name = "n" + std::to_string(i + 1);
-      exec::EngineOptions options;
-      options.data_dir = dir_.path() + "/" + node->name;
-      options.node_name = node->name;
-      options.default_slices = 4;
-      auto engine = exec::Engine::Open(options);
-      ASSERT_TRUE(engine.ok()) << engine.status().ToString();
-      node->engine = std::move(engine).value();
-      nodes_.push_back(std::move(node));
-    }
-    for (auto& n : nodes_) n->engine->txn()->TEST_UseOracle(nodes_[0]->engine->txn()->oracle());
-    auto address_of = [this](const std::string& name) -> Result<std::string> {
-      std::lock_guard lock(addresses_mu_);
-      auto it = addresses_.find(name);
-      if (it == addresses_.end()) return Status::Unavailable("unknown node " + name);
-      return it->second;
-    };
+    in_process::OpenNodes(dir_.path(), 4, /*default_slices=*/4, &nodes_);
+    ASSERT_EQ(nodes_.size(), 4u);
+    const auto address_of = addresses_.Lookup();
     for (auto& n : nodes_) {
       TestNode* raw = n.get();
       raw->engine->catalog()->SetSubmitter([this, raw](const std::string& command) { return Submit(raw, command); });
@@ -88,9 +73,7 @@ class StaleRouteTest : public ::testing::Test {
         return raw->applied >= index;
       };
       o.placed_here = [raw](storage::SliceId id) { return raw->engine->PlacedHere(id); };
-      o.compile_fragment = [raw](const std::string& fragment, storage::SliceId slice) {
-        return exec::CompileFragment(raw->engine->catalog(), fragment, slice);
-      };
+      o.compile_fragment = in_process::FragmentCompilerOf(raw->engine.get());
       auto data = SliceService::Open(n->engine->txn(), n->engine->slices(), n->engine->meta(), o);
       ASSERT_TRUE(data.ok()) << data.status().ToString();
       n->data = std::move(data).value();
@@ -106,8 +89,7 @@ class StaleRouteTest : public ::testing::Test {
       n->rpc = std::make_unique<RpcServer>(NodeIdentity{NewNodeId(), n->name});
       n->rpc->AddService(n->data->service());
       ASSERT_TRUE(n->rpc->Start("127.0.0.1:0").ok());
-      std::lock_guard lock(addresses_mu_);
-      addresses_[n->name] = "127.0.0.1:" + std::to_string(n->rpc->port());
+      addresses_.Set(n->name, "127.0.0.1:" + std::to_string(n->rpc->port()));
     }
   }
 
@@ -268,8 +250,7 @@ class StaleRouteTest : public ::testing::Test {
 
   shale::testing::TempDir dir_;
   std::vector<std::unique_ptr<TestNode>> nodes_;
-  std::mutex addresses_mu_;
-  std::map<std::string, std::string> addresses_;
+  in_process::AddressBook addresses_;
   std::mutex log_mu_;
   std::vector<std::string> log_;  // GUARDED_BY(log_mu_)
 };

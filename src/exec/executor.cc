@@ -1126,52 +1126,245 @@ class LookupJoinSource : public JoinSource {
   const std::vector<Row>* matches_ = nullptr;
 };
 
-// A lookup join that may run batched (BatchedLookupJoinSource): its right
-// side is a (filtered) scan of a table and its right keys are that table's
-// whole primary key, so each left row's keys name at most one stored row
-// and the slice holding it. Returns, per primary-key column, the index of
-// its join key; nullopt when the join does not qualify (the right filter
-// must also be PushableExpr: it runs where the slice is).
-std::optional<std::vector<size_t>> BatchedLookupKeys(const PhysicalOperator& op) {
+// Which right columns of each lookup join of a plan the operators above it
+// read (through their expressions), with the join's own predicate, keys and
+// right filter; a join missing from the map reads them all. Only what the
+// plan's root is built or explained with (LookupColumnsScope) is known:
+// plans built later, per outer row, read every column.
+using LookupColumns = std::unordered_map<const PhysicalOperator*, std::vector<bool>>;
+thread_local const LookupColumns* t_lookup_columns = nullptr;
+
+// Marks the columns (+ shift) `e` reads.
+void MarkColumns(const sierra::Expr* e, size_t shift, std::vector<bool>* cols) {
+  if (e == nullptr) return;
+  if (e->kind == sierra::ExprKind::kColumnRef && e->column >= 0) {
+    const size_t c = static_cast<size_t>(e->column) + shift;
+    if (c < cols->size()) {
+      (*cols)[c] = true;
+    } else {
+      cols->assign(cols->size(), true);  // not a row this analysis knows: all
+    }
+  }
+  for (const sierra::ExprPtr& child : e->children) MarkColumns(child.get(), shift, cols);
+}
+
+// Notes in *out, for each lookup join under `op`, the right columns read
+// when `needed` are the columns of `op`'s output read above it. Operators
+// it does not list (writes, unions, applies, scans) read every column.
+void NoteLookupColumns(const PhysicalOperator& op, std::vector<bool> needed, LookupColumns* out) {
+  auto all = [](const PhysicalOperator& c) { return std::vector<bool>(c.columns.size(), true); };
+  if (needed.size() != op.columns.size()) needed = all(op);
+  auto none = [](const PhysicalOperator& c) { return std::vector<bool>(c.columns.size(), false); };
+  if (op.children.empty()) return;
+  switch (op.kind) {
+    case PhysicalKind::kFilter:
+    case PhysicalKind::kSort:
+    case PhysicalKind::kLimit: {
+      const PhysicalOperator& child = *op.children[0];
+      if (child.columns.size() != op.columns.size()) break;
+      MarkColumns(op.predicate.get(), 0, &needed);
+      for (const sierra::SortKey& k : op.sort_keys) MarkColumns(k.expr.get(), 0, &needed);
+      NoteLookupColumns(child, std::move(needed), out);
+      return;
+    }
+    case PhysicalKind::kProject: {
+      std::vector<bool> child = none(*op.children[0]);
+      for (const sierra::ExprPtr& e : op.exprs) MarkColumns(e.get(), 0, &child);
+      NoteLookupColumns(*op.children[0], std::move(child), out);
+      return;
+    }
+    case PhysicalKind::kHashAggregate:
+    case PhysicalKind::kStreamAggregate: {
+      std::vector<bool> child = none(*op.children[0]);
+      for (const sierra::ExprPtr& e : op.group_by) MarkColumns(e.get(), 0, &child);
+      for (const sierra::AggregateCall& a : op.aggregates) {
+        for (const sierra::ExprPtr& e : a.Exprs()) MarkColumns(e.get(), 0, &child);
+      }
+      NoteLookupColumns(*op.children[0], std::move(child), out);
+      return;
+    }
+    case PhysicalKind::kNestedLoopJoin:
+    case PhysicalKind::kHashJoin:
+    case PhysicalKind::kLookupJoin: {
+      const size_t left_width = op.children[0]->columns.size();
+      if (left_width > needed.size()) break;
+      MarkColumns(op.predicate.get(), 0, &needed);
+      for (const auto& [l, r] : op.hash_keys) {
+        MarkColumns(l.get(), 0, &needed);
+        MarkColumns(r.get(), left_width, &needed);
+      }
+      std::vector<bool> left(needed.begin(), needed.begin() + static_cast<std::ptrdiff_t>(left_width));
+      std::vector<bool> right(needed.begin() + static_cast<std::ptrdiff_t>(left_width), needed.end());
+      NoteLookupColumns(*op.children[0], std::move(left), out);
+      if (op.kind == PhysicalKind::kLookupJoin) {
+        MarkColumns(op.lookup_filter.get(), 0, &right);
+        (*out)[&op] = std::move(right);
+      } else if (op.children.size() > 1) {
+        NoteLookupColumns(*op.children[1], std::move(right), out);
+      }
+      return;
+    }
+    default:
+      break;
+  }
+  for (const planner::PhysicalPtr& child : op.children) NoteLookupColumns(*child, all(*child), out);
+}
+
+// While alive, BatchedLookupOf knows the columns read of `plan`'s lookup
+// joins (every column of the root is read).
+class LookupColumnsScope {
+ public:
+  explicit LookupColumnsScope(const PhysicalOperator& plan) : outer_(t_lookup_columns) {
+    NoteLookupColumns(plan, std::vector<bool>(plan.columns.size(), true), &columns_);
+    t_lookup_columns = &columns_;
+  }
+  ~LookupColumnsScope() { t_lookup_columns = outer_; }
+  LookupColumnsScope(const LookupColumnsScope&) = delete;
+  LookupColumnsScope& operator=(const LookupColumnsScope&) = delete;
+
+ private:
+  LookupColumns columns_;
+  const LookupColumns* outer_;
+};
+
+// How a lookup join runs batched (BatchedLookupJoinSource): the
+// representation of the right table its left keys are routed to, and which
+// join key gives each of its leading key columns.
+struct BatchedLookup {
+  // The table's primary key, or one of its secondary indexes.
+  const catalog::RepresentationDef* rep = nullptr;
+  // `rep` is a secondary index: its entries name rows by primary key, read
+  // in a second batched hop.
+  bool index = false;
+  // The keys are the whole primary key: one row at most per key (a point
+  // read); otherwise every entry under the key prefix.
+  bool whole_key = false;
+  // `rep` is an index of signed integer columns holding every right column
+  // the plan reads (its key columns and signed integer primary-key columns:
+  // their stored keys are their values): the rows are made from the
+  // entries, with no second hop.
+  bool covering = false;
+  // Per leading key column of `rep` (at least its distribution columns),
+  // the index of the join key equal to it in op.hash_keys.
+  std::vector<size_t> key_order;
+
+  // EXPLAIN's mark: "[pushed: batched lookup...]".
+  std::string Describe(bool filter) const {
+    std::string s = "[pushed: batched lookup";
+    if (index) s += " (index " + rep->name + (covering ? ", covering)" : ")");
+    else if (!whole_key) s += " (key prefix)";
+    if (filter) s += ", filter";
+    return s + "]";
+  }
+};
+
+// Whether the lookup join `op` may run batched: its right side is a
+// (filtered) scan of a table and its right keys are the leading key
+// columns of a representation of it — the whole primary key, a prefix of
+// it, or the leading columns of a secondary index — at least the columns
+// it is distributed on, so each left row's keys name the one slice holding
+// every match. The primary key is preferred (no second hop), then the
+// index with the most leading columns keyed. A key column counts only when
+// its equality compares as its keys are stored: a string column under its
+// own collation (keys hold its weight strings). The right filter must also
+// be PushableExpr (it runs where the slices are).
+std::optional<BatchedLookup> BatchedLookupOf(const PhysicalOperator& op) {
   if (op.kind != PhysicalKind::kLookupJoin || !op.lookup) return std::nullopt;
   const sierra::LogicalOperator* scan = op.lookup.get();
   if (scan->kind == sierra::LogicalKind::kFilter) scan = scan->children[0].get();
   if (scan->kind != sierra::LogicalKind::kScan || scan->table == nullptr) return std::nullopt;
   if (op.lookup_filter && !PushableExpr(*op.lookup_filter)) return std::nullopt;
   const catalog::TableDef& table = *scan->table;
-  const auto& pk = table.primary.key_columns;
-  if (pk.empty() || pk.size() != op.hash_keys.size()) return std::nullopt;
-  std::vector<size_t> order;
-  for (size_t c : pk) {
-    std::optional<size_t> found;
+  auto key_of = [&](int column) -> std::optional<size_t> {
     for (size_t i = 0; i < op.hash_keys.size(); ++i) {
-      const sierra::Expr& r = *op.hash_keys[i].second;
-      if (r.kind == sierra::ExprKind::kColumnRef && r.column == static_cast<int>(c)) found = i;
+      const auto& [l, r] = op.hash_keys[i];
+      if (r->kind != sierra::ExprKind::kColumnRef || r->column != column) continue;
+      const SqlType& t = table.columns[static_cast<size_t>(column)].type;
+      if (t.is_string() && sierra::ComparisonCollation({l, r}) != t.Collation()) continue;
+      return i;
     }
-    if (!found) return std::nullopt;
-    order.push_back(*found);
+    return std::nullopt;
+  };
+  auto leading = [&](const catalog::RepresentationDef& rep) {
+    std::vector<size_t> order;
+    for (int c : rep.key_columns) {
+      std::optional<size_t> k = key_of(c);
+      if (!k) break;
+      order.push_back(*k);
+    }
+    // Routable only when the distribution columns are all keyed.
+    if (order.size() < static_cast<size_t>(std::max(1, rep.distribution_columns))) order.clear();
+    return order;
+  };
+  BatchedLookup b;
+  b.key_order = leading(table.primary);
+  if (!b.key_order.empty()) {
+    b.rep = &table.primary;
+    b.whole_key = b.key_order.size() == table.primary.key_columns.size();
+    return b;
   }
-  return order;
+  for (const catalog::RepresentationDef& index : table.indexes) {
+    std::vector<size_t> order = leading(index);
+    if (order.size() > b.key_order.size()) {
+      b.key_order = std::move(order);
+      b.rep = &index;
+      b.index = true;
+    }
+  }
+  if (b.rep == nullptr) return std::nullopt;
+  // Covering: every column read is in the entries as its value.
+  const std::vector<bool>* read = nullptr;
+  if (t_lookup_columns != nullptr) {
+    auto it = t_lookup_columns->find(&op);
+    if (it != t_lookup_columns->end() && it->second.size() == table.columns.size()) read = &it->second;
+  }
+  auto signed_integer = [&](int c) {
+    const SqlType& t = table.columns[static_cast<size_t>(c)].type;
+    return t.is_integer() && !t.is_unsigned;
+  };
+  if (read != nullptr && b.index && std::all_of(b.rep->key_columns.begin(), b.rep->key_columns.end(), signed_integer)) {
+    b.covering = true;
+    for (size_t c = 0; c < read->size() && b.covering; ++c) {
+      if (!(*read)[c]) continue;
+      const int column = static_cast<int>(c);
+      const bool in_entry =
+          std::find(b.rep->key_columns.begin(), b.rep->key_columns.end(), column) != b.rep->key_columns.end() ||
+          std::find(table.primary.key_columns.begin(), table.primary.key_columns.end(), column) !=
+              table.primary.key_columns.end();
+      b.covering = in_entry && signed_integer(column);
+    }
+  }
+  return b;
 }
 
 // An index-lookup join pushed to the slices (docs/cluster.md "Query
 // path"): the left rows are taken in batches of up to
-// DataRouter::kMaxLookupKeys; their keys are grouped by the slice that
-// holds them (the distribution hash, as a point select routes) and each
-// remote slice gets ONE Fragment request with its distinct keys and the
-// right side's own filter, answering only the rows that exist and pass.
-// Per left row the result is what LookupJoinSource finds; keys it cannot
-// answer that way take LookupJoinSource's path: slices read here (no
-// network), slices this transaction wrote (their rows need its overlay),
-// and left values key order does not answer (planner::KeyConstant: another
-// type class, out of range).
+// DataRouter::kMaxLookupKeys; their keys are grouped by the slice of the
+// representation that holds them (the distribution hash, as a point select
+// routes) and each remote slice gets ONE Fragment request with its
+// distinct keys:
+// - the whole primary key: the rows with those keys that pass the right
+//   side's own filter (LookupFiltered);
+// - a primary-key prefix: every row under each prefix that passes it
+//   (LookupPrefixes);
+// - a secondary index's leading columns: every index entry under each
+//   prefix (LookupPrefixes), then the rows those entries name, batched
+//   again per primary slice with the filter (LookupFiltered).
+// Slices read here (no network) and slices this transaction wrote (their
+// rows need its overlay) are read here through the transaction, prefix by
+// prefix or row by row, and filtered here; the entries and rows of the
+// others are at the statement's snapshot, which the transaction's view
+// equals there. Per left row the result is what LookupJoinSource finds;
+// keys it cannot answer that way take LookupJoinSource's path: whole keys
+// of slices read here or written, and left values key order does not
+// answer (planner::KeyConstant: another type class, out of range).
 class BatchedLookupJoinSource : public JoinSource {
  public:
   BatchedLookupJoinSource(Engine* engine, const PhysicalOperator& op, std::unique_ptr<RowSource> left,
-                          std::vector<size_t> key_order)
+                          BatchedLookup lookup)
       : JoinSource(op, std::unique_ptr<RowSource>(new Batches(this, std::move(left)))),
         engine_(engine),
-        key_order_(std::move(key_order)),
+        lookup_(std::move(lookup)),
         matches_by_key_(engine, op.lookup.get(), "#sql-join-buffer") {
     const sierra::LogicalOperator* scan = op.lookup.get();
     if (scan->kind == sierra::LogicalKind::kFilter) scan = scan->children[0].get();
@@ -1215,30 +1408,76 @@ class BatchedLookupJoinSource : public JoinSource {
   // How a left row of the batch finds its right rows.
   struct LeftKey {
     enum class How { kNone, kFetched, kUnbatched } how = How::kNone;
-    std::string key;  // kFetched: the encoded primary key
+    std::string key;  // kFetched: the encoded key (or key prefix) looked up
   };
+
+  // (ranking node, slice) -> distinct keys, in first-seen order.
+  using Requests = std::map<std::pair<std::string, storage::SliceId>, std::vector<std::string>>;
+
+  // The handle of slice `def` (one per slice per batch).
+  Result<const txn::SliceHandle*> Handle(const catalog::SliceDef& def) {
+    auto h = handles_.find(def.id);
+    if (h == handles_.end()) {
+      SHALE_ASSIGN_OR_RETURN(txn::SliceHandle handle, LocalSlice(engine_, *table_, def));
+      h = handles_.emplace(def.id, std::move(handle)).first;
+      defs_.emplace(def.id, &def);
+    }
+    return &h->second;
+  }
+  // Whether the slice is read remotely in a batch: ranked on another node
+  // and not written by this transaction (whose writes only it sees).
+  static bool Batched(const txn::SliceHandle& h, storage::SliceId id) {
+    txn::Transaction* t = CurrentTxn();
+    return h.remote() && !(t != nullptr && t->HasWritesIn(id));
+  }
+
+  // Index of the prefix among `prefixes` (from *at on) that `key` starts
+  // with: the answers of a prefix lookup come prefix after prefix.
+  static Result<size_t> PrefixOf(std::string_view key, const std::vector<std::string>& prefixes, size_t* at) {
+    while (*at < prefixes.size() && key.compare(0, prefixes[*at].size(), prefixes[*at]) != 0) ++*at;
+    if (*at == prefixes.size()) return Status::Internal("batched lookup: an answer under no prefix sent");
+    return *at;
+  }
+
+  // The answers of one request, held until the batch is joined: they
+  // count against the statement's memory budget as they arrive (a key
+  // prefix may match many rows, an index key many entries).
+  Status Hold(const std::vector<std::pair<std::string, std::string>>& found) {
+    uint64_t bytes = 0;
+    for (const auto& [key, value] : found) bytes += key.capacity() + value.capacity() + kHashEntryBytes;
+    return memory_.Grow(bytes, "#sql-join-buffer");
+  }
+
+  Status Keep(const std::string& key, Row row) {
+    // A batch's rows count against the statement's memory budget.
+    SHALE_RETURN_IF_ERROR(memory_.Grow(RowBytes(row) + key.capacity() + kHashEntryBytes, "#sql-join-buffer"));
+    fetched_[key].push_back(std::move(row));
+    return Status::OK();
+  }
 
   Status Fetch(const std::vector<Row>& rows) {
     const catalog::TableDef& table = *table_;
+    const catalog::RepresentationDef& rep = *lookup_.rep;
     txn::Transaction* t = CurrentTxn();
     keys_.assign(rows.size(), LeftKey{});
     fetched_.clear();
+    handles_.clear();
+    defs_.clear();
     memory_.ReleaseAll();
-    // (ranking node, slice) -> distinct keys, in first-seen order.
-    std::map<std::pair<std::string, storage::SliceId>, std::vector<std::string>> requests;
+    Requests requests;  // remote slices, one batched request each
+    Requests here;      // prefix lookups of the other slices: read here, through the transaction
     std::unordered_set<std::string> asked;
-    std::map<storage::SliceId, txn::SliceHandle> handles;
-    std::map<storage::SliceId, const catalog::SliceDef*> defs;  // for messages
     for (size_t i = 0; i < rows.size(); ++i) {
       std::vector<Value> eq;
       bool null_key = false, keyable = true;
-      for (size_t k = 0; k < key_order_.size(); ++k) {
-        SHALE_ASSIGN_OR_RETURN(Value v, sierra::Evaluate(*op_.hash_keys[key_order_[k]].first, rows[i]));
+      for (size_t k = 0; k < lookup_.key_order.size(); ++k) {
+        SHALE_ASSIGN_OR_RETURN(Value v, sierra::Evaluate(*op_.hash_keys[lookup_.key_order[k]].first, rows[i]));
         if (v.is_null()) {
           null_key = true;  // NULL never equals
           break;
         }
-        std::optional<Value> kv = planner::KeyConstant(v, table.columns[table.primary.key_columns[k]].type);
+        std::optional<Value> kv =
+            planner::KeyConstant(v, table.columns[static_cast<size_t>(rep.key_columns[k])].type);
         if (!kv) {
           keyable = false;
           continue;
@@ -1250,40 +1489,185 @@ class BatchedLookupJoinSource : public JoinSource {
         keys_[i].how = LeftKey::How::kUnbatched;
         continue;
       }
-      const catalog::SliceDef& def = table.primary.SliceForHash(catalog::DistributionHash(table.primary, eq));
-      auto h = handles.find(def.id);
-      if (h == handles.end()) {
-        SHALE_ASSIGN_OR_RETURN(txn::SliceHandle handle, LocalSlice(engine_, table, def));
-        h = handles.emplace(def.id, std::move(handle)).first;
-        defs.emplace(def.id, &def);
-      }
-      if (!h->second.remote() || (t != nullptr && t->HasWritesIn(def.id))) {
+      const catalog::SliceDef& def = rep.SliceForHash(catalog::DistributionHash(rep, eq));
+      SHALE_ASSIGN_OR_RETURN(const txn::SliceHandle* h, Handle(def));
+      const bool batched = Batched(*h, def.id);
+      if (!batched && lookup_.whole_key) {
         keys_[i].how = LeftKey::How::kUnbatched;
         continue;
       }
       keys_[i].how = LeftKey::How::kFetched;
       keys_[i].key = catalog::EncodeKey(eq);
-      if (asked.insert(keys_[i].key).second) {
-        requests[{h->second.ranking(), def.id}].push_back(keys_[i].key);
+      if (!asked.insert(keys_[i].key).second) continue;
+      if (batched) {
+        requests[{h->ranking(), def.id}].push_back(keys_[i].key);
+      } else {
+        here[{std::string(), def.id}].push_back(keys_[i].key);
       }
     }
-    if (requests.empty()) return Status::OK();
+    if (requests.empty() && here.empty()) return Status::OK();
     if (fragment_.empty()) fragment_ = SerializeLookupFragment(table_, op_.lookup_filter);
     const uint64_t snapshot = t != nullptr ? t->Snapshot() : storage::kLatestSnapshot;
+    if (lookup_.index) return FetchThroughIndex(requests, here, snapshot);
     std::vector<std::pair<std::string, std::string>> found;
-    for (const auto& [where, keys] : requests) {
-      SHALE_RETURN_IF_ERROR(CheckInterrupted());
-      found.clear();
-      const txn::SliceHandle& handle = handles.at(where.second);
-      SHALE_RETURN_IF_ERROR(handle.router->LookupFiltered(where.first, where.second, keys, snapshot, fragment_, &found));
-      for (auto& [key, value] : found) {
-        Row row;
-        Status decoded = DecodeRow(value, &row);
-        if (!decoded.ok()) return RowCorrupt(table, *defs.at(where.second), decoded);
-        // A batch's rows count against the statement's memory budget.
-        SHALE_RETURN_IF_ERROR(memory_.Grow(RowBytes(row) + key.capacity() + kHashEntryBytes, "#sql-join-buffer"));
-        fetched_[key].push_back(std::move(row));
+    for (const Requests* from : {&requests, &here}) {
+      const bool remote = from == &requests;
+      for (const auto& [where, keys] : *from) {
+        SHALE_RETURN_IF_ERROR(CheckInterrupted());
+        found.clear();
+        const txn::SliceHandle& handle = handles_.at(where.second);
+        if (!remote) {
+          SHALE_RETURN_IF_ERROR(ReadHere(handle, keys, &found));
+        } else if (lookup_.whole_key) {
+          SHALE_RETURN_IF_ERROR(
+              handle.router->LookupFiltered(where.first, where.second, keys, snapshot, fragment_, &found));
+        } else {
+          SHALE_RETURN_IF_ERROR(
+              handle.router->LookupPrefixes(where.first, where.second, keys, snapshot, fragment_, &found));
+        }
+        if (!lookup_.whole_key) SHALE_RETURN_IF_ERROR(Hold(found));
+        size_t at = 0;
+        for (auto& [key, value] : found) {
+          Row row;
+          Status decoded = DecodeRow(value, &row);
+          if (!decoded.ok()) return RowCorrupt(table, *defs_.at(where.second), decoded);
+          if (lookup_.whole_key) {
+            SHALE_RETURN_IF_ERROR(Keep(key, std::move(row)));
+            continue;
+          }
+          SHALE_ASSIGN_OR_RETURN(size_t p, PrefixOf(key, keys, &at));
+          // Rows read here are filtered here (remote ones were, there).
+          if (!remote) {
+            SHALE_ASSIGN_OR_RETURN(bool pass, Passes(row));
+            if (!pass) continue;
+          }
+          SHALE_RETURN_IF_ERROR(Keep(keys[p], std::move(row)));
+        }
       }
+    }
+    return Status::OK();
+  }
+
+  // Whether a right row passes the right side's own filter.
+  Result<bool> Passes(const Row& row) const {
+    if (!op_.lookup_filter) return true;
+    SHALE_ASSIGN_OR_RETURN(Value v, sierra::Evaluate(*op_.lookup_filter, row));
+    return sierra::IsTrue(v);
+  }
+
+  // The entries under each of `prefixes` of a slice read here: through the
+  // transaction (its snapshot and its own writes), prefix after prefix.
+  static Status ReadHere(const txn::SliceHandle& slice, const std::vector<std::string>& prefixes,
+                         std::vector<std::pair<std::string, std::string>>* found) {
+    for (const std::string& prefix : prefixes) {
+      storage::KeyRange range;
+      range.has_start = true;
+      range.start = prefix;
+      range.start_inclusive = true;
+      // No encoded key component starts with 0xFF (src/common/value.h).
+      range.has_end = true;
+      range.end = prefix + '\xff';
+      range.end_inclusive = false;
+      auto it = ReadRange(slice, range, /*latest=*/false);
+      for (; it->Valid(); it->Next()) found->emplace_back(std::string(it->key()), std::string(it->value()));
+      SHALE_RETURN_IF_ERROR(it->status());
+    }
+    return Status::OK();
+  }
+
+  // The index entries under each requested prefix, then the rows they name.
+  Status FetchThroughIndex(const Requests& requests, const Requests& here, uint64_t snapshot) {
+    const catalog::TableDef& table = *table_;
+    if (index_fragment_.empty()) index_fragment_ = SerializeLookupFragment(table_, nullptr);
+    // (prefix, encoded primary key) per entry, in the order answered.
+    std::vector<std::pair<std::string, std::string>> entries;
+    Requests row_requests;
+    std::unordered_set<std::string> asked;
+    std::unordered_map<std::string, Row> rows;  // encoded primary key -> its row, if it exists and passes
+    std::vector<std::pair<std::string, std::string>> found;
+    for (const Requests* from : {&requests, &here}) {
+      for (const auto& [where, prefixes] : *from) {
+        SHALE_RETURN_IF_ERROR(CheckInterrupted());
+        found.clear();
+        const txn::SliceHandle& handle = handles_.at(where.second);
+        if (from == &requests) {
+          SHALE_RETURN_IF_ERROR(
+              handle.router->LookupPrefixes(where.first, where.second, prefixes, snapshot, index_fragment_, &found));
+        } else {
+          SHALE_RETURN_IF_ERROR(ReadHere(handle, prefixes, &found));
+        }
+        SHALE_RETURN_IF_ERROR(Hold(found));
+        size_t at = 0;
+        for (const auto& [key, value] : found) {
+          SHALE_ASSIGN_OR_RETURN(size_t p, PrefixOf(key, prefixes, &at));
+          Row pk;
+          Status decoded = DecodeRow(value, &pk);
+          if (!decoded.ok()) return RowCorrupt(table, *defs_.at(where.second), decoded);
+          if (lookup_.covering) {
+            // The row from the entry: its index key, then its primary key;
+            // the columns nothing reads stay NULL.
+            Row row(table.columns.size());
+            std::string_view in = key;
+            for (int c : lookup_.rep->key_columns) {
+              decoded = DecodeKey(&in, table.columns[static_cast<size_t>(c)].type, &row[static_cast<size_t>(c)]);
+              if (!decoded.ok()) return RowCorrupt(table, *defs_.at(where.second), decoded);
+            }
+            if (pk.size() != table.primary.key_columns.size()) {
+              return RowCorrupt(table, *defs_.at(where.second), Status::Corruption("index entry: primary key width"));
+            }
+            for (size_t i = 0; i < pk.size(); ++i) row[static_cast<size_t>(table.primary.key_columns[i])] = pk[i];
+            SHALE_ASSIGN_OR_RETURN(bool pass, Passes(row));
+            if (pass) SHALE_RETURN_IF_ERROR(Keep(prefixes[p], std::move(row)));
+            continue;
+          }
+          std::string pk_key = catalog::EncodeKey(pk);
+          const catalog::SliceDef& def = table.primary.SliceForHash(catalog::DistributionHash(table.primary, pk));
+          SHALE_ASSIGN_OR_RETURN(const txn::SliceHandle* h, Handle(def));
+          if (asked.insert(pk_key).second) {
+            if (Batched(*h, def.id)) {
+              row_requests[{h->ranking(), def.id}].push_back(pk_key);
+            } else {
+              // Read here, through the transaction, and filtered here.
+              std::string stored;
+              Status st = ReadRow(*h, pk_key, /*latest=*/false, &stored);
+              if (!st.IsNotFound()) {
+                SHALE_RETURN_IF_ERROR(st);
+                Row row;
+                decoded = DecodeRow(stored, &row);
+                if (!decoded.ok()) return RowCorrupt(table, def, decoded);
+                SHALE_ASSIGN_OR_RETURN(bool pass, Passes(row));
+                if (pass) rows.emplace(pk_key, std::move(row));
+              }
+            }
+          }
+          entries.emplace_back(prefixes[p], std::move(pk_key));
+        }
+      }
+    }
+    // The second hop: each primary slice's keys, at most kMaxLookupKeys a request.
+    for (const auto& [where, keys] : row_requests) {
+      txn::DataRouter* router = handles_.at(where.second).router;
+      for (size_t from = 0; from < keys.size(); from += txn::DataRouter::kMaxLookupKeys) {
+        SHALE_RETURN_IF_ERROR(CheckInterrupted());
+        const size_t to = std::min(keys.size(), from + txn::DataRouter::kMaxLookupKeys);
+        const std::vector<std::string> chunk(keys.begin() + static_cast<std::ptrdiff_t>(from),
+                                             keys.begin() + static_cast<std::ptrdiff_t>(to));
+        found.clear();
+        SHALE_RETURN_IF_ERROR(router->LookupFiltered(where.first, where.second, chunk, snapshot, fragment_, &found));
+        SHALE_RETURN_IF_ERROR(Hold(found));
+        for (auto& [key, value] : found) {
+          Row row;
+          Status decoded = DecodeRow(value, &row);
+          if (!decoded.ok()) return RowCorrupt(table, *defs_.at(where.second), decoded);
+          rows.emplace(std::move(key), std::move(row));
+        }
+      }
+    }
+    // Each prefix's rows in the order of its entries (as an index scan
+    // reads them); an entry whose row is gone or fails the filter adds none.
+    for (const auto& [prefix, pk_key] : entries) {
+      auto it = rows.find(pk_key);
+      if (it != rows.end()) SHALE_RETURN_IF_ERROR(Keep(prefix, it->second));
     }
     return Status::OK();
   }
@@ -1317,10 +1701,13 @@ class BatchedLookupJoinSource : public JoinSource {
 
   Engine* engine_;
   std::shared_ptr<const catalog::TableDef> table_;
-  const std::vector<size_t> key_order_;
-  std::string fragment_;                                           // serialized on the first request
+  const BatchedLookup lookup_;
+  std::string fragment_;                                           // the right filter; serialized once
+  std::string index_fragment_;                                     // index entries: passes every entry
   std::vector<LeftKey> keys_;                                      // per left row of the batch
-  std::unordered_map<std::string, std::vector<Row>> fetched_;      // encoded key -> its row
+  std::unordered_map<std::string, std::vector<Row>> fetched_;      // encoded key (prefix) -> its rows
+  std::map<storage::SliceId, txn::SliceHandle> handles_;           // the batch's slices
+  std::map<storage::SliceId, const catalog::SliceDef*> defs_;      // for messages
   OuterResultCache matches_by_key_;                                // the unbatched left rows
   const std::vector<Row>* matches_ = nullptr;
   MemoryReservation memory_{StatementMemory()};                    // fetched_
@@ -1400,12 +1787,12 @@ Result<std::unique_ptr<RowSource>> Build(Engine* engine, const PhysicalOperator&
       // Batched in a cluster unless shale_pushdown is off or the right table
       // is read with locks (each row is locked and re-read here).
       if (engine->txn()->router() != nullptr && (t_statement == nullptr || t_statement->pushdown)) {
-        if (auto key_order = BatchedLookupKeys(op)) {
+        if (auto lookup = BatchedLookupOf(op)) {
           const sierra::LogicalOperator* scan = op.lookup.get();
           if (scan->kind == sierra::LogicalKind::kFilter) scan = scan->children[0].get();
           if (!LockingReadOf(*scan->table)) {
             return std::unique_ptr<RowSource>(
-                new BatchedLookupJoinSource(engine, op, std::move(child), std::move(*key_order)));
+                new BatchedLookupJoinSource(engine, op, std::move(child), std::move(*lookup)));
           }
         }
       }
@@ -2110,7 +2497,11 @@ Result<StatementResult> ExecutePlan(Engine* engine, const PhysicalOperator& plan
     sierra::ScopedDivisionByZeroError scope(division_error && plan.kind == PhysicalKind::kUpdate);
     return ExecuteModify(engine, plan);
   }
-  SHALE_ASSIGN_OR_RETURN(auto source, Build(engine, plan));
+  std::unique_ptr<RowSource> source;
+  {
+    LookupColumnsScope lookup_columns(plan);
+    SHALE_ASSIGN_OR_RETURN(source, Build(engine, plan));
+  }
   StatementResult result;
   result.is_result_set = true;
   result.columns = plan.columns;
@@ -2330,8 +2721,8 @@ void ExplainRows(Engine* engine, const PhysicalOperator& op, int depth, bool pus
   if (pushdown) {
     const Pushdown pushed = PushdownOf(op);
     if (pushed.kind != Pushdown::Kind::kNone) line += "  [" + pushed.Describe() + "]";
-    if (engine->txn()->router() != nullptr && BatchedLookupKeys(op)) {
-      line += op.lookup_filter ? "  [pushed: batched lookup, filter]" : "  [pushed: batched lookup]";
+    if (engine->txn()->router() != nullptr) {
+      if (auto lookup = BatchedLookupOf(op)) line += "  " + lookup->Describe(op.lookup_filter != nullptr);
     }
   }
   rows->push_back({Value::String(std::move(line)),
@@ -2342,6 +2733,7 @@ void ExplainRows(Engine* engine, const PhysicalOperator& op, int depth, bool pus
 }  // namespace
 
 Result<StatementResult> ExplainPlan(Engine* engine, const PhysicalOperator& plan, bool tree, bool pushdown) {
+  LookupColumnsScope lookup_columns(plan);
   StatementResult result;
   result.is_result_set = true;
   if (tree) {

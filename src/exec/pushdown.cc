@@ -222,6 +222,22 @@ Result<std::unique_ptr<txn::RowFragment>> CompileFragment(catalog::Catalog* cata
   bool owns = false;
   for (const catalog::SliceDef& s : op->table->primary.slices) owns |= s.id == slice;
   if (!owns) {
+    // A batched lookup's first hop into a secondary index answers the
+    // index's entries (index key, primary key), not rows: only a filter
+    // passing every entry runs there.
+    bool index_slice = false;
+    for (const catalog::RepresentationDef& index : op->table->indexes) {
+      for (const catalog::SliceDef& s : index.slices) index_slice |= s.id == slice;
+    }
+    if (index_slice) {
+      if (plan->kind != sierra::LogicalKind::kFilter || plan->predicate->kind != ExprKind::kConstant ||
+          !sierra::IsTrue(plan->predicate->constant)) {
+        return Status::InvalidArgument("pushed fragment: a filter or aggregate over the entries of an index");
+      }
+      owns = true;
+    }
+  }
+  if (!owns) {
     return SqlError(ErrorCode::kUnknownCom,
                     "Cluster metadata changed while the statement ran (slice {} is not a slice of table {}.{} any "
                     "more); the statement was not run, retry it",

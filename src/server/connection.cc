@@ -195,6 +195,10 @@ std::vector<std::pair<std::string, std::string>> ServerState::StatusVariables(ui
     // Row locks (docs/transactions.md "Row locks"): waits ended by a
     // deadlock (here or across nodes), locks held in this node's lock manager.
     add("Shale_deadlocks", txn_stats.deadlocks);
+    // Two-phase-commit decision records kept here (docs/transactions.md
+    // "Collecting orphaned decision records"): back to 0 once nothing is
+    // in flight. One-phase refusals, kept for good, are not counted.
+    add("Shale_decision_records", router ? router->decision_records() : 0);
     add("Shale_row_locks_held", txn_stats.row_locks_held);
     add("Shale_rows_received_from_other_nodes", router ? router->rows_received() : 0);
     add("Shale_rows_sent_between_nodes", router ? router->rows_moved() : 0);

@@ -92,6 +92,11 @@ struct LockHolderInfo {
 struct DeciderPair {
   std::string decider;
   std::string backup;  // empty: the decider alone
+  // Every node the transaction prepares at. Kept with the prepared records
+  // and the decision records, so a decision record no participant needs
+  // any more can be collected (docs/transactions.md "Collecting orphaned
+  // decision records"). Empty: unknown (such a record is kept).
+  std::vector<std::string> participants = {};
   bool one_phase = false;
   storage::SliceId probe_slice = 0;
   std::string probe_key;
@@ -165,6 +170,20 @@ class DataRouter {
   static constexpr size_t kMaxLookupKeys = 1024;
   virtual Status LookupFiltered(const std::string& node, storage::SliceId slice,
                                 const std::vector<std::string>& keys, uint64_t snapshot,
+                                const std::string& fragment,
+                                std::vector<std::pair<std::string, std::string>>* rows) = 0;
+  // Batched prefix lookup (a join on a prefix of the primary key or on the
+  // leading columns of a secondary index, docs/cluster.md "Query path"):
+  // every entry of `slice` at `snapshot` whose key starts with one of
+  // `prefixes` (encoded leading key columns, distinct, at most
+  // kMaxLookupKeys) and passes the filter fragment `fragment` (on an index
+  // slice: a filter passing every entry), evaluated at `node` with the same
+  // checks as Scan; appended to *rows as (key, value), prefix after prefix
+  // in the order of `prefixes`, each prefix's entries in key order. Paged
+  // underneath (SliceServiceOptions::fragment_page_rows entries examined per
+  // request).
+  virtual Status LookupPrefixes(const std::string& node, storage::SliceId slice,
+                                const std::vector<std::string>& prefixes, uint64_t snapshot,
                                 const std::string& fragment,
                                 std::vector<std::pair<std::string, std::string>>* rows) = 0;
 
@@ -246,6 +265,9 @@ class DataRouter {
   virtual uint64_t rows_sent() const = 0;
   virtual uint64_t rows_received() const = 0;
   uint64_t rows_moved() const { return rows_sent() + rows_received(); }
+  // Decision records of two-phase commits this node keeps, as a decider or
+  // a backup (SHOW STATUS Shale_decision_records; docs/transactions.md).
+  virtual uint64_t decision_records() const { return 0; }
 };
 
 // Whether a failed statement may be run again as a whole once the cluster

@@ -17,6 +17,12 @@ namespace {
 using WriteMap = SliceWrites;
 
 constexpr char kReadableFromPrefix[] = "txn/readable_from/";
+// The number of times this node's TxnManager was opened before (durable):
+// transaction ids of incarnation i start at i * kIdsPerIncarnation + 1, so
+// a restarted coordinator never reuses a TxnKey another node may still hold
+// a prepared or decision record of.
+constexpr char kIncarnationKey[] = "txn/incarnation";
+constexpr uint64_t kIdsPerIncarnation = 1'000'000'000'000ULL;
 // How long a coordinator keeps asking for its commit decision: long enough
 // for a dead decider to be removed from the membership (then its backup
 // answers), after which the outcome is unknown to it (1180).
@@ -152,6 +158,21 @@ Result<std::unique_ptr<TxnManager>> TxnManager::Open(storage::SliceStore* store,
     return true;
   }));
   SHALE_RETURN_IF_ERROR(bad);
+  uint64_t incarnation = 0;
+  {
+    std::string before;
+    Status got = meta->Get(kIncarnationKey, &before);
+    if (got.ok()) {
+      if (!ParseU64(before, &incarnation)) {
+        return Status::Corruption(fmt::format("unreadable record {}", kIncarnationKey));
+      }
+      ++incarnation;
+    } else if (!got.IsNotFound()) {
+      return got;
+    }
+  }
+  SHALE_RETURN_IF_ERROR(meta->Put(kIncarnationKey, std::to_string(incarnation)));
+  m->next_txn_id_.store(incarnation * kIdsPerIncarnation + 1);
   m->gc_thread_ = std::thread([raw = m.get()] { raw->GcLoop(); });
   return m;
 }
@@ -295,6 +316,29 @@ Status TxnManager::Apply(const WriteSet& writes) {
   return st;
 }
 
+class TxnManager::CommitInProgress {
+ public:
+  CommitInProgress(TxnManager* manager, uint64_t id) : manager_(manager), id_(id) {
+    std::lock_guard<std::mutex> l(manager_->committing_mu_);
+    manager_->committing_.insert(id_);
+  }
+  ~CommitInProgress() {
+    std::lock_guard<std::mutex> l(manager_->committing_mu_);
+    manager_->committing_.erase(id_);
+  }
+  CommitInProgress(const CommitInProgress&) = delete;
+  CommitInProgress& operator=(const CommitInProgress&) = delete;
+
+ private:
+  TxnManager* const manager_;
+  const uint64_t id_;
+};
+
+bool TxnManager::Committing(uint64_t id) const {
+  std::lock_guard<std::mutex> l(committing_mu_);
+  return committing_.count(id) > 0;
+}
+
 Status TxnManager::CommitWrites(const TxnKey& key, const WriteSet& writes, const Placement& placement,
                                 std::set<std::string>* participants, bool* in_doubt,
                                 const std::set<std::string>* lock_nodes) {
@@ -400,6 +444,10 @@ Status TxnManager::CommitWrites(const TxnKey& key, const WriteSet& writes, const
     }
   }
   if (deciders.backup.empty()) deciders.backup = self;
+  // Kept with the records: the sweep of decision records asks them.
+  for (const auto& [node, ws] : by_node) deciders.participants.push_back(node);
+  // Until this returns, no decision record of this transaction is dropped.
+  const CommitInProgress in_progress(this, key.id);
   auto abort_prepared = [&](const std::vector<std::string>& prepared) {
     for (const std::string& node : prepared) {
       Status st = router_->Finish(node, key, /*commit=*/false);

@@ -153,6 +153,12 @@ class TxnManager {
   // The session then rolls the whole transaction back. Returns whether the
   // wait was in progress.
   bool AbortLockWait(uint64_t txn, const std::string& node, const std::string& self, uint64_t wait_id);
+  // Whether this node's two-phase commit of its transaction `id` is in
+  // progress: from before its first Prepare until CommitWrites returns.
+  // Until then it may still ask the decider for commit, so no decision
+  // record of it may be dropped (SliceService's sweep of decision records,
+  // docs/transactions.md "Collecting orphaned decision records").
+  bool Committing(uint64_t id) const;
   TimestampOracle* oracle() { return Oracle(); }
   // Takes commit and read timestamps from `shared` instead of this node's
   // own oracle: in-process multi-node tests, until the cluster timestamp
@@ -277,6 +283,11 @@ class TxnManager {
   DataRouter* router_ = nullptr;
   LockManager locks_;
   std::atomic<uint64_t> next_txn_id_{1};
+  // Two-phase commits in progress here, by transaction id (Committing):
+  // a CommitInProgress registers one for its lifetime.
+  class CommitInProgress;
+  mutable std::mutex committing_mu_;
+  std::set<uint64_t> committing_;  // GUARDED_BY(committing_mu_)
 
   // Waits of this node's transactions for locks at other nodes.
   struct RemoteWait {

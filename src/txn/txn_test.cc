@@ -281,6 +281,22 @@ TEST_F(TransactionTest, ACopiedReplicaRefusesSnapshotsBelowItsCopy) {
   EXPECT_EQ((*reopened)->ReadableFrom(other_->id()), 0u);
 }
 
+// A restarted coordinator must not name a new transaction with the key of
+// one another node may still hold a prepared or decision record of.
+TEST_F(TransactionTest, TransactionIdsAreNotReusedAfterARestart) {
+  const uint64_t first = manager_->Begin({})->id();
+  const uint64_t second = manager_->NewOwnerId();
+  EXPECT_GT(second, first);
+  manager_.reset();
+  for (int restart = 1; restart <= 2; ++restart) {
+    auto reopened = TxnManager::Open(store_.get(), meta_.get(), {});
+    ASSERT_TRUE(reopened.ok());
+    const uint64_t id = (*reopened)->Begin({})->id();
+    EXPECT_GT(id, second);
+    EXPECT_EQ(id, static_cast<uint64_t>(restart) * 1'000'000'000'000ULL + 1);
+  }
+}
+
 TEST_F(TransactionTest, ReadCommittedTakesASnapshotPerStatement) {
   TxnOptions rc;
   rc.isolation = Isolation::kReadCommitted;

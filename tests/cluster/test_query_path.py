@@ -20,7 +20,13 @@ read by its primary key (b.id = a.v) is a batched lookup: the keys of the
 filtered outer rows go to the slices holding them, one request per slice,
 and only the matching inner rows come back, so it moves at most about
 (outer rows x 3: the outer rows, their keys, the matches) instead of the
-whole inner table (docs/cluster.md).
+whole inner table (docs/cluster.md). Joins on a secondary index's leading
+column and on a prefix of a composite primary key are batched too: the
+outer keys go to the index's (or table's) slices, which answer the
+entries under them, and an index's rows come in a second batched hop
+unless the index covers the columns read; the test checks their answers
+against Python's and shale_pushdown = 0, and bounds their rows moved by
+(outer rows x 2 + matches x 3, or x 1 covering or on a key prefix).
 """
 import argparse
 from collections import Counter
@@ -156,6 +162,85 @@ class QueryPathTest(ThreeNodeTestCase):
                 self.assertLessEqual(moved_by(analyzed), 6, analyzed)
                 cur.execute("SELECT id FROM qp.t WHERE v = 7 ORDER BY id")
                 self.assertEqual([r[0] for r in cur.fetchall()], sorted(i for i, _, v, _ in rows if v == 7))
+            finally:
+                close_quietly(conn)
+                close_quietly(off)
+
+    def test_index_and_key_prefix_joins_are_batched_lookups(self):
+        n1 = self.nodes[0]
+        n1.query("CREATE DATABASE qp")
+        # r: 6,000 rows, three per k in 0..1999 (an index, not the key); c:
+        # a composite key (a, b), distributed on a, three rows per a; o: the
+        # outer side, k NULL for every 50th row, 400 of its 2,500 values
+        # matching nothing.
+        n1.query("CREATE TABLE qp.r (id BIGINT PRIMARY KEY, k INT, w INT, KEY rk (k)) SLICES=4 REPLICAS=2")
+        n1.query("CREATE TABLE qp.c (a INT, b INT, x INT, PRIMARY KEY (a, b)) SLICES=4 REPLICAS=2")
+        n1.query("CREATE TABLE qp.o (id BIGINT PRIMARY KEY, g INT, k INT) SLICES=4 REPLICAS=2")
+        for t in ("qp.r", "qp.c", "qp.o"):
+            wait_for_table(self.nodes, t)
+        r_rows = [(i, (i * 7919) % 2000, i % 100) for i in range(1, 6001)]
+        c_rows = [(a, b, (a * b) % 11) for a in range(0, 2000) for b in range(3)]
+        o_rows = [(i, i % 20, None if i % 50 == 0 else (i * 13) % 2500) for i in range(1, 2001)]
+        for table, rows in (("qp.r", r_rows), ("qp.c", c_rows), ("qp.o", o_rows)):
+            for start in range(0, len(rows), 1000):
+                n1.query("INSERT INTO %s VALUES " % table + ", ".join(
+                    "(%s)" % ", ".join("NULL" if v is None else str(v) for v in row)
+                    for row in rows[start:start + 1000]))
+        outer = [o for o in o_rows if o[1] == 1]
+        by_k = {}
+        for i, k, w in r_rows:
+            by_k.setdefault(k, []).append((i, w))
+        pairs = sorted((o[0], i) for o in outer if o[2] is not None for i, _ in by_k.get(o[2], []))
+        index_matches = len(pairs)
+        index_count = ((index_matches, sum(w for o in outer if o[2] is not None for _, w in by_k.get(o[2], []))),)
+        c_by_a = {}
+        for a, b, x in c_rows:
+            c_by_a.setdefault(a, []).append(x)
+        prefix_matches = sum(len(c_by_a.get(o[2], [])) for o in outer if o[2] is not None)
+        prefix_count = ((prefix_matches, sum(sum(c_by_a.get(o[2], [])) for o in outer if o[2] is not None)),)
+        self.assertGreater(index_matches, 100)
+        # (statement, answer, EXPLAIN mark, rows moved per match at most:
+        # an entry, its primary key sent and its row; a covering index or a
+        # key prefix sends only the entry or row)
+        statements = [
+            ("SELECT COUNT(*), SUM(r.w) FROM qp.o o JOIN qp.r r ON r.k = o.k WHERE o.g = 1",
+             index_count, "pushed: batched lookup (index rk)]", 3 * index_matches),
+            ("SELECT o.id, r.id FROM qp.o o JOIN qp.r r ON r.k = o.k WHERE o.g = 1 ORDER BY o.id, r.id",
+             tuple(pairs), "pushed: batched lookup (index rk, covering)]", index_matches),
+            ("SELECT COUNT(*), SUM(c.x) FROM qp.o o JOIN qp.c c ON c.a = o.k WHERE o.g = 1",
+             prefix_count, "pushed: batched lookup (key prefix)]", prefix_matches),
+        ]
+        for node in self.nodes:
+            conn = node.connect()
+            off = node.connect()
+            try:
+                cur = conn.cursor()
+                cur_off = off.cursor()
+                cur_off.execute("SET shale_pushdown = 0")
+                for sql, expected, mark, per_matches in statements:
+                    cur.execute(sql)
+                    got = tuple(tuple(int(v) for v in r) for r in cur.fetchall())
+                    self.assertEqual(got, expected, "%s through node%d" % (sql, node.index))
+                    cur_off.execute(sql)
+                    got = tuple(tuple(int(v) for v in r) for r in cur_off.fetchall())
+                    self.assertEqual(got, expected, "%s (pushdown off)" % sql)
+                    cur.execute("EXPLAIN " + sql)
+                    self.assertIn(mark, "\n".join(str(r[0]) for r in cur.fetchall()))
+                    cur_off.execute("EXPLAIN " + sql)
+                    self.assertNotIn("batched lookup", "\n".join(str(r[0]) for r in cur_off.fetchall()))
+                    before = status_counter(node, ROWS_MOVED)
+                    cur.execute("EXPLAIN ANALYZE " + sql)
+                    analyzed = "\n".join(str(r[0]) for r in cur.fetchall())
+                    moved = moved_by(analyzed)
+                    self.assertEqual(status_counter(node, ROWS_MOVED) - before, moved, analyzed)
+                    cur_off.execute("EXPLAIN ANALYZE " + sql)
+                    moved_off = moved_by("\n".join(str(r[0]) for r in cur_off.fetchall()))
+                    print("node%d: %s: %d rows moved (%d with shale_pushdown = 0)" % (node.index, sql, moved,
+                                                                                     moved_off))
+                    # The outer rows of remote slices and their keys (each
+                    # at most len(outer)), then what the matches send.
+                    self.assertLessEqual(moved, 2 * len(outer) + per_matches, analyzed)
+                    self.assertGreater(moved_off, 4000, "pushdown off moves the inner table")
             finally:
                 close_quietly(conn)
                 close_quietly(off)
