@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "src/cluster/data.pb.h"
 #include "src/cluster/rpc_server.h"
 #include "src/cluster/slice_service.h"
 #include "src/cluster/testing/in_process_cluster.h"
@@ -1390,7 +1391,9 @@ TEST_F(DataPathTest, BackupAnswersOnlyOnceTheDeciderLeft) {
   CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
   SliceService* n3 = nodes_[2]->data.get();
   const txn::TxnKey k{"n1", 999999};
-  txn::DeciderPair only_backup{"n2", "n3"};
+  txn::DeciderPair only_backup;
+  only_backup.decider = "n2";
+  only_backup.backup = "n3";
   // The decider n2 cannot be reached but is a member: n3 refuses.
   nodes_[2]->data->TEST_SetUnreachable("n2", true);
   Result<bool> r = n3->Decide(only_backup, k, /*commit=*/false, 0);
@@ -1401,7 +1404,9 @@ TEST_F(DataPathTest, BackupAnswersOnlyOnceTheDeciderLeft) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_FALSE(*r);
   // A later commit request gets the recorded abort (first one wins).
-  r = n3->Decide(txn::DeciderPair{"n3", ""}, k, /*commit=*/true, 7);
+  txn::DeciderPair alone;
+  alone.decider = "n3";
+  r = n3->Decide(alone, k, /*commit=*/true, 7);
   ASSERT_TRUE(r.ok());
   EXPECT_FALSE(*r);
 }
@@ -1713,6 +1718,9 @@ TEST_F(DataPathTest, SweepKeepsTheRecordsAPreparedParticipantNeeds) {
 // transaction any more: the coordinator may still ask for commit, and a
 // commit recorded then would be applied nowhere. Here the coordinator is
 // not a participant (both replicas of the row are on the other nodes).
+// The write is a delete: a write set on two nodes with no put has no probe
+// for one phase (docs/transactions.md "One phase on two nodes"), so it
+// takes two phases, as this test needs.
 TEST_F(DataPathTest, SweepKeepsAnAbortRecordWhileItsCoordinatorCommits) {
   CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
   exec::Session* s1 = SessionOn(0);
@@ -1730,7 +1738,9 @@ TEST_F(DataPathTest, SweepKeepsAnAbortRecordWhileItsCoordinatorCommits) {
   ASSERT_GT(id, 0);
   txn::DeciderPair deciders;
   size_t kept = 0;
+  bool prepared = false;
   nodes_[0]->engine->txn()->TEST_SetAfterPrepare([&] {
+    prepared = true;
     // The participants give up on the slow coordinator: abort is recorded
     // and both discard their share.
     nodes_[1]->data->TEST_ResolveNow();
@@ -1740,9 +1750,10 @@ TEST_F(DataPathTest, SweepKeepsAnAbortRecordWhileItsCoordinatorCommits) {
     kept = TotalDecisionRecords();
   });
   nodes_[0]->engine->txn()->TEST_SetAfterDecide([&](const txn::DeciderPair& d) { deciders = d; });
-  Status st = Fail(s1, fmt::format("UPDATE d.t SET n = 1000 WHERE id = {}", id));
+  Status st = Fail(s1, fmt::format("DELETE FROM d.t WHERE id = {}", id));
   nodes_[0]->engine->txn()->TEST_SetAfterPrepare(nullptr);
   nodes_[0]->engine->txn()->TEST_SetAfterDecide(nullptr);
+  EXPECT_TRUE(prepared) << "the delete took two phases";
   EXPECT_EQ(st.mysql_code(), 1213) << st.ToString();
   EXPECT_TRUE(deciders.decider.empty()) << "no commit was recorded";
   EXPECT_EQ(kept, 2u) << "the abort records stay while the coordinator commits";
@@ -1863,6 +1874,508 @@ TEST_F(DataPathShortLeaseTest, LocksOfASilentCoordinatorEndWithTheirLease) {
     Run(s1, "ROLLBACK");
   }
   EXPECT_EQ(Query(s2, "SELECT COUNT(*) FROM d.t WHERE n = 0"), std::vector<std::string>{"0"});
+}
+
+// ---- One phase on two nodes (docs/transactions.md "One phase on two nodes")
+
+class OnePhaseTest : public DataPathTest {
+ protected:
+  // The nodes of row `id`'s slice of d.t (CreatePlacedTable: the ranking
+  // replica, the next node in rotation, and the node without a replica).
+  // A single-row write's applier is the ranking node, where it locks.
+  struct Roles {
+    int applier, other, third;
+  };
+  Roles RolesOf(int id) {
+    // Found by taking the row's lock (as RankingNode), tried again while
+    // the nodes' first channels to each other are still connecting.
+    exec::Session* s = SessionOn(0);
+    int a = -1;
+    for (int attempt = 0; attempt < 20 && a < 0; ++attempt) {
+      Run(s, "BEGIN");
+      auto r = Exec(s, fmt::format("SELECT n FROM d.t WHERE id = {} FOR UPDATE", id));
+      if (!r.empty() && r.back().ok()) {
+        for (size_t i = 0; i < nodes_.size(); ++i) {
+          if (nodes_[i]->engine->txn()->locks()->locks_held() > 0) a = static_cast<int>(i);
+        }
+      }
+      Run(s, "ROLLBACK");
+      if (a < 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    if (a < 0) {
+      ADD_FAILURE() << "no ranking node found for row " << id;
+      a = 0;
+    }
+    return Roles{a, (a + 1) % 3, (a + 2) % 3};
+  }
+  // The one prepared record at node n (its transaction, timestamp, writes).
+  PrepareRequest PreparedRecord(int n) {
+    PrepareRequest record;
+    size_t count = 0;
+    EXPECT_TRUE(nodes_[n]
+                    ->engine->meta()
+                    ->Scan("txn/prepared/",
+                           [&](std::string_view, std::string_view v) {
+                             ++count;
+                             EXPECT_TRUE(record.ParseFromArray(v.data(), static_cast<int>(v.size())));
+                             return true;
+                           })
+                    .ok());
+    EXPECT_EQ(count, 1u) << nodes_[n]->name;
+    return record;
+  }
+  static txn::WriteSet WritesOf(const PrepareRequest& record) {
+    txn::WriteSet out;
+    for (const SliceWritesPb& w : record.writes()) {
+      for (int i = 0; i < w.keys_size(); ++i) {
+        out[w.slice()][w.keys(i)] =
+            w.deletes(i) ? std::nullopt : std::optional<std::string>(w.values(i));
+      }
+    }
+    return out;
+  }
+  uint64_t OnePhaseCommits(int n) { return nodes_[n]->engine->txn()->stats().one_phase_commits; }
+  uint64_t TwoPhaseCommits(int n) { return nodes_[n]->engine->txn()->stats().two_phase_commits; }
+  size_t PresumedRecords(int n) {
+    size_t records = 0;
+    EXPECT_TRUE(nodes_[n]
+                    ->engine->meta()
+                    ->Scan("txn/presumed/", [&](std::string_view, std::string_view) {
+                      ++records;
+                      return true;
+                    })
+                    .ok());
+    return records;
+  }
+  void RemoveNode(int n) {
+    nodes_[n]->rpc->Shutdown();
+    EraseAddress(nodes_[n]->name);
+  }
+  void CutOff(int from, int to, bool cut) { nodes_[from]->data->TEST_SetUnreachable(nodes_[to]->name, cut); }
+  // The prepared record of one row's insert from node `coordinator`, as
+  // captured by the hook after the other node prepared.
+  void Capture(int coordinator, int other) {
+    nodes_[coordinator]->engine->txn()->TEST_SetAfterOnePhasePrepare([this, other](const txn::DeciderPair& d) {
+      deciders_ = d;
+      record_ = PreparedRecord(other);
+    });
+  }
+  txn::DeciderPair deciders_;
+  PrepareRequest record_;
+};
+
+TEST_F(OnePhaseTest, SingleSliceWritesOnTwoNodesCommitInOnePhase) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  for (int c = 0; c < 3; ++c) {
+    exec::Session* s = SessionOn(c);
+    const uint64_t one = OnePhaseCommits(c), two = TwoPhaseCommits(c);
+    for (int i = 1; i <= 10; ++i) Run(s, fmt::format("INSERT INTO d.t VALUES ({}, {})", c * 100 + i, i));
+    Run(s, fmt::format("UPDATE d.t SET n = n + 1 WHERE id = {}", c * 100 + 1));
+    Run(s, fmt::format("DELETE FROM d.t WHERE id = {}", c * 100 + 2));
+    // Every single-row insert or update (its slice on two nodes): one
+    // phase. A delete has no put to probe: two phases.
+    EXPECT_EQ(OnePhaseCommits(c) - one, 11u) << nodes_[c]->name;
+    EXPECT_EQ(TwoPhaseCommits(c) - two, 1u) << nodes_[c]->name;
+  }
+  // A multi-row write on three nodes still takes two phases.
+  const uint64_t two = TwoPhaseCommits(0);
+  Run(SessionOn(0), "UPDATE d.t SET n = n * 2");
+  EXPECT_EQ(TwoPhaseCommits(0), two + 1);
+  for (int n = 0; n < 3; ++n) {
+    EXPECT_EQ(Query(SessionOn(n), "SELECT COUNT(*), SUM(n) FROM d.t"), std::vector<std::string>{"27|324"})
+        << nodes_[n]->name;
+  }
+  ExpectReplicasIdentical();
+  for (auto& n : nodes_) {
+    EXPECT_EQ(n->data->prepared_count(), 0u) << n->name;
+    EXPECT_EQ(n->engine->txn()->locks()->locks_held(), 0u) << n->name;
+  }
+  ASSERT_TRUE(nodes_[0]->data->TEST_DrainForgets(std::chrono::seconds(10)));
+  for (int n = 0; n < 3; ++n) EXPECT_EQ(DecisionRecords(n), 0u) << "one phase leaves no decision record";
+}
+
+// Failure before the prepare reached the other node: the client is told a
+// failure only once that node confirmed it holds nothing, else 1180; no
+// replica has the row either way.
+TEST_F(OnePhaseTest, OtherNodeUnreachableBeforePrepare) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  const Roles r = RolesOf(1);
+  exec::Session* s = SessionOn(r.third);
+  CutOff(r.third, r.other, true);
+  Status st = Fail(s, "INSERT INTO d.t VALUES (1, 1)");
+  EXPECT_EQ(st.mysql_code(), 1180) << st.ToString();
+  CutOff(r.third, r.other, false);
+  for (auto& n : nodes_) EXPECT_EQ(n->data->prepared_count(), 0u) << n->name;
+  for (int n = 0; n < 3; ++n) EXPECT_EQ(Query(SessionOn(n), "SELECT COUNT(*) FROM d.t"), std::vector<std::string>{"0"});
+  ExpectReplicasIdentical();
+  // The applier's lock of the row ends with the coordinator's transaction.
+  Run(s, "INSERT INTO d.t VALUES (1, 2)");
+  EXPECT_EQ(Query(SessionOn(r.applier), "SELECT n FROM d.t WHERE id = 1"), std::vector<std::string>{"2"});
+}
+
+// The coordinator is lost after the other node prepared, before the
+// applier applied: the prepared node asks the applier, which has not
+// applied, records the refusal and answers abort; a late apply from the
+// coordinator is refused.
+TEST_F(OnePhaseTest, CoordinatorLostAfterPrepareResolvesToAbortAndRefusesALateApply) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  const Roles r = RolesOf(1);
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhasePrepare([&](const txn::DeciderPair& d) {
+    deciders_ = d;
+    record_ = PreparedRecord(r.other);
+    CutOff(r.third, r.applier, true);
+    CutOff(r.third, r.other, true);
+  });
+  Status st = Fail(SessionOn(r.third), "INSERT INTO d.t VALUES (1, 1)");
+  EXPECT_EQ(st.mysql_code(), 1180) << st.ToString();
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhasePrepare(nullptr);
+  ASSERT_TRUE(deciders_.one_phase);
+  EXPECT_EQ(deciders_.decider, nodes_[r.applier]->name);
+  EXPECT_TRUE(record_.one_phase());
+  EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 1u);
+  // The prepared record holds the read watermark below its timestamp.
+  const auto held = nodes_[r.other]->data->PreparedTimestamps();
+  EXPECT_EQ(held, std::vector<uint64_t>{record_.commit_ts()});
+  nodes_[r.other]->data->TEST_ResolveNow();
+  EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 0u);
+  EXPECT_EQ(DecisionRecords(r.applier), 1u) << "the refusal";
+  // The coordinator's apply arrives late: refused, nothing written.
+  CutOff(r.third, r.applier, false);
+  CutOff(r.third, r.other, false);
+  const txn::TxnKey key{record_.txn().coordinator(), record_.txn().id()};
+  bool refused = false;
+  st = nodes_[r.third]->data->ApplyDecision(nodes_[r.applier]->name, key, record_.commit_ts(), WritesOf(record_),
+                                            &refused);
+  EXPECT_FALSE(st.ok());
+  EXPECT_TRUE(refused) << st.ToString();
+  // Asked again, the applier gives the same answer.
+  Result<bool> again = nodes_[r.other]->data->Decide(deciders_, key, false, record_.commit_ts());
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_FALSE(*again);
+  for (int n = 0; n < 3; ++n) EXPECT_EQ(Query(SessionOn(n), "SELECT COUNT(*) FROM d.t"), std::vector<std::string>{"0"});
+  ExpectReplicasIdentical();
+}
+
+// The apply's answer does not come back (the applier cut off from the
+// coordinator): 1180; the prepared node resolves from the applier.
+TEST_F(OnePhaseTest, ApplyWithoutAnAnswerIsUnknownAndResolvedByThePreparedNode) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  const Roles r = RolesOf(1);
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhasePrepare(
+      [&](const txn::DeciderPair&) { CutOff(r.third, r.applier, true); });
+  Status st = Fail(SessionOn(r.third), "INSERT INTO d.t VALUES (1, 1)");
+  EXPECT_EQ(st.mysql_code(), 1180) << st.ToString();
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhasePrepare(nullptr);
+  CutOff(r.third, r.applier, false);
+  EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 1u) << "the coordinator may not abort what it does not know";
+  nodes_[r.other]->data->TEST_ResolveNow();
+  EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 0u);
+  for (int n = 0; n < 3; ++n) EXPECT_EQ(Query(SessionOn(n), "SELECT COUNT(*) FROM d.t"), std::vector<std::string>{"0"});
+  ExpectReplicasIdentical();
+}
+
+// The coordinator is lost after the applier applied, before the other node
+// finished: the client may have been answered (here it is, the decision is
+// made); the prepared node learns the commit from the applier's replica.
+TEST_F(OnePhaseTest, CoordinatorLostAfterApplyResolvesToCommit) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  const Roles r = RolesOf(1);
+  for (int coordinator : {r.third, r.applier}) {
+    SCOPED_TRACE("coordinator " + nodes_[coordinator]->name);
+    Run(SessionOn(0), "DELETE FROM d.t");
+    nodes_[coordinator]->engine->txn()->TEST_SetAfterOnePhaseApply(
+        [&](const txn::DeciderPair&) { CutOff(coordinator, r.other, true); });
+    Run(SessionOn(coordinator), "INSERT INTO d.t VALUES (1, 7)");  // acknowledged
+    nodes_[coordinator]->engine->txn()->TEST_SetAfterOnePhaseApply(nullptr);
+    CutOff(coordinator, r.other, false);
+    EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 1u);
+    nodes_[r.other]->data->TEST_ResolveNow();
+    EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 0u);
+    EXPECT_EQ(DecisionRecords(r.applier), 0u) << "a commit answer records nothing";
+    for (int n = 0; n < 3; ++n) {
+      EXPECT_EQ(Query(SessionOn(n), "SELECT n FROM d.t"), std::vector<std::string>{"7"}) << nodes_[n]->name;
+    }
+    ExpectReplicasIdentical();
+    for (auto& n : nodes_) EXPECT_EQ(n->engine->txn()->locks()->locks_held(), 0u) << n->name;
+  }
+}
+
+// The applier applied, then restarted (its locks gone) before the other
+// node finished: the applied versions are in its WAL, and it answers
+// commit from them.
+TEST_F(OnePhaseTest, ApplierRestartedAfterApplyStillAnswersCommit) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  const Roles r = RolesOf(1);
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhaseApply(
+      [&](const txn::DeciderPair&) { CutOff(r.third, r.other, true); });
+  Run(SessionOn(r.third), "INSERT INTO d.t VALUES (1, 7)");
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhaseApply(nullptr);
+  CutOff(r.third, r.other, false);
+  RestartDataPath(nodes_[r.applier].get(), [] {});
+  RestartDataPath(nodes_[r.other].get(), [] {});
+  EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 1u);
+  nodes_[r.other]->data->TEST_ResolveNow();
+  EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 0u);
+  for (int n = 0; n < 3; ++n) EXPECT_EQ(Query(SessionOn(n), "SELECT n FROM d.t"), std::vector<std::string>{"7"});
+  ExpectReplicasIdentical();
+}
+
+// The applier restarted after the other node prepared and before the
+// apply: its row locks are gone (another writer may have taken them), so it
+// refuses the apply; the coordinator has the prepared share discarded and
+// answers a plain failure.
+TEST_F(OnePhaseTest, ApplierRestartedBeforeApplyRefusesIt) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  const Roles r = RolesOf(1);
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhasePrepare([&](const txn::DeciderPair&) {
+    RestartDataPath(nodes_[r.applier].get(), [] {});
+    // The coordinator's channel to the restarted server reconnects.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  });
+  Status st = Fail(SessionOn(r.third), "INSERT INTO d.t VALUES (1, 1)");
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhasePrepare(nullptr);
+  if (st.mysql_code() == 1180) {
+    // The apply met the channel still down (no answer): the prepared node
+    // resolves it, and the applier, which did not apply, answers abort.
+    nodes_[r.other]->data->TEST_ResolveNow();
+  } else {
+    EXPECT_EQ(st.mysql_code(), 1205) << st.ToString();
+  }
+  for (auto& n : nodes_) EXPECT_EQ(n->data->prepared_count(), 0u) << n->name;
+  for (int n = 0; n < 3; ++n) EXPECT_EQ(Query(SessionOn(n), "SELECT COUNT(*) FROM d.t"), std::vector<std::string>{"0"});
+  ExpectReplicasIdentical();
+  Run(SessionOn(r.third), "INSERT INTO d.t VALUES (1, 2)");
+  EXPECT_EQ(Query(SessionOn(r.other), "SELECT n FROM d.t"), std::vector<std::string>{"2"});
+}
+
+// The applier applied and was then lost (stopped, removed from the
+// membership) before the other node finished: the prepared node, unable
+// to ask, presumes commit, which is the outcome the client was given; a
+// late Finish(abort) is answered 1180, not OK.
+TEST_F(OnePhaseTest, ApplierLostAfterApplyIsPresumedCommitted) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  const Roles r = RolesOf(1);
+  Capture(r.third, r.other);
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhaseApply([&](const txn::DeciderPair&) {
+    RemoveNode(r.applier);
+    CutOff(r.third, r.other, true);
+  });
+  Run(SessionOn(r.third), "INSERT INTO d.t VALUES (1, 7)");  // acknowledged
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhaseApply(nullptr);
+  CutOff(r.third, r.other, false);
+  EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 1u);
+  nodes_[r.other]->data->TEST_ResolveNow();
+  EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 0u);
+  EXPECT_EQ(PresumedRecords(r.other), 1u);
+  // The survivor holds exactly what the lost applier applied.
+  ExpectReplicasIdentical();
+  EXPECT_EQ(nodes_[r.other]->engine->txn()->locks()->locks_held(), 0u);
+  const txn::TxnKey key{record_.txn().coordinator(), record_.txn().id()};
+  Status st = nodes_[r.third]->data->Finish(nodes_[r.other]->name, key, /*commit=*/false);
+  EXPECT_EQ(st.mysql_code(), 1180) << st.ToString();
+}
+
+// The applier was lost before it applied: the coordinator cannot tell
+// (1180); the prepared node presumes commit once the applier left. No
+// client was told otherwise, and no reader saw the row before: the
+// prepared record held the read watermark below its timestamp until then.
+TEST_F(OnePhaseTest, ApplierLostBeforeApplyIsPresumedCommittedConsistently) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  const Roles r = RolesOf(1);
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhasePrepare([&](const txn::DeciderPair& d) {
+    deciders_ = d;
+    record_ = PreparedRecord(r.other);
+    RemoveNode(r.applier);
+  });
+  Status st = Fail(SessionOn(r.third), "INSERT INTO d.t VALUES (1, 7)");
+  EXPECT_EQ(st.mysql_code(), 1180) << st.ToString();
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhasePrepare(nullptr);
+  EXPECT_EQ(nodes_[r.other]->data->PreparedTimestamps(), std::vector<uint64_t>{record_.commit_ts()});
+  nodes_[r.other]->data->TEST_ResolveNow();
+  EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 0u);
+  EXPECT_TRUE(nodes_[r.other]->data->PreparedTimestamps().empty());
+  // The survivor's replica has the row at the transaction's timestamp.
+  storage::SliceId slice = record_.writes(0).slice();
+  auto stored = nodes_[r.other]->engine->slices()->GetSlice(slice);
+  ASSERT_TRUE(stored.ok());
+  std::string value;
+  EXPECT_TRUE((*stored)
+                  ->Get(storage::EncodeVersionKey(record_.writes(0).keys(0), record_.commit_ts()), &value)
+                  .ok());
+  const txn::TxnKey key{record_.txn().coordinator(), record_.txn().id()};
+  st = nodes_[r.third]->data->Finish(nodes_[r.other]->name, key, /*commit=*/false);
+  EXPECT_EQ(st.mysql_code(), 1180) << st.ToString();
+}
+
+// While a one-phase transaction is prepared at the other node and its
+// outcome unknown, a later writer of the same row there waits for it (so
+// no write can go past a transaction that may yet be presumed committed).
+TEST_F(OnePhaseTest, WriterOfAPreparedOnePhaseRowWaitsForItsOutcome) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  const Roles r = RolesOf(1);
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhasePrepare([&](const txn::DeciderPair& d) {
+    deciders_ = d;
+    record_ = PreparedRecord(r.other);
+    CutOff(r.third, r.applier, true);
+    CutOff(r.third, r.other, true);
+  });
+  Status st = Fail(SessionOn(r.third), "INSERT INTO d.t VALUES (1, 1)");
+  EXPECT_EQ(st.mysql_code(), 1180) << st.ToString();
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhasePrepare(nullptr);
+  CutOff(r.third, r.applier, false);
+  CutOff(r.third, r.other, false);
+  // Another transaction's prepare of the same row at the other node.
+  const txn::TxnKey later{nodes_[r.applier]->name, 424242};
+  std::atomic<bool> done{false};
+  Status later_st;
+  txn::DeciderPair two_phase;
+  two_phase.decider = nodes_[r.applier]->name;
+  std::thread writer([&] {
+    later_st = nodes_[r.applier]->data->Prepare(nodes_[r.other]->name, later, record_.commit_ts() + 1000,
+                                                WritesOf(record_), two_phase);
+    done = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_FALSE(done.load()) << "the later prepare went past the one in doubt";
+  nodes_[r.other]->data->TEST_ResolveNow();  // the first resolves (to abort)
+  writer.join();
+  EXPECT_TRUE(later_st.ok()) << later_st.ToString();
+  EXPECT_TRUE(nodes_[r.applier]->data->Finish(nodes_[r.other]->name, later, /*commit=*/false).ok());
+  for (auto& n : nodes_) EXPECT_EQ(n->data->prepared_count(), 0u) << n->name;
+}
+
+
+// Helpers for the tests of a prepare that got no answer: whether node n's
+// replica holds the captured record's first key at its timestamp, and
+// node n's decision record of the captured transaction ("" when none).
+class OnePhasePrepareLostTest : public OnePhaseTest {
+ protected:
+  bool HasVersionOfRecord(int n) {
+    auto slice = nodes_[n]->engine->slices()->GetSlice(record_.writes(0).slice());
+    if (!slice.ok()) return false;
+    std::string value;
+    return (*slice)
+        ->Get(storage::EncodeVersionKey(record_.writes(0).keys(0), record_.commit_ts()), &value)
+        .ok();
+  }
+  std::string DecisionOfRecord(int n) {
+    std::string value;
+    const Status st = nodes_[n]->engine->meta()->Get(
+        "txn/decision/" + txn::TxnKey{record_.txn().coordinator(), record_.txn().id()}.ToString(), &value);
+    return st.ok() ? value : std::string();
+  }
+  // The coordinator's next one-phase prepare: the other node prepares, and
+  // its answer is lost; `then` runs (cut the node off, remove it, ...).
+  void LoseNextPrepareAnswer(int coordinator, int other, std::function<void()> then) {
+    auto once = std::make_shared<std::atomic<bool>>(false);
+    nodes_[coordinator]->engine->txn()->TEST_SetOnePhasePrepareAnswer(
+        [this, other, once, then](const txn::DeciderPair& d, Status st) {
+          if (!st.ok() || once->exchange(true)) return st;
+          deciders_ = d;
+          record_ = PreparedRecord(other);
+          then();
+          return Status::Sql(1047, "Node holding a slice replica did not answer (test: the answer was lost)");
+        });
+  }
+};
+
+// The other node prepared, its answer was lost, and the node left the
+// cluster: the coordinator has the applier record the refusal (never
+// sending the apply), releases the row locks there, and answers the
+// retryable 1047 (not 1180) once the node is gone. Nothing is applied
+// anywhere; the lost node's record, resolved, asks the applier: abort.
+TEST_F(OnePhasePrepareLostTest, OtherNodeLostWithThePrepareInFlightIsRetryable) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  const Roles r = RolesOf(1);
+  LoseNextPrepareAnswer(r.third, r.other, [&] {
+    CutOff(r.third, r.other, true);
+    RemoveNode(r.other);
+  });
+  exec::Session* s = SessionOn(r.third);
+  Run(s, "BEGIN");
+  Run(s, "INSERT INTO d.t VALUES (1, 1)");
+  const auto started = std::chrono::steady_clock::now();
+  Status st = Fail(s, "COMMIT");
+  EXPECT_EQ(st.mysql_code(), 1047) << st.ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(6)) << "no wait once the node left";
+  nodes_[r.third]->engine->txn()->TEST_SetOnePhasePrepareAnswer(nullptr);
+  ASSERT_TRUE(deciders_.one_phase);
+  EXPECT_EQ(deciders_.decider, nodes_[r.applier]->name);
+  // The refusal is recorded at the applier before anyone asked, and its
+  // locks are gone.
+  EXPECT_EQ(DecisionOfRecord(r.applier), "A");
+  EXPECT_EQ(nodes_[r.applier]->engine->txn()->locks()->locks_held(), 0u);
+  EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 1u) << "the lost node kept its record";
+  for (int n = 0; n < 3; ++n) EXPECT_FALSE(HasVersionOfRecord(n)) << nodes_[n]->name;
+  // The lost node's resolver asks the applier (its own client channel still
+  // works): abort, nothing applied.
+  nodes_[r.other]->data->TEST_ResolveNow();
+  EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 0u);
+  EXPECT_EQ(PresumedRecords(r.other), 0u);
+  for (int n = 0; n < 3; ++n) EXPECT_FALSE(HasVersionOfRecord(n)) << nodes_[n]->name;
+  ExpectReplicasIdentical();
+}
+
+// The other node prepared, its answer was lost, and it stays cut off from
+// the coordinator (a member): after the bounded wait the client gets 1180,
+// as before (the node may outlive the applier and presume commit); but the
+// applier recorded the refusal before anyone asked, so the prepared node's
+// resolver, asking, gets abort, and a late apply is refused.
+TEST_F(OnePhasePrepareLostTest, PreparedNodeThatAsksAfterALostAnswerResolvesToAbort) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  const Roles r = RolesOf(1);
+  nodes_[r.third]->engine->txn()->TEST_SetPrepareLostWait(std::chrono::milliseconds(1000));
+  LoseNextPrepareAnswer(r.third, r.other, [&] { CutOff(r.third, r.other, true); });
+  Status st = Fail(SessionOn(r.third), "INSERT INTO d.t VALUES (1, 1)");
+  EXPECT_EQ(st.mysql_code(), 1180) << st.ToString();
+  nodes_[r.third]->engine->txn()->TEST_SetOnePhasePrepareAnswer(nullptr);
+  nodes_[r.third]->engine->txn()->TEST_SetPrepareLostWait(std::chrono::milliseconds(8000));
+  CutOff(r.third, r.other, false);
+  // Recorded by the coordinator, before the prepared node asked.
+  EXPECT_EQ(DecisionOfRecord(r.applier), "A");
+  EXPECT_EQ(nodes_[r.applier]->engine->txn()->locks()->locks_held(), 0u);
+  EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 1u);
+  nodes_[r.other]->data->TEST_ResolveNow();
+  EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 0u);
+  for (int n = 0; n < 3; ++n) EXPECT_FALSE(HasVersionOfRecord(n)) << nodes_[n]->name;
+  // A late apply of the transaction at the applier is refused.
+  const txn::TxnKey key{record_.txn().coordinator(), record_.txn().id()};
+  bool refused = false;
+  st = nodes_[r.third]->data->ApplyDecision(nodes_[r.applier]->name, key, record_.commit_ts(), WritesOf(record_),
+                                            &refused);
+  EXPECT_FALSE(st.ok());
+  EXPECT_TRUE(refused) << st.ToString();
+  for (int n = 0; n < 3; ++n) EXPECT_FALSE(HasVersionOfRecord(n)) << nodes_[n]->name;
+  ExpectReplicasIdentical();
+}
+
+// The other node prepared, its answer was lost, and it comes back within
+// the wait: it discards its share on the coordinator's Finish(abort), the
+// statement gets 1047 and, autocommit, is run again inside the cluster
+// (Shale_statement_retries) and commits once.
+TEST_F(OnePhasePrepareLostTest, OtherNodeBackWithinTheWaitDiscardsAndTheStatementIsRetried) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  const Roles r = RolesOf(1);
+  std::thread reconnect;
+  LoseNextPrepareAnswer(r.third, r.other, [&] {
+    CutOff(r.third, r.other, true);
+    reconnect = std::thread([this, r] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+      CutOff(r.third, r.other, false);
+    });
+  });
+  const uint64_t retries = exec::Session::StatementRetries();
+  Run(SessionOn(r.third), "INSERT INTO d.t VALUES (1, 5)");
+  reconnect.join();
+  nodes_[r.third]->engine->txn()->TEST_SetOnePhasePrepareAnswer(nullptr);
+  EXPECT_GT(exec::Session::StatementRetries(), retries);
+  EXPECT_EQ(DecisionOfRecord(r.applier), "A") << "the first attempt was refused at the applier";
+  for (int n = 0; n < 3; ++n) EXPECT_FALSE(HasVersionOfRecord(n)) << "the first attempt applied at " << nodes_[n]->name;
+  for (auto& n : nodes_) EXPECT_EQ(n->data->prepared_count(), 0u) << n->name;
+  for (int n = 0; n < 3; ++n) {
+    EXPECT_EQ(Query(SessionOn(n), "SELECT id, n FROM d.t"), std::vector<std::string>{"1|5"}) << nodes_[n]->name;
+  }
+  ExpectReplicasIdentical();
 }
 
 }  // namespace

@@ -15,6 +15,13 @@ namespace {
 
 constexpr char kPreparedPrefix[] = "txn/prepared/";
 constexpr char kDecisionPrefix[] = "txn/decision/";
+// A one-phase transaction on two nodes committed by its prepared node's
+// resolver once its applier had left the cluster (SliceService::PresumeCommit):
+// a coordinator's late Finish(abort) is answered with an error, not OK.
+constexpr char kPresumedPrefix[] = "txn/presumed/";
+// A writer of rows a one-phase transaction prepared here has written waits
+// at most this long for its outcome (SliceService::AwaitOnePhaseKeys).
+constexpr std::chrono::milliseconds kOnePhaseWait{10000};
 // A remote lock request waits at most this long per RPC; the caller repeats
 // it until its own timeout, checking KILL QUERY in between.
 constexpr std::chrono::milliseconds kLockSlice{250};
@@ -44,6 +51,11 @@ std::string DecisionValue(bool commit, uint64_t ts, const std::vector<std::strin
   for (const std::string& node : participants) value += "\n" + node;
   return value;
 }
+// Whether a decision record counts in decision_records(): every one but a
+// bare "A" — a one-phase applier's refusal (LocalDecideApplied), kept for
+// good, or an abort record written before records named participants;
+// the sweep keeps both, so they would keep Shale_decision_records above 0.
+bool CountedDecision(std::string_view value) { return value != "A"; }
 std::vector<std::string> DecisionParticipants(std::string_view value) {
   std::vector<std::string> out;
   size_t at = value.find('\n');
@@ -339,6 +351,9 @@ class SliceServiceGrpc final : public DataService::Service {
     args.ts = req->commit_ts();
     args.backup = req->backup();
     args.decider = req->decider();
+    args.one_phase = req->one_phase();
+    args.probe_slice = req->probe_slice();
+    args.probe_key = req->probe_key();
     args.participants.assign(req->participants().begin(), req->participants().end());
     Result<bool> r = s_->LocalDecide(KeyOf(req->txn()), args);
     ToPb(r.status(), resp->mutable_status());
@@ -369,8 +384,11 @@ class SliceServiceGrpc final : public DataService::Service {
     }
     s_->rows_received_.fetch_add(WriteRows(req->writes()), std::memory_order_relaxed);
     std::string key = KeyOf(req->txn());
-    ToPb(s_->LocalApply(req->has_txn() ? &key : nullptr, req->commit_ts(), *writes, req->header().applied_index()),
+    bool refused = false;
+    ToPb(s_->LocalApply(req->has_txn() ? &key : nullptr, req->commit_ts(), *writes, req->header().applied_index(),
+                        req->decides() && req->has_txn(), &refused),
          resp->mutable_status());
+    resp->set_refused(refused);
     return grpc::Status::OK;
   }
 
@@ -416,6 +434,7 @@ Result<std::unique_ptr<SliceService>> SliceService::Open(txn::TxnManager* txn, s
       }
     }
     s->owners_[k] = Owner{owner_id, std::chrono::steady_clock::now(), true};
+    if (request->one_phase()) s->IndexOnePhaseLocked(k, *request, /*add=*/true);
     s->prepared_[k] = Prepared{std::move(request), std::chrono::steady_clock::now(), /*loaded=*/true};
     return true;
   }));
@@ -425,8 +444,8 @@ Result<std::unique_ptr<SliceService>> SliceService::Open(txn::TxnManager* txn, s
               s->options_.node_name, s->prepared_.size());
   }
   uint64_t decisions = 0;
-  SHALE_RETURN_IF_ERROR(meta->Scan(kDecisionPrefix, [&](std::string_view, std::string_view) {
-    ++decisions;
+  SHALE_RETURN_IF_ERROR(meta->Scan(kDecisionPrefix, [&](std::string_view, std::string_view value) {
+    if (CountedDecision(value)) ++decisions;
     return true;
   }));
   s->decision_records_.store(decisions, std::memory_order_relaxed);
@@ -732,27 +751,34 @@ void SliceService::ReleaseOwnerLocked(const std::string& txn) {
 }
 
 void SliceService::LocalUnlock(const std::string& txn) {
-  std::lock_guard<std::mutex> l(mu_);
-  auto it = owners_.find(txn);
-  if (it == owners_.end() || it->second.prepared) return;  // a prepared one waits for its outcome
-  ReleaseOwnerLocked(txn);
-  expired_.erase(txn);
+  // Not in the middle of its one-phase apply here (LocalApply): that apply
+  // checked the locks are held and writes under them.
+  ClaimDecision(txn);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = owners_.find(txn);
+    if (it != owners_.end() && !it->second.prepared) {  // a prepared one waits for its outcome
+      ReleaseOwnerLocked(txn);
+      expired_.erase(txn);
+    }
+  }
+  ReleaseDecision(txn);
 }
 
 Status SliceService::LocalPrepare(const PrepareRequest& request) {
   const std::string k = KeyOf(request.txn());
-  {
-    // Before taking mu_: the replicas may still be being created.
-    auto writes = FromPb(request.writes());
-    SHALE_RETURN_IF_ERROR(writes.status());
-    SHALE_RETURN_IF_ERROR(AwaitSlices(*writes, request.has_header() ? request.header().applied_index()
-                                                                     : AppliedIndex()));
-  }
+  // Before taking mu_: the replicas may still be being created.
+  auto writes = FromPb(request.writes());
+  SHALE_RETURN_IF_ERROR(writes.status());
+  SHALE_RETURN_IF_ERROR(AwaitSlices(*writes, request.has_header() ? request.header().applied_index()
+                                                                   : AppliedIndex()));
   auto stored = std::make_unique<PrepareRequest>(request);
   stored->clear_header();
   stored->set_prepared_at_ms(static_cast<uint64_t>(NowMs()));
   std::unique_lock<std::mutex> l(mu_);
-  prepare_cv_.wait(l, [&] { return preparing_.count(k) == 0; });  // a repeated request waits for the first
+  // A repeated request waits for the first; a writer of rows of a one-phase
+  // transaction prepared here waits for its outcome.
+  SHALE_RETURN_IF_ERROR(AwaitOnePhaseKeys(l, k, *writes));
   SHALE_RETURN_IF_ERROR(CheckNotExpired(k));
   if (prepared_.count(k)) return Status::OK();  // a repeated request
   SHALE_RETURN_IF_ERROR(FromPb(stored->writes()).status());
@@ -788,8 +814,64 @@ Status SliceService::LocalPrepare(const PrepareRequest& request) {
     }
     return put;
   }
+  if (stored->one_phase()) IndexOnePhaseLocked(k, *stored, /*add=*/true);
   prepared_[k] = Prepared{std::move(stored), std::chrono::steady_clock::now()};
   return Status::OK();
+}
+
+bool SliceService::OverlapsOnePhaseLocked(const std::string& txn, const txn::WriteSet& writes) const {
+  if (one_phase_keys_.empty()) return false;
+  for (const auto& [slice, keys] : writes) {
+    for (const auto& [key, value] : keys) {
+      auto it = one_phase_keys_.find({slice, key});
+      if (it != one_phase_keys_.end() && it->second != txn) return true;
+    }
+  }
+  return false;
+}
+
+Status SliceService::AwaitOnePhaseKeys(std::unique_lock<std::mutex>& l, const std::string& txn,
+                                       const txn::WriteSet& writes) {
+  const auto deadline = std::chrono::steady_clock::now() + kOnePhaseWait;
+  const bool done = prepare_cv_.wait_until(
+      l, deadline, [&] { return preparing_.count(txn) == 0 && !OverlapsOnePhaseLocked(txn, writes); });
+  if (done) return Status::OK();
+  return SqlError(ErrorCode::kLockWaitTimeout,
+                  "Lock wait timeout exceeded; try restarting transaction (transaction {} writes rows of a "
+                  "transaction whose outcome node '{}' is still resolving)",
+                  txn, options_.node_name);
+}
+
+Status SliceService::AwaitLocalWritable(const txn::WriteSet& writes) {
+  std::unique_lock<std::mutex> l(mu_);
+  return AwaitOnePhaseKeys(l, std::string(), writes);
+}
+
+void SliceService::IndexOnePhaseLocked(const std::string& txn, const PrepareRequest& request, bool add) {
+  for (const SliceWritesPb& w : request.writes()) {
+    for (const auto& key : w.keys()) {
+      if (add) {
+        one_phase_keys_[{w.slice(), key}] = txn;
+      } else {
+        auto it = one_phase_keys_.find({w.slice(), key});
+        if (it != one_phase_keys_.end() && it->second == txn) one_phase_keys_.erase(it);
+      }
+    }
+  }
+}
+
+void SliceService::ClaimDecision(const std::string& txn) {
+  std::unique_lock<std::mutex> l(decide_mu_);
+  decide_cv_.wait(l, [&] { return deciding_.count(txn) == 0; });
+  deciding_.insert(txn);
+}
+
+void SliceService::ReleaseDecision(const std::string& txn) {
+  {
+    std::lock_guard<std::mutex> l(decide_mu_);
+    deciding_.erase(txn);
+  }
+  decide_cv_.notify_all();
 }
 
 Status SliceService::LocalForget(const std::vector<std::string>& txns, uint64_t* dropped) {
@@ -818,7 +900,7 @@ Status SliceService::LocalForget(const std::vector<std::string>& txns, uint64_t*
     std::string value;
     const Status got = meta_->Get(kDecisionPrefix + txn, &value);
     if (got.ok()) {
-      ++present;
+      if (CountedDecision(value)) ++present;
     } else if (!got.IsNotFound()) {
       st = got;
     }
@@ -856,14 +938,16 @@ Result<bool> SliceService::LocalDecide(const std::string& txn, const DecideArgs&
       s->decide_cv_.notify_all();
     }
   } done{this, txn};
+  if (args.one_phase) return LocalDecideApplied(txn, args);
   const std::string key = kDecisionPrefix + txn;
   std::string recorded;
   Status st = meta_->Get(key, &recorded);
   if (st.ok()) return !recorded.empty() && recorded[0] == 'C';
   if (!st.IsNotFound()) return st;
   auto record = [&](bool commit, const char* why) -> Result<bool> {
-    SHALE_RETURN_IF_ERROR(meta_->Put(key, DecisionValue(commit, args.ts, args.participants)));
-    decision_records_.fetch_add(1, std::memory_order_relaxed);
+    const std::string value = DecisionValue(commit, args.ts, args.participants);
+    SHALE_RETURN_IF_ERROR(meta_->Put(key, value));
+    if (CountedDecision(value)) decision_records_.fetch_add(1, std::memory_order_relaxed);
     if (!commit && why != nullptr) log::Warn("node {}: recorded abort of transaction {} ({})", options_.node_name, txn, why);
     return commit;
   };
@@ -895,6 +979,38 @@ Result<bool> SliceService::LocalDecide(const std::string& txn, const DecideArgs&
   return at_backup.status();
 }
 
+Result<bool> SliceService::LocalDecideApplied(const std::string& txn, const DecideArgs& args) {
+  const std::string key = kDecisionPrefix + txn;
+  std::string recorded;
+  Status st = meta_->Get(key, &recorded);
+  if (st.ok()) return !recorded.empty() && recorded[0] == 'C';
+  if (!st.IsNotFound()) return st;
+  // The apply is the decision, and the applied versions are its record: a
+  // put of the transaction at its commit timestamp is there exactly when
+  // the apply happened (one WAL record). It stays while the prepared node
+  // asks: no later version of that key can be written before the prepared
+  // node's outcome (AwaitOnePhaseKeys there), and garbage collection keeps
+  // the newest version of a key unless it is a tombstone.
+  auto slice = store_->GetSlice(args.probe_slice);
+  if (!slice.ok()) {
+    return SqlError(ErrorCode::kUnknownCom,
+                    "Node '{}' holds no replica of slice {}: it cannot tell whether it applied transaction {} ({})",
+                    options_.node_name, args.probe_slice, txn, slice.status().ToString());
+  }
+  std::string value;
+  Status found = (*slice)->Get(storage::EncodeVersionKey(args.probe_key, args.ts), &value);
+  if (found.ok()) return true;
+  if (!found.IsNotFound()) return found;
+  // Not applied: refused from now on (its Apply reads this record first).
+  // No participants in it: the sweep of decision records keeps it
+  // (SweepDecisions), and decision_records() does not count it
+  // (CountedDecision; docs/transactions.md "Not done").
+  SHALE_RETURN_IF_ERROR(meta_->Put(key, std::string("A")));
+  log::Warn("node {}: one-phase transaction {} was not applied here; recorded it as refused", options_.node_name,
+            txn);
+  return false;
+}
+
 bool SliceService::MayDecideAlone(const std::string& txn, const std::string& backup) {
   if (!options_.address_of || options_.address_of(backup).ok()) return false;  // the backup is a member
   std::lock_guard<std::mutex> l(mu_);
@@ -911,10 +1027,32 @@ Status SliceService::LocalFinish(const std::string& txn, bool commit) {
     std::unique_lock<std::mutex> l(mu_);
     prepare_cv_.wait(l, [&] { return preparing_.count(txn) == 0; });
     auto it = prepared_.find(txn);
+    if (!commit && presuming_.count(txn)) {
+      return Status::Sql(1180 /* ER_ERROR_DURING_COMMIT */,
+                         fmt::format("Got error during COMMIT: transaction {} is being committed at node '{}' (its "
+                                     "applier left the cluster)",
+                                     txn, options_.node_name));
+    }
     if (it == prepared_.end()) {
       // Never prepared here, or finished already: only locks to drop.
       if (finishing_.count(txn)) return Status::OK();
       ReleaseOwnerLocked(txn);
+      if (!commit) {
+        // A prepare of it that arrives after this (delayed in the network)
+        // is refused: its coordinator may have told the client it failed.
+        if (expired_.size() > 100000) expired_.clear();
+        expired_.insert(txn);
+        // A one-phase transaction committed here by presumption: not aborted.
+        std::string presumed;
+        Status got = meta_->Get(kPresumedPrefix + txn, &presumed);
+        if (got.ok()) {
+          return Status::Sql(1180 /* ER_ERROR_DURING_COMMIT */,
+                             fmt::format("Got error during COMMIT: transaction {} was committed at node '{}' (its "
+                                         "applier left the cluster)",
+                                         txn, options_.node_name));
+        }
+        if (!got.IsNotFound()) return got;
+      }
       return Status::OK();
     }
     request = std::move(it->second.request);
@@ -969,6 +1107,10 @@ Status SliceService::LocalFinish(const std::string& txn, bool commit) {
     return st;
   }
   ReleaseOwnerLocked(txn);
+  if (request->one_phase()) {
+    IndexOnePhaseLocked(txn, *request, /*add=*/false);
+    prepare_cv_.notify_all();
+  }
   l.unlock();
   // No report to the timestamp service that still counts it as prepared
   // may arrive after the coordinator's FinishCommit.
@@ -977,17 +1119,68 @@ Status SliceService::LocalFinish(const std::string& txn, bool commit) {
 }
 
 Status SliceService::LocalApply(const std::string* txn, uint64_t ts, const txn::WriteSet& writes,
-                                uint64_t routed_at) {
-  if (txn != nullptr) {
-    std::lock_guard<std::mutex> l(mu_);
-    SHALE_RETURN_IF_ERROR(CheckNotExpired(*txn));
-  }
-  Status st = AwaitSlices(writes, routed_at);
-  if (st.ok()) st = txn_->ApplyAt(ts, writes);
+                                uint64_t routed_at, bool decides, bool* refused) {
+  bool refused_here = false;
+  if (decides && txn != nullptr) ClaimDecision(*txn);
+  Status st = [&]() -> Status {
+    if (decides && txn != nullptr) {
+      // The applier of a one-phase transaction: this apply decides it,
+      // unless the prepared node's resolver refused it here first.
+      std::string recorded;
+      Status got = meta_->Get(kDecisionPrefix + *txn, &recorded);
+      if (got.ok()) {
+        refused_here = true;
+        return SqlError(ErrorCode::kLockDeadlock,
+                        "Deadlock found when trying to get lock; try restarting transaction (transaction {} was "
+                        "aborted at node '{}' by its prepared node's resolver)",
+                        *txn, options_.node_name);
+      }
+      if (!got.IsNotFound()) {
+        refused_here = true;
+        return got;
+      }
+    }
+    {
+      std::unique_lock<std::mutex> l(mu_);
+      if (txn != nullptr) {
+        Status expired = CheckNotExpired(*txn);
+        if (!expired.ok()) {
+          refused_here = true;
+          return expired;
+        }
+        auto owner = owners_.find(*txn);
+        if (decides && ParseTxnKey(*txn).coordinator != self()) {
+          // Its row locks here must still be held: after a restart (locks
+          // gone) another writer may have read or locked its rows.
+          if (owner == owners_.end()) {
+            refused_here = true;
+            return SqlError(ErrorCode::kLockWaitTimeout,
+                            "Lock wait timeout exceeded; try restarting transaction (the row locks of transaction "
+                            "{} at node '{}' are gone)",
+                            *txn, options_.node_name);
+          }
+          owner->second.last_used = std::chrono::steady_clock::now();
+        }
+      }
+      Status waited = AwaitOnePhaseKeys(l, txn != nullptr ? *txn : std::string(), writes);
+      if (!waited.ok()) {
+        refused_here = true;
+        return waited;
+      }
+    }
+    Status routed = AwaitSlices(writes, routed_at);
+    if (!routed.ok()) {
+      refused_here = true;
+      return routed;
+    }
+    return txn_->ApplyAt(ts, writes);
+  }();
   if (txn != nullptr) {
     std::lock_guard<std::mutex> l(mu_);
     ReleaseOwnerLocked(*txn);
   }
+  if (decides && txn != nullptr) ReleaseDecision(*txn);
+  if (refused != nullptr) *refused = refused_here;
   return st;
 }
 
@@ -1093,6 +1286,7 @@ void SliceService::ResolvePass(bool all) {
     std::string key;
     txn::TxnKey txn;
     txn::DeciderPair deciders;
+    uint64_t ts = 0;
   };
   std::vector<Overdue> overdue;
   std::vector<Overdue> young;  // within resolve_after_ms: resolved now only if the coordinator left
@@ -1100,9 +1294,14 @@ void SliceService::ResolvePass(bool all) {
     const auto now = std::chrono::steady_clock::now();
     std::lock_guard<std::mutex> l(mu_);
     for (const auto& [k, p] : prepared_) {
-      Overdue o{k, txn::TxnKey{p.request->txn().coordinator(), p.request->txn().id()},
-                txn::DeciderPair{p.request->decider(), p.request->backup(),
-                                 {p.request->participants().begin(), p.request->participants().end()}}};
+      Overdue o{k, txn::TxnKey{p.request->txn().coordinator(), p.request->txn().id()}, txn::DeciderPair(),
+                p.request->commit_ts()};
+      o.deciders.decider = p.request->decider();
+      o.deciders.backup = p.request->backup();
+      o.deciders.one_phase = p.request->one_phase();
+      o.deciders.probe_slice = p.request->probe_slice();
+      o.deciders.probe_key = p.request->probe_key();
+      o.deciders.participants.assign(p.request->participants().begin(), p.request->participants().end());
       if (all || now - p.since >= std::chrono::milliseconds(options_.resolve_after_ms)) {
         overdue.push_back(std::move(o));
       } else if (o.txn.coordinator != options_.node_name && now - p.since >= kMembershipGrace) {
@@ -1118,7 +1317,21 @@ void SliceService::ResolvePass(bool all) {
   for (const Overdue& o : overdue) {
     // Ask the decider; if nothing is recorded it records abort, so a late
     // commit from the coordinator is refused.
-    Result<bool> outcome = Decide(o.deciders, o.txn, /*commit=*/false, 0);
+    // One phase on two nodes: ask the applier whether it applied (it
+    // records a refusal if not).
+    Result<bool> outcome = Decide(o.deciders, o.txn, /*commit=*/false, o.deciders.one_phase ? o.ts : 0);
+    if (!outcome.ok() && o.deciders.one_phase && options_.address_of &&
+        !options_.address_of(o.deciders.decider).ok()) {
+      // The applier left the cluster (removed after a failure; its replica
+      // went with it): presumed committed (docs/transactions.md "One phase
+      // on two nodes"). It may have applied and the client may have been
+      // answered; if it did not, no client was told the transaction
+      // failed (that needs this record gone) and no reader saw it.
+      Status st = PresumeCommit(o.key);
+      log::Warn("node {}: one-phase transaction {}: its applier '{}' left the cluster; presumed committed{}",
+                options_.node_name, o.key, o.deciders.decider, st.ok() ? "" : ", failed: " + st.ToString());
+      continue;
+    }
     if (!outcome.ok()) {
       log::Warn("node {}: prepared transaction {} unresolved: decider '{}': {}", options_.node_name, o.key,
                 o.deciders.decider, outcome.status().ToString());
@@ -1128,6 +1341,22 @@ void SliceService::ResolvePass(bool all) {
     log::Info("node {}: resolved prepared transaction {}: {}{}", options_.node_name, o.key,
               *outcome ? "commit" : "abort", st.ok() ? "" : " failed: " + st.ToString());
   }
+}
+
+Status SliceService::PresumeCommit(const std::string& txn) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (prepared_.count(txn) == 0 || presuming_.count(txn)) return Status::OK();
+    // From here a Finish(abort) of it is answered with 1180 (LocalFinish).
+    presuming_.insert(txn);
+  }
+  Status st = meta_->Put(kPresumedPrefix + txn, std::string("C"));
+  if (st.ok()) st = LocalFinish(txn, /*commit=*/true);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    presuming_.erase(txn);
+  }
+  return st;
 }
 
 void SliceService::TEST_ResolveNow() { ResolvePass(/*all=*/true); }
@@ -1464,6 +1693,11 @@ Status SliceService::Prepare(const std::string& node, const txn::TxnKey& txn, ui
   const uint64_t rows = ToPb(writes, req.mutable_writes());
   req.set_decider(deciders.decider);
   req.set_backup(deciders.backup);
+  if (deciders.one_phase) {
+    req.set_one_phase(true);
+    req.set_probe_slice(deciders.probe_slice);
+    req.set_probe_key(deciders.probe_key);
+  }
   for (const std::string& p : deciders.participants) req.add_participants(p);
   if (node == self()) return LocalPrepare(req);
   SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
@@ -1484,11 +1718,19 @@ Result<bool> SliceService::DecideAt(const std::string& node, const txn::TxnKey& 
   req.set_commit_ts(args.ts);
   req.set_backup(args.backup);
   req.set_decider(args.decider);
+  req.set_one_phase(args.one_phase);
+  req.set_probe_slice(args.probe_slice);
+  req.set_probe_key(args.probe_key);
   for (const std::string& p : args.participants) req.add_participants(p);
   DecideResponse resp;
   SHALE_RETURN_IF_ERROR(Rpc(peer, node, RpcTimeout(), &DataService::Stub::Decide, req, &resp));
   SHALE_RETURN_IF_ERROR(FromPb(resp.status()));
   return resp.committed();
+}
+
+bool SliceService::IsMember(const std::string& node) {
+  // Without a cluster (tests without addresses) every node counts as one.
+  return node == self() || !options_.address_of || options_.address_of(node).ok();
 }
 
 Result<bool> SliceService::Decide(const txn::DeciderPair& deciders, const txn::TxnKey& txn, bool commit,
@@ -1497,6 +1739,14 @@ Result<bool> SliceService::Decide(const txn::DeciderPair& deciders, const txn::T
   args.commit = commit;
   args.ts = ts;
   args.backup = deciders.backup;
+  if (deciders.one_phase) {
+    // The applier alone can tell; there is no backup.
+    args.backup.clear();
+    args.one_phase = true;
+    args.probe_slice = deciders.probe_slice;
+    args.probe_key = deciders.probe_key;
+    return DecideAt(deciders.decider, txn, args);
+  }
   args.participants = deciders.participants;
   Result<bool> r = DecideAt(deciders.decider, txn, args);
   if (r.ok() || deciders.backup.empty() || deciders.backup == deciders.decider) return r;
@@ -1807,6 +2057,35 @@ Status SliceService::Apply(const std::string& node, const txn::TxnKey* txn, uint
   SHALE_RETURN_IF_ERROR(Rpc(peer, node, RpcTimeout(), &DataService::Stub::Apply, req, &resp));
   CountSent(rows);
   return FromPb(resp.status());
+}
+
+Status SliceService::ApplyDecision(const std::string& node, const txn::TxnKey& txn, uint64_t ts,
+                                   const txn::WriteSet& writes, bool* refused) {
+  *refused = false;
+  const std::string k = txn.ToString();
+  if (node == self()) return LocalApply(&k, ts, writes, AppliedIndex(), /*decides=*/true, refused);
+  SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
+  ApplyRequest req;
+  Header(req.mutable_header());
+  ToPb(txn, req.mutable_txn());
+  req.set_commit_ts(ts);
+  req.set_decides(true);
+  const uint64_t rows = ToPb(writes, req.mutable_writes());
+  ApplyResponse resp;
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, RpcTimeout());
+  grpc::Status g = peer->stub()->Apply(&ctx, req, &resp);
+  if (!g.ok()) {
+    // The receiver's epoch check refuses before anything is done (FAILED_PRECONDITION
+    // comes only from there); any other failure (no answer) leaves the
+    // outcome unknown.
+    *refused = g.error_code() == grpc::StatusCode::FAILED_PRECONDITION;
+    return FromGrpc(g, node);
+  }
+  CountSent(rows);
+  Status st = FromPb(resp.status());
+  if (!st.ok()) *refused = resp.refused();
+  return st;
 }
 
 // ---- deadlocks across nodes (src/txn/deadlock_detector.h) ----------------

@@ -14,7 +14,11 @@
 // Durable state (this node's MetaStore, docs/transactions.md):
 //   txn/prepared/<coordinator>/<id>  PrepareRequest: a prepared write set
 //   txn/decision/<coordinator>/<id>  "C<ts>" or "A" (the recorded outcome),
-//                                    then "\n<node>" per participant
+//                                    then "\n<node>" per participant (at a
+//                                    one-phase applier: "A" only, a refusal,
+//                                    without participants)
+//   txn/presumed/<coordinator>/<id>  a one-phase transaction committed by
+//                                    presumption (its applier left)
 //
 // Invariants:
 //  1. A participant applies a prepared write set only after the decider has
@@ -35,7 +39,17 @@
 //     from a background queue — or by the sweep of decision records at the
 //     node keeping it (SweepDecisions) once its coordinator's commit is no
 //     longer in progress and no participant that is a cluster member holds
-//     it prepared (or is preparing or applying it).
+//     it prepared (or is preparing or applying it). A record without
+//     participants (a one-phase refusal, or one written before they were
+//     kept) is never dropped by the sweep.
+//  6. One phase on two nodes (docs/transactions.md "One phase on two
+//     nodes"): the applier's Apply is the decision. It applies only while
+//     it holds the transaction's locks and no refusal is recorded; it
+//     records a refusal only when its replica lacks the probe at the
+//     commit timestamp; both under the transaction's claim (deciding_).
+//     The prepared node commits when the applier has the probe, aborts on
+//     its refusal, presumes commit once the applier has left the cluster,
+//     and until then makes any other writer of the record's keys wait.
 //
 // Thread-safety: all methods may be called concurrently. gRPC runs on its
 // own threads; a background thread resolves prepared transactions whose
@@ -167,9 +181,13 @@ class SliceService final : public txn::DataRouter {
   Status Prepare(const std::string& node, const txn::TxnKey& txn, uint64_t ts, const txn::WriteSet& writes,
                  const txn::DeciderPair& deciders) override;
   Result<bool> Decide(const txn::DeciderPair& deciders, const txn::TxnKey& txn, bool commit, uint64_t ts) override;
+  bool IsMember(const std::string& node) override;
   Status Finish(const std::string& node, const txn::TxnKey& txn, bool commit) override;
   void Forget(const txn::DeciderPair& deciders, const txn::TxnKey& txn) override;
   Status Apply(const std::string& node, const txn::TxnKey* txn, uint64_t ts, const txn::WriteSet& writes) override;
+  Status ApplyDecision(const std::string& node, const txn::TxnKey& txn, uint64_t ts, const txn::WriteSet& writes,
+                       bool* refused) override;
+  Status AwaitLocalWritable(const txn::WriteSet& writes) override;
   Result<std::vector<txn::LockWaitInfo>> LockWaits(const std::string& node) override;
   Result<std::vector<txn::LockHolderInfo>> LockHolders(const std::string& node,
                                                        const std::vector<std::string>& names) override;
@@ -266,12 +284,18 @@ class SliceService final : public txn::DataRouter {
   // decider and records at the backup first; `decider` set — this node is
   // the backup, asked directly (answers only while the decider is not a
   // member); neither — a plain first-wins record here.
+  // `one_phase` set — this node is the applier of a one-phase
+  // transaction on two nodes: the answer is read from its replica
+  // (LocalDecideApplied).
   struct DecideArgs {
     bool commit = false;
     uint64_t ts = 0;
     std::string backup;
     std::string decider;
     std::vector<std::string> participants;  // kept in the record (the sweep asks them)
+    bool one_phase = false;
+    storage::SliceId probe_slice = 0;
+    std::string probe_key;
   };
   Result<bool> LocalDecide(const std::string& txn, const DecideArgs& args);
   // Decide at `node` (an RPC unless it is this node).
@@ -308,7 +332,34 @@ class SliceService final : public txn::DataRouter {
   // every one). Returns the records dropped.
   size_t SweepDecisions(bool all);
   void SweepLoop();
-  Status LocalApply(const std::string* txn, uint64_t ts, const txn::WriteSet& writes, uint64_t routed_at);
+  // `decides`: the applier's Apply of a one-phase transaction on two
+  // nodes (ApplyDecision): refused (*refused set, nothing written) when a
+  // resolver refused it here, or its locks here are gone.
+  Status LocalApply(const std::string* txn, uint64_t ts, const txn::WriteSet& writes, uint64_t routed_at,
+                    bool decides = false, bool* refused = nullptr);
+  // At the applier of one-phase `txn`: commit when its replica of
+  // probe_slice holds probe_key at ts (it applied), else records that
+  // `txn` is refused here (so its Apply fails from now on) and answers
+  // abort. Not answered (an error) when the replica is not stored here.
+  // REQUIRES: the caller holds `txn`'s claim in deciding_.
+  Result<bool> LocalDecideApplied(const std::string& txn, const DecideArgs& args);
+  // Claims `txn` in deciding_ (waits for another claim on it) / gives it back.
+  void ClaimDecision(const std::string& txn);
+  void ReleaseDecision(const std::string& txn);
+  // Waits (at most kOnePhaseWait) until `txn` is not being prepared here
+  // and no key of `writes` belongs to a one-phase transaction other than
+  // `txn` prepared here: while it is, a later writer of its rows waits for
+  // its outcome (docs/transactions.md "One phase on two nodes"). 1205 when
+  // the wait ends first. REQUIRES: l holds mu_.
+  bool OverlapsOnePhaseLocked(const std::string& txn, const txn::WriteSet& writes) const;
+  Status AwaitOnePhaseKeys(std::unique_lock<std::mutex>& l, const std::string& txn, const txn::WriteSet& writes);
+  // Adds/removes a one-phase prepared transaction's keys to one_phase_keys_.
+  // REQUIRES: mu_ held.
+  void IndexOnePhaseLocked(const std::string& txn, const PrepareRequest& request, bool add);
+  // One-phase resolution when the applier has left: commit at the
+  // prepared timestamp, with a durable mark, so a coordinator's late
+  // Finish(abort) learns it was committed.
+  Status PresumeCommit(const std::string& txn);
 
   // Lock owners of remote transactions at this node.
   struct Owner {
@@ -346,7 +397,11 @@ class SliceService final : public txn::DataRouter {
   std::map<std::string, Prepared> prepared_;            // GUARDED_BY(mu_)
   std::map<std::string, uint64_t> finishing_;           // GUARDED_BY(mu_): being applied, -> commit ts
   std::set<std::string> preparing_;                     // GUARDED_BY(mu_): prepare record being written
-  std::condition_variable prepare_cv_;                  // preparing_ shrank
+  std::condition_variable prepare_cv_;                  // preparing_ or one_phase_keys_ shrank
+  // Keys (slice, user key) written by one-phase transactions prepared
+  // here, -> the transaction (AwaitOnePhaseKeys).
+  std::map<std::pair<storage::SliceId, std::string>, std::string> one_phase_keys_;  // GUARDED_BY(mu_)
+  std::set<std::string> presuming_;                     // GUARDED_BY(mu_): PresumeCommit running
   std::mutex decide_mu_;
   std::condition_variable decide_cv_;
   std::set<std::string> deciding_;                      // GUARDED_BY(decide_mu_): one Decide per transaction at a time
@@ -363,7 +418,8 @@ class SliceService final : public txn::DataRouter {
   // (rows read by other nodes, rows they wrote here).
   std::atomic<uint64_t> rows_sent_{0};
   std::atomic<uint64_t> rows_received_{0};
-  // Decision records in this node's MetaStore (decision_records()).
+  // Decision records in this node's MetaStore (decision_records()), but
+  // for bare "A" records (one-phase refusals; CountedDecision).
   std::atomic<uint64_t> decision_records_{0};
   // Requester side: also counted for the calling thread's statement.
   void CountSent(uint64_t rows) {

@@ -188,12 +188,16 @@ std::vector<std::pair<std::string, std::string>> ServerState::StatusVariables(ui
     const txn::TxnStats txn_stats = engine->txn()->stats();
     add("Shale_gc_passes", txn_stats.gc_passes);
     add("Shale_gc_versions_removed", txn_stats.gc_removed);
+    // Commits this node coordinated across nodes (docs/transactions.md
+    // "One phase on two nodes").
+    add("Shale_one_phase_commits", txn_stats.one_phase_commits);
+    add("Shale_two_phase_commits", txn_stats.two_phase_commits);
     // Row locks (docs/transactions.md "Row locks"): waits ended by a
     // deadlock (here or across nodes), locks held in this node's lock manager.
     add("Shale_deadlocks", txn_stats.deadlocks);
     // Two-phase-commit decision records kept here (docs/transactions.md
     // "Collecting orphaned decision records"): back to 0 once nothing is
-    // in flight.
+    // in flight. One-phase refusals, kept for good, are not counted.
     add("Shale_decision_records", router ? router->decision_records() : 0);
     add("Shale_row_locks_held", txn_stats.row_locks_held);
     add("Shale_rows_received_from_other_nodes", router ? router->rows_received() : 0);

@@ -83,6 +83,12 @@ struct LockHolderInfo {
 // other than the coordinator) and the backup (another node, when there is
 // one), which holds the authoritative record (docs/transactions.md
 // "Distributed commit").
+//
+// A one-phase transaction on two nodes (`one_phase`, docs/transactions.md
+// "One phase on two nodes") has no decision record: `decider` is the
+// applier, whose Apply of its share is the decision, and `backup` is empty.
+// Whether it applied is read from its replica of `probe_slice`: the version
+// of `probe_key` (a put of the transaction) at the commit timestamp.
 struct DeciderPair {
   std::string decider;
   std::string backup;  // empty: the decider alone
@@ -91,6 +97,9 @@ struct DeciderPair {
   // any more can be collected (docs/transactions.md "Collecting orphaned
   // decision records"). Empty: unknown (such a record is kept).
   std::vector<std::string> participants = {};
+  bool one_phase = false;
+  storage::SliceId probe_slice = 0;
+  std::string probe_key;
 };
 
 // Buffered writes: per slice, key -> value (nullopt: delete), in key order.
@@ -201,6 +210,13 @@ class DataRouter {
   // the decider does not answer and has left the cluster, the backup
   // directly. Fails when neither can give the outcome.
   virtual Result<bool> Decide(const DeciderPair& deciders, const TxnKey& txn, bool commit, uint64_t ts) = 0;
+  // Whether `node` is a cluster member (as this node last saw the
+  // membership). A node that left had its replicas removed from the slice
+  // map; if it returns it is rebuilt from empty replicas.
+  virtual bool IsMember(const std::string& node) {
+    (void)node;
+    return true;
+  }
   // Applies (commit) or discards the prepared writes; releases the locks.
   virtual Status Finish(const std::string& node, const TxnKey& txn, bool commit) = 0;
   // Once every participant has finished: drops the decision records at
@@ -210,6 +226,24 @@ class DataRouter {
   // One-phase: writes at `ts` at once (durable when OK) and, when txn is
   // set, releases its locks at `node`.
   virtual Status Apply(const std::string& node, const TxnKey* txn, uint64_t ts, const WriteSet& writes) = 0;
+  // One phase on two nodes: the applier's Apply, which is the commit
+  // decision (the other node has prepared, naming `node` as its applier).
+  // OK: applied (durable), locks released. An error with *refused set:
+  // `node` answered that it wrote nothing and will not apply this
+  // transaction (it was refused there by a resolver, its locks there
+  // ended, or the route was stale). An error without: the outcome is
+  // unknown (no answer; the prepared node resolves it).
+  virtual Status ApplyDecision(const std::string& node, const TxnKey& txn, uint64_t ts, const WriteSet& writes,
+                               bool* refused) = 0;
+
+  // Before this node commits `writes` to its own replicas only (no RPC):
+  // waits while a one-phase transaction prepared here, its outcome not yet
+  // known, has written one of those keys (1205 when that lasts), as a
+  // Prepare or Apply from another node does.
+  virtual Status AwaitLocalWritable(const WriteSet& writes) {
+    (void)writes;
+    return Status::OK();
+  }
 
   // The cluster's deadlock detector (src/txn/deadlock_detector.h):
   // the row-lock waits of the transactions `node` coordinates, wherever

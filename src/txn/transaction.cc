@@ -309,6 +309,7 @@ Status TxnManager::ApplyAt(uint64_t ts, const WriteSet& writes) {
 }
 
 Status TxnManager::Apply(const WriteSet& writes) {
+  if (router_ != nullptr) SHALE_RETURN_IF_ERROR(router_->AwaitLocalWritable(writes));
   SHALE_ASSIGN_OR_RETURN(uint64_t ts, Oracle()->BeginCommit());
   Status st = ApplyAt(ts, writes);
   Oracle()->FinishCommit(ts);
@@ -339,7 +340,8 @@ bool TxnManager::Committing(uint64_t id) const {
 }
 
 Status TxnManager::CommitWrites(const TxnKey& key, const WriteSet& writes, const Placement& placement,
-                                std::set<std::string>* participants, bool* in_doubt) {
+                                std::set<std::string>* participants, bool* in_doubt,
+                                const std::set<std::string>* lock_nodes) {
   const std::string& self = router_->self();
   // Each node's share: the slices it holds a replica of.
   std::map<std::string, WriteSet> by_node;
@@ -372,6 +374,52 @@ Status TxnManager::CommitWrites(const TxnKey& key, const WriteSet& writes, const
                                      key.ToString(), by_node.begin()->first, st.message()));
     }
     return st;
+  }
+  if (by_node.size() == 2 && lock_nodes != nullptr) {
+    // One phase on two nodes (docs/transactions.md "One phase on two
+    // nodes"). The applier is the ranking replica of the first written
+    // slice both nodes hold, when the transaction holds row locks there
+    // (its Apply is refused once they are gone, e.g. after a restart),
+    // else the other node under the same condition. The probe is a put of
+    // the applier's share in a slice both nodes hold: the other node learns
+    // from its version at ts whether the applier applied.
+    const std::string& n0 = by_node.begin()->first;
+    const std::string& n1 = std::next(by_node.begin())->first;
+    auto holds_locks = [&](const std::string& node) { return node == self || lock_nodes->count(node) > 0; };
+    DeciderPair one;
+    one.one_phase = true;
+    std::string other;
+    for (const auto& [slice, keys] : writes) {
+      auto p = placement.find(slice);
+      if (p == placement.end()) continue;
+      const auto& replicas = p->second;
+      if (std::find(replicas.begin(), replicas.end(), n0) == replicas.end() ||
+          std::find(replicas.begin(), replicas.end(), n1) == replicas.end()) {
+        continue;
+      }
+      auto put = std::find_if(keys.begin(), keys.end(), [](const auto& kv) { return kv.second.has_value(); });
+      if (put == keys.end()) continue;
+      const std::string& ranking = replicas[0] == n1 ? n1 : n0;
+      const std::string& second = ranking == n0 ? n1 : n0;
+      if (holds_locks(ranking)) {
+        one.decider = ranking;
+        other = second;
+      } else if (holds_locks(second)) {
+        one.decider = second;
+        other = ranking;
+      } else {
+        continue;
+      }
+      one.probe_slice = slice;
+      one.probe_key = put->first;
+      break;
+    }
+    if (!one.decider.empty()) {
+      Status st = CommitOnePhase(key, ts, by_node, one, other, in_doubt);
+      Oracle()->FinishCommit(ts);
+      if (st.ok()) one_phase_commits_.fetch_add(1, std::memory_order_relaxed);
+      return st;
+    }
   }
   // The decision is kept by a node other than this one, so it survives the
   // loss of the coordinator: a replica of the first written slice if one is
@@ -464,7 +512,124 @@ Status TxnManager::CommitWrites(const TxnKey& key, const WriteSet& writes, const
   // No participant will ask for the outcome any more: the record can go.
   if (all_finished) router_->Forget(deciders, key);
   Oracle()->FinishCommit(ts);
+  two_phase_commits_.fetch_add(1, std::memory_order_relaxed);
   return Status::OK();
+}
+
+Status TxnManager::CommitOnePhase(const TxnKey& key, uint64_t ts, const std::map<std::string, WriteSet>& by_node,
+                                  const DeciderPair& deciders, const std::string& other, bool* in_doubt) {
+  const std::string& applier = deciders.decider;
+  auto unknown = [&](const std::string& what) {
+    // Our own locks stay with our share only when it is the prepared one
+    // (its record's owner keeps them until it is resolved).
+    if (in_doubt != nullptr && other == router_->self()) *in_doubt = true;
+    log::Error("transaction {}: one-phase commit outcome unknown: {}", key.ToString(), what);
+    return Status::Sql(1180 /* ER_ERROR_DURING_COMMIT */,
+                       fmt::format("Got error during COMMIT: the outcome of transaction {} is not known ({}); "
+                                   "node {} resolves it from node {}'s replica",
+                                   key.ToString(), what, other, applier));
+  };
+  // A failure the client is told as such (not 1180) requires that the
+  // other node holds no prepared record: once the applier leaves the
+  // cluster, a prepared record left there would be presumed committed.
+  auto refuse = [&](Status st) {
+    // The applier did not apply: its row locks go (best effort; a lock the
+    // release misses ends with its lease).
+    router_->Unlock(applier, key);
+    Status discarded = router_->Finish(other, key, /*commit=*/false);
+    if (!discarded.ok()) {
+      return unknown(fmt::format("{}; and node {} did not confirm it discarded its share: {}", st.message(), other,
+                                 discarded.message()));
+    }
+    return st;
+  };
+  // 1. The other node prepares, naming the applier.
+  Status st = router_->Prepare(other, key, ts, by_node.at(other), deciders);
+  if (one_phase_prepare_answer_) st = one_phase_prepare_answer_(deciders, st);
+  if (!st.ok()) {
+    router_->Unlock(applier, key);
+    Status discarded = router_->Finish(other, key, /*commit=*/false);
+    if (discarded.ok()) return st;
+    // The other node may hold a prepared record (the prepare may have
+    // arrived, or still be on its way) and cannot be told to discard it.
+    // Nothing was sent to the applier: make the abort definite there and
+    // wait for the other node to leave or answer
+    // (docs/transactions.md "One phase on two nodes", "The prepare got no
+    // answer").
+    return PrepareLost(key, ts, deciders, other, fmt::format("{}; and node {} did not confirm it discarded its "
+                                                             "share: {}",
+                                                             st.message(), other, discarded.message()),
+                       unknown);
+  }
+  if (after_one_phase_prepare_) after_one_phase_prepare_(deciders);
+  // 2. The applier applies its share: that is the decision.
+  bool refused = false;
+  st = router_->ApplyDecision(applier, key, ts, by_node.at(applier), &refused);
+  if (!st.ok()) {
+    if (refused) return refuse(st);
+    // Applied or not, its locks may go: an apply that arrives after them is
+    // refused there (its locks are gone).
+    router_->Unlock(applier, key);
+    return unknown(fmt::format("node {} did not answer its apply: {}", applier, st.message()));
+  }
+  if (after_one_phase_apply_) after_one_phase_apply_(deciders);
+  // 3. The other node applies its prepared share. Committed already: one
+  // that misses this resolves it from the applier's replica.
+  st = router_->Finish(other, key, /*commit=*/true);
+  if (!st.ok()) log::Warn("transaction {}: commit at node {}: {}", key.ToString(), other, st.ToString());
+  return Status::OK();
+}
+
+Status TxnManager::PrepareLost(const TxnKey& key, uint64_t ts, const DeciderPair& deciders, const std::string& other,
+                               const std::string& why, const std::function<Status(const std::string&)>& unknown) {
+  const std::string& applier = deciders.decider;
+  // 1. The applier records the refusal (the one a resolver at the other
+  // node records when it asks and the probe is absent): a prepared record
+  // there that asks is answered abort, and an apply is refused. It cannot
+  // answer commit (nothing was sent to it to apply); if it does, or does
+  // not answer, the outcome stays with the other node's resolver.
+  Result<bool> refused = router_->Decide(deciders, key, /*commit=*/false, ts);
+  if (!refused.ok()) {
+    return unknown(fmt::format("{}; and node {} did not record the refusal: {}", why, applier,
+                               refused.status().message()));
+  }
+  if (*refused) return unknown(fmt::format("{}; and node {} answered that it applied it", why, applier));
+  router_->Unlock(applier, key);
+  // 2. The refusal decides only while the applier is there to be asked:
+  // once it left the cluster, a prepared record at the other node would be
+  // presumed committed. So the failure is told only once the other node
+  // holds no record that could ever be applied to a live replica: it
+  // discarded its share (Finish(abort) answered; a prepare still on its
+  // way is refused there afterwards), or it left the cluster itself (its
+  // replicas are gone from the slice map; if it returns, they are rebuilt
+  // empty from the live ones, and its record, resolved, asks the applier,
+  // which refuses).
+  const auto give_up = std::chrono::steady_clock::now() + prepare_lost_wait_;
+  Status last;
+  for (;;) {
+    if (!router_->IsMember(other)) {
+      log::Warn("transaction {}: refused at node {}; node {} left the cluster with its prepare in flight",
+                key.ToString(), applier, other);
+      break;
+    }
+    last = router_->Finish(other, key, /*commit=*/false);
+    if (last.ok()) break;
+    if (!IsRetryableClusterError(last)) {
+      // An answer other than "discarded" (e.g. being committed by
+      // presumption): not a failure to report.
+      return unknown(fmt::format("{}; node {} answered the abort: {}", why, other, last.message()));
+    }
+    if (std::chrono::steady_clock::now() >= give_up) {
+      return unknown(fmt::format("{}; node {} recorded the refusal, node {} neither answered nor left the "
+                                 "cluster: {}",
+                                 why, applier, other, last.message()));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return Status::Sql(1047 /* ER_UNKNOWN_COM_ERROR */,
+                     fmt::format("Node '{}' holding a slice replica did not answer the commit of transaction {} "
+                                 "({}); it was not committed anywhere, retry it",
+                                 other, key.ToString(), why));
 }
 
 Status TxnManager::CommitBatches(const std::vector<std::pair<storage::SliceId, const storage::WriteBatch*>>& batches,
@@ -566,6 +731,8 @@ TxnStats TxnManager::stats() const {
   s.gc_removed = gc_removed_.load();
   s.gc_queued = gc_queued_.load();
   s.gc_passes = gc_passes_.load();
+  s.one_phase_commits = one_phase_commits_.load();
+  s.two_phase_commits = two_phase_commits_.load();
   s.deadlocks = locks_.deadlocks() + remote_deadlocks_.load();
   s.row_locks_held = locks_.locks_held();
   return s;
@@ -854,7 +1021,7 @@ Status Transaction::Commit() {
     } else {
       std::set<std::string> participants;
       bool in_doubt = false;
-      st = manager_->CommitWrites(key(), writes_, placement_, &participants, &in_doubt);
+      st = manager_->CommitWrites(key(), writes_, placement_, &participants, &in_doubt, &lock_nodes_);
       // The commit released our locks at the nodes that wrote (or they stay
       // with the prepared transaction until it is resolved).
       for (const std::string& node : participants) lock_nodes_.erase(node);

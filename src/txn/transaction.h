@@ -90,6 +90,11 @@ struct TxnStats {
   // node's LockManager found, and victims of the cluster's detector.
   uint64_t deadlocks = 0;
   uint64_t row_locks_held = 0;  // locks in this node's LockManager now
+  // Commits this node coordinated across nodes: one phase on two
+  // nodes (docs/transactions.md "One phase on two nodes") and full
+  // two-phase commit (SHOW STATUS Shale_one_phase_commits,
+  // Shale_two_phase_commits).
+  uint64_t one_phase_commits = 0, two_phase_commits = 0;
 };
 
 class TxnManager {
@@ -166,6 +171,24 @@ class TxnManager {
   // Runs after the commit decision was recorded, before the participants
   // are told (tests: lose the decider or the coordinator there).
   void TEST_SetAfterDecide(std::function<void(const DeciderPair&)> hook) { after_decide_ = std::move(hook); }
+  // One phase on two nodes (tests): runs once the other node has prepared,
+  // before the applier applies (`deciders.decider` is the applier), and
+  // once the applier has applied, before the other node finishes.
+  void TEST_SetAfterOnePhasePrepare(std::function<void(const DeciderPair&)> hook) {
+    after_one_phase_prepare_ = std::move(hook);
+  }
+  void TEST_SetAfterOnePhaseApply(std::function<void(const DeciderPair&)> hook) {
+    after_one_phase_apply_ = std::move(hook);
+  }
+  // One phase on two nodes (tests): sees the other node's answer to the
+  // prepare and returns the one the coordinator acts on (a failure in
+  // place of an OK: the answer was lost after the node prepared).
+  void TEST_SetOnePhasePrepareAnswer(std::function<Status(const DeciderPair&, Status)> hook) {
+    one_phase_prepare_answer_ = std::move(hook);
+  }
+  // How long a one-phase commit whose prepare got no answer waits for the
+  // other node to answer or leave the cluster before it answers 1180.
+  void TEST_SetPrepareLostWait(std::chrono::milliseconds wait) { prepare_lost_wait_ = wait; }
   storage::SliceStore* store() { return store_; }
   // The garbage collector holds this shared while it works on slices; hold
   // it exclusively to drop slices.
@@ -220,8 +243,24 @@ class TxnManager {
   // for `key` are released by the commit).
   // *in_doubt: the outcome is unknown (1180); the participants keep the
   // writes prepared, and their locks, until they resolve it.
+  // `lock_nodes`: the other nodes where the transaction holds row locks
+  // (null: none known, as for DDL batches); a write set on exactly two
+  // nodes, one of them this node or one of those, commits in one phase on
+  // two nodes (CommitOnePhase).
   Status CommitWrites(const TxnKey& key, const WriteSet& writes, const Placement& placement,
-                      std::set<std::string>* participants, bool* in_doubt = nullptr);
+                      std::set<std::string>* participants, bool* in_doubt = nullptr,
+                      const std::set<std::string>* lock_nodes = nullptr);
+  // One phase on two nodes (docs/transactions.md "One phase on two
+  // nodes"): prepare at `deciders`' other node, Apply at the applier
+  // (deciders.decider) — the decision —, then Finish at the other node.
+  Status CommitOnePhase(const TxnKey& key, uint64_t ts, const std::map<std::string, WriteSet>& by_node,
+                        const DeciderPair& deciders, const std::string& other, bool* in_doubt);
+  // The prepare at `other` got no answer and `other` did not confirm it
+  // discarded its share: the applier records the refusal, then the retryable
+  // 1047 once `other` discarded its share or left the cluster (within
+  // prepare_lost_wait_), else `unknown(...)` (1180).
+  Status PrepareLost(const TxnKey& key, uint64_t ts, const DeciderPair& deciders, const std::string& other,
+                     const std::string& why, const std::function<Status(const std::string&)>& unknown);
   uint64_t Horizon();
   uint64_t CollectPass();
   void GcLoop();
@@ -237,6 +276,10 @@ class TxnManager {
   std::function<void()> metadata_sync_;                 // SetRoutingChecks
   std::function<bool(storage::SliceId)> placed_here_;   // SetRoutingChecks
   std::function<void(const DeciderPair&)> after_decide_;  // tests
+  std::function<void(const DeciderPair&)> after_one_phase_prepare_;  // tests
+  std::function<void(const DeciderPair&)> after_one_phase_apply_;    // tests
+  std::function<Status(const DeciderPair&, Status)> one_phase_prepare_answer_;  // tests
+  std::chrono::milliseconds prepare_lost_wait_{8000};
   DataRouter* router_ = nullptr;
   LockManager locks_;
   std::atomic<uint64_t> next_txn_id_{1};
@@ -281,6 +324,7 @@ class TxnManager {
   std::atomic<uint64_t> commits_{0}, rollbacks_{0}, gc_removed_{0}, gc_queued_{0};
   std::atomic<uint64_t> collected_horizon_{0};
   std::atomic<uint64_t> gc_passes_{0};
+  std::atomic<uint64_t> one_phase_commits_{0}, two_phase_commits_{0};
   std::atomic<uint64_t> remote_deadlocks_{0};  // 1213 from a wait at another node
   std::atomic<uint64_t> oldest_snapshot_{UINT64_MAX};  // min of snapshots_, written under snap_mu_
 };
