@@ -33,6 +33,13 @@
 namespace shale::cluster {
 namespace {
 
+// "INSERT INTO d.t VALUES (id_base + i, i), ..." for i in [first, last].
+std::string InsertRows(int first, int last, int id_base = 0) {
+  std::string insert = "INSERT INTO d.t VALUES ";
+  for (int i = first; i <= last; ++i) insert += (i > first ? "," : "") + fmt::format("({}, {})", id_base + i, i);
+  return insert;
+}
+
 struct TestNode {
   std::string name;
   std::unique_ptr<exec::Engine> engine;
@@ -1267,8 +1274,7 @@ TEST_F(DataPathTest, ParticipantStoppedBetweenPrepareAndCommitResolvesToCommit) 
   // is another node, so the commit is still decided).
   TestNode* n3 = nodes_[2].get();
   nodes_[0]->engine->txn()->TEST_SetAfterPrepare([&] { n3->rpc->Shutdown(); });
-  std::string insert = "INSERT INTO d.t VALUES ";
-  for (int i = 2; i <= 30; ++i) insert += (i > 2 ? "," : "") + fmt::format("({}, {})", i, i);
+  std::string insert = InsertRows(2, 30);
   auto results = Exec(s1, insert);
   nodes_[0]->engine->txn()->TEST_SetAfterPrepare(nullptr);
   ASSERT_EQ(results.size(), 1u);
@@ -1310,8 +1316,7 @@ TEST_F(DataPathTest, CoordinatorLostBeforeDecisionResolvesToAbort) {
     nodes_[0]->data->TEST_SetUnreachable("n2", true);
     nodes_[0]->data->TEST_SetUnreachable("n3", true);
   });
-  std::string insert = "INSERT INTO d.t VALUES ";
-  for (int i = 2; i <= 30; ++i) insert += (i > 2 ? "," : "") + fmt::format("({}, {})", i, i);
+  std::string insert = InsertRows(2, 30);
   Status st = Fail(s1, insert);
   EXPECT_EQ(st.mysql_code(), 1180) << st.ToString();
   nodes_[0]->engine->txn()->TEST_SetAfterPrepare(nullptr);
@@ -1355,8 +1360,7 @@ TEST_F(DataPathTest, DecisionSurvivesTheLossOfTheDecider) {
     nodes_[0]->data->TEST_SetUnreachable("n2", true);
     nodes_[0]->data->TEST_SetUnreachable("n3", true);
   });
-  std::string insert = "INSERT INTO d.t VALUES ";
-  for (int i = 1; i <= 30; ++i) insert += (i > 1 ? "," : "") + fmt::format("({}, {})", i, i);
+  std::string insert = InsertRows(1, 30);
   auto results = Exec(s1, insert);
   nodes_[0]->engine->txn()->TEST_SetAfterDecide(nullptr);
   ASSERT_EQ(results.size(), 1u);
@@ -1441,8 +1445,7 @@ TEST_F(DataPathTest, PreparedLocksAreTakenAgainAfterParticipantRestart) {
   CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
   exec::Session* s1 = SessionOn(0);
   TestNode* n2 = nodes_[1].get();
-  std::string insert = "INSERT INTO d.t VALUES ";
-  for (int i = 1; i <= 30; ++i) insert += (i > 1 ? "," : "") + fmt::format("({}, {})", i, i);
+  std::string insert = InsertRows(1, 30);
   Run(s1, insert);
   // Node 1 updates every row; after prepare node 2 cannot hear the outcome.
   nodes_[0]->engine->txn()->TEST_SetAfterPrepare([&] { nodes_[0]->data->TEST_SetUnreachable("n2", true); });
@@ -1523,8 +1526,7 @@ TEST_F(DataPathTest, DecisionRecordsAreDroppedOnceEveryParticipantFinished) {
   CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
   exec::Session* s1 = SessionOn(0);
   for (int round = 0; round < 5; ++round) {
-    std::string insert = "INSERT INTO d.t VALUES ";
-    for (int i = 1; i <= 12; ++i) insert += (i > 1 ? "," : "") + fmt::format("({}, {})", round * 100 + i, i);
+    std::string insert = InsertRows(1, 12, round * 100);
     Run(s1, insert);
   }
   EXPECT_EQ(Query(SessionOn(2), "SELECT COUNT(*) FROM d.t"), std::vector<std::string>{"60"});
@@ -1541,8 +1543,7 @@ TEST_F(DataPathTest, CoordinatorLostAfterAcknowledgingLeavesNothingInDoubt) {
   CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
   exec::Session* s1 = SessionOn(0);
   nodes_[0]->data->TEST_PauseForgets(true);
-  std::string insert = "INSERT INTO d.t VALUES ";
-  for (int i = 1; i <= 30; ++i) insert += (i > 1 ? "," : "") + fmt::format("({}, {})", i, i);
+  std::string insert = InsertRows(1, 30);
   Run(s1, insert);  // acknowledged
   EXPECT_EQ(nodes_[0]->data->pending_forgets(), 2u) << "the decider's and the backup's record";
   size_t records = 0;
@@ -1572,8 +1573,7 @@ TEST_F(DataPathTest, ForgetIsRetriedUntilTheDecisionKeepersAnswer) {
   CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
   exec::Session* s1 = SessionOn(0);
   nodes_[0]->data->TEST_PauseForgets(true);
-  std::string insert = "INSERT INTO d.t VALUES ";
-  for (int i = 1; i <= 30; ++i) insert += (i > 1 ? "," : "") + fmt::format("({}, {})", i, i);
+  std::string insert = InsertRows(1, 30);
   Run(s1, insert);
   nodes_[0]->data->TEST_SetUnreachable("n2", true);
   nodes_[0]->data->TEST_SetUnreachable("n3", true);
@@ -1605,8 +1605,7 @@ TEST_F(DataPathTest, FinishedRecordBackAfterPowerLossAppliesNothingTwice) {
         [&](const txn::DeciderPair&) { records = PreparedRecords(participant); });
     nodes_[0]->data->TEST_PauseForgets(!forgotten);
     const int base = forgotten ? 0 : 100;
-    std::string insert = "INSERT INTO d.t VALUES ";
-    for (int i = 1; i <= 30; ++i) insert += (i > 1 ? "," : "") + fmt::format("({}, {})", base + i, i);
+    std::string insert = InsertRows(1, 30, base);
     Run(s1, insert);
     nodes_[0]->engine->txn()->TEST_SetAfterDecide(nullptr);
     if (forgotten) {
@@ -1643,8 +1642,7 @@ TEST_F(DataPathTest, SweepCollectsRecordsACoordinatorLeftBehind) {
   exec::Session* s1 = SessionOn(0);
   auto commit_without_forget = [&](int base) {
     nodes_[0]->data->TEST_PauseForgets(true);
-    std::string insert = "INSERT INTO d.t VALUES ";
-    for (int i = 1; i <= 30; ++i) insert += (i > 1 ? "," : "") + fmt::format("({}, {})", base + i, i);
+    std::string insert = InsertRows(1, 30, base);
     Run(s1, insert);  // acknowledged
     nodes_[0]->data->TEST_DropForgets();  // the coordinator gave up, or died
     nodes_[0]->data->TEST_PauseForgets(false);
@@ -1687,8 +1685,7 @@ TEST_F(DataPathTest, SweepKeepsTheRecordsAPreparedParticipantNeeds) {
     deciders = d;
     nodes_[0]->data->TEST_SetUnreachable("n3", true);  // n3 misses Finish
   });
-  std::string insert = "INSERT INTO d.t VALUES ";
-  for (int i = 1; i <= 30; ++i) insert += (i > 1 ? "," : "") + fmt::format("({}, {})", i, i);
+  std::string insert = InsertRows(1, 30);
   Run(s1, insert);  // decided: acknowledged
   nodes_[0]->engine->txn()->TEST_SetAfterDecide(nullptr);
   nodes_[0]->data->TEST_SetUnreachable("n3", false);
@@ -1724,8 +1721,7 @@ TEST_F(DataPathTest, SweepKeepsTheRecordsAPreparedParticipantNeeds) {
 TEST_F(DataPathTest, SweepKeepsAnAbortRecordWhileItsCoordinatorCommits) {
   CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
   exec::Session* s1 = SessionOn(0);
-  std::string insert = "INSERT INTO d.t VALUES ";
-  for (int i = 1; i <= 30; ++i) insert += (i > 1 ? "," : "") + fmt::format("({}, {})", i, i);
+  std::string insert = InsertRows(1, 30);
   Run(s1, insert);
   ASSERT_TRUE(nodes_[0]->data->TEST_DrainForgets(std::chrono::seconds(10)));
   ASSERT_EQ(TotalDecisionRecords(), 0u);
@@ -1787,8 +1783,7 @@ TEST_F(DataPathTest, RecordBackAfterPowerLossResolvesAroundTheSweep) {
         [&](const txn::DeciderPair&) { records = PreparedRecords(participant); });
     nodes_[0]->data->TEST_PauseForgets(true);
     const int base = swept_first ? 100 : 0;
-    std::string insert = "INSERT INTO d.t VALUES ";
-    for (int i = 1; i <= 30; ++i) insert += (i > 1 ? "," : "") + fmt::format("({}, {})", base + i, i);
+    std::string insert = InsertRows(1, 30, base);
     Run(s1, insert);
     nodes_[0]->engine->txn()->TEST_SetAfterDecide(nullptr);
     nodes_[0]->data->TEST_DropForgets();  // left to the sweep
