@@ -1036,7 +1036,6 @@ Status BTreeSliceStore::CheckBuilding(SliceId id) const {
 }
 
 Status BTreeSliceStore::LoadChunk(SliceId id, const WriteBatch& entries, std::string_view resume_key) {
-  SHALE_RETURN_IF_ERROR(CheckBuilding(id));
   if (resume_key.size() > kMaxKeyBytes) {
     return Status::InvalidArgument(fmt::format("slice {}: resume key of {} bytes exceeds the limit", id,
                                                resume_key.size()));
@@ -1087,7 +1086,6 @@ std::string EncodeStatesPayload(const std::vector<std::pair<SliceId, SliceState>
 }  // namespace
 
 Status BTreeSliceStore::FinishBuild(SliceId id) {
-  SHALE_RETURN_IF_ERROR(CheckBuilding(id));
   std::vector<std::pair<SliceId, SliceState>> states{{id, SliceState::kReady}};
   return LogAndApply(
       WalRecordType::kSliceState, EncodeStatesPayload(states), [&] { return ApplySliceStates(states); },
