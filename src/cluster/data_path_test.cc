@@ -246,6 +246,10 @@ class DataPathTest : public ::testing::Test {
 
   int NodeIndex(const std::string& name) { return in_process::IndexOf(nodes_, name); }
 
+  // LockingReadAtANewRankingReplicaWaitsForItsPreparedWriters: the writer
+  // runs through node `via`.
+  void ReadAroundPreparedAtNewRankingReplica(int via);
+
   // Both replicas of every slice hold the same bytes (after each node's
   // garbage collector has run at the same horizon: they share one oracle
   // and hold no snapshot).
@@ -1573,6 +1577,82 @@ TEST_F(DataPathTest, CommitAfterTheRankingReplicaMovedIsRefusedAndRetryable) {
   EXPECT_EQ(Query(SessionOn(n), fmt::format("SELECT n FROM d.t WHERE id = {}", x)), std::vector<std::string>{"5"});
   ExpectReplicasIdentical();
   for (auto& node : nodes_) EXPECT_EQ(node->engine->txn()->locks()->locks_held(), 0u) << node->name;
+}
+
+// A replica that becomes ranking after its ranking node is lost does not
+// hold the row locks of the transactions prepared on it (they were taken at
+// the lost node). A locking read there must still not read around such a
+// transaction: it waits for its outcome, else a writer computes from the
+// rows without it and the transaction, committed under it at an older
+// timestamp, is lost (cluster_bank's wrong totals after a node was killed).
+// Node 1 updates every row (two-phase); node 2 hears no outcome. Then the
+// slices node 1 ranked with node 2 as their other replica lose node 1 (as
+// when it is removed): node 2 ranks them, holding the update prepared and
+// none of its locks on their rows. A writer of those rows through `via`
+// waits for the outcome and adds to it.
+void DataPathTest::ReadAroundPreparedAtNewRankingReplica(int via) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  exec::Session* s1 = SessionOn(0);
+  TestNode* n2 = nodes_[1].get();
+  Run(s1, InsertRows(1, 30));
+  nodes_[0]->engine->txn()->TEST_SetAfterDecide(
+      [&](const txn::DeciderPair&) { nodes_[0]->data->TEST_SetUnreachable("n2", true); });
+  auto results = Exec(s1, "UPDATE d.t SET n = n + 100");
+  nodes_[0]->engine->txn()->TEST_SetAfterDecide(nullptr);
+  nodes_[0]->data->TEST_SetUnreachable("n2", false);
+  ASSERT_EQ(results.size(), 1u);
+  ASSERT_TRUE(results[0].ok()) << results[0].status().ToString();  // decided: committed
+  ASSERT_EQ(n2->data->prepared_count(), 1u);
+  // Node 1 leaves the slices it ranked with node 2.
+  std::set<storage::SliceId> moved;
+  for (auto& n : nodes_) {
+    auto current = n->engine->catalog()->GetTable("d", "t");
+    ASSERT_TRUE(current.ok());
+    catalog::TableDef def = **current;
+    for (auto& sd : def.primary.slices) {
+      if (sd.replicas == std::vector<std::string>{"n1", "n2"}) {
+        sd.replicas = {"n2"};
+        moved.insert(sd.id);
+      }
+    }
+    ASSERT_TRUE(n->engine->catalog()->ReplaceTable(*current, def).ok());
+    def_ = def;
+  }
+  ASSERT_FALSE(moved.empty());
+  std::string ids;
+  int expected = 0;
+  for (int id = 1; id <= 30; ++id) {
+    const catalog::SliceDef& sd = def_.primary.SliceForHash(catalog::DistributionHash(def_.primary, {Value::Int(id)}));
+    if (!moved.count(sd.id)) continue;
+    ids += (ids.empty() ? "" : ",") + std::to_string(id);
+    expected += id + 100 + 1;
+  }
+  ASSERT_FALSE(ids.empty());
+  // Node 2 learns the outcome a moment after the writer has locked its rows.
+  std::thread resolver([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    n2->data->TEST_ResolveNow();
+  });
+  exec::Session* writer = SessionOn(via);
+  auto updated = Exec(writer, fmt::format("UPDATE d.t SET n = n + 1 WHERE id IN ({})", ids));
+  resolver.join();
+  ASSERT_EQ(updated.size(), 1u);
+  EXPECT_TRUE(updated[0].ok()) << updated[0].status().ToString();
+  EXPECT_EQ(n2->data->prepared_count(), 0u);
+  for (int n = 0; n < 3; ++n) {
+    EXPECT_EQ(Query(SessionOn(n), fmt::format("SELECT SUM(n) FROM d.t WHERE id IN ({})", ids)),
+              std::vector<std::string>{std::to_string(expected)})
+        << "through " << nodes_[n]->name;
+  }
+  for (auto& n : nodes_) EXPECT_EQ(n->engine->txn()->locks()->locks_held(), 0u) << n->name;
+}
+
+TEST_F(DataPathTest, LockingReadAtANewRankingReplicaWaitsForItsPreparedWriters) {
+  ReadAroundPreparedAtNewRankingReplica(/*via=*/2);  // remote reads at node 2
+}
+
+TEST_F(DataPathTest, LocalLockingReadAtANewRankingReplicaWaitsForItsPreparedWriters) {
+  ReadAroundPreparedAtNewRankingReplica(/*via=*/1);  // node 2 reads its own replica
 }
 
 // An autocommit statement that meets a node not answering is run again
