@@ -792,7 +792,7 @@ Status SliceService::LocalPrepare(const PrepareRequest& request) {
   // replicas, so whichever replica ranks next holds them until the outcome.
   uint64_t adopted = 0;
   SHALE_RETURN_IF_ERROR(AdoptLocks(k, txn::TxnKey{request.txn().coordinator(), request.txn().id()},
-                                   FromPb(request.held_locks()), /*take_others=*/true, &adopted));
+                                   FromPb(request.held_locks()), &adopted));
   auto stored = std::make_unique<PrepareRequest>(request);
   stored->clear_header();
   stored->clear_held_locks();  // what is held here goes into `locks`
@@ -853,7 +853,7 @@ Status SliceService::LocalPrepare(const PrepareRequest& request) {
 }
 
 Status SliceService::AdoptLocks(const std::string& txn, const txn::TxnKey& key, const txn::HeldLocks& locks,
-                                bool take_others, uint64_t* owner_id) {
+                                uint64_t* owner_id) {
   *owner_id = 0;
   if (locks.empty()) return Status::OK();
   {
@@ -889,7 +889,6 @@ Status SliceService::AdoptLocks(const std::string& txn, const txn::TxnKey& key, 
       }
       continue;
     }
-    if (!take_others) continue;
     const auto left = std::max(std::chrono::milliseconds(0), std::chrono::duration_cast<std::chrono::milliseconds>(
                                                                  deadline - std::chrono::steady_clock::now()));
     SHALE_RETURN_IF_ERROR(txn_->locks()->Lock(*owner_id, lock.name, txn::LockMode::kExclusive, left, nullptr));
@@ -1253,7 +1252,7 @@ Status SliceService::LocalApply(const std::string* txn, uint64_t ts, const txn::
     }
     if (txn != nullptr) {
       uint64_t adopted = 0;
-      Status held = AdoptLocks(*txn, ParseTxnKey(*txn), locks, /*take_others=*/true, &adopted);
+      Status held = AdoptLocks(*txn, ParseTxnKey(*txn), locks, &adopted);
       if (!held.ok()) {
         refused_here = true;
         return held;

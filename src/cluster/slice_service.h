@@ -292,10 +292,10 @@ class SliceService final : public txn::DataRouter {
   // for each slice stored here: one taken at this node must still be held
   // by `txn`, and this node must still rank the slice; one taken at another
   // node is refused (1047) if this node ranks the slice now, else taken
-  // here for `txn` (with `take_others`), waiting while another transaction
-  // — one prepared here — holds it. *owner_id: `txn`'s lock owner here (0:
-  // none, `locks` empty).
-  Status AdoptLocks(const std::string& txn, const txn::TxnKey& key, const txn::HeldLocks& locks, bool take_others,
+  // here for `txn`, waiting while another transaction — one prepared here
+  // — holds it. *owner_id: `txn`'s lock owner here (0: none, `locks`
+  // empty).
+  Status AdoptLocks(const std::string& txn, const txn::TxnKey& key, const txn::HeldLocks& locks,
                     uint64_t* owner_id);
   // One Decide request at this node: `backup` set — this node is the
   // decider and records at the backup first; `decider` set — this node is
