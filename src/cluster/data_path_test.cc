@@ -64,6 +64,7 @@ class DataPathTest : public ::testing::Test {
       o.lock_lease_ms = LockLeaseMs();
       o.resolve_after_ms = 60000;  // tests resolve explicitly
       o.decision_sweep_ms = 0;     // and sweep decision records explicitly
+      o.ranks_here = [raw](storage::SliceId id) { return raw->engine->RanksHere(id); };
       o.compile_fragment = CompilerOf(n.get());
       o.fragment_page_rows = FragmentPageRows();
       o.fragment_page_groups = FragmentPageGroups();
@@ -120,6 +121,7 @@ class DataPathTest : public ::testing::Test {
     o.address_of = [this](const std::string& name) { return AddressOf(name); };
     o.resolve_after_ms = 60000;
     o.decision_sweep_ms = 0;
+    o.ranks_here = [n](storage::SliceId id) { return n->engine->RanksHere(id); };
     o.compile_fragment = CompilerOf(n);
     auto reopened = SliceService::Open(n->engine->txn(), n->engine->slices(), n->engine->meta(), o);
     ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
@@ -243,6 +245,10 @@ class DataPathTest : public ::testing::Test {
   }
 
   int NodeIndex(const std::string& name) { return in_process::IndexOf(nodes_, name); }
+
+  // LockingReadAtANewRankingReplicaWaitsForItsPreparedWriters: the writer
+  // runs through node `via`.
+  void ReadAroundPreparedAtNewRankingReplica(int via);
 
   // Both replicas of every slice hold the same bytes (after each node's
   // garbage collector has run at the same horizon: they share one oracle
@@ -1474,6 +1480,181 @@ TEST_F(DataPathTest, PreparedLocksAreTakenAgainAfterParticipantRestart) {
   for (auto& n : nodes_) EXPECT_EQ(n->engine->txn()->locks()->locks_held(), 0u) << n->name;
 }
 
+// Makes `to` the ranking replica of every slice of d.t's primary key whose
+// replicas are [from, to], in every node's catalog, as a failover or the
+// rebalancer changes which replica ranks.
+void MoveRanking(std::vector<std::unique_ptr<TestNode>>& nodes, const std::string& from, const std::string& to) {
+  for (auto& n : nodes) {
+    auto current = n->engine->catalog()->GetTable("d", "t");
+    ASSERT_TRUE(current.ok());
+    catalog::TableDef def = **current;
+    for (auto& sd : def.primary.slices) {
+      if (sd.replicas == std::vector<std::string>{from, to}) sd.replicas = {to, from};
+    }
+    ASSERT_TRUE(n->engine->catalog()->ReplaceTable(*current, def).ok()) << n->name;
+  }
+}
+
+// docs/transactions.md "Row locks when the ranking replica changes": a
+// replica that starts ranking while a transaction is prepared on it holds
+// that transaction's row locks (taken at its prepare), so a writer there
+// waits for the outcome instead of computing from the rows without it (a
+// lost update).
+TEST_F(DataPathTest, ReplicaThatStartsRankingHoldsThePreparedTransactionsLocks) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  Run(SessionOn(0), InsertRows(1, 30));
+  // Row x ranks at R, its other replica is N (the next node); the third
+  // node C coordinates; row y ranks at N (its slice on N and C), so the
+  // transaction writes on three nodes: two-phase commit.
+  const int x = 1;
+  const int r = RankingNode(SessionOn(0), x);
+  ASSERT_GE(r, 0);
+  const int n = (r + 1) % 3, c = (r + 2) % 3;
+  int y = -1;
+  for (int id = 2; id <= 30 && y < 0; ++id) {
+    if (RankingNode(SessionOn(0), id) == n) y = id;
+  }
+  ASSERT_GT(y, 0);
+  exec::Session* t = SessionOn(c);
+  exec::Session* writer = SessionOn(n);
+  std::thread other;
+  std::atomic<bool> other_done{false};
+  bool done_while_prepared = true;
+  Result<exec::StatementResult> other_result = Status::OK();
+  nodes_[c]->engine->txn()->TEST_SetAfterPrepare([&] {
+    // Prepared everywhere; now N ranks for x's slice.
+    MoveRanking(nodes_, nodes_[r]->name, nodes_[n]->name);
+    other = std::thread([&] {
+      auto results = writer->Execute(fmt::format("UPDATE d.t SET n = n + 1000 WHERE id = {}", x));
+      if (!results.empty()) other_result = std::move(results.back());
+      other_done = true;
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    done_while_prepared = other_done.load();
+  });
+  Run(t, "BEGIN");
+  Run(t, fmt::format("UPDATE d.t SET n = n + 100 WHERE id IN ({}, {})", x, y));
+  Run(t, "COMMIT");
+  nodes_[c]->engine->txn()->TEST_SetAfterPrepare(nullptr);
+  other.join();
+  EXPECT_FALSE(done_while_prepared) << "the writer at the new ranking replica waited for the prepared transaction";
+  ASSERT_TRUE(other_result.ok()) << other_result.status().ToString();
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(Query(SessionOn(i), fmt::format("SELECT n FROM d.t WHERE id = {}", x)),
+              std::vector<std::string>{std::to_string(x + 1100)})
+        << "both updates, on " << nodes_[i]->name;
+  }
+  for (auto& node : nodes_) EXPECT_EQ(node->engine->txn()->locks()->locks_held(), 0u) << node->name;
+}
+
+// A transaction whose row lock was taken at a replica that no longer ranks
+// is refused at commit with the retryable 1047: another writer may have
+// locked the row at the new ranking replica meanwhile.
+TEST_F(DataPathTest, CommitAfterTheRankingReplicaMovedIsRefusedAndRetryable) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  Run(SessionOn(0), InsertRows(1, 30));
+  const int x = 1;
+  const int r = RankingNode(SessionOn(0), x);
+  ASSERT_GE(r, 0);
+  const int n = (r + 1) % 3, c = (r + 2) % 3;
+  exec::Session* t = SessionOn(c);
+  Run(t, "BEGIN");
+  EXPECT_EQ(Query(t, fmt::format("SELECT n FROM d.t WHERE id = {} FOR UPDATE", x)),
+            std::vector<std::string>{std::to_string(x)});
+  MoveRanking(nodes_, nodes_[r]->name, nodes_[n]->name);
+  Run(t, fmt::format("UPDATE d.t SET n = 5 WHERE id = {}", x));
+  Status refused = Fail(t, "COMMIT");
+  EXPECT_EQ(refused.mysql_code(), 1047) << refused.ToString();
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(Query(SessionOn(i), fmt::format("SELECT n FROM d.t WHERE id = {}", x)),
+              std::vector<std::string>{std::to_string(x)})
+        << nodes_[i]->name;
+  }
+  // Run again, it locks at the new ranking replica and commits.
+  Run(t, "BEGIN");
+  Run(t, fmt::format("UPDATE d.t SET n = 5 WHERE id = {}", x));
+  Run(t, "COMMIT");
+  EXPECT_EQ(Query(SessionOn(n), fmt::format("SELECT n FROM d.t WHERE id = {}", x)), std::vector<std::string>{"5"});
+  ExpectReplicasIdentical();
+  for (auto& node : nodes_) EXPECT_EQ(node->engine->txn()->locks()->locks_held(), 0u) << node->name;
+}
+
+// A replica that becomes ranking after its ranking node is lost does not
+// hold the row locks of the transactions prepared on it (they were taken at
+// the lost node). A locking read there must still not read around such a
+// transaction: it waits for its outcome, else a writer computes from the
+// rows without it and the transaction, committed under it at an older
+// timestamp, is lost (cluster_bank's wrong totals after a node was killed).
+// Node 1 updates every row (two-phase); node 2 hears no outcome. Then the
+// slices node 1 ranked with node 2 as their other replica lose node 1 (as
+// when it is removed): node 2 ranks them, holding the update prepared and
+// none of its locks on their rows. A writer of those rows through `via`
+// waits for the outcome and adds to it.
+void DataPathTest::ReadAroundPreparedAtNewRankingReplica(int via) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  exec::Session* s1 = SessionOn(0);
+  TestNode* n2 = nodes_[1].get();
+  Run(s1, InsertRows(1, 30));
+  nodes_[0]->engine->txn()->TEST_SetAfterDecide(
+      [&](const txn::DeciderPair&) { nodes_[0]->data->TEST_SetUnreachable("n2", true); });
+  auto results = Exec(s1, "UPDATE d.t SET n = n + 100");
+  nodes_[0]->engine->txn()->TEST_SetAfterDecide(nullptr);
+  nodes_[0]->data->TEST_SetUnreachable("n2", false);
+  ASSERT_EQ(results.size(), 1u);
+  ASSERT_TRUE(results[0].ok()) << results[0].status().ToString();  // decided: committed
+  ASSERT_EQ(n2->data->prepared_count(), 1u);
+  // Node 1 leaves the slices it ranked with node 2.
+  std::set<storage::SliceId> moved;
+  for (auto& n : nodes_) {
+    auto current = n->engine->catalog()->GetTable("d", "t");
+    ASSERT_TRUE(current.ok());
+    catalog::TableDef def = **current;
+    for (auto& sd : def.primary.slices) {
+      if (sd.replicas == std::vector<std::string>{"n1", "n2"}) {
+        sd.replicas = {"n2"};
+        moved.insert(sd.id);
+      }
+    }
+    ASSERT_TRUE(n->engine->catalog()->ReplaceTable(*current, def).ok());
+    def_ = def;
+  }
+  ASSERT_FALSE(moved.empty());
+  std::string ids;
+  int expected = 0;
+  for (int id = 1; id <= 30; ++id) {
+    const catalog::SliceDef& sd = def_.primary.SliceForHash(catalog::DistributionHash(def_.primary, {Value::Int(id)}));
+    if (!moved.count(sd.id)) continue;
+    ids += (ids.empty() ? "" : ",") + std::to_string(id);
+    expected += id + 100 + 1;
+  }
+  ASSERT_FALSE(ids.empty());
+  // Node 2 learns the outcome a moment after the writer has locked its rows.
+  std::thread resolver([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    n2->data->TEST_ResolveNow();
+  });
+  exec::Session* writer = SessionOn(via);
+  auto updated = Exec(writer, fmt::format("UPDATE d.t SET n = n + 1 WHERE id IN ({})", ids));
+  resolver.join();
+  ASSERT_EQ(updated.size(), 1u);
+  EXPECT_TRUE(updated[0].ok()) << updated[0].status().ToString();
+  EXPECT_EQ(n2->data->prepared_count(), 0u);
+  for (int n = 0; n < 3; ++n) {
+    EXPECT_EQ(Query(SessionOn(n), fmt::format("SELECT SUM(n) FROM d.t WHERE id IN ({})", ids)),
+              std::vector<std::string>{std::to_string(expected)})
+        << "through " << nodes_[n]->name;
+  }
+  for (auto& n : nodes_) EXPECT_EQ(n->engine->txn()->locks()->locks_held(), 0u) << n->name;
+}
+
+TEST_F(DataPathTest, LockingReadAtANewRankingReplicaWaitsForItsPreparedWriters) {
+  ReadAroundPreparedAtNewRankingReplica(/*via=*/2);  // remote reads at node 2
+}
+
+TEST_F(DataPathTest, LocalLockingReadAtANewRankingReplicaWaitsForItsPreparedWriters) {
+  ReadAroundPreparedAtNewRankingReplica(/*via=*/1);  // node 2 reads its own replica
+}
+
 // An autocommit statement that meets a node not answering is run again
 // inside the cluster (docs/cluster.md "Failures while statements run"): the
 // client sees nothing when the node is back within the retry budget.
@@ -2039,7 +2220,7 @@ TEST_F(OnePhaseTest, CoordinatorLostAfterPrepareResolvesToAbortAndRefusesALateAp
   CutOff(r.third, r.other, false);
   const txn::TxnKey key{record_.txn().coordinator(), record_.txn().id()};
   bool refused = false;
-  st = nodes_[r.third]->data->ApplyDecision(nodes_[r.applier]->name, key, record_.commit_ts(), WritesOf(record_),
+  st = nodes_[r.third]->data->ApplyDecision(nodes_[r.applier]->name, key, record_.commit_ts(), WritesOf(record_), {},
                                             &refused);
   EXPECT_FALSE(st.ok());
   EXPECT_TRUE(refused) << st.ToString();
@@ -2336,7 +2517,7 @@ TEST_F(OnePhasePrepareLostTest, PreparedNodeThatAsksAfterALostAnswerResolvesToAb
   // A late apply of the transaction at the applier is refused.
   const txn::TxnKey key{record_.txn().coordinator(), record_.txn().id()};
   bool refused = false;
-  st = nodes_[r.third]->data->ApplyDecision(nodes_[r.applier]->name, key, record_.commit_ts(), WritesOf(record_),
+  st = nodes_[r.third]->data->ApplyDecision(nodes_[r.applier]->name, key, record_.commit_ts(), WritesOf(record_), {},
                                             &refused);
   EXPECT_FALSE(st.ok());
   EXPECT_TRUE(refused) << st.ToString();

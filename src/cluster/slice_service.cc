@@ -163,6 +163,22 @@ Result<txn::WriteSet> FromPb(const google::protobuf::RepeatedPtrField<SliceWrite
   return out;
 }
 
+void ToPb(const txn::HeldLocks& locks, google::protobuf::RepeatedPtrField<HeldLockPb>* out) {
+  for (const txn::HeldLock& lock : locks) {
+    HeldLockPb* pb = out->Add();
+    pb->set_name(lock.name);
+    pb->set_slice(lock.slice);
+    pb->set_node(lock.node);
+  }
+}
+
+txn::HeldLocks FromPb(const google::protobuf::RepeatedPtrField<HeldLockPb>& in) {
+  txn::HeldLocks out;
+  out.reserve(static_cast<size_t>(in.size()));
+  for (const HeldLockPb& pb : in) out.push_back(txn::HeldLock{pb.name(), pb.slice(), pb.node()});
+  return out;
+}
+
 uint64_t WriteRows(const google::protobuf::RepeatedPtrField<SliceWritesPb>& writes) {
   uint64_t rows = 0;
   for (const SliceWritesPb& w : writes) rows += static_cast<uint64_t>(w.keys_size());
@@ -386,7 +402,7 @@ class SliceServiceGrpc final : public DataService::Service {
     std::string key = KeyOf(req->txn());
     bool refused = false;
     ToPb(s_->LocalApply(req->has_txn() ? &key : nullptr, req->commit_ts(), *writes, req->header().applied_index(),
-                        req->decides() && req->has_txn(), &refused),
+                        FromPb(req->held_locks()), req->decides() && req->has_txn(), &refused),
          resp->mutable_status());
     resp->set_refused(refused);
     return grpc::Status::OK;
@@ -772,14 +788,31 @@ Status SliceService::LocalPrepare(const PrepareRequest& request) {
   SHALE_RETURN_IF_ERROR(writes.status());
   SHALE_RETURN_IF_ERROR(AwaitSlices(*writes, request.has_header() ? request.header().applied_index()
                                                                    : AppliedIndex()));
+  // Its row locks: checked where they were taken, taken at the other
+  // replicas, so whichever replica ranks next holds them until the outcome.
+  uint64_t adopted = 0;
+  SHALE_RETURN_IF_ERROR(AdoptLocks(k, txn::TxnKey{request.txn().coordinator(), request.txn().id()},
+                                   FromPb(request.held_locks()), &adopted));
   auto stored = std::make_unique<PrepareRequest>(request);
   stored->clear_header();
+  stored->clear_held_locks();  // what is held here goes into `locks`
   stored->set_prepared_at_ms(static_cast<uint64_t>(NowMs()));
   std::unique_lock<std::mutex> l(mu_);
   // A repeated request waits for the first; a writer of rows of a one-phase
   // transaction prepared here waits for its outcome.
-  SHALE_RETURN_IF_ERROR(AwaitOnePhaseKeys(l, k, *writes));
-  SHALE_RETURN_IF_ERROR(CheckNotExpired(k));
+  Status ready = AwaitOnePhaseKeys(l, k, *writes);
+  if (ready.ok()) ready = CheckNotExpired(k);
+  if (!ready.ok()) {
+    // Refused: the locks taken above go with an owner not prepared (an
+    // abort that came first removed the owner: they go by their id).
+    auto owner = owners_.find(k);
+    if (owner == owners_.end()) {
+      if (adopted != 0) txn_->locks()->ReleaseAll(adopted);
+    } else if (!owner->second.prepared) {
+      ReleaseOwnerLocked(k);
+    }
+    return ready;
+  }
   if (prepared_.count(k)) return Status::OK();  // a repeated request
   SHALE_RETURN_IF_ERROR(FromPb(stored->writes()).status());
   // This node's own transaction: its local row locks are owned by its id,
@@ -816,6 +849,50 @@ Status SliceService::LocalPrepare(const PrepareRequest& request) {
   }
   if (stored->one_phase()) IndexOnePhaseLocked(k, *stored, /*add=*/true);
   prepared_[k] = Prepared{std::move(stored), std::chrono::steady_clock::now()};
+  return Status::OK();
+}
+
+Status SliceService::AdoptLocks(const std::string& txn, const txn::TxnKey& key, const txn::HeldLocks& locks,
+                                uint64_t* owner_id) {
+  *owner_id = 0;
+  if (locks.empty()) return Status::OK();
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    SHALE_RETURN_IF_ERROR(CheckNotExpired(txn));
+    Owner& owner = owners_[txn];
+    // This node's own transaction owns its local locks by its id.
+    if (owner.id == 0) owner.id = key.coordinator == self() ? key.id : txn_->NewOwnerId();
+    owner.last_used = std::chrono::steady_clock::now();
+    *owner_id = owner.id;
+  }
+  // A holder here is a transaction prepared here (its outcome comes within
+  // moments, or a resolution in seconds): wait, within the request's time.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.rpc_timeout_ms / 2);
+  for (const txn::HeldLock& lock : locks) {
+    if (!store_->GetSlice(lock.slice).ok()) continue;  // no replica here
+    const bool taken_here = lock.node == self();
+    const bool ranks = options_.ranks_here ? options_.ranks_here(lock.slice) : taken_here;
+    if (ranks != taken_here) {
+      // Another transaction may have locked the row at the replica that
+      // ranks now, and read or written it since.
+      return SqlError(ErrorCode::kUnknownCom,
+                      "Cluster metadata changed while the transaction ran (transaction {} locked a row of slice {} "
+                      "at node '{}', which no longer ranks for it); it was not committed, retry it",
+                      txn, lock.slice, lock.node);
+    }
+    if (taken_here) {
+      if (!txn_->locks()->Holds(*owner_id, lock.name, txn::LockMode::kExclusive)) {
+        return SqlError(ErrorCode::kLockWaitTimeout,
+                        "Lock wait timeout exceeded; try restarting transaction (the row locks of transaction {} at "
+                        "node '{}' are gone)",
+                        txn, options_.node_name);
+      }
+      continue;
+    }
+    const auto left = std::max(std::chrono::milliseconds(0), std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                                 deadline - std::chrono::steady_clock::now()));
+    SHALE_RETURN_IF_ERROR(txn_->locks()->Lock(*owner_id, lock.name, txn::LockMode::kExclusive, left, nullptr));
+  }
   return Status::OK();
 }
 
@@ -1119,7 +1196,7 @@ Status SliceService::LocalFinish(const std::string& txn, bool commit) {
 }
 
 Status SliceService::LocalApply(const std::string* txn, uint64_t ts, const txn::WriteSet& writes,
-                                uint64_t routed_at, bool decides, bool* refused) {
+                                uint64_t routed_at, const txn::HeldLocks& locks, bool decides, bool* refused) {
   bool refused_here = false;
   if (decides && txn != nullptr) ClaimDecision(*txn);
   Status st = [&]() -> Status {
@@ -1172,6 +1249,14 @@ Status SliceService::LocalApply(const std::string* txn, uint64_t ts, const txn::
     if (!routed.ok()) {
       refused_here = true;
       return routed;
+    }
+    if (txn != nullptr) {
+      uint64_t adopted = 0;
+      Status held = AdoptLocks(*txn, ParseTxnKey(*txn), locks, &adopted);
+      if (!held.ok()) {
+        refused_here = true;
+        return held;
+      }
     }
     return txn_->ApplyAt(ts, writes);
   }();
@@ -1699,6 +1784,7 @@ Status SliceService::Prepare(const std::string& node, const txn::TxnKey& txn, ui
     req.set_probe_key(deciders.probe_key);
   }
   for (const std::string& p : deciders.participants) req.add_participants(p);
+  ToPb(deciders.locks, req.mutable_held_locks());
   if (node == self()) return LocalPrepare(req);
   SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
   Header(req.mutable_header());
@@ -2042,10 +2128,10 @@ Status SliceService::Finish(const std::string& node, const txn::TxnKey& txn, boo
 }
 
 Status SliceService::Apply(const std::string& node, const txn::TxnKey* txn, uint64_t ts,
-                           const txn::WriteSet& writes) {
+                           const txn::WriteSet& writes, const txn::HeldLocks& locks) {
   if (node == self()) {
     const std::string k = txn ? txn->ToString() : std::string();
-    return LocalApply(txn ? &k : nullptr, ts, writes, AppliedIndex());
+    return LocalApply(txn ? &k : nullptr, ts, writes, AppliedIndex(), locks);
   }
   SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
   ApplyRequest req;
@@ -2053,6 +2139,7 @@ Status SliceService::Apply(const std::string& node, const txn::TxnKey* txn, uint
   if (txn) ToPb(*txn, req.mutable_txn());
   req.set_commit_ts(ts);
   const uint64_t rows = ToPb(writes, req.mutable_writes());
+  ToPb(locks, req.mutable_held_locks());
   ApplyResponse resp;
   SHALE_RETURN_IF_ERROR(Rpc(peer, node, RpcTimeout(), &DataService::Stub::Apply, req, &resp));
   CountSent(rows);
@@ -2060,10 +2147,10 @@ Status SliceService::Apply(const std::string& node, const txn::TxnKey* txn, uint
 }
 
 Status SliceService::ApplyDecision(const std::string& node, const txn::TxnKey& txn, uint64_t ts,
-                                   const txn::WriteSet& writes, bool* refused) {
+                                   const txn::WriteSet& writes, const txn::HeldLocks& locks, bool* refused) {
   *refused = false;
   const std::string k = txn.ToString();
-  if (node == self()) return LocalApply(&k, ts, writes, AppliedIndex(), /*decides=*/true, refused);
+  if (node == self()) return LocalApply(&k, ts, writes, AppliedIndex(), locks, /*decides=*/true, refused);
   SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
   ApplyRequest req;
   Header(req.mutable_header());
@@ -2071,6 +2158,7 @@ Status SliceService::ApplyDecision(const std::string& node, const txn::TxnKey& t
   req.set_commit_ts(ts);
   req.set_decides(true);
   const uint64_t rows = ToPb(writes, req.mutable_writes());
+  ToPb(locks, req.mutable_held_locks());
   ApplyResponse resp;
   grpc::ClientContext ctx;
   SetDeadline(&ctx, RpcTimeout());

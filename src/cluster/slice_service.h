@@ -127,6 +127,12 @@ struct SliceServiceOptions {
   // a slice stored here but not placed here waits like one for a missing
   // slice. Default: none (every stored slice serves).
   std::function<bool(storage::SliceId)> placed_here;
+  // Whether this node's applied slice map names its replica of the slice
+  // the ranking one (exec::Engine::RanksHere): a commit's row locks taken
+  // at another node's replica of a slice this node ranks now are refused
+  // (docs/transactions.md "Row locks when the ranking replica changes").
+  // Default: none (a lock taken here is taken to rank here, any other not).
+  std::function<bool(storage::SliceId)> ranks_here;
   // Compiles pushed fragments (src/exec/pushdown.h; set by shaled). Unset:
   // Fragment requests are refused (InvalidArgument) and this node pushes
   // nothing (ScanFiltered / AggregateSlice read the rows and fail).
@@ -184,9 +190,10 @@ class SliceService final : public txn::DataRouter {
   bool IsMember(const std::string& node) override;
   Status Finish(const std::string& node, const txn::TxnKey& txn, bool commit) override;
   void Forget(const txn::DeciderPair& deciders, const txn::TxnKey& txn) override;
-  Status Apply(const std::string& node, const txn::TxnKey* txn, uint64_t ts, const txn::WriteSet& writes) override;
+  Status Apply(const std::string& node, const txn::TxnKey* txn, uint64_t ts, const txn::WriteSet& writes,
+               const txn::HeldLocks& locks) override;
   Status ApplyDecision(const std::string& node, const txn::TxnKey& txn, uint64_t ts, const txn::WriteSet& writes,
-                       bool* refused) override;
+                       const txn::HeldLocks& locks, bool* refused) override;
   Status AwaitLocalWritable(const txn::WriteSet& writes) override;
   Result<std::vector<txn::LockWaitInfo>> LockWaits(const std::string& node) override;
   Result<std::vector<txn::LockHolderInfo>> LockHolders(const std::string& node,
@@ -280,6 +287,16 @@ class SliceService final : public txn::DataRouter {
   // owners through owners_, every other owner is a transaction of this node.
   std::vector<txn::LockHolderInfo> LocalLockHolders(const std::vector<std::string>& names) const;
   Status LocalPrepare(const PrepareRequest& request);
+  // The X row locks transaction `txn` (`key`) reports with its writes
+  // (docs/transactions.md "Row locks when the ranking replica changes"),
+  // for each slice stored here: one taken at this node must still be held
+  // by `txn`, and this node must still rank the slice; one taken at another
+  // node is refused (1047) if this node ranks the slice now, else taken
+  // here for `txn`, waiting while another transaction — one prepared here
+  // — holds it. *owner_id: `txn`'s lock owner here (0: none, `locks`
+  // empty).
+  Status AdoptLocks(const std::string& txn, const txn::TxnKey& key, const txn::HeldLocks& locks,
+                    uint64_t* owner_id);
   // One Decide request at this node: `backup` set — this node is the
   // decider and records at the backup first; `decider` set — this node is
   // the backup, asked directly (answers only while the decider is not a
@@ -336,7 +353,7 @@ class SliceService final : public txn::DataRouter {
   // nodes (ApplyDecision): refused (*refused set, nothing written) when a
   // resolver refused it here, or its locks here are gone.
   Status LocalApply(const std::string* txn, uint64_t ts, const txn::WriteSet& writes, uint64_t routed_at,
-                    bool decides = false, bool* refused = nullptr);
+                    const txn::HeldLocks& locks, bool decides = false, bool* refused = nullptr);
   // At the applier of one-phase `txn`: commit when its replica of
   // probe_slice holds probe_key at ts (it applied), else records that
   // `txn` is refused here (so its Apply fails from now on) and answers

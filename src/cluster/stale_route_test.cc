@@ -73,6 +73,7 @@ class StaleRouteTest : public ::testing::Test {
         return raw->applied >= index;
       };
       o.placed_here = [raw](storage::SliceId id) { return raw->engine->PlacedHere(id); };
+      o.ranks_here = [raw](storage::SliceId id) { return raw->engine->RanksHere(id); };
       o.compile_fragment = in_process::FragmentCompilerOf(raw->engine.get());
       auto data = SliceService::Open(n->engine->txn(), n->engine->slices(), n->engine->meta(), o);
       ASSERT_TRUE(data.ok()) << data.status().ToString();

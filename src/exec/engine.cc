@@ -126,6 +126,7 @@ Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
         if (!engine->HoldsReplica(s)) continue;
         ++local;
         engine->placed_.insert(s.id);
+        if (!s.replicas.empty() && s.replicas[0] == options.node_name) engine->ranks_.insert(s.id);
         if (!engine->slices_->GetSlice(s.id).ok()) {
           return Status::Corruption(fmt::format("slice {} is in the catalog but missing from {}/slices", s.id,
                                                 options.data_dir));
@@ -268,6 +269,19 @@ void Engine::OnTableChange(catalog::TableChangePhase phase, const catalog::Table
     for (storage::SliceId id : had) {
       if (!has.count(id)) placed_.erase(id);
     }
+    // Which replica ranks is known once the change is applied.
+    for (const catalog::TableDef* t : {before, after}) {
+      if (t == nullptr) continue;
+      for (const catalog::RepresentationDef* rep : t->StoredRepresentations()) {
+        for (const auto& s : rep->slices) {
+          if (t == after && !s.replicas.empty() && s.replicas[0] == options_.node_name) {
+            ranks_.insert(s.id);
+          } else if (t == before) {
+            ranks_.erase(s.id);
+          }
+        }
+      }
+    }
   }
   // Slices that still exist but left this node (moved by the rebalancer, a
   // cancelled build, this node removed): statements that routed to them
@@ -300,6 +314,11 @@ void Engine::OnTableChange(catalog::TableChangePhase phase, const catalog::Table
 bool Engine::PlacedHere(storage::SliceId id) const {
   std::lock_guard lock(placed_mu_);
   return placed_.count(id) > 0;
+}
+
+bool Engine::RanksHere(storage::SliceId id) const {
+  std::lock_guard lock(placed_mu_);
+  return ranks_.count(id) > 0;
 }
 
 void Engine::DropRetiredSlices(std::chrono::milliseconds older_than) {

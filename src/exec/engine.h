@@ -148,6 +148,9 @@ class Engine {
   // Whether the applied slice map places a replica (serving or building) of
   // slice `id` here; cheap (a set kept by the table listener).
   bool PlacedHere(storage::SliceId id) const;
+  // Whether the applied slice map names this node's replica of slice `id`
+  // the ranking one (where its row locks are taken); cheap, as PlacedHere.
+  bool RanksHere(storage::SliceId id) const;
   // Drops the storage slices of replicas that left this node (moved by the
   // rebalancer, cancelled builds) at least `older_than` ago and are not
   // placed here again. shaled calls it periodically.
@@ -176,6 +179,7 @@ class Engine {
   ClusterHooks cluster_hooks_;  // set once before serving
   mutable std::mutex placed_mu_;
   std::set<storage::SliceId> placed_;  // GUARDED_BY(placed_mu_): PlacedHere
+  std::set<storage::SliceId> ranks_;   // GUARDED_BY(placed_mu_): RanksHere
   std::mutex retired_mu_;
   // Replicas that left this node, by when (DropRetiredSlices).
   std::map<storage::SliceId, std::chrono::steady_clock::time_point> retired_;  // GUARDED_BY(retired_mu_)

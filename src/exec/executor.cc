@@ -2604,7 +2604,7 @@ Status BackfillIndex(Engine* engine, const catalog::TableDef& table, const catal
       for (; it != entries[i].end() && keys.size() < kBackfillBatchEntries; ++it) keys.emplace(it->first, it->second);
       for (const std::string& node : slice.WriteReplicas()) {
         Status st = node == self || router == nullptr ? engine->txn()->ApplyAt(ts, batch)
-                                                      : router->Apply(node, nullptr, ts, batch);
+                                                      : router->Apply(node, nullptr, ts, batch, {});
         SHALE_RETURN_IF_ERROR(st);
       }
     }

@@ -118,6 +118,7 @@ int main(int argc, char** argv) {
     return where->address;
   };
   dso.placed_here = [e = engine->get()](storage::SliceId id) { return e->PlacedHere(id); };
+  dso.ranks_here = [e = engine->get()](storage::SliceId id) { return e->RanksHere(id); };
   // Filters and partial aggregates other nodes push to this node's slices
   // (src/exec/pushdown.h), checked against this node's catalog.
   dso.compile_fragment = [e = engine->get()](const std::string& fragment, storage::SliceId slice) {

@@ -89,6 +89,17 @@ struct LockHolderInfo {
 // applier, whose Apply of its share is the decision, and `backup` is empty.
 // Whether it applied is read from its replica of `probe_slice`: the version
 // of `probe_key` (a put of the transaction) at the commit timestamp.
+// A row lock a transaction holds in X mode, as its commit reports it to the
+// nodes that write (docs/transactions.md "Row locks when the ranking replica
+// changes"): the lock's name, the slice whose ranking replica it was taken
+// at, and the node that replica was on.
+struct HeldLock {
+  std::string name;
+  storage::SliceId slice = 0;
+  std::string node;
+};
+using HeldLocks = std::vector<HeldLock>;
+
 struct DeciderPair {
   std::string decider;
   std::string backup;  // empty: the decider alone
@@ -100,6 +111,9 @@ struct DeciderPair {
   bool one_phase = false;
   storage::SliceId probe_slice = 0;
   std::string probe_key;
+  // The transaction's X row locks: each node that prepares checks those of
+  // the slices it ranks and takes the others.
+  HeldLocks locks = {};
 };
 
 // Buffered writes: per slice, key -> value (nullopt: delete), in key order.
@@ -225,7 +239,10 @@ class DataRouter {
   virtual void Forget(const DeciderPair& deciders, const TxnKey& txn) = 0;
   // One-phase: writes at `ts` at once (durable when OK) and, when txn is
   // set, releases its locks at `node`.
-  virtual Status Apply(const std::string& node, const TxnKey* txn, uint64_t ts, const WriteSet& writes) = 0;
+  // `locks`: the transaction's X row locks (checked at `node` as a
+  // Prepare checks them).
+  virtual Status Apply(const std::string& node, const TxnKey* txn, uint64_t ts, const WriteSet& writes,
+                       const HeldLocks& locks) = 0;
   // One phase on two nodes: the applier's Apply, which is the commit
   // decision (the other node has prepared, naming `node` as its applier).
   // OK: applied (durable), locks released. An error with *refused set:
@@ -234,7 +251,7 @@ class DataRouter {
   // ended, or the route was stale). An error without: the outcome is
   // unknown (no answer; the prepared node resolves it).
   virtual Status ApplyDecision(const std::string& node, const TxnKey& txn, uint64_t ts, const WriteSet& writes,
-                               bool* refused) = 0;
+                               const HeldLocks& locks, bool* refused) = 0;
 
   // Before this node commits `writes` to its own replicas only (no RPC):
   // waits while a one-phase transaction prepared here, its outcome not yet

@@ -341,8 +341,10 @@ bool TxnManager::Committing(uint64_t id) const {
 
 Status TxnManager::CommitWrites(const TxnKey& key, const WriteSet& writes, const Placement& placement,
                                 std::set<std::string>* participants, bool* in_doubt,
-                                const std::set<std::string>* lock_nodes) {
+                                const std::set<std::string>* lock_nodes, const HeldLocks* locks) {
   const std::string& self = router_->self();
+  static const HeldLocks kNoLocks;
+  const HeldLocks& held = locks != nullptr ? *locks : kNoLocks;
   // Each node's share: the slices it holds a replica of.
   std::map<std::string, WriteSet> by_node;
   for (const auto& [slice, keys] : writes) {
@@ -364,7 +366,7 @@ Status TxnManager::CommitWrites(const TxnKey& key, const WriteSet& writes, const
   if (metadata_sync_) metadata_sync_();
   if (by_node.size() == 1) {
     // One node holds every replica written: one phase.
-    Status st = router_->Apply(by_node.begin()->first, &key, ts, by_node.begin()->second);
+    Status st = router_->Apply(by_node.begin()->first, &key, ts, by_node.begin()->second, held);
     Oracle()->FinishCommit(ts);
     if (st.code() == StatusCode::kSqlError && st.mysql_code() == 1047) {
       // The node may have applied the write before the answer was lost.
@@ -388,6 +390,7 @@ Status TxnManager::CommitWrites(const TxnKey& key, const WriteSet& writes, const
     auto holds_locks = [&](const std::string& node) { return node == self || lock_nodes->count(node) > 0; };
     DeciderPair one;
     one.one_phase = true;
+    one.locks = held;
     std::string other;
     for (const auto& [slice, keys] : writes) {
       auto p = placement.find(slice);
@@ -446,6 +449,7 @@ Status TxnManager::CommitWrites(const TxnKey& key, const WriteSet& writes, const
   if (deciders.backup.empty()) deciders.backup = self;
   // Kept with the records: the sweep of decision records asks them.
   for (const auto& [node, ws] : by_node) deciders.participants.push_back(node);
+  deciders.locks = held;
   // Until this returns, no decision record of this transaction is dropped.
   const CommitInProgress in_progress(this, key.id);
   auto abort_prepared = [&](const std::vector<std::string>& prepared) {
@@ -564,7 +568,7 @@ Status TxnManager::CommitOnePhase(const TxnKey& key, uint64_t ts, const std::map
   if (after_one_phase_prepare_) after_one_phase_prepare_(deciders);
   // 2. The applier applies its share: that is the decision.
   bool refused = false;
-  st = router_->ApplyDecision(applier, key, ts, by_node.at(applier), &refused);
+  st = router_->ApplyDecision(applier, key, ts, by_node.at(applier), deciders.locks, &refused);
   if (!st.ok()) {
     if (refused) return refuse(st);
     // Applied or not, its locks may go: an apply that arrives after them is
@@ -935,12 +939,17 @@ Status Transaction::Lock(const std::string& name, LockMode mode, std::chrono::mi
     SHALE_RETURN_IF_ERROR(st);
     LockMode& held = remote_locks_[name];
     if (held != LockMode::kExclusive) held = mode;
+    if (mode == LockMode::kExclusive) held_locks_[name] = HeldLock{name, at->id, node};
     return Status::OK();
   }
   // Only a transaction of a cluster node reports its local waits (the
   // detector needs a router to reach it).
   const int64_t reported = manager_->router_ != nullptr ? started_us_ : 0;
-  return manager_->locks_.Lock(id_, name, mode, timeout, interrupt, reported);
+  SHALE_RETURN_IF_ERROR(manager_->locks_.Lock(id_, name, mode, timeout, interrupt, reported));
+  if (mode == LockMode::kExclusive && at != nullptr && at->replicas != nullptr && !at->replicas->empty()) {
+    held_locks_[name] = HeldLock{name, at->id, at->ranking()};
+  }
+  return Status::OK();
 }
 
 uint64_t TxnManager::RegisterRemoteWait(RemoteWait* wait) {
@@ -999,6 +1008,7 @@ void Transaction::Finish() {
   }
   lock_nodes_.clear();
   remote_locks_.clear();
+  held_locks_.clear();
   placement_.clear();
   writes_.clear();
   undo_.clear();
@@ -1021,7 +1031,10 @@ Status Transaction::Commit() {
     } else {
       std::set<std::string> participants;
       bool in_doubt = false;
-      st = manager_->CommitWrites(key(), writes_, placement_, &participants, &in_doubt, &lock_nodes_);
+      HeldLocks locks;
+      locks.reserve(held_locks_.size());
+      for (const auto& [name, lock] : held_locks_) locks.push_back(lock);
+      st = manager_->CommitWrites(key(), writes_, placement_, &participants, &in_doubt, &lock_nodes_, &locks);
       // The commit released our locks at the nodes that wrote (or they stay
       // with the prepared transaction until it is resolved).
       for (const std::string& node : participants) lock_nodes_.erase(node);

@@ -246,10 +246,13 @@ class TxnManager {
   // `lock_nodes`: the other nodes where the transaction holds row locks
   // (null: none known, as for DDL batches); a write set on exactly two
   // nodes, one of them this node or one of those, commits in one phase on
-  // two nodes (CommitOnePhase).
+  // two nodes (CommitOnePhase). `locks`: the transaction's X row locks and
+  // where they were taken (null: none), sent with the writes so each node
+  // checks them against the ranking replicas it knows (docs/transactions.md
+  // "Row locks when the ranking replica changes").
   Status CommitWrites(const TxnKey& key, const WriteSet& writes, const Placement& placement,
                       std::set<std::string>* participants, bool* in_doubt = nullptr,
-                      const std::set<std::string>* lock_nodes = nullptr);
+                      const std::set<std::string>* lock_nodes = nullptr, const HeldLocks* locks = nullptr);
   // One phase on two nodes (docs/transactions.md "One phase on two
   // nodes"): prepare at `deciders`' other node, Apply at the applier
   // (deciders.decider) — the decision —, then Finish at the other node.
@@ -432,6 +435,9 @@ class Transaction {
   Placement placement_;  // written slices with replicas on other nodes
   std::set<std::string> lock_nodes_;  // other nodes holding our row locks
   std::map<std::string, LockMode> remote_locks_;  // locks held at other nodes
+  // X locks on cluster slices, by name: the slice and the node (its
+  // ranking replica's) they were taken at.
+  std::map<std::string, HeldLock> held_locks_;
   struct Undo {
     storage::SliceId slice;
     std::string key;
