@@ -246,6 +246,19 @@ class DataPathTest : public ::testing::Test {
 
   int NodeIndex(const std::string& name) { return in_process::IndexOf(nodes_, name); }
 
+  // d.t (id INT PRIMARY KEY, n INT) with rows 1..30 (n = id): row x = 1
+  // ranks at node r, its other replica is node n (the next one), c is the
+  // third node (r = -1: not found).
+  struct RowOnTwoNodes {
+    int x, r, n, c;
+  };
+  RowOnTwoNodes PlaceRowOne() {
+    CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+    Run(SessionOn(0), InsertRows(1, 30));
+    const int r = RankingNode(SessionOn(0), 1);
+    return RowOnTwoNodes{1, r, (r + 1) % 3, (r + 2) % 3};
+  }
+
   // LockingReadAtANewRankingReplicaWaitsForItsPreparedWriters: the writer
   // runs through node `via`.
   void ReadAroundPreparedAtNewRankingReplica(int via);
@@ -1501,15 +1514,10 @@ void MoveRanking(std::vector<std::unique_ptr<TestNode>>& nodes, const std::strin
 // waits for the outcome instead of computing from the rows without it (a
 // lost update).
 TEST_F(DataPathTest, ReplicaThatStartsRankingHoldsThePreparedTransactionsLocks) {
-  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
-  Run(SessionOn(0), InsertRows(1, 30));
-  // Row x ranks at R, its other replica is N (the next node); the third
-  // node C coordinates; row y ranks at N (its slice on N and C), so the
-  // transaction writes on three nodes: two-phase commit.
-  const int x = 1;
-  const int r = RankingNode(SessionOn(0), x);
+  const auto [x, r, n, c] = PlaceRowOne();
   ASSERT_GE(r, 0);
-  const int n = (r + 1) % 3, c = (r + 2) % 3;
+  // C coordinates; row y ranks at N (its slice on N and C), so the
+  // transaction writes on three nodes: two-phase commit.
   int y = -1;
   for (int id = 2; id <= 30 && y < 0; ++id) {
     if (RankingNode(SessionOn(0), id) == n) y = id;
@@ -1551,12 +1559,8 @@ TEST_F(DataPathTest, ReplicaThatStartsRankingHoldsThePreparedTransactionsLocks) 
 // is refused at commit with the retryable 1047: another writer may have
 // locked the row at the new ranking replica meanwhile.
 TEST_F(DataPathTest, CommitAfterTheRankingReplicaMovedIsRefusedAndRetryable) {
-  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
-  Run(SessionOn(0), InsertRows(1, 30));
-  const int x = 1;
-  const int r = RankingNode(SessionOn(0), x);
+  const auto [x, r, n, c] = PlaceRowOne();
   ASSERT_GE(r, 0);
-  const int n = (r + 1) % 3, c = (r + 2) % 3;
   exec::Session* t = SessionOn(c);
   Run(t, "BEGIN");
   EXPECT_EQ(Query(t, fmt::format("SELECT n FROM d.t WHERE id = {} FOR UPDATE", x)),
