@@ -67,6 +67,7 @@ class DataPathTest : public ::testing::Test {
       o.compile_fragment = CompilerOf(n.get());
       o.fragment_page_rows = FragmentPageRows();
       o.fragment_page_groups = FragmentPageGroups();
+      if (WirePlacedHere()) o.placed_here = PlacedHereOf(n.get());
       auto data = SliceService::Open(n->engine->txn(), n->engine->slices(), n->engine->meta(), o);
       ASSERT_TRUE(data.ok()) << data.status().ToString();
       n->data = std::move(data).value();
@@ -93,6 +94,12 @@ class DataPathTest : public ::testing::Test {
   }
 
   virtual uint32_t LockLeaseMs() const { return 60000; }
+  // Whether the data paths see which slices their node's applied slice
+  // map places on it (SliceServiceOptions::placed_here, as in shaled).
+  virtual bool WirePlacedHere() const { return false; }
+  static std::function<bool(storage::SliceId)> PlacedHereOf(TestNode* n) {
+    return [n](storage::SliceId id) { return n->engine->PlacedHere(id); };
+  }
   virtual uint32_t FragmentPageRows() const { return 65536; }
   virtual uint32_t FragmentPageGroups() const { return 4096; }
 
@@ -121,6 +128,7 @@ class DataPathTest : public ::testing::Test {
     o.resolve_after_ms = 60000;
     o.decision_sweep_ms = 0;
     o.compile_fragment = CompilerOf(n);
+    if (WirePlacedHere()) o.placed_here = PlacedHereOf(n);
     auto reopened = SliceService::Open(n->engine->txn(), n->engine->slices(), n->engine->meta(), o);
     ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
     n->data = std::move(reopened).value();
@@ -2371,6 +2379,130 @@ TEST_F(OnePhasePrepareLostTest, OtherNodeBackWithinTheWaitDiscardsAndTheStatemen
     EXPECT_EQ(Query(SessionOn(n), "SELECT id, n FROM d.t"), std::vector<std::string>{"1|5"}) << nodes_[n]->name;
   }
   ExpectReplicasIdentical();
+}
+
+// A prepared node that was removed with a one-phase prepare in flight
+// (its client told 1047) comes back after the applier has left too: where
+// its presumed commit may go. The data paths see their node's applied slice
+// map (placed_here, as in shaled).
+class OnePhaseRejoinTest : public OnePhasePrepareLostTest {
+ protected:
+  bool WirePlacedHere() const override { return true; }
+
+  // The other node prepares, its answer is lost and it is removed from the
+  // membership: the commit fails with 1047 and the node keeps its record.
+  // Then the applier leaves the cluster, and the other node restarts
+  // (its record is loaded) and rejoins.
+  void LoseOtherThenApplier(const Roles& r) {
+    LoseNextPrepareAnswer(r.third, r.other, [&] {
+      CutOff(r.third, r.other, true);
+      RemoveNode(r.other);
+    });
+    exec::Session* s = SessionOn(r.third);
+    Run(s, "BEGIN");
+    Run(s, "INSERT INTO d.t VALUES (1, 1)");
+    Status st = Fail(s, "COMMIT");
+    EXPECT_EQ(st.mysql_code(), 1047) << st.ToString();
+    nodes_[r.third]->engine->txn()->TEST_SetOnePhasePrepareAnswer(nullptr);
+    CutOff(r.third, r.other, false);
+    ASSERT_TRUE(deciders_.one_phase);
+    ASSERT_EQ(deciders_.decider, nodes_[r.applier]->name);
+    ASSERT_EQ(record_.writes_size(), 1);
+    RemoveNode(r.applier);
+    SetAddress(nodes_[r.other]->name, "127.0.0.1:" + std::to_string(nodes_[r.other]->port));  // rejoins
+    RestartDataPath(nodes_[r.other].get(), [] {});
+    ASSERT_EQ(nodes_[r.other]->data->prepared_count(), 1u) << "the record was loaded";
+  }
+
+  // The rejoined node's slice map: the record's slice is served by the
+  // third node alone (it was rebuilt there while the two were gone) and,
+  // with `building`, has a new building replica on the rejoined node.
+  void ReplaceRecordSlice(const Roles& r, bool building) {
+    const storage::SliceId slice = record_.writes(0).slice();
+    catalog::Catalog* cat = nodes_[r.other]->engine->catalog();
+    auto current = cat->GetTable("d", "t");
+    ASSERT_TRUE(current.ok());
+    catalog::TableDef def = **current;
+    bool found = false;
+    for (auto& sd : def.primary.slices) {
+      if (sd.id != slice) continue;
+      found = true;
+      sd.replicas = {nodes_[r.third]->name};
+      sd.building.clear();
+      if (building) sd.building.push_back(catalog::BuildingReplica{nodes_[r.other]->name, 7, nodes_[r.third]->name, 0});
+      sd.SyncWriteReplicas();
+    }
+    ASSERT_TRUE(found);
+    ASSERT_TRUE(cat->ReplaceTable(*current, def).ok());
+  }
+};
+
+// Its new replica of the transaction's slice is still building when the
+// record is resolved: the presumed commit skips it (it is being filled from
+// the third node, which never had the transaction; the share would be a
+// row no other replica holds). The presumption is still recorded, so a late
+// Finish(abort) is not answered OK.
+TEST_F(OnePhaseRejoinTest, PresumedCommitSkipsABuildingReplica) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  const Roles r = RolesOf(1);
+  LoseOtherThenApplier(r);
+  ReplaceRecordSlice(r, /*building=*/true);
+  const storage::SliceId slice = record_.writes(0).slice();
+  TestNode* b = nodes_[r.other].get();
+  auto state = b->engine->slices()->GetBuildState(slice);
+  ASSERT_TRUE(state.ok()) << state.status().ToString();
+  ASSERT_EQ(state->state, storage::SliceState::kBuilding) << "a new building replica replaced the old one";
+  ASSERT_TRUE(b->engine->PlacedHere(slice));
+  b->data->TEST_ResolveNow();  // the applier cannot be asked: presumed committed
+  EXPECT_EQ(b->data->prepared_count(), 0u);
+  EXPECT_EQ(PresumedRecords(r.other), 1u);
+  EXPECT_FALSE(HasVersionOfRecord(r.other)) << "the presumed commit wrote into the building replica";
+  EXPECT_EQ(b->engine->slices()->GetBuildState(slice)->state, storage::SliceState::kBuilding);
+  EXPECT_EQ(b->engine->txn()->locks()->locks_held(), 0u);
+  const txn::TxnKey key{record_.txn().coordinator(), record_.txn().id()};
+  Status st = nodes_[r.third]->data->Finish(b->name, key, /*commit=*/false);
+  EXPECT_EQ(st.mysql_code(), 1180) << st.ToString();
+}
+
+// Its map no longer places the slice here (the rejoined node has its old
+// storage slice still, retired, not yet dropped): the presumed commit skips
+// it too.
+TEST_F(OnePhaseRejoinTest, PresumedCommitSkipsASliceNotPlacedHere) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  const Roles r = RolesOf(1);
+  LoseOtherThenApplier(r);
+  ReplaceRecordSlice(r, /*building=*/false);
+  const storage::SliceId slice = record_.writes(0).slice();
+  TestNode* b = nodes_[r.other].get();
+  ASSERT_TRUE(b->engine->slices()->GetSlice(slice).ok()) << "the old storage slice is kept for a while";
+  ASSERT_FALSE(b->engine->PlacedHere(slice));
+  b->data->TEST_ResolveNow();
+  EXPECT_EQ(b->data->prepared_count(), 0u);
+  EXPECT_EQ(PresumedRecords(r.other), 1u);
+  EXPECT_FALSE(HasVersionOfRecord(r.other)) << "the presumed commit wrote into a slice not placed here";
+}
+
+// The normal presumed commit, with the node's slice map seen: the replica
+// is placed here and built, so the share is applied (the applier was lost
+// before it applied; the client got 1180).
+TEST_F(OnePhaseRejoinTest, PresumedCommitAppliesToAPlacedBuiltReplica) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  const Roles r = RolesOf(1);
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhasePrepare([&](const txn::DeciderPair& d) {
+    deciders_ = d;
+    record_ = PreparedRecord(r.other);
+    RemoveNode(r.applier);
+  });
+  Status st = Fail(SessionOn(r.third), "INSERT INTO d.t VALUES (1, 7)");
+  EXPECT_EQ(st.mysql_code(), 1180) << st.ToString();
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhasePrepare(nullptr);
+  const storage::SliceId slice = record_.writes(0).slice();
+  ASSERT_TRUE(nodes_[r.other]->engine->PlacedHere(slice));
+  ASSERT_EQ(nodes_[r.other]->engine->slices()->GetBuildState(slice)->state, storage::SliceState::kReady);
+  nodes_[r.other]->data->TEST_ResolveNow();
+  EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 0u);
+  EXPECT_EQ(PresumedRecords(r.other), 1u);
+  EXPECT_TRUE(HasVersionOfRecord(r.other)) << "the presumed commit skipped a placed, built replica";
 }
 
 }  // namespace

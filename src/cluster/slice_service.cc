@@ -1021,7 +1021,7 @@ bool SliceService::MayDecideAlone(const std::string& txn, const std::string& bac
   return member_since_ms_.load(std::memory_order_acquire) <= since;
 }
 
-Status SliceService::LocalFinish(const std::string& txn, bool commit) {
+Status SliceService::LocalFinish(const std::string& txn, bool commit, bool presumed) {
   std::unique_ptr<PrepareRequest> request;
   {
     std::unique_lock<std::mutex> l(mu_);
@@ -1070,16 +1070,40 @@ Status SliceService::LocalFinish(const std::string& txn, bool commit) {
     // dropped it): nothing to apply there. A drop may also land between
     // this check and the apply (the store refuses the whole write then,
     // logging nothing): check again and apply the rest.
+    // Also skipped, for a one-phase transaction on two nodes
+    // (docs/transactions.md "One phase on two nodes", "Where a late commit
+    // at the prepared node goes"): a slice this node's applied map does
+    // not place here (a storage slice left from a replica that left this
+    // node: it is no replica, and whoever holds the slice now has the
+    // commit from the applier or copies it), and, in a commit presumed
+    // because the applier left, a replica still building here (its source
+    // was the applier, now gone, or it is a new replica placed here after
+    // this node was removed and came back, filled from serving replicas
+    // that never had the transaction: the share would be versions no
+    // other replica holds).
+    const bool one_phase = request->one_phase();
+    auto skip = [&](storage::SliceId id) -> const char* {
+      auto slice = store_->GetSlice(id);
+      if (!slice.ok() && slice.status().IsNotFound()) return "is no longer stored here";
+      if (!slice.ok() || !one_phase) return nullptr;  // the apply reports an error
+      if (options_.placed_here && !options_.placed_here(id)) return "is not placed here by this node's slice map";
+      if (presumed) {
+        auto state = store_->GetBuildState(id);
+        if (state.ok() && state->state == storage::SliceState::kBuilding) {
+          return "is a replica still building here (a presumed commit applies only to built replicas)";
+        }
+      }
+      return nullptr;
+    };
     for (int attempt = 0; attempt < 3; ++attempt) {
       if (!writes.ok()) {
         st = writes.status();
         break;
       }
       for (auto it = writes->begin(); it != writes->end();) {
-        auto slice = store_->GetSlice(it->first);
-        if (!slice.ok() && slice.status().IsNotFound()) {
-          log::Warn("node {}: transaction {}: slice {} is no longer stored here; its share is skipped",
-                    options_.node_name, txn, it->first);
+        if (const char* why = skip(it->first)) {
+          log::Warn("node {}: transaction {}: slice {} {}; its share is skipped", options_.node_name, txn, it->first,
+                    why);
           it = writes->erase(it);
         } else {
           ++it;
@@ -1351,7 +1375,7 @@ Status SliceService::PresumeCommit(const std::string& txn) {
     presuming_.insert(txn);
   }
   Status st = meta_->Put(kPresumedPrefix + txn, std::string("C"));
-  if (st.ok()) st = LocalFinish(txn, /*commit=*/true);
+  if (st.ok()) st = LocalFinish(txn, /*commit=*/true, /*presumed=*/true);
   {
     std::lock_guard<std::mutex> l(mu_);
     presuming_.erase(txn);

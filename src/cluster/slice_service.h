@@ -49,7 +49,10 @@
 //     commit timestamp; both under the transaction's claim (deciding_).
 //     The prepared node commits when the applier has the probe, aborts on
 //     its refusal, presumes commit once the applier has left the cluster,
-//     and until then makes any other writer of the record's keys wait.
+//     and until then makes any other writer of the record's keys wait. A
+//     presumed commit writes no slice whose replica here is building or
+//     that this node's applied map does not place here (a commit learned
+//     from the applier skips the latter only).
 //
 // Thread-safety: all methods may be called concurrently. gRPC runs on its
 // own threads; a background thread resolves prepared transactions whose
@@ -312,7 +315,11 @@ class SliceService final : public txn::DataRouter {
   // break, so no one can have read the backup's record directly (the
   // backup answers directly only while the decider is not a member).
   bool MayDecideAlone(const std::string& txn, const std::string& backup);
-  Status LocalFinish(const std::string& txn, bool commit);
+  // Applies (commit) or discards a prepared write set. A commit skips the
+  // slices not stored here; of a one-phase transaction also those this
+  // node's applied map does not place here, and, `presumed`
+  // (PresumeCommit), those whose replica here is building.
+  Status LocalFinish(const std::string& txn, bool commit, bool presumed = false);
   // Drops the decision records of `txns` here in one synced write; adds the
   // number of records that were there to *dropped (when set).
   Status LocalForget(const std::vector<std::string>& txns, uint64_t* dropped = nullptr);
