@@ -14,6 +14,7 @@
 #include <map>
 #include <thread>
 #include <tuple>
+#include <utility>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -2270,6 +2271,13 @@ class OnePhasePrepareLostTest : public OnePhaseTest {
         "txn/decision/" + txn::TxnKey{record_.txn().coordinator(), record_.txn().id()}.ToString(), &value);
     return st.ok() ? value : std::string();
   }
+  // The applier's refusal: "A", then the transaction's two nodes (in name
+  // order), which the sweep of decision records asks.
+  std::string RefusalOf(const Roles& r) {
+    std::string a = nodes_[r.applier]->name, b = nodes_[r.other]->name;
+    if (b < a) std::swap(a, b);
+    return "A\n" + a + "\n" + b;
+  }
   // The coordinator's next one-phase prepare: the other node prepares, and
   // its answer is lost; `then` runs (cut the node off, remove it, ...).
   void LoseNextPrepareAnswer(int coordinator, int other, std::function<void()> then) {
@@ -2309,7 +2317,7 @@ TEST_F(OnePhasePrepareLostTest, OtherNodeLostWithThePrepareInFlightIsRetryable) 
   EXPECT_EQ(deciders_.decider, nodes_[r.applier]->name);
   // The refusal is recorded at the applier before anyone asked, and its
   // locks are gone.
-  EXPECT_EQ(DecisionOfRecord(r.applier), "A");
+  EXPECT_EQ(DecisionOfRecord(r.applier), RefusalOf(r));
   EXPECT_EQ(nodes_[r.applier]->engine->txn()->locks()->locks_held(), 0u);
   EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 1u) << "the lost node kept its record";
   for (int n = 0; n < 3; ++n) EXPECT_FALSE(HasVersionOfRecord(n)) << nodes_[n]->name;
@@ -2338,7 +2346,7 @@ TEST_F(OnePhasePrepareLostTest, PreparedNodeThatAsksAfterALostAnswerResolvesToAb
   nodes_[r.third]->engine->txn()->TEST_SetPrepareLostWait(std::chrono::milliseconds(8000));
   CutOff(r.third, r.other, false);
   // Recorded by the coordinator, before the prepared node asked.
-  EXPECT_EQ(DecisionOfRecord(r.applier), "A");
+  EXPECT_EQ(DecisionOfRecord(r.applier), RefusalOf(r));
   EXPECT_EQ(nodes_[r.applier]->engine->txn()->locks()->locks_held(), 0u);
   EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 1u);
   nodes_[r.other]->data->TEST_ResolveNow();
@@ -2375,12 +2383,117 @@ TEST_F(OnePhasePrepareLostTest, OtherNodeBackWithinTheWaitDiscardsAndTheStatemen
   reconnect.join();
   nodes_[r.third]->engine->txn()->TEST_SetOnePhasePrepareAnswer(nullptr);
   EXPECT_GT(exec::Session::StatementRetries(), retries);
-  EXPECT_EQ(DecisionOfRecord(r.applier), "A") << "the first attempt was refused at the applier";
+  EXPECT_EQ(DecisionOfRecord(r.applier), RefusalOf(r)) << "the first attempt was refused at the applier";
   for (int n = 0; n < 3; ++n) EXPECT_FALSE(HasVersionOfRecord(n)) << "the first attempt applied at " << nodes_[n]->name;
   for (auto& n : nodes_) EXPECT_EQ(n->data->prepared_count(), 0u) << n->name;
   for (int n = 0; n < 3; ++n) {
     EXPECT_EQ(Query(SessionOn(n), "SELECT id, n FROM d.t"), std::vector<std::string>{"1|5"}) << nodes_[n]->name;
   }
+  ExpectReplicasIdentical();
+}
+
+// The applier's refusal names the transaction's two nodes, and the sweep
+// of decision records drops it once no one needs it: kept while the other
+// node holds the transaction prepared, dropped once that node resolved it
+// (the coordinator's commit is over). An old refusal without nodes (a bare
+// "A") is kept.
+TEST_F(OnePhasePrepareLostTest, RefusalIsSweptOnceThePreparedNodeResolved) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  const Roles r = RolesOf(1);
+  nodes_[r.third]->engine->txn()->TEST_SetPrepareLostWait(std::chrono::milliseconds(1000));
+  LoseNextPrepareAnswer(r.third, r.other, [&] { CutOff(r.third, r.other, true); });
+  Status st = Fail(SessionOn(r.third), "INSERT INTO d.t VALUES (1, 1)");
+  EXPECT_EQ(st.mysql_code(), 1180) << st.ToString();
+  nodes_[r.third]->engine->txn()->TEST_SetOnePhasePrepareAnswer(nullptr);
+  nodes_[r.third]->engine->txn()->TEST_SetPrepareLostWait(std::chrono::milliseconds(8000));
+  CutOff(r.third, r.other, false);
+  ASSERT_EQ(DecisionOfRecord(r.applier), RefusalOf(r));
+  EXPECT_EQ(CountedDecisionRecords(), 1u) << "a refusal naming its nodes is counted";
+  // An old-format refusal (before refusals named the nodes): kept for good.
+  const std::string old_refusal = "txn/decision/" + nodes_[r.third]->name + "/999999";
+  ASSERT_TRUE(nodes_[r.applier]->engine->meta()->Put(old_refusal, "A").ok());
+  ASSERT_EQ(nodes_[r.other]->data->prepared_count(), 1u);
+  EXPECT_EQ(SweepEveryNode(), 0u) << "the other node holds the transaction prepared";
+  EXPECT_EQ(DecisionOfRecord(r.applier), RefusalOf(r));
+  nodes_[r.other]->data->TEST_ResolveNow();  // abort, from the refusal
+  EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 0u);
+  EXPECT_EQ(SweepEveryNode(), 1u);
+  EXPECT_EQ(DecisionOfRecord(r.applier), "");
+  EXPECT_EQ(CountedDecisionRecords(), 0u);
+  std::string value;
+  EXPECT_TRUE(nodes_[r.applier]->engine->meta()->Get(old_refusal, &value).ok()) << "the old refusal was swept";
+  for (int n = 0; n < 3; ++n) EXPECT_FALSE(HasVersionOfRecord(n)) << nodes_[n]->name;
+  ExpectReplicasIdentical();
+}
+
+// The coordinator was cut off after the other node prepared: its apply may
+// still reach the applier, which holds the transaction's row locks. The
+// refusal the other node's resolver records there is kept while the locks
+// are held (an apply is accepted only then), and goes once they are gone
+// (here: the late apply, refused, releases them). Asked again after that,
+// the applier answers abort again (the probe is still absent).
+TEST_F(OnePhasePrepareLostTest, RefusalIsKeptWhileTheApplierHoldsTheLocks) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  const Roles r = RolesOf(1);
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhasePrepare([&](const txn::DeciderPair& d) {
+    deciders_ = d;
+    record_ = PreparedRecord(r.other);
+    CutOff(r.third, r.applier, true);
+    CutOff(r.third, r.other, true);
+  });
+  Status st = Fail(SessionOn(r.third), "INSERT INTO d.t VALUES (1, 1)");
+  EXPECT_EQ(st.mysql_code(), 1180) << st.ToString();
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhasePrepare(nullptr);
+  nodes_[r.other]->data->TEST_ResolveNow();
+  EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 0u);
+  ASSERT_EQ(DecisionOfRecord(r.applier), RefusalOf(r));
+  EXPECT_GT(nodes_[r.applier]->engine->txn()->locks()->locks_held(), 0u) << "the coordinator's unlock was cut off";
+  EXPECT_EQ(SweepEveryNode(), 0u) << "the applier holds the transaction's locks";
+  EXPECT_EQ(DecisionOfRecord(r.applier), RefusalOf(r));
+  CutOff(r.third, r.applier, false);
+  CutOff(r.third, r.other, false);
+  const txn::TxnKey key{record_.txn().coordinator(), record_.txn().id()};
+  bool refused = false;
+  st = nodes_[r.third]->data->ApplyDecision(nodes_[r.applier]->name, key, record_.commit_ts(), WritesOf(record_),
+                                            &refused);
+  EXPECT_TRUE(refused) << st.ToString();
+  EXPECT_EQ(nodes_[r.applier]->engine->txn()->locks()->locks_held(), 0u);
+  EXPECT_EQ(SweepEveryNode(), 1u);
+  EXPECT_EQ(DecisionOfRecord(r.applier), "");
+  EXPECT_EQ(CountedDecisionRecords(), 0u);
+  Result<bool> again = nodes_[r.other]->data->Decide(deciders_, key, false, record_.commit_ts());
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_FALSE(*again);
+  for (int n = 0; n < 3; ++n) EXPECT_FALSE(HasVersionOfRecord(n)) << nodes_[n]->name;
+  ExpectReplicasIdentical();
+}
+
+// A presumption mark is kept while the coordinator's commit is in progress
+// (it may still send Finish(abort) and report the answer), and swept once
+// it is over.
+TEST_F(OnePhaseTest, PresumptionMarkIsSweptOnceTheCoordinatorIsDone) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  const Roles r = RolesOf(1);
+  Capture(r.third, r.other);
+  size_t kept = 0;
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhaseApply([&](const txn::DeciderPair&) {
+    RemoveNode(r.applier);
+    CutOff(r.third, r.other, true);
+    nodes_[r.other]->data->TEST_ResolveNow();  // presumed committed
+    SweepEveryNode();
+    kept = PresumedRecords(r.other);
+  });
+  Run(SessionOn(r.third), "INSERT INTO d.t VALUES (1, 7)");  // acknowledged
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhaseApply(nullptr);
+  CutOff(r.third, r.other, false);
+  EXPECT_EQ(kept, 1u) << "the mark stays while the coordinator commits";
+  EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 0u);
+  EXPECT_EQ(PresumedRecords(r.other), 1u);
+  const txn::TxnKey key{record_.txn().coordinator(), record_.txn().id()};
+  Status st = nodes_[r.third]->data->Finish(nodes_[r.other]->name, key, /*commit=*/false);
+  EXPECT_EQ(st.mysql_code(), 1180) << st.ToString();
+  SweepEveryNode();
+  EXPECT_EQ(PresumedRecords(r.other), 0u) << "the coordinator's commit is over";
   ExpectReplicasIdentical();
 }
 
