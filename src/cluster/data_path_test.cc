@@ -2621,5 +2621,55 @@ TEST_F(OnePhaseRejoinTest, PresumedCommitAppliesToAPlacedBuiltReplica) {
   EXPECT_TRUE(HasVersionOfRecord(r.other)) << "the presumed commit skipped a placed, built replica";
 }
 
+// A one-phase commit made while the other node's replica of the slice is
+// building (its only serving replica is on the applier, which the copy
+// reads): the prepared node's share goes into the building replica also
+// when it learns the commit from the applier rather than from the
+// coordinator (the copy's snapshot may be below the commit: the build
+// needs that write). Only a presumed commit skips a building replica.
+TEST_F(OnePhaseRejoinTest, CommitLearnedFromTheApplierReachesABuildingReplica) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  const Roles r = RolesOf(1);
+  // The slice of row 1, from the prepared record of a first insert.
+  Capture(r.third, r.other);
+  Run(SessionOn(r.third), "INSERT INTO d.t VALUES (1, 1)");
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhasePrepare(nullptr);
+  const storage::SliceId slice = record_.writes(0).slice();
+  // Every node's map: the slice is served by the applier alone and
+  // building on the other node (as the rebalancer re-protects it).
+  for (auto& n : nodes_) {
+    catalog::Catalog* cat = n->engine->catalog();
+    auto current = cat->GetTable("d", "t");
+    ASSERT_TRUE(current.ok());
+    catalog::TableDef def = **current;
+    for (auto& sd : def.primary.slices) {
+      if (sd.id != slice) continue;
+      sd.replicas = {nodes_[r.applier]->name};
+      sd.building = {catalog::BuildingReplica{nodes_[r.other]->name, 7, nodes_[r.applier]->name, 0}};
+      sd.SyncWriteReplicas();
+    }
+    ASSERT_TRUE(cat->ReplaceTable(*current, def).ok()) << n->name;
+  }
+  TestNode* b = nodes_[r.other].get();
+  ASSERT_EQ(b->engine->slices()->GetBuildState(slice)->state, storage::SliceState::kBuilding);
+  // The coordinator is cut off from the other node after the apply: the
+  // client is answered, and the other node learns the commit from the
+  // applier.
+  Capture(r.third, r.other);
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhaseApply(
+      [&](const txn::DeciderPair&) { CutOff(r.third, r.other, true); });
+  Run(SessionOn(r.third), "UPDATE d.t SET n = 9 WHERE id = 1");
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhaseApply(nullptr);
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhasePrepare(nullptr);
+  CutOff(r.third, r.other, false);
+  ASSERT_EQ(record_.writes(0).slice(), slice);
+  EXPECT_EQ(b->data->prepared_count(), 1u);
+  b->data->TEST_ResolveNow();
+  EXPECT_EQ(b->data->prepared_count(), 0u);
+  EXPECT_EQ(PresumedRecords(r.other), 0u);
+  EXPECT_TRUE(HasVersionOfRecord(r.other)) << "the building replica missed a commit made during its build";
+  EXPECT_TRUE(HasVersionOfRecord(r.applier));
+}
+
 }  // namespace
 }  // namespace shale::cluster
