@@ -14,6 +14,7 @@
 #include <map>
 #include <thread>
 #include <tuple>
+#include <utility>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -68,6 +69,7 @@ class DataPathTest : public ::testing::Test {
       o.compile_fragment = CompilerOf(n.get());
       o.fragment_page_rows = FragmentPageRows();
       o.fragment_page_groups = FragmentPageGroups();
+      if (WirePlacedHere()) o.placed_here = PlacedHereOf(n.get());
       auto data = SliceService::Open(n->engine->txn(), n->engine->slices(), n->engine->meta(), o);
       ASSERT_TRUE(data.ok()) << data.status().ToString();
       n->data = std::move(data).value();
@@ -94,6 +96,12 @@ class DataPathTest : public ::testing::Test {
   }
 
   virtual uint32_t LockLeaseMs() const { return 60000; }
+  // Whether the data paths see which slices their node's applied slice
+  // map places on it (SliceServiceOptions::placed_here, as in shaled).
+  virtual bool WirePlacedHere() const { return false; }
+  static std::function<bool(storage::SliceId)> PlacedHereOf(TestNode* n) {
+    return [n](storage::SliceId id) { return n->engine->PlacedHere(id); };
+  }
   virtual uint32_t FragmentPageRows() const { return 65536; }
   virtual uint32_t FragmentPageGroups() const { return 4096; }
 
@@ -123,6 +131,7 @@ class DataPathTest : public ::testing::Test {
     o.decision_sweep_ms = 0;
     o.ranks_here = [n](storage::SliceId id) { return n->engine->RanksHere(id); };
     o.compile_fragment = CompilerOf(n);
+    if (WirePlacedHere()) o.placed_here = PlacedHereOf(n);
     auto reopened = SliceService::Open(n->engine->txn(), n->engine->slices(), n->engine->meta(), o);
     ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
     n->data = std::move(reopened).value();
@@ -2263,6 +2272,9 @@ TEST_F(OnePhaseTest, CoordinatorLostAfterApplyResolvesToCommit) {
   for (int coordinator : {r.third, r.applier}) {
     SCOPED_TRACE("coordinator " + nodes_[coordinator]->name);
     Run(SessionOn(0), "DELETE FROM d.t");
+    // The delete took two phases (no put to probe): its decision records
+    // go with node 1's Forget queue, before the applier's are counted.
+    ASSERT_TRUE(nodes_[0]->data->TEST_DrainForgets(std::chrono::seconds(10)));
     nodes_[coordinator]->engine->txn()->TEST_SetAfterOnePhaseApply(
         [&](const txn::DeciderPair&) { CutOff(coordinator, r.other, true); });
     Run(SessionOn(coordinator), "INSERT INTO d.t VALUES (1, 7)");  // acknowledged
@@ -2444,6 +2456,13 @@ class OnePhasePrepareLostTest : public OnePhaseTest {
         "txn/decision/" + txn::TxnKey{record_.txn().coordinator(), record_.txn().id()}.ToString(), &value);
     return st.ok() ? value : std::string();
   }
+  // The applier's refusal: "A", then the transaction's two nodes (in name
+  // order), which the sweep of decision records asks.
+  std::string RefusalOf(const Roles& r) {
+    std::string a = nodes_[r.applier]->name, b = nodes_[r.other]->name;
+    if (b < a) std::swap(a, b);
+    return "A\n" + a + "\n" + b;
+  }
   // The coordinator's next one-phase prepare: the other node prepares, and
   // its answer is lost; `then` runs (cut the node off, remove it, ...).
   void LoseNextPrepareAnswer(int coordinator, int other, std::function<void()> then) {
@@ -2483,7 +2502,7 @@ TEST_F(OnePhasePrepareLostTest, OtherNodeLostWithThePrepareInFlightIsRetryable) 
   EXPECT_EQ(deciders_.decider, nodes_[r.applier]->name);
   // The refusal is recorded at the applier before anyone asked, and its
   // locks are gone.
-  EXPECT_EQ(DecisionOfRecord(r.applier), "A");
+  EXPECT_EQ(DecisionOfRecord(r.applier), RefusalOf(r));
   EXPECT_EQ(nodes_[r.applier]->engine->txn()->locks()->locks_held(), 0u);
   EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 1u) << "the lost node kept its record";
   for (int n = 0; n < 3; ++n) EXPECT_FALSE(HasVersionOfRecord(n)) << nodes_[n]->name;
@@ -2512,7 +2531,7 @@ TEST_F(OnePhasePrepareLostTest, PreparedNodeThatAsksAfterALostAnswerResolvesToAb
   nodes_[r.third]->engine->txn()->TEST_SetPrepareLostWait(std::chrono::milliseconds(8000));
   CutOff(r.third, r.other, false);
   // Recorded by the coordinator, before the prepared node asked.
-  EXPECT_EQ(DecisionOfRecord(r.applier), "A");
+  EXPECT_EQ(DecisionOfRecord(r.applier), RefusalOf(r));
   EXPECT_EQ(nodes_[r.applier]->engine->txn()->locks()->locks_held(), 0u);
   EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 1u);
   nodes_[r.other]->data->TEST_ResolveNow();
@@ -2549,13 +2568,292 @@ TEST_F(OnePhasePrepareLostTest, OtherNodeBackWithinTheWaitDiscardsAndTheStatemen
   reconnect.join();
   nodes_[r.third]->engine->txn()->TEST_SetOnePhasePrepareAnswer(nullptr);
   EXPECT_GT(exec::Session::StatementRetries(), retries);
-  EXPECT_EQ(DecisionOfRecord(r.applier), "A") << "the first attempt was refused at the applier";
+  EXPECT_EQ(DecisionOfRecord(r.applier), RefusalOf(r)) << "the first attempt was refused at the applier";
   for (int n = 0; n < 3; ++n) EXPECT_FALSE(HasVersionOfRecord(n)) << "the first attempt applied at " << nodes_[n]->name;
   for (auto& n : nodes_) EXPECT_EQ(n->data->prepared_count(), 0u) << n->name;
   for (int n = 0; n < 3; ++n) {
     EXPECT_EQ(Query(SessionOn(n), "SELECT id, n FROM d.t"), std::vector<std::string>{"1|5"}) << nodes_[n]->name;
   }
   ExpectReplicasIdentical();
+}
+
+// The applier's refusal names the transaction's two nodes, and the sweep
+// of decision records drops it once no one needs it: kept while the other
+// node holds the transaction prepared, dropped once that node resolved it
+// (the coordinator's commit is over). An old refusal without nodes (a bare
+// "A") is kept.
+TEST_F(OnePhasePrepareLostTest, RefusalIsSweptOnceThePreparedNodeResolved) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  const Roles r = RolesOf(1);
+  nodes_[r.third]->engine->txn()->TEST_SetPrepareLostWait(std::chrono::milliseconds(1000));
+  LoseNextPrepareAnswer(r.third, r.other, [&] { CutOff(r.third, r.other, true); });
+  Status st = Fail(SessionOn(r.third), "INSERT INTO d.t VALUES (1, 1)");
+  EXPECT_EQ(st.mysql_code(), 1180) << st.ToString();
+  nodes_[r.third]->engine->txn()->TEST_SetOnePhasePrepareAnswer(nullptr);
+  nodes_[r.third]->engine->txn()->TEST_SetPrepareLostWait(std::chrono::milliseconds(8000));
+  CutOff(r.third, r.other, false);
+  ASSERT_EQ(DecisionOfRecord(r.applier), RefusalOf(r));
+  EXPECT_EQ(CountedDecisionRecords(), 1u) << "a refusal naming its nodes is counted";
+  // An old-format refusal (before refusals named the nodes): kept for good.
+  const std::string old_refusal = "txn/decision/" + nodes_[r.third]->name + "/999999";
+  ASSERT_TRUE(nodes_[r.applier]->engine->meta()->Put(old_refusal, "A").ok());
+  ASSERT_EQ(nodes_[r.other]->data->prepared_count(), 1u);
+  EXPECT_EQ(SweepEveryNode(), 0u) << "the other node holds the transaction prepared";
+  EXPECT_EQ(DecisionOfRecord(r.applier), RefusalOf(r));
+  nodes_[r.other]->data->TEST_ResolveNow();  // abort, from the refusal
+  EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 0u);
+  EXPECT_EQ(SweepEveryNode(), 1u);
+  EXPECT_EQ(DecisionOfRecord(r.applier), "");
+  EXPECT_EQ(CountedDecisionRecords(), 0u);
+  std::string value;
+  EXPECT_TRUE(nodes_[r.applier]->engine->meta()->Get(old_refusal, &value).ok()) << "the old refusal was swept";
+  for (int n = 0; n < 3; ++n) EXPECT_FALSE(HasVersionOfRecord(n)) << nodes_[n]->name;
+  ExpectReplicasIdentical();
+}
+
+// The coordinator was cut off after the other node prepared: its apply may
+// still reach the applier, which holds the transaction's row locks. The
+// refusal the other node's resolver records there is kept while the locks
+// are held (an apply is accepted only then), and goes once they are gone
+// (here: the late apply, refused, releases them). Asked again after that,
+// the applier answers abort again (the probe is still absent).
+TEST_F(OnePhasePrepareLostTest, RefusalIsKeptWhileTheApplierHoldsTheLocks) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  const Roles r = RolesOf(1);
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhasePrepare([&](const txn::DeciderPair& d) {
+    deciders_ = d;
+    record_ = PreparedRecord(r.other);
+    CutOff(r.third, r.applier, true);
+    CutOff(r.third, r.other, true);
+  });
+  Status st = Fail(SessionOn(r.third), "INSERT INTO d.t VALUES (1, 1)");
+  EXPECT_EQ(st.mysql_code(), 1180) << st.ToString();
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhasePrepare(nullptr);
+  nodes_[r.other]->data->TEST_ResolveNow();
+  EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 0u);
+  ASSERT_EQ(DecisionOfRecord(r.applier), RefusalOf(r));
+  EXPECT_GT(nodes_[r.applier]->engine->txn()->locks()->locks_held(), 0u) << "the coordinator's unlock was cut off";
+  EXPECT_EQ(SweepEveryNode(), 0u) << "the applier holds the transaction's locks";
+  EXPECT_EQ(DecisionOfRecord(r.applier), RefusalOf(r));
+  CutOff(r.third, r.applier, false);
+  CutOff(r.third, r.other, false);
+  const txn::TxnKey key{record_.txn().coordinator(), record_.txn().id()};
+  bool refused = false;
+  st = nodes_[r.third]->data->ApplyDecision(nodes_[r.applier]->name, key, record_.commit_ts(), WritesOf(record_),
+                                            &refused);
+  EXPECT_TRUE(refused) << st.ToString();
+  EXPECT_EQ(nodes_[r.applier]->engine->txn()->locks()->locks_held(), 0u);
+  EXPECT_EQ(SweepEveryNode(), 1u);
+  EXPECT_EQ(DecisionOfRecord(r.applier), "");
+  EXPECT_EQ(CountedDecisionRecords(), 0u);
+  Result<bool> again = nodes_[r.other]->data->Decide(deciders_, key, false, record_.commit_ts());
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_FALSE(*again);
+  for (int n = 0; n < 3; ++n) EXPECT_FALSE(HasVersionOfRecord(n)) << nodes_[n]->name;
+  ExpectReplicasIdentical();
+}
+
+// A presumption mark is kept while the coordinator's commit is in progress
+// (it may still send Finish(abort) and report the answer), and swept once
+// it is over.
+TEST_F(OnePhaseTest, PresumptionMarkIsSweptOnceTheCoordinatorIsDone) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  const Roles r = RolesOf(1);
+  Capture(r.third, r.other);
+  size_t kept = 0;
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhaseApply([&](const txn::DeciderPair&) {
+    RemoveNode(r.applier);
+    CutOff(r.third, r.other, true);
+    nodes_[r.other]->data->TEST_ResolveNow();  // presumed committed
+    SweepEveryNode();
+    kept = PresumedRecords(r.other);
+  });
+  Run(SessionOn(r.third), "INSERT INTO d.t VALUES (1, 7)");  // acknowledged
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhaseApply(nullptr);
+  CutOff(r.third, r.other, false);
+  EXPECT_EQ(kept, 1u) << "the mark stays while the coordinator commits";
+  EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 0u);
+  EXPECT_EQ(PresumedRecords(r.other), 1u);
+  const txn::TxnKey key{record_.txn().coordinator(), record_.txn().id()};
+  Status st = nodes_[r.third]->data->Finish(nodes_[r.other]->name, key, /*commit=*/false);
+  EXPECT_EQ(st.mysql_code(), 1180) << st.ToString();
+  SweepEveryNode();
+  EXPECT_EQ(PresumedRecords(r.other), 0u) << "the coordinator's commit is over";
+  ExpectReplicasIdentical();
+}
+
+// A prepared node that was removed with a one-phase prepare in flight
+// (its client told 1047) comes back after the applier has left too: where
+// its presumed commit may go. The data paths see their node's applied slice
+// map (placed_here, as in shaled).
+class OnePhaseRejoinTest : public OnePhasePrepareLostTest {
+ protected:
+  bool WirePlacedHere() const override { return true; }
+
+  // The other node prepares, its answer is lost and it is removed from the
+  // membership: the commit fails with 1047 and the node keeps its record.
+  // Then the applier leaves the cluster, and the other node restarts
+  // (its record is loaded) and rejoins.
+  void LoseOtherThenApplier(const Roles& r) {
+    LoseNextPrepareAnswer(r.third, r.other, [&] {
+      CutOff(r.third, r.other, true);
+      RemoveNode(r.other);
+    });
+    exec::Session* s = SessionOn(r.third);
+    Run(s, "BEGIN");
+    Run(s, "INSERT INTO d.t VALUES (1, 1)");
+    Status st = Fail(s, "COMMIT");
+    EXPECT_EQ(st.mysql_code(), 1047) << st.ToString();
+    nodes_[r.third]->engine->txn()->TEST_SetOnePhasePrepareAnswer(nullptr);
+    CutOff(r.third, r.other, false);
+    ASSERT_TRUE(deciders_.one_phase);
+    ASSERT_EQ(deciders_.decider, nodes_[r.applier]->name);
+    ASSERT_EQ(record_.writes_size(), 1);
+    RemoveNode(r.applier);
+    SetAddress(nodes_[r.other]->name, "127.0.0.1:" + std::to_string(nodes_[r.other]->port));  // rejoins
+    RestartDataPath(nodes_[r.other].get(), [] {});
+    ASSERT_EQ(nodes_[r.other]->data->prepared_count(), 1u) << "the record was loaded";
+  }
+
+  // The rejoined node's slice map: the record's slice is served by the
+  // third node alone (it was rebuilt there while the two were gone) and,
+  // with `building`, has a new building replica on the rejoined node.
+  void ReplaceRecordSlice(const Roles& r, bool building) {
+    const storage::SliceId slice = record_.writes(0).slice();
+    catalog::Catalog* cat = nodes_[r.other]->engine->catalog();
+    auto current = cat->GetTable("d", "t");
+    ASSERT_TRUE(current.ok());
+    catalog::TableDef def = **current;
+    bool found = false;
+    for (auto& sd : def.primary.slices) {
+      if (sd.id != slice) continue;
+      found = true;
+      sd.replicas = {nodes_[r.third]->name};
+      sd.building.clear();
+      if (building) sd.building.push_back(catalog::BuildingReplica{nodes_[r.other]->name, 7, nodes_[r.third]->name, 0});
+      sd.SyncWriteReplicas();
+    }
+    ASSERT_TRUE(found);
+    ASSERT_TRUE(cat->ReplaceTable(*current, def).ok());
+  }
+};
+
+// Its new replica of the transaction's slice is still building when the
+// record is resolved: the presumed commit skips it (it is being filled from
+// the third node, which never had the transaction; the share would be a
+// row no other replica holds). The presumption is still recorded, so a late
+// Finish(abort) is not answered OK.
+TEST_F(OnePhaseRejoinTest, PresumedCommitSkipsABuildingReplica) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  const Roles r = RolesOf(1);
+  LoseOtherThenApplier(r);
+  ReplaceRecordSlice(r, /*building=*/true);
+  const storage::SliceId slice = record_.writes(0).slice();
+  TestNode* b = nodes_[r.other].get();
+  auto state = b->engine->slices()->GetBuildState(slice);
+  ASSERT_TRUE(state.ok()) << state.status().ToString();
+  ASSERT_EQ(state->state, storage::SliceState::kBuilding) << "a new building replica replaced the old one";
+  ASSERT_TRUE(b->engine->PlacedHere(slice));
+  b->data->TEST_ResolveNow();  // the applier cannot be asked: presumed committed
+  EXPECT_EQ(b->data->prepared_count(), 0u);
+  EXPECT_EQ(PresumedRecords(r.other), 1u);
+  EXPECT_FALSE(HasVersionOfRecord(r.other)) << "the presumed commit wrote into the building replica";
+  EXPECT_EQ(b->engine->slices()->GetBuildState(slice)->state, storage::SliceState::kBuilding);
+  EXPECT_EQ(b->engine->txn()->locks()->locks_held(), 0u);
+  const txn::TxnKey key{record_.txn().coordinator(), record_.txn().id()};
+  Status st = nodes_[r.third]->data->Finish(b->name, key, /*commit=*/false);
+  EXPECT_EQ(st.mysql_code(), 1180) << st.ToString();
+}
+
+// Its map no longer places the slice here (the rejoined node has its old
+// storage slice still, retired, not yet dropped): the presumed commit skips
+// it too.
+TEST_F(OnePhaseRejoinTest, PresumedCommitSkipsASliceNotPlacedHere) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  const Roles r = RolesOf(1);
+  LoseOtherThenApplier(r);
+  ReplaceRecordSlice(r, /*building=*/false);
+  const storage::SliceId slice = record_.writes(0).slice();
+  TestNode* b = nodes_[r.other].get();
+  ASSERT_TRUE(b->engine->slices()->GetSlice(slice).ok()) << "the old storage slice is kept for a while";
+  ASSERT_FALSE(b->engine->PlacedHere(slice));
+  b->data->TEST_ResolveNow();
+  EXPECT_EQ(b->data->prepared_count(), 0u);
+  EXPECT_EQ(PresumedRecords(r.other), 1u);
+  EXPECT_FALSE(HasVersionOfRecord(r.other)) << "the presumed commit wrote into a slice not placed here";
+}
+
+// The normal presumed commit, with the node's slice map seen: the replica
+// is placed here and built, so the share is applied (the applier was lost
+// before it applied; the client got 1180).
+TEST_F(OnePhaseRejoinTest, PresumedCommitAppliesToAPlacedBuiltReplica) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  const Roles r = RolesOf(1);
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhasePrepare([&](const txn::DeciderPair& d) {
+    deciders_ = d;
+    record_ = PreparedRecord(r.other);
+    RemoveNode(r.applier);
+  });
+  Status st = Fail(SessionOn(r.third), "INSERT INTO d.t VALUES (1, 7)");
+  EXPECT_EQ(st.mysql_code(), 1180) << st.ToString();
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhasePrepare(nullptr);
+  const storage::SliceId slice = record_.writes(0).slice();
+  ASSERT_TRUE(nodes_[r.other]->engine->PlacedHere(slice));
+  ASSERT_EQ(nodes_[r.other]->engine->slices()->GetBuildState(slice)->state, storage::SliceState::kReady);
+  nodes_[r.other]->data->TEST_ResolveNow();
+  EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 0u);
+  EXPECT_EQ(PresumedRecords(r.other), 1u);
+  EXPECT_TRUE(HasVersionOfRecord(r.other)) << "the presumed commit skipped a placed, built replica";
+}
+
+// A one-phase commit made while the other node's replica of the slice is
+// building (its only serving replica is on the applier, which the copy
+// reads): the prepared node's share goes into the building replica also
+// when it learns the commit from the applier rather than from the
+// coordinator (the copy's snapshot may be below the commit: the build
+// needs that write). Only a presumed commit skips a building replica.
+TEST_F(OnePhaseRejoinTest, CommitLearnedFromTheApplierReachesABuildingReplica) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  const Roles r = RolesOf(1);
+  // The slice of row 1, from the prepared record of a first insert.
+  Capture(r.third, r.other);
+  Run(SessionOn(r.third), "INSERT INTO d.t VALUES (1, 1)");
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhasePrepare(nullptr);
+  const storage::SliceId slice = record_.writes(0).slice();
+  // Every node's map: the slice is served by the applier alone and
+  // building on the other node (as the rebalancer re-protects it).
+  for (auto& n : nodes_) {
+    catalog::Catalog* cat = n->engine->catalog();
+    auto current = cat->GetTable("d", "t");
+    ASSERT_TRUE(current.ok());
+    catalog::TableDef def = **current;
+    for (auto& sd : def.primary.slices) {
+      if (sd.id != slice) continue;
+      sd.replicas = {nodes_[r.applier]->name};
+      sd.building = {catalog::BuildingReplica{nodes_[r.other]->name, 7, nodes_[r.applier]->name, 0}};
+      sd.SyncWriteReplicas();
+    }
+    ASSERT_TRUE(cat->ReplaceTable(*current, def).ok()) << n->name;
+  }
+  TestNode* b = nodes_[r.other].get();
+  ASSERT_EQ(b->engine->slices()->GetBuildState(slice)->state, storage::SliceState::kBuilding);
+  // The coordinator is cut off from the other node after the apply: the
+  // client is answered, and the other node learns the commit from the
+  // applier.
+  Capture(r.third, r.other);
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhaseApply(
+      [&](const txn::DeciderPair&) { CutOff(r.third, r.other, true); });
+  Run(SessionOn(r.third), "UPDATE d.t SET n = 9 WHERE id = 1");
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhaseApply(nullptr);
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhasePrepare(nullptr);
+  CutOff(r.third, r.other, false);
+  ASSERT_EQ(record_.writes(0).slice(), slice);
+  EXPECT_EQ(b->data->prepared_count(), 1u);
+  b->data->TEST_ResolveNow();
+  EXPECT_EQ(b->data->prepared_count(), 0u);
+  EXPECT_EQ(PresumedRecords(r.other), 0u);
+  EXPECT_TRUE(HasVersionOfRecord(r.other)) << "the building replica missed a commit made during its build";
+  EXPECT_TRUE(HasVersionOfRecord(r.applier));
 }
 
 }  // namespace

@@ -52,9 +52,11 @@ std::string DecisionValue(bool commit, uint64_t ts, const std::vector<std::strin
   return value;
 }
 // Whether a decision record counts in decision_records(): every one but a
-// bare "A" — a one-phase applier's refusal (LocalDecideApplied), kept for
-// good, or an abort record written before records named participants;
-// the sweep keeps both, so they would keep Shale_decision_records above 0.
+// bare "A" — a one-phase applier's refusal (LocalDecideApplied) whose asker
+// named no participants (its prepared record is from before they were
+// kept), or an abort record written before records named participants;
+// the sweep keeps both for good, so they would keep Shale_decision_records
+// above 0. A refusal naming its two nodes counts and is swept.
 bool CountedDecision(std::string_view value) { return value != "A"; }
 std::vector<std::string> DecisionParticipants(std::string_view value) {
   std::vector<std::string> out;
@@ -391,8 +393,12 @@ class SliceServiceGrpc final : public DataService::Service {
     ToPb(s_->LocalFinish(KeyOf(req->txn()), req->commit()), resp->mutable_status());
     return grpc::Status::OK;
   }
-  grpc::Status Apply(grpc::ServerContext*, const ApplyRequest* req, ApplyResponse* resp) override {
+  grpc::Status Apply(grpc::ServerContext* ctx, const ApplyRequest* req, ApplyResponse* resp) override {
     if (auto refused = Epoch(req->header())) return *refused;
+    // A one-phase applier's apply its coordinator gave up on (past its
+    // deadline) writes nothing: once the coordinator's CommitWrites has
+    // returned, the applier's refusal may be swept (SweepDecisions).
+    if (req->decides() && ctx->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "the caller gave up");
     auto writes = FromPb(req->writes());
     if (!writes.ok()) {
       ToPb(writes.status(), resp->mutable_status());
@@ -1079,10 +1085,14 @@ Result<bool> SliceService::LocalDecideApplied(const std::string& txn, const Deci
   if (found.ok()) return true;
   if (!found.IsNotFound()) return found;
   // Not applied: refused from now on (its Apply reads this record first).
-  // No participants in it: the sweep of decision records keeps it
-  // (SweepDecisions), and decision_records() does not count it
-  // (CountedDecision; docs/transactions.md "Not done").
-  SHALE_RETURN_IF_ERROR(meta_->Put(key, std::string("A")));
+  // The record names the two nodes (when the asker knew them: a prepared
+  // record from before they were kept names none, and its refusal, a bare
+  // "A", is kept for good): the sweep of decision records drops it once
+  // no Apply of the transaction can be accepted here any more and no
+  // prepared record of it is left (SweepDecisions, LocalDecisionNeeded).
+  const std::string refusal = DecisionValue(/*commit=*/false, 0, args.participants);
+  SHALE_RETURN_IF_ERROR(meta_->Put(key, refusal));
+  if (CountedDecision(refusal)) decision_records_.fetch_add(1, std::memory_order_relaxed);
   log::Warn("node {}: one-phase transaction {} was not applied here; recorded it as refused", options_.node_name,
             txn);
   return false;
@@ -1098,7 +1108,7 @@ bool SliceService::MayDecideAlone(const std::string& txn, const std::string& bac
   return member_since_ms_.load(std::memory_order_acquire) <= since;
 }
 
-Status SliceService::LocalFinish(const std::string& txn, bool commit) {
+Status SliceService::LocalFinish(const std::string& txn, bool commit, bool presumed) {
   std::unique_ptr<PrepareRequest> request;
   {
     std::unique_lock<std::mutex> l(mu_);
@@ -1147,16 +1157,40 @@ Status SliceService::LocalFinish(const std::string& txn, bool commit) {
     // dropped it): nothing to apply there. A drop may also land between
     // this check and the apply (the store refuses the whole write then,
     // logging nothing): check again and apply the rest.
+    // Also skipped, for a one-phase transaction on two nodes
+    // (docs/transactions.md "One phase on two nodes", "Where a late commit
+    // at the prepared node goes"): a slice this node's applied map does
+    // not place here (a storage slice left from a replica that left this
+    // node: it is no replica, and whoever holds the slice now has the
+    // commit from the applier or copies it), and, in a commit presumed
+    // because the applier left, a replica still building here (its source
+    // was the applier, now gone, or it is a new replica placed here after
+    // this node was removed and came back, filled from serving replicas
+    // that never had the transaction: the share would be versions no
+    // other replica holds).
+    const bool one_phase = request->one_phase();
+    auto skip = [&](storage::SliceId id) -> const char* {
+      auto slice = store_->GetSlice(id);
+      if (!slice.ok() && slice.status().IsNotFound()) return "is no longer stored here";
+      if (!slice.ok() || !one_phase) return nullptr;  // the apply reports an error
+      if (options_.placed_here && !options_.placed_here(id)) return "is not placed here by this node's slice map";
+      if (presumed) {
+        auto state = store_->GetBuildState(id);
+        if (state.ok() && state->state == storage::SliceState::kBuilding) {
+          return "is a replica still building here (a presumed commit applies only to built replicas)";
+        }
+      }
+      return nullptr;
+    };
     for (int attempt = 0; attempt < 3; ++attempt) {
       if (!writes.ok()) {
         st = writes.status();
         break;
       }
       for (auto it = writes->begin(); it != writes->end();) {
-        auto slice = store_->GetSlice(it->first);
-        if (!slice.ok() && slice.status().IsNotFound()) {
-          log::Warn("node {}: transaction {}: slice {} is no longer stored here; its share is skipped",
-                    options_.node_name, txn, it->first);
+        if (const char* why = skip(it->first)) {
+          log::Warn("node {}: transaction {}: slice {} {}; its share is skipped", options_.node_name, txn, it->first,
+                    why);
           it = writes->erase(it);
         } else {
           ++it;
@@ -1436,7 +1470,7 @@ Status SliceService::PresumeCommit(const std::string& txn) {
     presuming_.insert(txn);
   }
   Status st = meta_->Put(kPresumedPrefix + txn, std::string("C"));
-  if (st.ok()) st = LocalFinish(txn, /*commit=*/true);
+  if (st.ok()) st = LocalFinish(txn, /*commit=*/true, /*presumed=*/true);
   {
     std::lock_guard<std::mutex> l(mu_);
     presuming_.erase(txn);
@@ -1831,6 +1865,7 @@ Result<bool> SliceService::Decide(const txn::DeciderPair& deciders, const txn::T
     args.one_phase = true;
     args.probe_slice = deciders.probe_slice;
     args.probe_key = deciders.probe_key;
+    args.participants = deciders.participants;  // kept with a refusal
     return DecideAt(deciders.decider, txn, args);
   }
   args.participants = deciders.participants;
@@ -1989,6 +2024,11 @@ std::vector<bool> SliceService::LocalDecisionNeeded(const std::vector<txn::TxnKe
   for (const txn::TxnKey& t : txns) {
     const std::string k = t.ToString();
     bool needed = prepared_.count(k) > 0 || preparing_.count(k) > 0 || finishing_.count(k) > 0;
+    // It holds row locks of the transaction here (a remote coordinator's):
+    // a one-phase applier accepts the transaction's Apply only while it
+    // does, so its refusal must stay until they are gone (they end with
+    // the coordinator's Unlock, the lease, or the coordinator's removal).
+    if (!needed && owners_.count(k) > 0) needed = true;
     // Its coordinator may still ask for commit until its CommitWrites
     // returns: an abort record dropped before that would let a late
     // commit be recorded after a participant discarded its writes.
@@ -2055,7 +2095,37 @@ size_t SliceService::SweepDecisions(bool all) {
     for (const std::string& node : ask) by_node[node].push_back(k);
   }
   sweep_seen_ = std::move(seen);
-  if (needed.empty()) return 0;
+  // Presumption marks (txn/presumed/<txn>, PresumeCommit): they make a
+  // coordinator's Finish(abort) that comes after the presumed commit get
+  // 1180, not OK. A coordinator sends Finish(abort) (and reports its
+  // answer) only while its CommitWrites runs, so a mark goes once the
+  // presumed commit was applied here (the transaction is no longer
+  // prepared or being applied here) and its coordinator answers that its
+  // commit is not in progress, or is not a member. Same two-sweep age as
+  // the records.
+  std::set<std::string> marks_seen;
+  std::map<std::string, bool> mark_needed;  // mark -> its coordinator may still need it
+  const std::string_view mark_prefix(kPresumedPrefix);
+  const Status marks_scanned = meta_->Scan(kPresumedPrefix, [&](std::string_view key, std::string_view) {
+    marks_seen.insert(std::string(key.substr(mark_prefix.size())));
+    return true;
+  });
+  if (!marks_scanned.ok()) {
+    log::Warn("node {}: sweep of presumption marks: {}", options_.node_name, marks_scanned.ToString());
+  }
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const std::string& key : marks_seen) {
+      if (!all && presumed_seen_.count(key) == 0) continue;
+      const txn::TxnKey k = ParseTxnKey(key);
+      if (k.ToString() != key) continue;
+      if (prepared_.count(key) || finishing_.count(key) || presuming_.count(key)) continue;
+      mark_needed[key] = false;
+      by_node[k.coordinator].push_back(k);
+    }
+  }
+  presumed_seen_ = std::move(marks_seen);
+  if (needed.empty() && mark_needed.empty()) return 0;
   std::vector<std::string> nodes;
   for (const auto& [node, txns] : by_node) nodes.push_back(node);
   std::mutex answers_mu;
@@ -2077,10 +2147,31 @@ size_t SliceService::SweepDecisions(bool all) {
     }
     std::lock_guard<std::mutex> l(answers_mu);
     for (size_t i = 0; i < txns.size(); ++i) {
-      if (answer[i]) needed[txns[i].ToString()] = true;
+      if (!answer[i]) continue;
+      const std::string key = txns[i].ToString();
+      if (auto it = needed.find(key); it != needed.end()) it->second = true;
+      if (auto it = mark_needed.find(key); it != mark_needed.end()) it->second = true;
     }
     return Status::OK();
   });
+  std::vector<storage::MetaStore::Change> marks_drop;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const auto& [key, is_needed] : mark_needed) {
+      if (is_needed || prepared_.count(key) || finishing_.count(key) || presuming_.count(key)) continue;
+      marks_drop.emplace_back(kPresumedPrefix + key, std::nullopt);
+    }
+  }
+  if (!marks_drop.empty()) {
+    const Status st = meta_->Write(marks_drop);
+    if (st.ok()) {
+      log::Info("node {}: dropped {} presumption mark(s) no coordinator needs", options_.node_name,
+                marks_drop.size());
+    } else {
+      log::Warn("node {}: sweep of presumption marks: dropping {}: {}", options_.node_name, marks_drop.size(),
+                st.ToString());
+    }
+  }
   std::vector<std::string> drop;
   for (const auto& [key, is_needed] : needed) {
     if (!is_needed) drop.push_back(key);

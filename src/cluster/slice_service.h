@@ -15,10 +15,13 @@
 //   txn/prepared/<coordinator>/<id>  PrepareRequest: a prepared write set
 //   txn/decision/<coordinator>/<id>  "C<ts>" or "A" (the recorded outcome),
 //                                    then "\n<node>" per participant (at a
-//                                    one-phase applier: "A" only, a refusal,
-//                                    without participants)
+//                                    one-phase applier: "A", a refusal, then
+//                                    the transaction's two nodes; a bare "A"
+//                                    when the asker's record named none)
 //   txn/presumed/<coordinator>/<id>  a one-phase transaction committed by
-//                                    presumption (its applier left)
+//                                    presumption (its applier left); swept
+//                                    once applied here and its coordinator's
+//                                    commit is no longer in progress
 //
 // Invariants:
 //  1. A participant applies a prepared write set only after the decider has
@@ -39,9 +42,10 @@
 //     from a background queue — or by the sweep of decision records at the
 //     node keeping it (SweepDecisions) once its coordinator's commit is no
 //     longer in progress and no participant that is a cluster member holds
-//     it prepared (or is preparing or applying it). A record without
-//     participants (a one-phase refusal, or one written before they were
-//     kept) is never dropped by the sweep.
+//     it prepared (or is preparing or applying it, or, for a one-phase
+//     applier's refusal, holds its row locks: its Apply is accepted only
+//     while they are held). A record without participants (written before
+//     they were kept) is never dropped by the sweep.
 //  6. One phase on two nodes (docs/transactions.md "One phase on two
 //     nodes"): the applier's Apply is the decision. It applies only while
 //     it holds the transaction's locks and no refusal is recorded; it
@@ -49,7 +53,10 @@
 //     commit timestamp; both under the transaction's claim (deciding_).
 //     The prepared node commits when the applier has the probe, aborts on
 //     its refusal, presumes commit once the applier has left the cluster,
-//     and until then makes any other writer of the record's keys wait.
+//     and until then makes any other writer of the record's keys wait. A
+//     presumed commit writes no slice whose replica here is building or
+//     that this node's applied map does not place here (a commit learned
+//     from the applier skips the latter only).
 //
 // Thread-safety: all methods may be called concurrently. gRPC runs on its
 // own threads; a background thread resolves prepared transactions whose
@@ -329,15 +336,20 @@ class SliceService final : public txn::DataRouter {
   // break, so no one can have read the backup's record directly (the
   // backup answers directly only while the decider is not a member).
   bool MayDecideAlone(const std::string& txn, const std::string& backup);
-  Status LocalFinish(const std::string& txn, bool commit);
+  // Applies (commit) or discards a prepared write set. A commit skips the
+  // slices not stored here; of a one-phase transaction also those this
+  // node's applied map does not place here, and, `presumed`
+  // (PresumeCommit), those whose replica here is building.
+  Status LocalFinish(const std::string& txn, bool commit, bool presumed = false);
   // Drops the decision records of `txns` here in one synced write; adds the
   // number of records that were there to *dropped (when set).
   Status LocalForget(const std::vector<std::string>& txns, uint64_t* dropped = nullptr);
 
   // The sweep of decision records (SweepDecisions): for each of `txns`,
   // whether this node may still need its outcome — it holds it prepared,
-  // or is preparing or applying it, or it is its coordinator and the
-  // commit is in progress (TxnManager::Committing).
+  // or is preparing or applying it, or holds row locks of it for its
+  // remote coordinator, or it is its coordinator and the commit is in
+  // progress (TxnManager::Committing).
   std::vector<bool> LocalDecisionNeeded(const std::vector<txn::TxnKey>& txns) const;
   // The same at `node` (RPCs unless it is this node, in batches).
   Result<std::vector<bool>> DecisionNeededAt(const std::string& node, const std::vector<txn::TxnKey>& txns);
@@ -346,7 +358,10 @@ class SliceService final : public txn::DataRouter {
   // for all its records, all nodes at once; a node that is not a cluster
   // member needs none (its replicas left the slice map with it), one that
   // does not answer needs all. Only records an earlier sweep saw (`all`:
-  // every one). Returns the records dropped.
+  // every one). Also drops the presumption marks (txn/presumed/) whose
+  // transaction is no longer prepared or being applied here and whose
+  // coordinator's commit is not in progress (asked as above). Returns the
+  // decision records dropped (not the marks).
   size_t SweepDecisions(bool all);
   void SweepLoop();
   // `decides`: the applier's Apply of a one-phase transaction on two
@@ -475,6 +490,7 @@ class SliceService final : public txn::DataRouter {
   // The sweep of decision records (SweepLoop).
   std::mutex sweep_mu_;                // one sweep at a time
   std::set<std::string> sweep_seen_;   // GUARDED_BY(sweep_mu_): records the last sweep saw
+  std::set<std::string> presumed_seen_;  // GUARDED_BY(sweep_mu_): presumption marks the last sweep saw
   std::mutex sweep_stop_mu_;
   std::condition_variable sweep_cv_;
   bool sweep_stop_ = false;            // GUARDED_BY(sweep_stop_mu_)

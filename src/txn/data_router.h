@@ -106,7 +106,8 @@ struct DeciderPair {
   // Every node the transaction prepares at. Kept with the prepared records
   // and the decision records, so a decision record no participant needs
   // any more can be collected (docs/transactions.md "Collecting orphaned
-  // decision records"). Empty: unknown (such a record is kept).
+  // decision records"). Empty: unknown (such a record is kept). One phase
+  // on two nodes: the two nodes, kept with the applier's refusal.
   std::vector<std::string> participants = {};
   bool one_phase = false;
   storage::SliceId probe_slice = 0;

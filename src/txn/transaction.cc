@@ -391,6 +391,9 @@ Status TxnManager::CommitWrites(const TxnKey& key, const WriteSet& writes, const
     DeciderPair one;
     one.one_phase = true;
     one.locks = held;
+    // Kept with the applier's refusal, if one is recorded: the sweep of
+    // decision records asks them (and the coordinator) before dropping it.
+    one.participants = {n0, n1};
     std::string other;
     for (const auto& [slice, keys] : writes) {
       auto p = placement.find(slice);
@@ -418,6 +421,10 @@ Status TxnManager::CommitWrites(const TxnKey& key, const WriteSet& writes, const
       break;
     }
     if (!one.decider.empty()) {
+      // Until this returns, the applier's refusal (if one is recorded) and
+      // the other node's presumption mark are kept: this node may still
+      // send the apply, or a Finish(abort) whose answer it reports.
+      const CommitInProgress in_progress(this, key.id);
       Status st = CommitOnePhase(key, ts, by_node, one, other, in_doubt);
       Oracle()->FinishCommit(ts);
       if (st.ok()) one_phase_commits_.fetch_add(1, std::memory_order_relaxed);

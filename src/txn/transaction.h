@@ -153,11 +153,14 @@ class TxnManager {
   // The session then rolls the whole transaction back. Returns whether the
   // wait was in progress.
   bool AbortLockWait(uint64_t txn, const std::string& node, const std::string& self, uint64_t wait_id);
-  // Whether this node's two-phase commit of its transaction `id` is in
-  // progress: from before its first Prepare until CommitWrites returns.
-  // Until then it may still ask the decider for commit, so no decision
-  // record of it may be dropped (SliceService's sweep of decision records,
-  // docs/transactions.md "Collecting orphaned decision records").
+  // Whether this node's two-phase commit, or one-phase commit on two
+  // nodes, of its transaction `id` is in progress: from before its first
+  // Prepare until CommitWrites returns. Until then it may still ask the
+  // decider for commit (two phases), or send the applier's apply or the
+  // other node's Finish(abort) (one phase), so no decision record, refusal
+  // or presumption mark of it may be dropped (SliceService's sweep of
+  // decision records, docs/transactions.md "Collecting orphaned decision
+  // records").
   bool Committing(uint64_t id) const;
   TimestampOracle* oracle() { return Oracle(); }
   // Takes commit and read timestamps from `shared` instead of this node's
@@ -286,7 +289,8 @@ class TxnManager {
   DataRouter* router_ = nullptr;
   LockManager locks_;
   std::atomic<uint64_t> next_txn_id_{1};
-  // Two-phase commits in progress here, by transaction id (Committing):
+  // Two-phase and one-phase (two nodes) commits in progress here, by
+  // transaction id (Committing):
   // a CommitInProgress registers one for its lifetime.
   class CommitInProgress;
   mutable std::mutex committing_mu_;
