@@ -2639,7 +2639,7 @@ TEST_F(OnePhasePrepareLostTest, RefusalIsKeptWhileTheApplierHoldsTheLocks) {
   CutOff(r.third, r.other, false);
   const txn::TxnKey key{record_.txn().coordinator(), record_.txn().id()};
   bool refused = false;
-  st = nodes_[r.third]->data->ApplyDecision(nodes_[r.applier]->name, key, record_.commit_ts(), WritesOf(record_),
+  st = nodes_[r.third]->data->ApplyDecision(nodes_[r.applier]->name, key, record_.commit_ts(), WritesOf(record_), {},
                                             &refused);
   EXPECT_TRUE(refused) << st.ToString();
   EXPECT_EQ(nodes_[r.applier]->engine->txn()->locks()->locks_held(), 0u);
