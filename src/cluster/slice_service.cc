@@ -1208,7 +1208,14 @@ Status SliceService::LocalFinish(const std::string& txn, bool commit, bool presu
   // them is garbage-collected before the delete is synced,
   // TxnManager::CollectPass), abort — the decision record was forgotten,
   // so the resolver records abort — discards nothing that was applied.
-  if (st.ok()) st = meta_->DeleteUnsynced(kPreparedPrefix + txn);
+  // Except a one-phase record discarded (abort): its client is told the
+  // transaction failed, and such a record back after a power loss, with
+  // the applier gone from the cluster by then, would be presumed committed.
+  // That delete is synced (failure paths only).
+  if (st.ok()) {
+    const std::string key = kPreparedPrefix + txn;
+    st = !commit && request->one_phase() ? meta_->Delete(key) : meta_->DeleteUnsynced(key);
+  }
   txn_->UnpinCollection(request->commit_ts());
   std::unique_lock<std::mutex> l(mu_);
   finishing_.erase(txn);
