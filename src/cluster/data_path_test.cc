@@ -2149,6 +2149,20 @@ class OnePhaseTest : public DataPathTest {
       record_ = PreparedRecord(other);
     });
   }
+  // Inserts row (1, 1) through the third node, which is cut off from both
+  // other nodes right after the other node prepared (deciders_ and record_
+  // captured then); the statement's error.
+  Status InsertCutOffAfterPrepare(const Roles& r) {
+    nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhasePrepare([this, r](const txn::DeciderPair& d) {
+      deciders_ = d;
+      record_ = PreparedRecord(r.other);
+      CutOff(r.third, r.applier, true);
+      CutOff(r.third, r.other, true);
+    });
+    Status st = Fail(SessionOn(r.third), "INSERT INTO d.t VALUES (1, 1)");
+    nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhasePrepare(nullptr);
+    return st;
+  }
   txn::DeciderPair deciders_;
   PrepareRequest record_;
 };
@@ -2209,15 +2223,8 @@ TEST_F(OnePhaseTest, OtherNodeUnreachableBeforePrepare) {
 TEST_F(OnePhaseTest, CoordinatorLostAfterPrepareResolvesToAbortAndRefusesALateApply) {
   CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
   const Roles r = RolesOf(1);
-  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhasePrepare([&](const txn::DeciderPair& d) {
-    deciders_ = d;
-    record_ = PreparedRecord(r.other);
-    CutOff(r.third, r.applier, true);
-    CutOff(r.third, r.other, true);
-  });
-  Status st = Fail(SessionOn(r.third), "INSERT INTO d.t VALUES (1, 1)");
+  Status st = InsertCutOffAfterPrepare(r);
   EXPECT_EQ(st.mysql_code(), 1180) << st.ToString();
-  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhasePrepare(nullptr);
   ASSERT_TRUE(deciders_.one_phase);
   EXPECT_EQ(deciders_.decider, nodes_[r.applier]->name);
   EXPECT_TRUE(record_.one_phase());
@@ -2405,15 +2412,8 @@ TEST_F(OnePhaseTest, ApplierLostBeforeApplyIsPresumedCommittedConsistently) {
 TEST_F(OnePhaseTest, WriterOfAPreparedOnePhaseRowWaitsForItsOutcome) {
   CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
   const Roles r = RolesOf(1);
-  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhasePrepare([&](const txn::DeciderPair& d) {
-    deciders_ = d;
-    record_ = PreparedRecord(r.other);
-    CutOff(r.third, r.applier, true);
-    CutOff(r.third, r.other, true);
-  });
-  Status st = Fail(SessionOn(r.third), "INSERT INTO d.t VALUES (1, 1)");
+  Status st = InsertCutOffAfterPrepare(r);
   EXPECT_EQ(st.mysql_code(), 1180) << st.ToString();
-  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhasePrepare(nullptr);
   CutOff(r.third, r.applier, false);
   CutOff(r.third, r.other, false);
   // Another transaction's prepare of the same row at the other node.
@@ -2476,6 +2476,18 @@ class OnePhasePrepareLostTest : public OnePhaseTest {
           return Status::Sql(1047, "Node holding a slice replica did not answer (test: the answer was lost)");
         });
   }
+  // Inserts row (1, 1) through the third node; the other node's answer to
+  // its prepare is lost and it stays cut off from the third past a 1 s
+  // wait (reachable again afterwards): the statement's error.
+  Status InsertWithPrepareAnswerLost(const Roles& r) {
+    nodes_[r.third]->engine->txn()->TEST_SetPrepareLostWait(std::chrono::milliseconds(1000));
+    LoseNextPrepareAnswer(r.third, r.other, [this, r] { CutOff(r.third, r.other, true); });
+    Status st = Fail(SessionOn(r.third), "INSERT INTO d.t VALUES (1, 1)");
+    nodes_[r.third]->engine->txn()->TEST_SetOnePhasePrepareAnswer(nullptr);
+    nodes_[r.third]->engine->txn()->TEST_SetPrepareLostWait(std::chrono::milliseconds(8000));
+    CutOff(r.third, r.other, false);
+    return st;
+  }
 };
 
 // The other node prepared, its answer was lost, and the node left the
@@ -2523,13 +2535,8 @@ TEST_F(OnePhasePrepareLostTest, OtherNodeLostWithThePrepareInFlightIsRetryable) 
 TEST_F(OnePhasePrepareLostTest, PreparedNodeThatAsksAfterALostAnswerResolvesToAbort) {
   CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
   const Roles r = RolesOf(1);
-  nodes_[r.third]->engine->txn()->TEST_SetPrepareLostWait(std::chrono::milliseconds(1000));
-  LoseNextPrepareAnswer(r.third, r.other, [&] { CutOff(r.third, r.other, true); });
-  Status st = Fail(SessionOn(r.third), "INSERT INTO d.t VALUES (1, 1)");
+  Status st = InsertWithPrepareAnswerLost(r);
   EXPECT_EQ(st.mysql_code(), 1180) << st.ToString();
-  nodes_[r.third]->engine->txn()->TEST_SetOnePhasePrepareAnswer(nullptr);
-  nodes_[r.third]->engine->txn()->TEST_SetPrepareLostWait(std::chrono::milliseconds(8000));
-  CutOff(r.third, r.other, false);
   // Recorded by the coordinator, before the prepared node asked.
   EXPECT_EQ(DecisionOfRecord(r.applier), RefusalOf(r));
   EXPECT_EQ(nodes_[r.applier]->engine->txn()->locks()->locks_held(), 0u);
@@ -2585,13 +2592,8 @@ TEST_F(OnePhasePrepareLostTest, OtherNodeBackWithinTheWaitDiscardsAndTheStatemen
 TEST_F(OnePhasePrepareLostTest, RefusalIsSweptOnceThePreparedNodeResolved) {
   CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
   const Roles r = RolesOf(1);
-  nodes_[r.third]->engine->txn()->TEST_SetPrepareLostWait(std::chrono::milliseconds(1000));
-  LoseNextPrepareAnswer(r.third, r.other, [&] { CutOff(r.third, r.other, true); });
-  Status st = Fail(SessionOn(r.third), "INSERT INTO d.t VALUES (1, 1)");
+  Status st = InsertWithPrepareAnswerLost(r);
   EXPECT_EQ(st.mysql_code(), 1180) << st.ToString();
-  nodes_[r.third]->engine->txn()->TEST_SetOnePhasePrepareAnswer(nullptr);
-  nodes_[r.third]->engine->txn()->TEST_SetPrepareLostWait(std::chrono::milliseconds(8000));
-  CutOff(r.third, r.other, false);
   ASSERT_EQ(DecisionOfRecord(r.applier), RefusalOf(r));
   EXPECT_EQ(CountedDecisionRecords(), 1u) << "a refusal naming its nodes is counted";
   // An old-format refusal (before refusals named the nodes): kept for good.
@@ -2620,15 +2622,8 @@ TEST_F(OnePhasePrepareLostTest, RefusalIsSweptOnceThePreparedNodeResolved) {
 TEST_F(OnePhasePrepareLostTest, RefusalIsKeptWhileTheApplierHoldsTheLocks) {
   CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
   const Roles r = RolesOf(1);
-  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhasePrepare([&](const txn::DeciderPair& d) {
-    deciders_ = d;
-    record_ = PreparedRecord(r.other);
-    CutOff(r.third, r.applier, true);
-    CutOff(r.third, r.other, true);
-  });
-  Status st = Fail(SessionOn(r.third), "INSERT INTO d.t VALUES (1, 1)");
+  Status st = InsertCutOffAfterPrepare(r);
   EXPECT_EQ(st.mysql_code(), 1180) << st.ToString();
-  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhasePrepare(nullptr);
   nodes_[r.other]->data->TEST_ResolveNow();
   EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 0u);
   ASSERT_EQ(DecisionOfRecord(r.applier), RefusalOf(r));
