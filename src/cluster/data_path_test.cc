@@ -2149,6 +2149,14 @@ class OnePhaseTest : public DataPathTest {
       record_ = PreparedRecord(other);
     });
   }
+  // The transaction of the captured record_.
+  txn::TxnKey RecordKey() const { return txn::TxnKey{record_.txn().coordinator(), record_.txn().id()}; }
+  // Its apply sent late, from the third node to the applier (as a
+  // coordinator whose request outlived its answer).
+  Status LateApply(const Roles& r, bool* refused) {
+    return nodes_[r.third]->data->ApplyDecision(nodes_[r.applier]->name, RecordKey(), record_.commit_ts(),
+                                                WritesOf(record_), {}, refused);
+  }
   // Inserts row (1, 1) through the third node, which is cut off from both
   // other nodes right after the other node prepared (deciders_ and record_
   // captured then); the statement's error.
@@ -2238,10 +2246,9 @@ TEST_F(OnePhaseTest, CoordinatorLostAfterPrepareResolvesToAbortAndRefusesALateAp
   // The coordinator's apply arrives late: refused, nothing written.
   CutOff(r.third, r.applier, false);
   CutOff(r.third, r.other, false);
-  const txn::TxnKey key{record_.txn().coordinator(), record_.txn().id()};
+  const txn::TxnKey key = RecordKey();
   bool refused = false;
-  st = nodes_[r.third]->data->ApplyDecision(nodes_[r.applier]->name, key, record_.commit_ts(), WritesOf(record_), {},
-                                            &refused);
+  st = LateApply(r, &refused);
   EXPECT_FALSE(st.ok());
   EXPECT_TRUE(refused) << st.ToString();
   // Asked again, the applier gives the same answer.
@@ -2369,7 +2376,7 @@ TEST_F(OnePhaseTest, ApplierLostAfterApplyIsPresumedCommitted) {
   // The survivor holds exactly what the lost applier applied.
   ExpectReplicasIdentical();
   EXPECT_EQ(nodes_[r.other]->engine->txn()->locks()->locks_held(), 0u);
-  const txn::TxnKey key{record_.txn().coordinator(), record_.txn().id()};
+  const txn::TxnKey key = RecordKey();
   Status st = nodes_[r.third]->data->Finish(nodes_[r.other]->name, key, /*commit=*/false);
   EXPECT_EQ(st.mysql_code(), 1180) << st.ToString();
 }
@@ -2401,7 +2408,7 @@ TEST_F(OnePhaseTest, ApplierLostBeforeApplyIsPresumedCommittedConsistently) {
   EXPECT_TRUE((*stored)
                   ->Get(storage::EncodeVersionKey(record_.writes(0).keys(0), record_.commit_ts()), &value)
                   .ok());
-  const txn::TxnKey key{record_.txn().coordinator(), record_.txn().id()};
+  const txn::TxnKey key = RecordKey();
   st = nodes_[r.third]->data->Finish(nodes_[r.other]->name, key, /*commit=*/false);
   EXPECT_EQ(st.mysql_code(), 1180) << st.ToString();
 }
@@ -2453,7 +2460,7 @@ class OnePhasePrepareLostTest : public OnePhaseTest {
   std::string DecisionOfRecord(int n) {
     std::string value;
     const Status st = nodes_[n]->engine->meta()->Get(
-        "txn/decision/" + txn::TxnKey{record_.txn().coordinator(), record_.txn().id()}.ToString(), &value);
+        "txn/decision/" + RecordKey().ToString(), &value);
     return st.ok() ? value : std::string();
   }
   // The applier's refusal: "A", then the transaction's two nodes (in name
@@ -2545,10 +2552,8 @@ TEST_F(OnePhasePrepareLostTest, PreparedNodeThatAsksAfterALostAnswerResolvesToAb
   EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 0u);
   for (int n = 0; n < 3; ++n) EXPECT_FALSE(HasVersionOfRecord(n)) << nodes_[n]->name;
   // A late apply of the transaction at the applier is refused.
-  const txn::TxnKey key{record_.txn().coordinator(), record_.txn().id()};
   bool refused = false;
-  st = nodes_[r.third]->data->ApplyDecision(nodes_[r.applier]->name, key, record_.commit_ts(), WritesOf(record_), {},
-                                            &refused);
+  st = LateApply(r, &refused);
   EXPECT_FALSE(st.ok());
   EXPECT_TRUE(refused) << st.ToString();
   for (int n = 0; n < 3; ++n) EXPECT_FALSE(HasVersionOfRecord(n)) << nodes_[n]->name;
@@ -2632,16 +2637,14 @@ TEST_F(OnePhasePrepareLostTest, RefusalIsKeptWhileTheApplierHoldsTheLocks) {
   EXPECT_EQ(DecisionOfRecord(r.applier), RefusalOf(r));
   CutOff(r.third, r.applier, false);
   CutOff(r.third, r.other, false);
-  const txn::TxnKey key{record_.txn().coordinator(), record_.txn().id()};
   bool refused = false;
-  st = nodes_[r.third]->data->ApplyDecision(nodes_[r.applier]->name, key, record_.commit_ts(), WritesOf(record_), {},
-                                            &refused);
+  st = LateApply(r, &refused);
   EXPECT_TRUE(refused) << st.ToString();
   EXPECT_EQ(nodes_[r.applier]->engine->txn()->locks()->locks_held(), 0u);
   EXPECT_EQ(SweepEveryNode(), 1u);
   EXPECT_EQ(DecisionOfRecord(r.applier), "");
   EXPECT_EQ(CountedDecisionRecords(), 0u);
-  Result<bool> again = nodes_[r.other]->data->Decide(deciders_, key, false, record_.commit_ts());
+  Result<bool> again = nodes_[r.other]->data->Decide(deciders_, RecordKey(), false, record_.commit_ts());
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_FALSE(*again);
   for (int n = 0; n < 3; ++n) EXPECT_FALSE(HasVersionOfRecord(n)) << nodes_[n]->name;
@@ -2669,7 +2672,7 @@ TEST_F(OnePhaseTest, PresumptionMarkIsSweptOnceTheCoordinatorIsDone) {
   EXPECT_EQ(kept, 1u) << "the mark stays while the coordinator commits";
   EXPECT_EQ(nodes_[r.other]->data->prepared_count(), 0u);
   EXPECT_EQ(PresumedRecords(r.other), 1u);
-  const txn::TxnKey key{record_.txn().coordinator(), record_.txn().id()};
+  const txn::TxnKey key = RecordKey();
   Status st = nodes_[r.third]->data->Finish(nodes_[r.other]->name, key, /*commit=*/false);
   EXPECT_EQ(st.mysql_code(), 1180) << st.ToString();
   SweepEveryNode();
@@ -2755,7 +2758,7 @@ TEST_F(OnePhaseRejoinTest, PresumedCommitSkipsABuildingReplica) {
   EXPECT_FALSE(HasVersionOfRecord(r.other)) << "the presumed commit wrote into the building replica";
   EXPECT_EQ(b->engine->slices()->GetBuildState(slice)->state, storage::SliceState::kBuilding);
   EXPECT_EQ(b->engine->txn()->locks()->locks_held(), 0u);
-  const txn::TxnKey key{record_.txn().coordinator(), record_.txn().id()};
+  const txn::TxnKey key = RecordKey();
   Status st = nodes_[r.third]->data->Finish(b->name, key, /*commit=*/false);
   EXPECT_EQ(st.mysql_code(), 1180) << st.ToString();
 }
