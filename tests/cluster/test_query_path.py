@@ -46,6 +46,20 @@ def moved_by(plan):
 
 
 class QueryPathTest(ThreeNodeTestCase):
+    def rows_moved(self, node, cur, cur_off, sql):
+        """EXPLAIN ANALYZE of sql through cur (its rows moved must be what
+        the node's status counter grew by) and through cur_off (pushdown
+        off): the first's text and both counts, printed."""
+        before = status_counter(node, ROWS_MOVED)
+        cur.execute("EXPLAIN ANALYZE " + sql)
+        analyzed = "\n".join(str(r[0]) for r in cur.fetchall())
+        moved = moved_by(analyzed)
+        self.assertEqual(status_counter(node, ROWS_MOVED) - before, moved, analyzed)
+        cur_off.execute("EXPLAIN ANALYZE " + sql)
+        moved_off = moved_by("\n".join(str(r[0]) for r in cur_off.fetchall()))
+        print("node%d: %s: %d rows moved (%d with shale_pushdown = 0)" % (node.index, sql, moved, moved_off))
+        return analyzed, moved, moved_off
+
     def test_point_select_touches_only_its_slice(self):
         n1 = self.nodes[0]
         n1.query("CREATE DATABASE qp")
@@ -130,15 +144,7 @@ class QueryPathTest(ThreeNodeTestCase):
                     self.assertEqual(tuple(cur_off.fetchall()), expected, "%s (pushdown off)" % sql)
                     cur.execute("EXPLAIN " + sql)
                     plan = "\n".join(str(r[0]) for r in cur.fetchall())
-                    before = status_counter(node, ROWS_MOVED)
-                    cur.execute("EXPLAIN ANALYZE " + sql)
-                    analyzed = "\n".join(str(r[0]) for r in cur.fetchall())
-                    moved = moved_by(analyzed)
-                    self.assertEqual(status_counter(node, ROWS_MOVED) - before, moved, analyzed)
-                    cur_off.execute("EXPLAIN ANALYZE " + sql)
-                    moved_off = moved_by("\n".join(str(r[0]) for r in cur_off.fetchall()))
-                    print("node%d: %s: %d rows moved (%d with shale_pushdown = 0)" % (node.index, sql, moved,
-                                                                                     moved_off))
+                    analyzed, moved, moved_off = self.rows_moved(node, cur, cur_off, sql)
                     if groups_out == "lookup":
                         self.assertIn("pushed: batched lookup", plan)
                         cur_off.execute("EXPLAIN " + sql)
@@ -228,15 +234,7 @@ class QueryPathTest(ThreeNodeTestCase):
                     self.assertIn(mark, "\n".join(str(r[0]) for r in cur.fetchall()))
                     cur_off.execute("EXPLAIN " + sql)
                     self.assertNotIn("batched lookup", "\n".join(str(r[0]) for r in cur_off.fetchall()))
-                    before = status_counter(node, ROWS_MOVED)
-                    cur.execute("EXPLAIN ANALYZE " + sql)
-                    analyzed = "\n".join(str(r[0]) for r in cur.fetchall())
-                    moved = moved_by(analyzed)
-                    self.assertEqual(status_counter(node, ROWS_MOVED) - before, moved, analyzed)
-                    cur_off.execute("EXPLAIN ANALYZE " + sql)
-                    moved_off = moved_by("\n".join(str(r[0]) for r in cur_off.fetchall()))
-                    print("node%d: %s: %d rows moved (%d with shale_pushdown = 0)" % (node.index, sql, moved,
-                                                                                     moved_off))
+                    analyzed, moved, moved_off = self.rows_moved(node, cur, cur_off, sql)
                     # The outer rows of remote slices and their keys (each
                     # at most len(outer)), then what the matches send.
                     self.assertLessEqual(moved, 2 * len(outer) + per_matches, analyzed)
