@@ -8,7 +8,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <set>
 #include <map>
@@ -2203,6 +2205,58 @@ TEST_F(OnePhaseTest, SingleSliceWritesOnTwoNodesCommitInOnePhase) {
   }
   ASSERT_TRUE(nodes_[0]->data->TEST_DrainForgets(std::chrono::seconds(10)));
   for (int n = 0; n < 3; ++n) EXPECT_EQ(DecisionRecords(n), 0u) << "one phase leaves no decision record";
+}
+
+// A transaction that writes nothing after a newest-version read (here a
+// no-op UPDATE, whose row read is one) of a row whose commit the applier
+// applied and the other node has not finished yet: it is answered only
+// once that commit finished, so a snapshot taken after the answer, through
+// any node, sees the version the read saw. (Issue 16: a client's no-op
+// UPDATE acknowledged, then its next SELECT returned the value before it.)
+TEST_F(OnePhaseTest, NoWriteTransactionAfterANewestVersionReadWaitsForTheCommitItSaw) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  Run(SessionOn(0), "INSERT INTO d.t VALUES (1, 1)");
+  const Roles r = RolesOf(1);
+  exec::Session* writer_session = SessionOn(r.third);
+  exec::Session* noop_session = SessionOn(r.other);
+  exec::Session* reader_session = SessionOn(r.other);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool applied = false, release = false;
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhaseApply([&](const txn::DeciderPair&) {
+    std::unique_lock l(mu);
+    applied = true;
+    cv.notify_all();
+    cv.wait(l, [&] { return release; });
+  });
+  std::thread writer([&] { Run(writer_session, "UPDATE d.t SET n = 2 WHERE id = 1"); });
+  {
+    std::unique_lock l(mu);
+    cv.wait(l, [&] { return applied; });
+  }
+  std::atomic<bool> answered{false};
+  std::thread noop([&] {
+    Run(noop_session, "UPDATE d.t SET n = 2 WHERE id = 1");  // sees 2 at the applier: changes nothing
+    answered = true;
+  });
+  // The silence this test needs: a no-op answered within it (the bug) is
+  // read at once, while the writer is still held.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (!answered && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  std::vector<std::string> seen;
+  if (answered) seen = Query(reader_session, "SELECT n FROM d.t WHERE id = 1");
+  {
+    std::lock_guard l(mu);
+    release = true;
+  }
+  cv.notify_all();
+  writer.join();
+  noop.join();
+  nodes_[r.third]->engine->txn()->TEST_SetAfterOnePhaseApply(nullptr);
+  if (!answered.load() || seen.empty()) seen = Query(reader_session, "SELECT n FROM d.t WHERE id = 1");
+  EXPECT_EQ(seen, std::vector<std::string>{"2"}) << "a snapshot after the no-op's answer missed what it read";
 }
 
 // Failure before the prepare reached the other node: the client is told a

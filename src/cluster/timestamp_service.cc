@@ -30,6 +30,7 @@ struct ClusterTimestamps::Pending {
   std::vector<uint64_t> begun;
   uint64_t read_ts = 0;
   uint64_t finished_high = 0;
+  uint64_t last_handed_out = 0;
   Status status;
   bool done = false;
 };
@@ -132,7 +133,7 @@ void ClusterTimestamps::LearnGcHorizon(uint64_t h) {
 Status ClusterTimestamps::LeaderServe(const std::string& node, uint32_t begin, const std::vector<uint64_t>& finished,
                                       const std::vector<uint64_t>& in_flight, bool read, uint64_t oldest_snapshot,
                                       std::vector<uint64_t>* begun, uint64_t* read_ts, uint64_t* gc_horizon,
-                                      uint64_t* finished_high) {
+                                      uint64_t* finished_high, uint64_t* last_handed_out) {
   std::unique_lock lock(leader_mu_);
   SHALE_RETURN_IF_ERROR(EnsureLeader(lock));
   last_seen_ms_[node] = NowMs();
@@ -186,6 +187,7 @@ Status ClusterTimestamps::LeaderServe(const std::string& node, uint32_t begin, c
   }
   *gc_horizon = GcHorizonLocked();
   *finished_high = finished_high_;
+  *last_handed_out = last_;
   return Status::OK();
 }
 
@@ -194,12 +196,13 @@ grpc::Status ClusterTimestamps::Handle(const TimestampRequest& request, Timestam
   uint64_t read_ts = 0;
   uint64_t gc_horizon = 0;
   uint64_t finished_high = 0;
+  uint64_t last_handed_out = 0;
   std::vector<uint64_t> finished(request.finished().begin(), request.finished().end());
   std::vector<uint64_t> in_flight(request.in_flight().begin(), request.in_flight().end());
   // A node that does not report its snapshots holds the horizon at 0.
   const uint64_t oldest = request.reports_snapshot() ? request.oldest_snapshot() : 0;
   Status st = LeaderServe(request.node(), request.begin(), finished, in_flight, request.read(), oldest, &begun,
-                          &read_ts, &gc_horizon, &finished_high);
+                          &read_ts, &gc_horizon, &finished_high, &last_handed_out);
   if (!st.ok()) return grpc::Status(grpc::StatusCode::UNAVAILABLE, st.message());
   for (uint64_t ts : begun) response->add_begun(ts);
   response->set_read(read_ts);
@@ -207,6 +210,7 @@ grpc::Status ClusterTimestamps::Handle(const TimestampRequest& request, Timestam
   response->set_leader_term(node_->term());
   response->set_commit_index(node_->commit_index());
   response->set_finished_high(finished_high);
+  response->set_last_handed_out(last_handed_out);
   return grpc::Status::OK;
 }
 
@@ -257,9 +261,21 @@ uint64_t ClusterTimestamps::SnapshotTimestamp() {
   }
   // Every commit acknowledged before this call was reported finished before
   // the leader answered (FinishCommit reports before the client is
-  // answered), so it is at or below `target`.
-  const uint64_t target = p.finished_high;
-  uint64_t ts = p.read_ts;
+  // answered), so it is at or below finished_high.
+  return AwaitWatermark(p.finished_high, p.read_ts);
+}
+
+void ClusterTimestamps::AwaitCommitsInFlight() {
+  Pending p;
+  p.read = true;
+  Call(&p);
+  // Without a leader nothing can be waited for; the snapshots that follow
+  // take the last watermark learned (docs/transactions.md).
+  if (p.status.ok()) AwaitWatermark(p.last_handed_out, p.read_ts);
+}
+
+uint64_t ClusterTimestamps::AwaitWatermark(uint64_t target, uint64_t read_ts) {
+  uint64_t ts = read_ts;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.snapshot_wait_ms);
   for (int pause_ms = 1; ts < target && std::chrono::steady_clock::now() < deadline;
        pause_ms = std::min(pause_ms * 2, 20)) {
@@ -273,7 +289,9 @@ uint64_t ClusterTimestamps::SnapshotTimestamp() {
     ts = std::max(ts, again.read_ts);
   }
   if (ts < target) {
-    log::Debug("cluster: snapshot {} below the newest acknowledged commit {} (commits in doubt)", ts, target);
+    stale_waits_.fetch_add(1, std::memory_order_relaxed);
+    log::Warn("cluster: the read watermark {} stayed below {} for {} ms (commits in doubt or a silent node)", ts,
+              target, options_.snapshot_wait_ms);
   }
   std::lock_guard lock(mu_);
   last_read_ = std::max(last_read_, ts);
@@ -309,7 +327,8 @@ void ClusterTimestamps::Call(Pending* p) {
     }
     uint64_t gc_horizon = 0;
     Status st = LeaderServe(node_->identity().id, p->begin, finished, PreparedInFlight(), p->read,
-                            OwnOldestSnapshot(), &p->begun, &p->read_ts, &gc_horizon, &p->finished_high);
+                            OwnOldestSnapshot(), &p->begun, &p->read_ts, &gc_horizon, &p->finished_high,
+                            &p->last_handed_out);
     if (st.ok()) LearnGcHorizon(gc_horizon);
     std::lock_guard lock(mu_);
     reports_active_.erase(reports_active_.find(report));
@@ -349,10 +368,11 @@ void ClusterTimestamps::Call(Pending* p) {
     uint64_t read_ts = 0;
     uint64_t gc_horizon = 0;
     uint64_t finished_high = 0;
+    uint64_t last_handed_out = 0;
     Status st;
     if (node_->IsLeader()) {
       st = LeaderServe(node_->identity().id, begin, finished, in_flight, read, OwnOldestSnapshot(), &begun, &read_ts,
-                       &gc_horizon, &finished_high);
+                       &gc_horizon, &finished_high, &last_handed_out);
     } else if (auto leader = node_->LeaderAddress(); !leader) {
       st = NoTimestamps("no metadata leader is known");
     } else {
@@ -386,6 +406,7 @@ void ClusterTimestamps::Call(Pending* p) {
         read_ts = response.read();
         gc_horizon = response.gc_horizon();
         finished_high = response.finished_high();
+        last_handed_out = response.last_handed_out();
         LearnLeaderCommit(response.commit_index());
       }
     }
@@ -406,6 +427,7 @@ void ClusterTimestamps::Call(Pending* p) {
       }
       q->read_ts = read_ts;
       q->finished_high = finished_high;
+      q->last_handed_out = last_handed_out;
       q->done = true;
     }
     sending_ = false;

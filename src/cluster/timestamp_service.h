@@ -108,6 +108,12 @@ class ClusterTimestamps final : public txn::TimestampSource {
   // snapshot_wait_ms) until W >= F. After that it returns W: a commit held
   // in doubt (a dead node's) keeps the snapshot stale but consistent.
   uint64_t SnapshotTimestamp() override;
+  // Asks the leader for the last timestamp it handed out L and polls the
+  // watermark until it reaches L (at most snapshot_wait_ms, as
+  // SnapshotTimestamp): every commit that had a timestamp before the call
+  // is finished then.
+  void AwaitCommitsInFlight() override;
+  uint64_t StaleWaits() const override { return stale_waits_.load(std::memory_order_relaxed); }
   uint64_t GcHorizon() override { return gc_horizon_.load(std::memory_order_acquire); }
   // A metadata read index: asks the leader (one round trip, batched with
   // the other timestamp requests) for its metadata commit index, answered
@@ -151,7 +157,10 @@ class ClusterTimestamps final : public txn::TimestampSource {
   Status LeaderServe(const std::string& node, uint32_t begin, const std::vector<uint64_t>& finished,
                      const std::vector<uint64_t>& in_flight, bool read, uint64_t oldest_snapshot,
                      std::vector<uint64_t>* begun, uint64_t* read_ts, uint64_t* gc_horizon,
-                     uint64_t* finished_high);
+                     uint64_t* finished_high, uint64_t* last_handed_out);
+  // Polls the watermark (first answer `read_ts`) until it reaches `target`
+  // or snapshot_wait_ms passed; returns the last watermark learned.
+  uint64_t AwaitWatermark(uint64_t target, uint64_t read_ts);
   Status EnsureLeader(std::unique_lock<std::mutex>& lock);  // REQUIRES: leader_mu_ held
   uint64_t WatermarkLocked();                                // REQUIRES: leader_mu_ held
   uint64_t GcHorizonLocked();                                // REQUIRES: leader_mu_ held
@@ -214,6 +223,7 @@ class ClusterTimestamps final : public txn::TimestampSource {
   std::function<uint64_t()> oldest_snapshot_;  // GUARDED_BY(source_mu_)
   std::function<std::vector<uint64_t>()> prepared_;  // GUARDED_BY(source_mu_)
   std::atomic<uint64_t> gc_horizon_{0};        // the last horizon learned
+  std::atomic<uint64_t> stale_waits_{0};       // AwaitWatermark gave up
   std::thread reporter_;
 };
 

@@ -200,6 +200,10 @@ std::vector<std::pair<std::string, std::string>> ServerState::StatusVariables(ui
     // in flight. One-phase refusals, kept for good, are not counted.
     add("Shale_decision_records", router ? router->decision_records() : 0);
     add("Shale_row_locks_held", txn_stats.row_locks_held);
+    // Snapshot waits for commits in flight that gave up (docs/transactions.md
+    // "Snapshots see every acknowledged commit"): 0 unless commits were in
+    // doubt or a node went silent.
+    add("Shale_stale_snapshot_waits", txn_stats.stale_snapshot_waits);
     add("Shale_rows_received_from_other_nodes", router ? router->rows_received() : 0);
     add("Shale_rows_sent_between_nodes", router ? router->rows_moved() : 0);
     add("Shale_rows_sent_to_other_nodes", router ? router->rows_sent() : 0);

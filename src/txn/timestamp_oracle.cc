@@ -1,5 +1,8 @@
 #include "src/txn/timestamp_oracle.h"
 
+#include <chrono>
+#include <thread>
+
 #include <fmt/format.h>
 
 namespace shale::txn {
@@ -68,6 +71,16 @@ uint64_t TimestampOracle::ReadTimestamp() const {
 uint64_t TimestampOracle::SnapshotTimestamp() const {
   if (TimestampSource* source = source_.load(std::memory_order_acquire)) return source->SnapshotTimestamp();
   return ReadTimestamp();
+}
+
+void TimestampOracle::AwaitCommitsInFlight() const {
+  if (TimestampSource* source = source_.load(std::memory_order_acquire)) return source->AwaitCommitsInFlight();
+  const uint64_t target = last();
+  // Local commits finish within the store write that applies them.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (ReadTimestamp() < target && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
 }
 
 uint64_t TimestampOracle::last() const {

@@ -45,6 +45,18 @@ class TimestampSource {
   // consistency: a client that saw its commit acknowledged through one
   // node sees it through any other). Default: ReadTimestamp.
   virtual uint64_t SnapshotTimestamp() { return ReadTimestamp(); }
+  // Returns once every commit that had a timestamp when it was called has
+  // finished, so a snapshot taken afterwards, through any node, sees every
+  // version a newest-version read (a locking read, the row read of an
+  // UPDATE) may have returned before the call. A commit's versions are
+  // applied at a replica before the commit is finished (one phase's
+  // applier, 2PC's participants), and such a read sees them: a transaction
+  // that read one and commits no write must not be acknowledged before it
+  // finished (docs/transactions.md "Newest-version reads and
+  // acknowledgements").
+  virtual void AwaitCommitsInFlight() = 0;
+  // How many of those waits (and SnapshotTimestamp's) gave up.
+  virtual uint64_t StaleWaits() const { return 0; }
   // Cluster-wide garbage-collection bound: no node reads at a snapshot
   // below it (docs/transactions.md "Garbage collection across nodes").
   // 0 when not known yet.
@@ -67,6 +79,13 @@ class TimestampOracle {
   // A transaction's snapshot: with a source, its SnapshotTimestamp (at or
   // above every acknowledged commit); else ReadTimestamp.
   uint64_t SnapshotTimestamp() const;
+  // See TimestampSource::AwaitCommitsInFlight. Without a source: until
+  // ReadTimestamp reaches the last timestamp handed out at the call.
+  void AwaitCommitsInFlight() const;
+  uint64_t StaleWaits() const {
+    TimestampSource* source = source_.load(std::memory_order_acquire);
+    return source != nullptr ? source->StaleWaits() : 0;
+  }
   // No snapshot anywhere in the cluster reads below this (the source's
   // GcHorizon); UINT64_MAX without a source (only this node's snapshots
   // matter then).

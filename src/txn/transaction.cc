@@ -746,6 +746,7 @@ TxnStats TxnManager::stats() const {
   s.two_phase_commits = two_phase_commits_.load();
   s.deadlocks = locks_.deadlocks() + remote_deadlocks_.load();
   s.row_locks_held = locks_.locks_held();
+  s.stale_snapshot_waits = Oracle()->StaleWaits();
   return s;
 }
 
@@ -822,6 +823,7 @@ Status Transaction::ReleaseSavepoint(std::string_view name) {
 void Transaction::SyncRoutingForLatest() {
   // A newest-version read (UPDATE/DELETE row reads, locking reads) takes no
   // snapshot; once per statement it syncs like one (SetRoutingChecks).
+  read_latest_ = true;
   if (routing_synced_) return;
   routing_synced_ = true;
   if (manager_->metadata_sync_) manager_->metadata_sync_();
@@ -1032,7 +1034,8 @@ Status Transaction::Commit() {
   for (auto it = writes_.begin(); it != writes_.end();) {
     it = it->second.empty() ? writes_.erase(it) : std::next(it);
   }
-  if (!writes_.empty()) {
+  const bool writes = !writes_.empty();
+  if (writes) {
     if (placement_.empty() || manager_->router_ == nullptr) {
       st = manager_->Apply(writes_);
     } else {
@@ -1055,6 +1058,10 @@ Status Transaction::Commit() {
   } else {
     manager_->rollbacks_.fetch_add(1, std::memory_order_relaxed);
   }
+  // A commit of our own is acknowledged only after every commit below its
+  // timestamp finished (the watermark passed it), which covers what our
+  // newest-version reads saw; without one, wait for them here.
+  if (!writes || !st.ok()) AwaitWhatLatestReadsSaw();
   Finish();
   return st;
 }
@@ -1062,7 +1069,17 @@ Status Transaction::Commit() {
 void Transaction::Rollback() {
   if (done_) return;
   manager_->rollbacks_.fetch_add(1, std::memory_order_relaxed);
+  AwaitWhatLatestReadsSaw();
   Finish();
+}
+
+void Transaction::AwaitWhatLatestReadsSaw() {
+  // docs/transactions.md "Newest-version reads and acknowledgements": on
+  // one node a commit's locks are released only after it finished, so
+  // only a cluster (locks released at the replicas before the coordinator
+  // finishes) needs this.
+  if (read_latest_ && manager_->router_ != nullptr) manager_->Oracle()->AwaitCommitsInFlight();
+  read_latest_ = false;
 }
 
 std::unique_ptr<storage::SliceIterator> FailedScan(Status st) {

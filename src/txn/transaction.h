@@ -95,6 +95,11 @@ struct TxnStats {
   // two-phase commit (SHOW STATUS Shale_one_phase_commits,
   // Shale_two_phase_commits).
   uint64_t one_phase_commits = 0, two_phase_commits = 0;
+  // Snapshots (and acknowledgements after newest-version reads) that
+  // waited snapshot_wait_ms for the commits in flight and went on without
+  // them (SHOW STATUS Shale_stale_snapshot_waits; docs/transactions.md
+  // "Snapshots see every acknowledged commit").
+  uint64_t stale_snapshot_waits = 0;
 };
 
 class TxnManager {
@@ -236,6 +241,7 @@ class TxnManager {
       : store_(store), meta_(meta), options_(options) {}
 
   TimestampOracle* Oracle() { return shared_oracle_ != nullptr ? shared_oracle_ : oracle_.get(); }
+  const TimestampOracle* Oracle() const { return shared_oracle_ != nullptr ? shared_oracle_ : oracle_.get(); }
   uint64_t AcquireSnapshot();
   void ReleaseSnapshot(uint64_t ts);
   // Writes the write set at a new timestamp; queues its keys for GC.
@@ -422,6 +428,8 @@ class Transaction {
   void Buffer(storage::SliceId slice, std::string key, std::optional<std::string> value);
   void NotePlacement(const SliceHandle& slice);
   void ReleaseSnapshots();
+  // Commit and Rollback without a commit of our own: see read_latest_.
+  void AwaitWhatLatestReadsSaw();
   void Finish();
   // Undoes the buffered writes after undo_[mark - 1] (newest first).
   void UndoTo(size_t mark);
@@ -435,6 +443,10 @@ class Transaction {
   std::optional<uint64_t> txn_snapshot_;   // REPEATABLE READ
   std::optional<uint64_t> stmt_snapshot_;  // READ COMMITTED
   bool routing_synced_ = false;            // this statement's SyncRoutingForLatest ran
+  // A newest-version read ran (locking reads, UPDATE/DELETE row reads): it
+  // may have seen a commit not finished yet, so ending without a commit of
+  // our own waits for the commits in flight (Commit, Rollback).
+  bool read_latest_ = false;
   WriteSet writes_;  // nullopt value: delete
   Placement placement_;  // written slices with replicas on other nodes
   std::set<std::string> lock_nodes_;  // other nodes holding our row locks
