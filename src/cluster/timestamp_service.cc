@@ -229,10 +229,24 @@ void ClusterTimestamps::FinishCommit(uint64_t ts) {
     mine_.erase(ts);
     finished_.push_back(ts);
   }
-  // Reported now, so a snapshot taken on any node after the commit was
-  // acknowledged sees it. (On failure it is reported with the next batch.)
-  Pending p;
-  Call(&p);
+  // Reported before the client is answered, so a snapshot taken on any
+  // node after the commit was acknowledged sees it: a failed batch puts
+  // `ts` back into finished_, and the next one carries it. Tried until the
+  // leader answered (a new leader knows nothing in flight from before its
+  // term), at most expire_ms: past that the leader counts this node's
+  // commits as gone anyway.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.expire_ms);
+  for (int pause_ms = 1;; pause_ms = std::min(pause_ms * 2, 100)) {
+    Pending p;
+    Call(&p);
+    if (p.status.ok()) return;
+    if (std::chrono::steady_clock::now() >= give_up) {
+      log::Warn("cluster: the finish of commit {} was not reported to the timestamp leader: {}", ts,
+                p.status.ToString());
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+  }
 }
 
 uint64_t ClusterTimestamps::ReadTimestamp() {
