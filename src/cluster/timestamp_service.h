@@ -84,9 +84,12 @@ struct TimestampServiceOptions {
   uint64_t horizon_lag_ms = 5000;
   // A new snapshot waits at most this long for the commits in flight below
   // the newest acknowledged commit (SnapshotTimestamp); then it takes the
-  // watermark (consistent, possibly stale). Default: 5000 ms (expire_ms:
-  // how long a silent node's commits may hold the watermark).
-  uint64_t snapshot_wait_ms = 5000;
+  // watermark (consistent, possibly stale). Longer than expire_ms, so a
+  // silent node's commits stop holding the watermark before any snapshot
+  // gives up on them (a snapshot that began as the node went silent would
+  // otherwise race the expiry and read stale); only commits in doubt can
+  // make it give up. Default: 7000 ms.
+  uint64_t snapshot_wait_ms = 7000;
 };
 
 class ClusterTimestamps final : public txn::TimestampSource {
