@@ -1693,6 +1693,29 @@ TEST_F(DataPathTest, AutocommitStatementsAreRetriedInsideTheCluster) {
 // A statement of a multi-statement transaction that meets a node not
 // answering fails with the retryable 1047 and rolls the whole transaction
 // back, its locks released on every node.
+// A statement whose plan came from the plan cache runs its retry with its
+// own literals: the cache entry's statement tree holds those of the
+// statement that made the entry. (Issue 16's Jepsen register runs: a point
+// SELECT retried after a node was killed answered with another key's row.)
+TEST_F(DataPathTest, RetriedCachedStatementKeepsItsOwnLiterals) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  exec::Session* s1 = SessionOn(0);
+  Run(s1, "INSERT INTO d.t VALUES (1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (6, 6), (7, 7), (8, 8)");
+  // Makes the cache entry of this shape (and checks the answer).
+  EXPECT_EQ(Query(s1, "SELECT SUM(n) FROM d.t WHERE id >= 1"), std::vector<std::string>{"36"});
+  EXPECT_EQ(Query(s1, "SELECT SUM(n) FROM d.t WHERE id >= 3"), std::vector<std::string>{"33"});
+  const uint64_t retries = exec::Session::StatementRetries();
+  nodes_[0]->data->TEST_SetUnreachable("n2", true);
+  std::thread heal([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    nodes_[0]->data->TEST_SetUnreachable("n2", false);
+  });
+  std::vector<std::string> sum = Query(s1, "SELECT SUM(n) FROM d.t WHERE id >= 2");
+  heal.join();
+  EXPECT_GT(exec::Session::StatementRetries(), retries) << "the statement was not retried";
+  EXPECT_EQ(sum, std::vector<std::string>{"35"});
+}
+
 TEST_F(DataPathTest, RetryableErrorRollsBackAMultiStatementTransaction) {
   CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
   exec::Session* s1 = SessionOn(0);

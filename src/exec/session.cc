@@ -671,7 +671,8 @@ std::vector<Result<StatementResult>> Session::Execute(std::string_view sql) {
       ScopedWarningSink sink(&raised);
       ScopedUserVariables user_variables(&user_variables_);
       ScopedTemporalContext clock(StatementClock());
-      Result<StatementResult> r = ExecuteRetrying(stmt, is_show_warnings ? previous : std::vector<Warning>{}, &raised);
+      Result<StatementResult> r = ExecuteRetrying(stmt, is_show_warnings ? previous : std::vector<Warning>{}, &raised,
+                                                  cached ? sql : std::string_view());
       // TIMESTAMPs leave the session as local times of its time_zone.
       if (r.ok()) LocalizeTimestamps(&r->rows);
       return r;

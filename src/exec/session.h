@@ -214,9 +214,14 @@ class Session {
   // ExecuteStatement, run again (bound and planned afresh) after a
   // retryable cluster error when the statement is its own autocommit
   // transaction (session_retry.cc). `raised`: the warnings sink, emptied
-  // before a retry.
+  // before a retry. `cached_sql`: the statement's text when `stmt` came
+  // from the plan cache — then `stmt` is the cache entry's statement, with
+  // the literals of the statement that made the entry, and is run only
+  // with the plan instantiated from this statement's own literals
+  // (cached_plan_); a second run (a retry) parses `cached_sql` and binds
+  // that instead.
   Result<StatementResult> ExecuteRetrying(const sql::ast::Statement& stmt, const std::vector<Warning>& shown_warnings,
-                                          std::vector<SqlWarning>* raised);
+                                          std::vector<SqlWarning>* raised, std::string_view cached_sql = {});
   bool MayRetryInCluster(const sql::ast::Statement& stmt) const;
   // EXPLAIN ANALYZE: runs the query and returns the plan (FORMAT=TREE) with
   // what it did: rows returned, rows moved between nodes, time

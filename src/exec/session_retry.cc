@@ -15,6 +15,8 @@
 // transaction is rolled back (Session::RunInTransaction).
 #include <atomic>
 #include <chrono>
+#include <optional>
+#include <string_view>
 #include <thread>
 
 #include <fmt/format.h>
@@ -24,6 +26,7 @@
 #include "src/exec/engine.h"
 #include "src/exec/executor.h"
 #include "src/exec/session.h"
+#include "src/sql/parser.h"
 #include "src/txn/data_router.h"
 
 namespace shale::exec {
@@ -92,19 +95,33 @@ bool Session::WaitBeforeRetry(int attempt, uint64_t metadata_before,
 
 Result<StatementResult> Session::ExecuteRetrying(const sql::ast::Statement& stmt,
                                                  const std::vector<Warning>& shown_warnings,
-                                                 std::vector<SqlWarning>* raised) {
+                                                 std::vector<SqlWarning>* raised, std::string_view cached_sql) {
   const bool may_retry = MayRetryInCluster(stmt);
   const ClusterHooks& cluster = engine_->cluster_hooks();
   const auto deadline = std::chrono::steady_clock::now() + kRetryBudget;
+  // A cached statement's own tree, parsed for the second run: the cache
+  // entry's tree holds another statement's literals (plan_cache.h), and
+  // its instantiated plan went with the first run.
+  std::optional<sql::ast::Statement> own;
+  auto run_again = [&]() -> Result<StatementResult> {
+    if (!cached_sql.empty() && !own) {
+      sql::Parser parser(cached_sql);
+      Result<std::optional<sql::ast::Statement>> next = parser.Next();
+      if (!next.ok()) return next.status();
+      if (!next->has_value()) return Status::Internal("a cached statement did not parse again");
+      own = std::move(**next);
+    }
+    return ExecuteStatement(own ? *own : stmt, shown_warnings);
+  };
   for (int attempt = 0;; ++attempt) {
     const uint64_t metadata_before = cluster.metadata_index ? cluster.metadata_index() : 0;
-    Result<StatementResult> r = ExecuteStatement(stmt, shown_warnings);
+    Result<StatementResult> r = attempt == 0 ? ExecuteStatement(stmt, shown_warnings) : run_again();
     if (!r.ok() && attempt == 0 && UnknownObject(r.status()) && cluster.sync_metadata) {
       // Once: catch up with the leader's metadata; bind again only if that
       // brought something new.
       if (cluster.sync_metadata() && cluster.metadata_index() != metadata_before) {
         raised->clear();
-        r = ExecuteStatement(stmt, shown_warnings);
+        r = run_again();
       }
     }
     if (r.ok() || !may_retry || !RetryableFailure(r.status()) || attempt == kMaxRetries) return r;
