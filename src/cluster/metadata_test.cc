@@ -312,7 +312,8 @@ TEST_F(MetadataClusterTest, ASnapshotIncludesEveryAcknowledgedCommit) {
   std::atomic<bool> done{false};
   uint64_t snapshot = 0;
   std::thread reader([&] {
-    snapshot = a_.oracle->SnapshotTimestamp();
+    Result<uint64_t> taken = a_.oracle->SnapshotTimestamp();
+    snapshot = taken.ok() ? *taken : 0;
     done = true;
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -320,7 +321,11 @@ TEST_F(MetadataClusterTest, ASnapshotIncludesEveryAcknowledgedCommit) {
   b_.oracle->FinishCommit(*older);
   reader.join();
   EXPECT_GE(snapshot, *acked);
-  for (MetaNode* n : all()) EXPECT_GE(n->oracle->SnapshotTimestamp(), *acked);
+  for (MetaNode* n : all()) {
+    Result<uint64_t> taken = n->oracle->SnapshotTimestamp();
+    ASSERT_TRUE(taken.ok()) << taken.status().ToString();
+    EXPECT_GE(*taken, *acked);
+  }
 }
 
 TEST_F(MetadataClusterTest, ALaggingNodeGetsTheCatalogInASnapshot) {

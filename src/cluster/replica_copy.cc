@@ -140,7 +140,9 @@ class ReplicaCopyGrpc final : public ReplicaCopyService::Service {
     // watermark need while `holder` holds it.
     std::unique_ptr<txn::Transaction> holder =
         c_->txn_->Begin(txn::TxnOptions{txn::Isolation::kRepeatableRead, /*read_only=*/true});
-    const uint64_t watermark = holder->Snapshot();
+    Result<uint64_t> held = holder->Snapshot();
+    if (!held.ok()) return ToGrpc(Status::Unavailable(held.status().message()));
+    const uint64_t watermark = *held;
     // The snapshot: just below a fresh commit timestamp, so above every
     // commit that started before the barrier ended (the watermark may lag
     // behind them: a dead node's in-flight commit holds it back for a

@@ -264,14 +264,20 @@ uint64_t ClusterTimestamps::ReadTimestamp() {
   return p.read_ts;
 }
 
-uint64_t ClusterTimestamps::SnapshotTimestamp() {
+Result<uint64_t> ClusterTimestamps::SnapshotTimestamp() {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.snapshot_wait_ms);
   Pending p;
   p.read = true;
   Call(&p);
-  if (!p.status.ok()) {
-    // No leader to ask: the last watermark learned (older, consistent).
-    std::lock_guard lock(mu_);
-    return last_read_;
+  for (int pause_ms = 5; !p.status.ok(); pause_ms = std::min(pause_ms * 2, 200)) {
+    // No leader to ask (an election, or this node is cut off). The last
+    // watermark learned may be below commits acknowledged since, so it is
+    // never the answer: ask again until one answers.
+    if (std::chrono::steady_clock::now() >= deadline) return p.status;
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+    p = Pending();
+    p.read = true;
+    Call(&p);
   }
   // Every commit acknowledged before this call was reported finished before
   // the leader answered (FinishCommit reports before the client is

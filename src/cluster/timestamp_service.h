@@ -110,7 +110,10 @@ class ClusterTimestamps final : public txn::TimestampSource {
   // still being applied, and this asks again (polling, at most
   // snapshot_wait_ms) until W >= F. After that it returns W: a commit held
   // in doubt (a dead node's) keeps the snapshot stale but consistent.
-  uint64_t SnapshotTimestamp() override;
+  // Without an answer from a leader it asks again for snapshot_wait_ms (an
+  // election takes about a second), then fails with the retryable 1047:
+  // the last watermark learned could be below a commit acknowledged since.
+  Result<uint64_t> SnapshotTimestamp() override;
   // Asks the leader for the last timestamp it handed out L and polls the
   // watermark until it reaches L (at most snapshot_wait_ms, as
   // SnapshotTimestamp): every commit that had a timestamp before the call

@@ -783,7 +783,10 @@ class PushedAggregateSource : public RowSource {
         SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, LocalSlice(engine_, table, def));
         if (slice.remote() && (t == nullptr || !t->HasWritesIn(def.id))) {
           if (fragment_.empty()) fragment_ = SerializeFragment(pushed_);
-          const uint64_t snapshot = t != nullptr ? t->Snapshot() : storage::kLatestSnapshot;
+          uint64_t snapshot = storage::kLatestSnapshot;
+          if (t != nullptr) {
+            SHALE_ASSIGN_OR_RETURN(snapshot, t->Snapshot());
+          }
           partials.clear();
           SHALE_RETURN_IF_ERROR(
               slice.router->AggregateSlice(slice.ranking(), def.id, range, snapshot, fragment_, &partials));
@@ -1507,7 +1510,10 @@ class BatchedLookupJoinSource : public JoinSource {
     }
     if (requests.empty() && here.empty()) return Status::OK();
     if (fragment_.empty()) fragment_ = SerializeLookupFragment(table_, op_.lookup_filter);
-    const uint64_t snapshot = t != nullptr ? t->Snapshot() : storage::kLatestSnapshot;
+    uint64_t snapshot = storage::kLatestSnapshot;
+    if (t != nullptr) {
+      SHALE_ASSIGN_OR_RETURN(snapshot, t->Snapshot());
+    }
     if (lookup_.index) return FetchThroughIndex(requests, here, snapshot);
     std::vector<std::pair<std::string, std::string>> found;
     for (const Requests* from : {&requests, &here}) {
@@ -2590,7 +2596,7 @@ Status BuildIndex(Engine* engine, const catalog::TableDef& table,
 
 Status BackfillIndex(Engine* engine, const catalog::TableDef& table, const catalog::RepresentationDef& index,
                      txn::Transaction* reader) {
-  const uint64_t ts = reader->Snapshot();
+  SHALE_ASSIGN_OR_RETURN(const uint64_t ts, reader->Snapshot());
   SHALE_ASSIGN_OR_RETURN(auto entries, IndexEntries(engine, table, index, nullptr, reader));
   txn::DataRouter* router = engine->txn()->router();
   const std::string& self = engine->options().node_name;

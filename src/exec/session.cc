@@ -1056,7 +1056,7 @@ Result<StatementResult> Session::ExecuteBound(const ast::Statement& stmt, sql::B
             if (cmd.read_only) options.read_only = true;
             if (cmd.read_write) options.read_only = false;
             txn_ = engine_->txn()->Begin(options);
-            if (cmd.consistent_snapshot) txn_->TakeSnapshot();
+            if (cmd.consistent_snapshot) SHALE_RETURN_IF_ERROR(txn_->TakeSnapshot());
           }
           return Ok();
         }

@@ -68,7 +68,7 @@ uint64_t TimestampOracle::ReadTimestamp() const {
   return in_flight_.empty() ? last_ : *in_flight_.begin() - 1;
 }
 
-uint64_t TimestampOracle::SnapshotTimestamp() const {
+Result<uint64_t> TimestampOracle::SnapshotTimestamp() const {
   if (TimestampSource* source = source_.load(std::memory_order_acquire)) return source->SnapshotTimestamp();
   return ReadTimestamp();
 }

@@ -44,7 +44,9 @@ class TimestampSource {
   // above every commit acknowledged before the call (external
   // consistency: a client that saw its commit acknowledged through one
   // node sees it through any other). Default: ReadTimestamp.
-  virtual uint64_t SnapshotTimestamp() { return ReadTimestamp(); }
+  // Unavailable (the retryable 1047) when it cannot be had: a snapshot
+  // below an acknowledged commit would read stale.
+  virtual Result<uint64_t> SnapshotTimestamp() { return ReadTimestamp(); }
   // Returns once every commit that had a timestamp when it was called has
   // finished, so a snapshot taken afterwards, through any node, sees every
   // version a newest-version read (a locking read, the row read of an
@@ -78,7 +80,7 @@ class TimestampOracle {
   uint64_t ReadTimestamp() const;
   // A transaction's snapshot: with a source, its SnapshotTimestamp (at or
   // above every acknowledged commit); else ReadTimestamp.
-  uint64_t SnapshotTimestamp() const;
+  Result<uint64_t> SnapshotTimestamp() const;
   // See TimestampSource::AwaitCommitsInFlight. Without a source: until
   // ReadTimestamp reaches the last timestamp handed out at the call.
   void AwaitCommitsInFlight() const;

@@ -194,7 +194,7 @@ std::unique_ptr<Transaction> TxnManager::Begin(const TxnOptions& options) {
   return std::unique_ptr<Transaction>(new Transaction(this, next_txn_id_.fetch_add(1), o));
 }
 
-uint64_t TxnManager::AcquireSnapshot() {
+Result<uint64_t> TxnManager::AcquireSnapshot() {
   // In a cluster taken before snap_mu_: it may wait (briefly) for commits
   // in flight below the newest acknowledged one. Until it is registered the
   // GC horizon cannot pass it: the cluster's horizon holds read timestamps
@@ -202,7 +202,10 @@ uint64_t TxnManager::AcquireSnapshot() {
   // "Garbage collection"). Locally it is taken under snap_mu_ (Horizon).
   TimestampOracle* oracle = Oracle();
   const bool cluster = oracle->has_source();
-  uint64_t ts = cluster ? oracle->SnapshotTimestamp() : 0;
+  uint64_t ts = 0;
+  if (cluster) {
+    SHALE_ASSIGN_OR_RETURN(ts, oracle->SnapshotTimestamp());
+  }
   // Route by a slice map at least as new as the one of every commit this
   // snapshot may see (a replica moved away is not read).
   if (metadata_sync_) metadata_sync_();
@@ -829,13 +832,12 @@ void Transaction::SyncRoutingForLatest() {
   if (manager_->metadata_sync_) manager_->metadata_sync_();
 }
 
-uint64_t Transaction::Snapshot() {
-  if (options_.isolation == Isolation::kReadCommitted) {
-    if (!stmt_snapshot_) stmt_snapshot_ = manager_->AcquireSnapshot();
-    return *stmt_snapshot_;
+Result<uint64_t> Transaction::Snapshot() {
+  std::optional<uint64_t>& held = options_.isolation == Isolation::kReadCommitted ? stmt_snapshot_ : txn_snapshot_;
+  if (!held) {
+    SHALE_ASSIGN_OR_RETURN(held, manager_->AcquireSnapshot());
   }
-  if (!txn_snapshot_) txn_snapshot_ = manager_->AcquireSnapshot();
-  return *txn_snapshot_;
+  return *held;
 }
 
 Status Transaction::Get(const SliceHandle& slice, std::string_view key, bool latest, std::string* value) {
@@ -849,8 +851,12 @@ Status Transaction::Get(const SliceHandle& slice, std::string_view key, bool lat
     }
   }
   storage::ReadOptions ro;
-  ro.snapshot = latest ? storage::kLatestSnapshot : Snapshot();
-  if (latest) SyncRoutingForLatest();
+  if (latest) {
+    ro.snapshot = storage::kLatestSnapshot;
+    SyncRoutingForLatest();
+  } else {
+    SHALE_ASSIGN_OR_RETURN(ro.snapshot, Snapshot());
+  }
   if (slice.remote()) return slice.router->Get(slice.ranking(), slice.id, key, ro.snapshot, value);
   if (slice.router != nullptr) SHALE_RETURN_IF_ERROR(manager_->CheckPlaced(slice.id, LocalName()));
   SHALE_RETURN_IF_ERROR(manager_->CheckReadable(slice.id, ro.snapshot, LocalName()));
@@ -861,8 +867,14 @@ std::unique_ptr<storage::SliceIterator> Transaction::NewIterator(const SliceHand
                                                                  const storage::KeyRange& range, bool latest,
                                                                  const std::string* filter) {
   storage::ReadOptions ro;
-  ro.snapshot = latest ? storage::kLatestSnapshot : Snapshot();
-  if (latest) SyncRoutingForLatest();
+  if (latest) {
+    ro.snapshot = storage::kLatestSnapshot;
+    SyncRoutingForLatest();
+  } else {
+    Result<uint64_t> snapshot = Snapshot();
+    if (!snapshot.ok()) return FailedScan(snapshot.status());
+    ro.snapshot = *snapshot;
+  }
   if (!slice.remote()) {
     Status readable = slice.router != nullptr ? manager_->CheckPlaced(slice.id, LocalName()) : Status::OK();
     if (readable.ok()) readable = manager_->CheckReadable(slice.id, ro.snapshot, LocalName());

@@ -242,7 +242,7 @@ class TxnManager {
 
   TimestampOracle* Oracle() { return shared_oracle_ != nullptr ? shared_oracle_ : oracle_.get(); }
   const TimestampOracle* Oracle() const { return shared_oracle_ != nullptr ? shared_oracle_ : oracle_.get(); }
-  uint64_t AcquireSnapshot();
+  Result<uint64_t> AcquireSnapshot();
   void ReleaseSnapshot(uint64_t ts);
   // Writes the write set at a new timestamp; queues its keys for GC.
   Status Apply(const WriteSet& writes);
@@ -371,10 +371,12 @@ class Transaction {
   Status ReleaseSavepoint(std::string_view name);
   // The snapshot the current statement reads at: REPEATABLE READ takes it at
   // the transaction's first read, READ COMMITTED at the statement's.
-  uint64_t Snapshot();
+  // Unavailable (1047, retryable) when the cluster cannot give one that
+  // covers every acknowledged commit (no timestamp leader reachable).
+  Result<uint64_t> Snapshot();
   void SyncRoutingForLatest();
   // START TRANSACTION WITH CONSISTENT SNAPSHOT: take it now.
-  void TakeSnapshot() { (void)Snapshot(); }
+  Status TakeSnapshot() { return Snapshot().status(); }
 
   // Reads key (a user key) of `slice` at the statement's snapshot, or the
   // newest committed version when `latest` (locking reads, the row reads of
