@@ -21,8 +21,8 @@ namespace {
 constexpr std::chrono::milliseconds kApplyWait{10000};
 constexpr std::chrono::milliseconds kBarrierRpcDeadline{15000};
 // How long a copy waits for transactions prepared at the source to be
-// resolved (a dead coordinator's are resolved from the decider after about
-// 5 s; one whose decider is gone stays in doubt).
+// resolved (a dead coordinator's are resolved from its acceptors after about
+// 5 s; one whose acceptors cannot answer stays in doubt).
 constexpr std::chrono::milliseconds kPreparedWait{10000};
 
 int64_t NowMs() {
@@ -111,7 +111,7 @@ class ReplicaCopyGrpc final : public ReplicaCopyService::Service {
     Status barrier = c_->ClusterBarrier(req->table_id(), req->table_version());
     if (!barrier.ok()) return ToGrpc(barrier);
     // Transactions prepared here before the barrier whose coordinator did
-    // not finish them (it died, or lost its decider) wrote with the old map:
+    // not finish them (it died, or lost contact) wrote with the old map:
     // wait until they are resolved here.
     if (c_->options_.prepared_on) {
       std::map<std::string, uint64_t> before = c_->options_.prepared_on(req->slice_id());

@@ -1,7 +1,9 @@
 #include "src/cluster/slice_service.h"
 
+#include <random>
 #include <utility>
 
+#include <fmt/ranges.h>
 #include <grpcpp/grpcpp.h>
 
 #include "src/cluster/data.grpc.pb.h"
@@ -59,6 +61,11 @@ std::string DecisionValue(bool commit, uint64_t ts, const std::vector<std::strin
 // above 0. A refusal naming its two nodes counts and is swept.
 bool CountedDecision(std::string_view value) { return value != "A"; }
 std::vector<std::string> DecisionParticipants(std::string_view value) {
+  if (txn::commit::IsAcceptorRecord(value)) {
+    txn::commit::AcceptorState state;
+    if (!txn::commit::DecodeAcceptorState(value, &state)) return {};  // unreadable: kept
+    return state.participants;
+  }
   std::vector<std::string> out;
   size_t at = value.find('\n');
   while (at != std::string_view::npos) {
@@ -66,6 +73,29 @@ std::vector<std::string> DecisionParticipants(std::string_view value) {
     out.emplace_back(value.substr(at + 1, next == std::string_view::npos ? std::string_view::npos : next - at - 1));
     at = next;
   }
+  return out;
+}
+
+void ToPb(const txn::commit::Ballot& b, PaxosBallotPb* out) {
+  out->set_round(b.round);
+  out->set_proposer(b.proposer);
+}
+txn::commit::Ballot FromPb(const PaxosBallotPb& b) { return txn::commit::Ballot{b.round(), b.proposer()}; }
+void ToPb(const txn::commit::Reply& r, PaxosResponse* out) {
+  out->set_ok(r.ok);
+  ToPb(r.promised, out->mutable_promised());
+  out->set_accepted(r.accepted);
+  ToPb(r.accepted_ballot, out->mutable_accepted_ballot());
+  out->set_commit(r.value.commit);
+  out->set_commit_ts(r.value.ts);
+}
+txn::commit::Reply FromPb(const PaxosResponse& r) {
+  txn::commit::Reply out;
+  out.ok = r.ok();
+  out.promised = FromPb(r.promised());
+  out.accepted = r.accepted();
+  out.accepted_ballot = FromPb(r.accepted_ballot());
+  out.value = txn::commit::Outcome{r.commit(), r.commit_ts()};
   return out;
 }
 
@@ -378,6 +408,26 @@ class SliceServiceGrpc final : public DataService::Service {
     if (r.ok()) resp->set_committed(*r);
     return grpc::Status::OK;
   }
+  grpc::Status Paxos(grpc::ServerContext* ctx, const PaxosRequest* req, PaxosResponse* resp) override {
+    if (auto refused = Epoch(req->header())) return *refused;
+    // As Decide: a request its caller gave up on changes nothing (the
+    // sweep of decision records relies on a coordinator that returned
+    // proposing nothing any more).
+    if (ctx->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "the caller gave up");
+    txn::commit::Request request;
+    request.phase = static_cast<txn::commit::Phase>(req->phase());
+    if (request.phase != txn::commit::Phase::kPrepare && request.phase != txn::commit::Phase::kAccept) {
+      ToPb(Status::InvalidArgument(fmt::format("unknown Paxos phase {}", req->phase())), resp->mutable_status());
+      return grpc::Status::OK;
+    }
+    request.ballot = FromPb(req->ballot());
+    request.value = txn::commit::Outcome{req->commit(), req->commit_ts()};
+    const std::vector<std::string> participants(req->participants().begin(), req->participants().end());
+    Result<txn::commit::Reply> r = s_->LocalPaxos(KeyOf(req->txn()), request, participants);
+    ToPb(r.status(), resp->mutable_status());
+    if (r.ok()) ToPb(*r, resp);
+    return grpc::Status::OK;
+  }
   grpc::Status DecisionNeeded(grpc::ServerContext*, const DecisionNeededRequest* req,
                               DecisionNeededResponse* resp) override {
     if (auto refused = Epoch(req->header())) return *refused;
@@ -425,7 +475,11 @@ class SliceServiceGrpc final : public DataService::Service {
 
 SliceService::SliceService(txn::TxnManager* txn, storage::SliceStore* store, storage::MetaStore* meta,
                            SliceServiceOptions options)
-    : txn_(txn), store_(store), meta_(meta), options_(std::move(options)) {
+    : txn_(txn),
+      store_(store),
+      meta_(meta),
+      options_(std::move(options)),
+      ballot_nonce_((static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}()) {
   grpc_ = std::make_unique<SliceServiceGrpc>(this);
 }
 
@@ -497,6 +551,9 @@ SliceService::~SliceService() {
   }
   bg_cv_.notify_all();
   if (bg_thread_.joinable()) bg_thread_.join();
+  // Calls to acceptors still running on threads of their own (each ends
+  // within the RPC timeout; the resolver, which starts them too, is gone).
+  TEST_DrainPaxosCalls();
   std::lock_guard<std::mutex> l(mu_);
   for (auto& [k, owner] : owners_) txn_->locks()->ReleaseAll(owner.id);
 }
@@ -1025,6 +1082,10 @@ Result<bool> SliceService::LocalDecide(const std::string& txn, const DecideArgs&
   const std::string key = kDecisionPrefix + txn;
   std::string recorded;
   Status st = meta_->Get(key, &recorded);
+  if (st.ok() && txn::commit::IsAcceptorRecord(recorded)) {
+    return Status::Internal(fmt::format("transaction {}: asked for a decider's record, node {} is its acceptor",
+                                        txn, options_.node_name));
+  }
   if (st.ok()) return !recorded.empty() && recorded[0] == 'C';
   if (!st.IsNotFound()) return st;
   auto record = [&](bool commit, const char* why) -> Result<bool> {
@@ -1060,6 +1121,35 @@ Result<bool> SliceService::LocalDecide(const std::string& txn, const DecideArgs&
     return record(false, "its backup left the cluster before the outcome was recorded there");
   }
   return at_backup.status();
+}
+
+Result<txn::commit::Reply> SliceService::LocalPaxos(const std::string& txn, const txn::commit::Request& request,
+                                                    const std::vector<std::string>& participants) {
+  ClaimDecision(txn);  // one step of a transaction at a time: read, step, store
+  struct Done {
+    SliceService* s;
+    const std::string& txn;
+    ~Done() { s->ReleaseDecision(txn); }
+  } done{this, txn};
+  const std::string key = kDecisionPrefix + txn;
+  std::string value;
+  const Status got = meta_->Get(key, &value);
+  if (!got.ok() && !got.IsNotFound()) return got;
+  txn::commit::AcceptorState state;
+  if (got.ok() && !txn::commit::DecodeAcceptorState(value, &state)) {
+    return Status::Internal(fmt::format("transaction {}: node {} holds a decision record that is not an "
+                                        "acceptor's",
+                                        txn, options_.node_name));
+  }
+  if (got.IsNotFound()) state.participants = participants;
+  bool changed = false;
+  const txn::commit::Reply reply = txn::commit::AcceptorStep(&state, request, &changed);
+  if (changed) {
+    // Durable before the answer leaves (paxos.h invariant 2).
+    SHALE_RETURN_IF_ERROR(meta_->Put(key, txn::commit::EncodeAcceptorState(state)));
+    if (got.IsNotFound()) decision_records_.fetch_add(1, std::memory_order_relaxed);
+  }
+  return reply;
 }
 
 Result<bool> SliceService::LocalDecideApplied(const std::string& txn, const DecideArgs& args) {
@@ -1424,6 +1514,7 @@ void SliceService::ResolvePass(bool all) {
                 p.request->commit_ts()};
       o.deciders.decider = p.request->decider();
       o.deciders.backup = p.request->backup();
+      o.deciders.acceptors.assign(p.request->acceptors().begin(), p.request->acceptors().end());
       o.deciders.one_phase = p.request->one_phase();
       o.deciders.probe_slice = p.request->probe_slice();
       o.deciders.probe_key = p.request->probe_key();
@@ -1441,8 +1532,10 @@ void SliceService::ResolvePass(bool all) {
     if (options_.address_of && !options_.address_of(o.txn.coordinator).ok()) overdue.push_back(std::move(o));
   }
   for (const Overdue& o : overdue) {
-    // Ask the decider; if nothing is recorded it records abort, so a late
-    // commit from the coordinator is refused.
+    // Ask the acceptors (Paxos phase 1 at a fresh ballot): commit if it
+    // may have been chosen, else abort is chosen, so a late commit from the
+    // coordinator is refused. (A record from before Paxos commit asks its
+    // decider, which records abort unless an outcome is recorded.)
     // One phase on two nodes: ask the applier whether it applied (it
     // records a refusal if not).
     Result<bool> outcome = Decide(o.deciders, o.txn, /*commit=*/false, o.deciders.one_phase ? o.ts : 0);
@@ -1459,8 +1552,10 @@ void SliceService::ResolvePass(bool all) {
       continue;
     }
     if (!outcome.ok()) {
-      log::Warn("node {}: prepared transaction {} unresolved: decider '{}': {}", options_.node_name, o.key,
-                o.deciders.decider, outcome.status().ToString());
+      log::Warn("node {}: prepared transaction {} unresolved: {} '{}': {}", options_.node_name, o.key,
+                o.deciders.acceptors.empty() ? "decider" : "acceptors",
+                o.deciders.acceptors.empty() ? o.deciders.decider : fmt::format("{}", fmt::join(o.deciders.acceptors, ", ")),
+                outcome.status().ToString());
       continue;
     }
     Status st = LocalFinish(o.key, *outcome);
@@ -1486,6 +1581,11 @@ Status SliceService::PresumeCommit(const std::string& txn) {
 }
 
 void SliceService::TEST_ResolveNow() { ResolvePass(/*all=*/true); }
+
+void SliceService::TEST_DrainPaxosCalls() {
+  std::unique_lock<std::mutex> l(paxos_calls_mu_);
+  paxos_calls_cv_.wait(l, [&] { return paxos_calls_ == 0; });
+}
 
 void SliceService::TEST_SetUnreachable(const std::string& node, bool unreachable) {
   std::lock_guard<std::mutex> l(peers_mu_);
@@ -1825,6 +1925,7 @@ Status SliceService::Prepare(const std::string& node, const txn::TxnKey& txn, ui
     req.set_probe_key(deciders.probe_key);
   }
   for (const std::string& p : deciders.participants) req.add_participants(p);
+  for (const std::string& a : deciders.acceptors) req.add_acceptors(a);
   ToPb(deciders.locks, req.mutable_held_locks());
   if (node == self()) return LocalPrepare(req);
   SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
@@ -1855,13 +1956,149 @@ Result<bool> SliceService::DecideAt(const std::string& node, const txn::TxnKey& 
   return resp.committed();
 }
 
+Result<txn::commit::Reply> SliceService::PaxosAt(const std::string& node, const txn::TxnKey& txn,
+                                                 const txn::commit::Request& request,
+                                                 const std::vector<std::string>& participants) {
+  if (node == self()) return LocalPaxos(txn.ToString(), request, participants);
+  SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
+  PaxosRequest req;
+  Header(req.mutable_header());
+  ToPb(txn, req.mutable_txn());
+  req.set_phase(static_cast<uint32_t>(request.phase));
+  ToPb(request.ballot, req.mutable_ballot());
+  req.set_commit(request.value.commit);
+  req.set_commit_ts(request.value.ts);
+  for (const std::string& p : participants) req.add_participants(p);
+  PaxosResponse resp;
+  SHALE_RETURN_IF_ERROR(Rpc(peer, node, RpcTimeout(), &DataService::Stub::Paxos, req, &resp));
+  SHALE_RETURN_IF_ERROR(FromPb(resp.status()));
+  return FromPb(resp);
+}
+
+txn::commit::Ballot SliceService::NextBallot(const txn::commit::Ballot& above) {
+  return txn::commit::Ballot{above.round + 1,
+                             fmt::format("{}#{:x}#{}", options_.node_name, ballot_nonce_,
+                                         ballot_counter_.fetch_add(1, std::memory_order_relaxed) + 1)};
+}
+
+// Sends a Paxos message to every acceptor at once, each other node's on a
+// thread of its own, and hands the answers to the caller's thread as they
+// come: a round ends as soon as a majority answered, without waiting for
+// an acceptor that is down (its call ends with the RPC timeout, after the
+// round; the SliceService outlives it).
+class SliceService::PaxosTransport final : public txn::commit::Transport {
+ public:
+  PaxosTransport(SliceService* s, txn::TxnKey txn, std::vector<std::string> participants)
+      : s_(s), txn_(std::move(txn)), participants_(std::move(participants)) {}
+
+  void SendToAll(const std::vector<std::string>& acceptors, const txn::commit::Request& request,
+                 const std::function<bool(const std::string&, const std::optional<txn::commit::Reply>&)>& on_reply)
+      override {
+    struct Answers {
+      std::mutex mu;
+      std::condition_variable cv;
+      std::deque<std::pair<std::string, std::optional<txn::commit::Reply>>> got;
+    };
+    auto answers = std::make_shared<Answers>();
+    size_t expected = 0;
+    bool local = false;
+    for (const std::string& a : acceptors) {
+      if (a == s_->self()) {
+        local = true;
+        continue;
+      }
+      ++expected;
+      {
+        std::lock_guard<std::mutex> l(s_->paxos_calls_mu_);
+        ++s_->paxos_calls_;
+        ++s_->paxos_in_flight_[txn_.ToString()];
+      }
+      std::thread([s = s_, answers, a, request, txn = txn_, participants = participants_] {
+        Result<txn::commit::Reply> r = s->PaxosAt(a, txn, request, participants);
+        if (!r.ok()) {
+          log::Debug("transaction {}: Paxos {} at node {}: {}", txn.ToString(), request.ballot.ToString(), a,
+                     r.status().ToString());
+        }
+        {
+          std::lock_guard<std::mutex> l(answers->mu);
+          answers->got.emplace_back(a, r.ok() ? std::optional<txn::commit::Reply>(*r) : std::nullopt);
+        }
+        answers->cv.notify_all();
+        {
+          std::lock_guard<std::mutex> l(s->paxos_calls_mu_);
+          --s->paxos_calls_;
+          auto it = s->paxos_in_flight_.find(txn.ToString());
+          if (it != s->paxos_in_flight_.end() && --it->second == 0) s->paxos_in_flight_.erase(it);
+        }
+        s->paxos_calls_cv_.notify_all();
+      }).detach();
+    }
+    if (local) {
+      Result<txn::commit::Reply> r = s_->LocalPaxos(txn_.ToString(), request, participants_);
+      if (!on_reply(s_->self(), r.ok() ? std::optional<txn::commit::Reply>(*r) : std::nullopt)) return;
+    }
+    for (size_t heard = 0; heard < expected; ++heard) {
+      std::pair<std::string, std::optional<txn::commit::Reply>> answer;
+      {
+        std::unique_lock<std::mutex> l(answers->mu);
+        answers->cv.wait(l, [&] { return !answers->got.empty(); });
+        answer = std::move(answers->got.front());
+        answers->got.pop_front();
+      }
+      if (!on_reply(answer.first, answer.second)) return;
+    }
+  }
+
+ private:
+  SliceService* const s_;
+  const txn::TxnKey txn_;
+  const std::vector<std::string> participants_;
+};
+
+Result<bool> SliceService::PaxosDecide(const txn::DeciderPair& deciders, const txn::TxnKey& txn, bool commit,
+                                       uint64_t ts) {
+  PaxosTransport transport(this, txn, deciders.participants);
+  txn::commit::Proposer proposer = commit ? txn::commit::Proposer::Coordinator(deciders.acceptors, ts)
+                                          : txn::commit::Proposer::Resolver(deciders.acceptors,
+                                                                            NextBallot(txn::commit::Ballot{}));
+  txn::commit::DriveOptions options;
+  options.deadline = std::chrono::steady_clock::now() + RpcTimeout();
+  options.next_ballot = [this](const txn::commit::Ballot& above) { return NextBallot(above); };
+  options.backoff = [](int attempt) {
+    // Randomized, growing: two resolvers that preempt each other fall out
+    // of step.
+    thread_local std::mt19937 rng(std::random_device{}());
+    const int cap = std::min(attempt, 8) * 25;
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(5, 5 + cap)(rng)));
+  };
+  Result<txn::commit::Outcome> chosen = txn::commit::Drive(&proposer, &transport, options);
+  if (!chosen.ok()) {
+    return SqlError(ErrorCode::kUnknownCom, "The outcome of transaction {} is not known: {}", txn.ToString(),
+                    chosen.status().message());
+  }
+  if (chosen->commit && chosen->ts != ts && ts != 0) {
+    return Status::Internal(fmt::format("transaction {}: commit chosen at {}, not at {}", txn.ToString(),
+                                        chosen->ts, ts));
+  }
+  if (!chosen->commit) {
+    log::Warn("node {}: transaction {}: abort chosen by acceptors {}{}", options_.node_name, txn.ToString(),
+              fmt::join(deciders.acceptors, ", "), commit ? " (its coordinator's commit came too late)" : "");
+  }
+  return chosen->commit;
+}
+
 bool SliceService::IsMember(const std::string& node) {
   // Without a cluster (tests without addresses) every node counts as one.
   return node == self() || !options_.address_of || options_.address_of(node).ok();
 }
 
+std::vector<std::string> SliceService::Members() {
+  return options_.members ? options_.members() : std::vector<std::string>{};
+}
+
 Result<bool> SliceService::Decide(const txn::DeciderPair& deciders, const txn::TxnKey& txn, bool commit,
                                   uint64_t ts) {
+  if (!deciders.acceptors.empty() && !deciders.one_phase) return PaxosDecide(deciders, txn, commit, ts);
   DecideArgs args;
   args.commit = commit;
   args.ts = ts;
@@ -1924,7 +2161,8 @@ void SliceService::Forget(const txn::DeciderPair& deciders, const txn::TxnKey& t
   // The client is answered without waiting for this (the records are only
   // read by participants that have not finished, and every one has):
   // the records go from ForgetLoop, batched per node.
-  std::vector<std::string> nodes{deciders.decider};
+  std::vector<std::string> nodes = deciders.acceptors;
+  if (nodes.empty()) nodes.push_back(deciders.decider);
   if (!deciders.backup.empty() && deciders.backup != deciders.decider) nodes.push_back(deciders.backup);
   {
     std::lock_guard<std::mutex> l(forget_mu_);
@@ -1946,8 +2184,13 @@ void SliceService::ForgetLoop() {
     const auto now = std::chrono::steady_clock::now();
     std::vector<PendingForget> ready;
     if (!forgets_paused_) {
+      std::set<std::string> in_flight;  // Paxos messages of these still on their way: wait for them
+      {
+        std::lock_guard<std::mutex> p(paxos_calls_mu_);
+        for (const auto& [txn, calls] : paxos_in_flight_) in_flight.insert(txn);
+      }
       for (auto it = forgets_.begin(); it != forgets_.end() && ready.size() < kForgetBatch;) {
-        if (it->not_before <= now) {
+        if (it->not_before <= now && (in_flight.empty() || in_flight.count(it->txn.ToString()) == 0)) {
           ready.push_back(std::move(*it));
           it = forgets_.erase(it);
         } else {

@@ -13,7 +13,12 @@
 //
 // Durable state (this node's MetaStore, docs/transactions.md):
 //   txn/prepared/<coordinator>/<id>  PrepareRequest: a prepared write set
-//   txn/decision/<coordinator>/<id>  "C<ts>" or "A" (the recorded outcome),
+//   txn/decision/<coordinator>/<id>  at an acceptor of a two-phase commit:
+//                                    its Paxos state (txn::commit::
+//                                    EncodeAcceptorState, "Q\n..."); in
+//                                    records from before Paxos commit, and
+//                                    at a one-phase applier:
+//                                    "C<ts>" or "A" (the recorded outcome),
 //                                    then "\n<node>" per participant (at a
 //                                    one-phase applier: "A", a refusal, then
 //                                    the transaction's two nodes; a bare "A"
@@ -24,10 +29,14 @@
 //                                    commit is no longer in progress
 //
 // Invariants:
-//  1. A participant applies a prepared write set only after the decider has
-//     recorded commit, and discards it only after the decider has recorded
-//     abort or the coordinator told it to (before any commit was recorded).
-//  2. The decider records at most one outcome per transaction (first wins).
+//  1. A participant applies a prepared write set only after commit was
+//     chosen (a majority of its acceptors accepted it at one ballot; or,
+//     for a record from before Paxos commit, the decider recorded it), and
+//     discards it only after abort was chosen or the coordinator told it to
+//     (before it proposed commit).
+//  2. At most one outcome is chosen per transaction (src/txn/commit/paxos.h
+//     invariants 1-5): an acceptor stores its state, synced, before it
+//     answers, one Paxos step of a transaction at a time (deciding_).
 //  3. A prepared transaction keeps its row locks until it is finished; locks
 //     of a remote transaction that is not prepared end after
 //     lock_lease_ms without a request from it (its coordinator died or lost
@@ -82,6 +91,7 @@
 #include <vector>
 
 #include "shale/status.h"
+#include "src/txn/commit/paxos.h"
 #include "src/txn/data_router.h"
 #include "src/txn/transaction.h"
 #include "storage/meta_store.h"
@@ -157,6 +167,10 @@ struct SliceServiceOptions {
   // that sees it. 0: never (tests sweep with TEST_SweepDecisions).
   // Default: 10000.
   uint32_t decision_sweep_ms = 10000;
+  // The cluster's members (ClusterNode::MemberNames): a commit's acceptors
+  // beyond its participants come from them. Unset: none (a commit on two
+  // nodes coordinated at one of them has two acceptors).
+  std::function<std::vector<std::string>()> members;
 };
 
 class SliceService final : public txn::DataRouter {
@@ -195,6 +209,7 @@ class SliceService final : public txn::DataRouter {
                  const txn::DeciderPair& deciders) override;
   Result<bool> Decide(const txn::DeciderPair& deciders, const txn::TxnKey& txn, bool commit, uint64_t ts) override;
   bool IsMember(const std::string& node) override;
+  std::vector<std::string> Members() override;
   Status Finish(const std::string& node, const txn::TxnKey& txn, bool commit) override;
   void Forget(const txn::DeciderPair& deciders, const txn::TxnKey& txn) override;
   Status Apply(const std::string& node, const txn::TxnKey* txn, uint64_t ts, const txn::WriteSet& writes,
@@ -223,6 +238,9 @@ class SliceService final : public txn::DataRouter {
   // Runs one resolver pass now, treating every prepared transaction as
   // overdue (tests).
   void TEST_ResolveNow();
+  // Waits until no Paxos message this node sent is still on its way (a
+  // round ends at a majority; the others' answers come later).
+  void TEST_DrainPaxosCalls();
   // Makes this node's data RPCs to `node` fail as if it were unreachable.
   void TEST_SetUnreachable(const std::string& node, bool unreachable);
   // The decision records this node (as a coordinator) has still to drop
@@ -322,6 +340,22 @@ class SliceService final : public txn::DataRouter {
     std::string probe_key;
   };
   Result<bool> LocalDecide(const std::string& txn, const DecideArgs& args);
+  // Paxos commit (src/txn/commit/paxos.h). The acceptor's step on `txn`'s
+  // record here, stored synced before it returns; the record keeps
+  // `participants`. An error when the record is of another kind.
+  Result<txn::commit::Reply> LocalPaxos(const std::string& txn, const txn::commit::Request& request,
+                                        const std::vector<std::string>& participants);
+  // The same at `node` (an RPC unless it is this node).
+  Result<txn::commit::Reply> PaxosAt(const std::string& node, const txn::TxnKey& txn,
+                                     const txn::commit::Request& request,
+                                     const std::vector<std::string>& participants);
+  // Decide with acceptors: the coordinator's ballot 0 (`commit`) or a
+  // resolver's fresh ballot, driven for up to one RPC timeout.
+  Result<bool> PaxosDecide(const txn::DeciderPair& deciders, const txn::TxnKey& txn, bool commit, uint64_t ts);
+  // A ballot above `above`, never used before by anyone (this node's
+  // name, a random per-process nonce, a counter).
+  txn::commit::Ballot NextBallot(const txn::commit::Ballot& above);
+  class PaxosTransport;
   // Decide at `node` (an RPC unless it is this node).
   Result<bool> DecideAt(const std::string& node, const txn::TxnKey& txn, const DecideArgs& args);
   // Drops the decision records of `txns` at `node` in one MetaStore write
@@ -437,6 +471,17 @@ class SliceService final : public txn::DataRouter {
   std::mutex decide_mu_;
   std::condition_variable decide_cv_;
   std::set<std::string> deciding_;                      // GUARDED_BY(decide_mu_): one Decide per transaction at a time
+  // Paxos: this process's ballot ids, and the calls to acceptors still
+  // running on threads of their own (PaxosTransport; the destructor waits
+  // for them).
+  const uint64_t ballot_nonce_;
+  std::atomic<uint64_t> ballot_counter_{0};
+  std::mutex paxos_calls_mu_;
+  std::condition_variable paxos_calls_cv_;
+  size_t paxos_calls_ = 0;  // GUARDED_BY(paxos_calls_mu_)
+  // Those calls by transaction: its Forget waits for them, so a late
+  // accept does not write a record again after the Forget dropped it.
+  std::map<std::string, size_t> paxos_in_flight_;  // GUARDED_BY(paxos_calls_mu_)
   // Since when this node has been a cluster member without a break (seen by
   // the background thread); max() until it has seen itself a member.
   std::atomic<int64_t> member_since_ms_{INT64_MAX};

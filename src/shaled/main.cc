@@ -117,6 +117,8 @@ int main(int argc, char** argv) {
     if (!where) return Status::Unavailable(fmt::format("node '{}' is not a cluster member", name));
     return where->address;
   };
+  // A commit's acceptors beyond its participants (src/txn/commit/paxos.h).
+  dso.members = [&cluster_node] { return cluster_node.MemberNames(); };
   dso.placed_here = [e = engine->get()](storage::SliceId id) { return e->PlacedHere(id); };
   dso.ranks_here = [e = engine->get()](storage::SliceId id) { return e->RanksHere(id); };
   // Filters and partial aggregates other nodes push to this node's slices

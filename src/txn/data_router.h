@@ -100,9 +100,14 @@ struct HeldLock {
 };
 using HeldLocks = std::vector<HeldLock>;
 
+// Two-phase commit (`acceptors` set): the outcome is chosen by Paxos
+// among `acceptors` (src/txn/commit/paxos.h, ChooseAcceptors), and
+// `decider`/`backup` are empty. A prepared record from before Paxos commit
+// names a decider and a backup instead and no acceptors.
 struct DeciderPair {
   std::string decider;
   std::string backup;  // empty: the decider alone
+  std::vector<std::string> acceptors = {};
   // Every node the transaction prepares at. Kept with the prepared records
   // and the decision records, so a decision record no participant needs
   // any more can be collected (docs/transactions.md "Collecting orphaned
@@ -219,8 +224,14 @@ class DataRouter {
   // by the decider alone).
   virtual Status Prepare(const std::string& node, const TxnKey& txn, uint64_t ts, const WriteSet& writes,
                          const DeciderPair& deciders) = 0;
-  // Records commit (at ts) or abort unless an outcome is recorded already;
-  // returns the recorded outcome (true: commit). With a backup: asks the
+  // With acceptors (Paxos commit): `commit` — the coordinator's proposal
+  // at ballot 0, commit at ts; abort — a resolver's, phase 1 at a fresh
+  // ballot (abort unless a value was accepted). Returns the chosen outcome
+  // (true: commit at ts); fails when no majority of the acceptors answered
+  // (the outcome may be chosen or not).
+  // Otherwise (a decider): records commit (at ts) or abort unless an
+  // outcome is recorded already; returns the recorded outcome (true:
+  // commit). With a backup: asks the
   // decider (which records at the backup first and keeps a copy), and when
   // the decider does not answer and has left the cluster, the backup
   // directly. Fails when neither can give the outcome.
@@ -232,11 +243,14 @@ class DataRouter {
     (void)node;
     return true;
   }
+  // The cluster's members as this node last saw them (empty: unknown). The
+  // acceptors of a commit come from the participants first, then these.
+  virtual std::vector<std::string> Members() { return {}; }
   // Applies (commit) or discards the prepared writes; releases the locks.
   virtual Status Finish(const std::string& node, const TxnKey& txn, bool commit) = 0;
   // Once every participant has finished: drops the decision records at
-  // the decider and the backup (best effort; a record left behind is
-  // harmless).
+  // the acceptors (or the decider and the backup) (best effort; a record
+  // left behind is harmless).
   virtual void Forget(const DeciderPair& deciders, const TxnKey& txn) = 0;
   // One-phase: writes at `ts` at once (durable when OK) and, when txn is
   // set, releases its locks at `node`.

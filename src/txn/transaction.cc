@@ -6,9 +6,11 @@
 #include <unordered_set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "src/common/errors.h"
 #include "src/common/log.h"
+#include "src/txn/commit/paxos.h"
 #include "src/txn/fan_out.h"
 
 namespace shale::txn {
@@ -23,9 +25,9 @@ constexpr char kReadableFromPrefix[] = "txn/readable_from/";
 // a prepared or decision record of.
 constexpr char kIncarnationKey[] = "txn/incarnation";
 constexpr uint64_t kIdsPerIncarnation = 1'000'000'000'000ULL;
-// How long a coordinator keeps asking for its commit decision: long enough
-// for a dead decider to be removed from the membership (then its backup
-// answers), after which the outcome is unknown to it (1180).
+// How long a coordinator keeps asking for its commit decision (a majority
+// of the acceptors answering), after which the outcome is unknown to it
+// (1180).
 constexpr std::chrono::milliseconds kDecideRetryFor{8000};
 
 bool ParseU64(std::string_view text, uint64_t* out) {
@@ -434,31 +436,13 @@ Status TxnManager::CommitWrites(const TxnKey& key, const WriteSet& writes, const
       return st;
     }
   }
-  // The decision is kept by a node other than this one, so it survives the
-  // loss of the coordinator: a replica of the first written slice if one is
-  // elsewhere, else any other participant. Its authoritative copy is kept
-  // by a backup, so it also survives the loss of the decider: a third
-  // participant if there is one, else this node.
+  // The outcome is chosen by Paxos among three acceptors (the participants
+  // first, then other members; src/txn/commit/paxos.h), so it survives the
+  // loss of any one node, this one included.
   DeciderPair deciders;
-  if (auto p = placement.find(writes.begin()->first); p != placement.end()) {
-    for (const std::string& node : p->second) {
-      if (node != self) {
-        deciders.decider = node;
-        break;
-      }
-    }
-  }
-  for (const auto& [node, ws] : by_node) {
-    if (node == self) continue;
-    if (deciders.decider.empty()) {
-      deciders.decider = node;
-    } else if (deciders.backup.empty() && node != deciders.decider) {
-      deciders.backup = node;
-    }
-  }
-  if (deciders.backup.empty()) deciders.backup = self;
   // Kept with the records: the sweep of decision records asks them.
   for (const auto& [node, ws] : by_node) deciders.participants.push_back(node);
+  deciders.acceptors = commit::ChooseAcceptors(self, deciders.participants, router_->Members());
   deciders.locks = held;
   // Until this returns, no decision record of this transaction is dropped.
   const CommitInProgress in_progress(this, key.id);
@@ -477,32 +461,34 @@ Status TxnManager::CommitWrites(const TxnKey& key, const WriteSet& writes, const
   for (const Status& st : prepares) {
     if (!st.ok()) {
       // Nothing is decided: the prepared participants discard their writes;
-      // one that missed the abort asks the decider, which records abort.
+      // one that missed the abort asks the acceptors, which choose abort
+      // (nothing was proposed).
       abort_prepared(prepared);
       Oracle()->FinishCommit(ts);
       return st;
     }
   }
   if (after_prepare_) after_prepare_();
+  // One round of accepts at ballot 0; asked again while no majority of
+  // the acceptors answers.
   Result<bool> decided = router_->Decide(deciders, key, /*commit=*/true, ts);
-  // A decider that died is removed from the membership within seconds;
-  // then its backup answers in its place.
   const auto give_up = std::chrono::steady_clock::now() + kDecideRetryFor;
   while (!decided.ok() && std::chrono::steady_clock::now() < give_up) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     decided = router_->Decide(deciders, key, /*commit=*/true, ts);
   }
   if (!decided.ok()) {
-    // The decider may or may not have recorded the commit: the participants
-    // stay prepared and each resolves from the decider's record.
+    // Commit may or may not be chosen: the participants stay prepared and
+    // each resolves it from the acceptors.
     if (in_doubt != nullptr) *in_doubt = true;
     Oracle()->FinishCommit(ts);
-    log::Error("transaction {}: commit decision at node {} (backup {}) unknown: {}", key.ToString(),
-               deciders.decider, deciders.backup, decided.status().ToString());
+    const std::string acceptors = fmt::format("{}", fmt::join(deciders.acceptors, ", "));
+    log::Error("transaction {}: commit decision at acceptors {} unknown: {}", key.ToString(), acceptors,
+               decided.status().ToString());
     return Status::Sql(1180 /* ER_ERROR_DURING_COMMIT */, fmt::format("Got error during COMMIT: the outcome of transaction {} is not known "
-                                         "(node {}, which records it, did not answer: {}); the participants "
-                                         "resolve it from that node's record",
-                                         key.ToString(), deciders.decider, decided.status().message()));
+                                         "(no majority of nodes {}, which choose it, answered: {}); the "
+                                         "participants resolve it from them",
+                                         key.ToString(), acceptors, decided.status().message()));
   }
   if (!*decided) {
     abort_prepared(prepared);

@@ -174,10 +174,10 @@ class TxnManager {
   // outlives the manager.
   void TEST_UseOracle(TimestampOracle* shared) { shared_oracle_ = shared; }
   // Runs between the prepare and the decision of every two-phase commit
-  // (tests: stop a participant or the decider there).
+  // (tests: stop a participant or an acceptor there).
   void TEST_SetAfterPrepare(std::function<void()> hook) { after_prepare_ = std::move(hook); }
   // Runs after the commit decision was recorded, before the participants
-  // are told (tests: lose the decider or the coordinator there).
+  // are told (tests: lose an acceptor or the coordinator there).
   void TEST_SetAfterDecide(std::function<void(const DeciderPair&)> hook) { after_decide_ = std::move(hook); }
   // One phase on two nodes (tests): runs once the other node has prepared,
   // before the applier applies (`deciders.decider` is the applier), and
