@@ -160,6 +160,10 @@ func main() {
 	if *outDir == "" {
 		*outDir = filepath.Dir(*historyPath)
 	}
+	if err := os.MkdirAll(*outDir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	f, err := os.Open(*historyPath)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
