@@ -72,8 +72,8 @@ class Nemesis:
                 return
             if self.wait_protected and not self.protected(stop_at):
                 continue
-            if time.monotonic() >= stop_at:
-                return
+            if stop_at - time.monotonic() < self.hold / 2:
+                return  # no time left to hold a fault
             kind = self.rng.choice(self.choices())
             self.inject(kind)
             hold = self.rng.uniform(0.5, 1.5) * self.hold

@@ -112,7 +112,7 @@ class Network:
         candidates = [o for o in range(1, 251) if o not in in_use]
         random.SystemRandom().shuffle(candidates)
         for octet in candidates:
-            f = open(os.path.join(LOCK_DIR, "%d.lock" % octet), "w")
+            f = open(os.path.join(LOCK_DIR, "%d.lock" % octet), "a+")
             try:
                 fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
@@ -120,6 +120,7 @@ class Network:
                 continue
             self.lock_file = f
             self.octet = octet
+            f.truncate(0)
             f.write("%d\n" % os.getpid())
             f.flush()
             return
@@ -203,7 +204,7 @@ def cleanup_stale(log=print):
             octets.add(int(m.group(1)))
     os.makedirs(LOCK_DIR, exist_ok=True)
     for octet in sorted(octets):
-        f = open(os.path.join(LOCK_DIR, "%d.lock" % octet), "w")
+        f = open(os.path.join(LOCK_DIR, "%d.lock" % octet), "a+")
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:

@@ -195,6 +195,8 @@ def parse_args(argv):
     p.add_argument("--keep-data", action="store_true", help="keep the nodes' data directories")
     p.add_argument("--check-only", metavar="DIR", help="check DIR/history.jsonl again (arguments from DIR/run.json)")
     p.add_argument("--cleanup", action="store_true", help="remove namespaces left by killed runs and exit")
+    p.add_argument("--skip-if-no-netns", action="store_true",
+                   help="exit 77 (ctest's skip) instead of failing when the partition nemesis cannot run")
     args = p.parse_args(argv)
     if args.keys is None:
         args.keys = 5
@@ -244,6 +246,12 @@ def main(argv=None):
         return 2
     out_dir = os.path.abspath(args.out or tempfile.mkdtemp(prefix="shale-jepsen-%s-" % args.workload))
     os.makedirs(out_dir, exist_ok=True)
+    # What an earlier run in the same directory left (never anything else).
+    for name in os.listdir(out_dir):
+        if (name in ("history.jsonl", "verdict.json", "run.json") or
+                (name.startswith("node") and name.endswith(".log")) or
+                (name.startswith("linearizability-key") and name.endswith(".html"))):
+            os.unlink(os.path.join(out_dir, name))
     with open(os.path.join(out_dir, "run.json"), "w") as f:
         json.dump(vars(args), f, indent=2, sort_keys=True)
     log("jepsen: %s, nemesis %s, seed %d, %g s, %d nodes, %d clients; out %s" %
@@ -265,7 +273,9 @@ def main(argv=None):
     if args.nemesis == "partition" and (why or args.net == "loopback"):
         log("the partition nemesis needs network namespaces (one per node, links cut by routes): %s" %
             (why or "--net loopback given"))
-        return 2
+        return 77 if args.skip_if_no_netns else 2
+    if want_netns:
+        netns.cleanup_stale(log)
 
     # SIGTERM (ctest's timeout, kill) unwinds like Ctrl-C, so the finally
     # below removes the network and the nodes.
