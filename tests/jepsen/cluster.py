@@ -169,11 +169,14 @@ class Node:
 
 class Cluster:
     def __init__(self, binary, n, net=None, log=print, root_dir=None):
-        self.binary = os.path.abspath(binary)
         self.net = net
         self.log = log
         self.own_root = root_dir is None
         self.root_dir = root_dir or tempfile.mkdtemp(prefix="shale-jepsen-")
+        # A private copy: a node restarted by the nemesis runs the same
+        # binary even if the file is replaced by a newer build meanwhile.
+        self.binary = os.path.join(self.root_dir, "shaled")
+        shutil.copy2(os.path.abspath(binary), self.binary)
         self.nodes = []
         first = Node(self.binary, 1, self.root_dir, net)
         self.nodes.append(first)

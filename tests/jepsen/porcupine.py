@@ -86,6 +86,8 @@ def check(ops, out_dir, cache_dir=None, timeout_s=120, log=print):
     try:
         with os.fdopen(fd, "w") as f:
             for op in ops:
+                if op.get("wrong_rows") is not None:
+                    continue  # a point read answered with other rows: register.py reports it
                 if op.get("process") == "nemesis" or op.get("f") in ("read", "write", "cas"):
                     f.write(json.dumps(op) + "\n")
         r = subprocess.run([binary, "-history", path, "-out", out_dir, "-timeout", "%ds" % timeout_s],

@@ -6,7 +6,9 @@ Table `jepsen.reg (id INT PRIMARY KEY, v INT NOT NULL) REPLICAS=2`, one row
 per key, set to 0 before the clients start (recorded as a write of 0 that
 ended before anything else began). Operations (history.py's format):
 
-- read:  SELECT v FROM reg WHERE id = k        value: v read (null: no row)
+- read:  SELECT id, v FROM reg WHERE id = k    value: v read (null: no row);
+         an answer with another id or several rows is recorded as
+         "wrong_rows" (and fails the run)
 - write: UPDATE reg SET v = x WHERE id = k      value: x (unique in the run)
 - cas:   UPDATE reg SET v = x WHERE id = k AND v = o   value: [o, x]
   ok iff one row was affected; none affected is `fail` with error
@@ -67,9 +69,13 @@ class Register:
         cur = conn.cursor()
         k = op["key"]
         if op["f"] == "read":
-            cur.execute("SELECT v FROM jepsen.reg WHERE id = %d" % k)
+            cur.execute("SELECT id, v FROM jepsen.reg WHERE id = %d" % k)
             rows = cur.fetchall()
-            v = rows[0][0] if rows else None
+            if len(rows) > 1 or (rows and int(rows[0][0]) != k):
+                # A point read answered with other rows: recorded, and the
+                # check fails on it (the value is not a register's).
+                return {"type": "ok", "value": None, "wrong_rows": [[int(a), int(b)] for a, b in rows]}
+            v = rows[0][1] if rows else None
             if v is not None:
                 worker.seen[k] = int(v)
             return {"type": "ok", "value": None if v is None else int(v)}
@@ -95,10 +101,21 @@ class Register:
     def check(self, ops, out_dir, args):
         wit = witnesses(ops)
         missed = [op for op in ops if op.get("f") == "write" and op.get("error") == [0, "no-row"]]
+        wrong_rows = [op for op in ops if op.get("wrong_rows") is not None]
+        # porcupine does not see such reads (porcupine.check leaves them out).
+        if wrong_rows:
+            lines = ["point reads answered with other rows: %d" % len(wrong_rows)]
+            lines += ["    #%d p%s %s: SELECT ... WHERE id = %s returned (id, v) %s" %
+                      (op["index"], op["process"], op.get("node"), op["key"], op["wrong_rows"])
+                      for op in wrong_rows[:5]]
         verdict = porcupine.check(ops, out_dir, cache_dir=args.cache_dir, timeout_s=args.checker_timeout)
         if missed:
             verdict["valid"] = False
             verdict["writes_matching_no_row"] = [op["index"] for op in missed[:20]]
+        if wrong_rows:
+            verdict["valid"] = False
+            verdict["reads_with_wrong_rows"] = [op["index"] for op in wrong_rows[:20]]
+            verdict["report"] = verdict.get("report", "") + "\n".join(lines) + "\n"
         counts = {}
         for op in ops:
             if op.get("process") not in ("nemesis", -1):

@@ -203,6 +203,15 @@ def parse_args(argv):
     return args
 
 
+def file_md5(path):
+    import hashlib
+    h = hashlib.md5()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
 def check(workload, ops, out_dir, args):
     return workload.check(ops, out_dir, args)
 
@@ -233,7 +242,7 @@ def main(argv=None):
         with open(os.path.join(out_dir, "run.json")) as f:
             saved = json.load(f)
         for k, v in saved.items():
-            if k not in ("check_only", "cache_dir", "checker_timeout"):
+            if k not in ("check_only", "cache_dir", "checker_timeout") and hasattr(args, k):
                 setattr(args, k, v)
         workload = WORKLOADS[args.workload](args)
         ops = historylib.load(os.path.join(out_dir, "history.jsonl"))
@@ -252,10 +261,14 @@ def main(argv=None):
                 (name.startswith("node") and name.endswith(".log")) or
                 (name.startswith("linearizability-key") and name.endswith(".html"))):
             os.unlink(os.path.join(out_dir, name))
+    info = dict(vars(args))
+    info["shaled_md5"] = file_md5(args.shaled)
+    info["shaled_mtime"] = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(os.path.getmtime(args.shaled)))
     with open(os.path.join(out_dir, "run.json"), "w") as f:
-        json.dump(vars(args), f, indent=2, sort_keys=True)
-    log("jepsen: %s, nemesis %s, seed %d, %g s, %d nodes, %d clients; out %s" %
-        (args.workload, args.nemesis, args.seed, args.duration, args.nodes, args.clients, out_dir))
+        json.dump(info, f, indent=2, sort_keys=True)
+    log("jepsen: %s, nemesis %s, seed %d, %g s, %d nodes, %d clients; shaled %s (md5 %s, %s); out %s" %
+        (args.workload, args.nemesis, args.seed, args.duration, args.nodes, args.clients, args.shaled,
+         info["shaled_md5"][:12], info["shaled_mtime"], out_dir))
 
     # Build the checker first: a missing Go fails before minutes of load.
     if args.workload == "register":
