@@ -24,7 +24,9 @@ Table `jepsen.bank (id INT PRIMARY KEY, balance INT NOT NULL) REPLICAS=2`,
 
 Checker: every ok read (and the final reads through every node after the
 faults are healed) holds every account exactly once, sums to the total,
-and has no negative balance.
+and has no negative balance. Reads ask for the id too; a transfer whose
+locking read of an account got no row or another row is rolled back,
+recorded with "wrong_rows" and fails the run.
 """
 from history import run_txn_statement
 
@@ -66,20 +68,24 @@ class Bank:
             values = []
             run_txn_statement(cur, "BEGIN")
             for a in order:
-                rows = run_txn_statement(cur, "SELECT balance FROM jepsen.bank WHERE id = %d" % a)
-                if rows:
-                    values.append([a, int(rows[0][0])])
+                rows = run_txn_statement(cur, "SELECT id, balance FROM jepsen.bank WHERE id = %d" % a)
+                # Another key's row shows as that account twice (and one
+                # missing): the check fails on it.
+                values.extend([int(r[0]), int(r[1])] for r in rows)
             cur.execute("COMMIT")
             return {"type": "ok", "value": sorted(values)}
         t = op["value"]
         a, b, x = t["from"], t["to"], t["amount"]
         run_txn_statement(cur, "BEGIN")
-        ra = run_txn_statement(cur, "SELECT balance FROM jepsen.bank WHERE id = %d FOR UPDATE" % a)
-        rb = run_txn_statement(cur, "SELECT balance FROM jepsen.bank WHERE id = %d FOR UPDATE" % b)
-        if not ra or not rb:
+        ra = run_txn_statement(cur, "SELECT id, balance FROM jepsen.bank WHERE id = %d FOR UPDATE" % a)
+        rb = run_txn_statement(cur, "SELECT id, balance FROM jepsen.bank WHERE id = %d FOR UPDATE" % b)
+        if [int(r[0]) for r in ra] != [a] or [int(r[0]) for r in rb] != [b]:
+            # A locking point read without its row, or with another: no
+            # transfer (rolled back), and the check fails on it.
             run_txn_statement(cur, "ROLLBACK")
-            return {"type": "fail", "error": [0, "missing-account"], "read": [len(ra), len(rb)]}
-        ba, bb = int(ra[0][0]), int(rb[0][0])
+            return {"type": "fail", "error": [0, "wrong-rows"],
+                    "wrong_rows": [[a, [list(map(int, r)) for r in ra]], [b, [list(map(int, r)) for r in rb]]]}
+        ba, bb = int(ra[0][1]), int(rb[0][1])
         if ba < x:
             run_txn_statement(cur, "ROLLBACK")
             return {"type": "fail", "error": [0, "insufficient"], "read": [ba, bb]}
@@ -119,14 +125,21 @@ class Bank:
                 bad.append({"index": op["index"], "process": op["process"], "node": op.get("node"),
                             "mode": op.get("mode"), "final": op.get("final", False), "problems": problems,
                             "value": balances})
-        verdict = {"valid": not bad and reads > 0, "reads": reads, "bad_reads": len(bad), "first_bad": bad[:10],
-                   "op_counts": counts}
+        wrong_rows = [op for op in ops if op.get("wrong_rows")]
+        verdict = {"valid": not bad and not wrong_rows and reads > 0, "reads": reads, "bad_reads": len(bad),
+                   "first_bad": bad[:10], "op_counts": counts,
+                   "locking_reads_with_wrong_rows": [[op["index"], op["wrong_rows"]] for op in wrong_rows[:10]]}
         if reads == 0:
             verdict["why"] = "no read succeeded"
         lines = ["bank: %d ok reads, %d wrong" % (reads, len(bad))]
         for b in bad[:10]:
             lines.append("  #%d process %s on %s (%s%s): %s" % (b["index"], b["process"], b["node"], b["mode"],
                                                                ", final" if b["final"] else "", "; ".join(b["problems"])))
+        if wrong_rows:
+            lines.append("  locking point reads answered without their row or with another: %d" % len(wrong_rows))
+            for op in wrong_rows[:5]:
+                lines.append("    #%d p%s %s: [id asked, rows (id, balance)] %s" % (
+                    op["index"], op["process"], op.get("node"), op["wrong_rows"]))
         verdict["report"] = "\n".join(lines) + "\n"
         return verdict
 

@@ -328,6 +328,17 @@ class AppendCheckerTest(unittest.TestCase):
         self.assertIn("G-single", r["allowed"])
 
 
+    def test_wrong_row_fails(self):
+        h = (History()
+             .txn(0, "ok", t([["append", 1, 1]]), 0, 10)
+             .txn(1, "ok", t([["r", 2, None]]), 20, 30))
+        h.ops[1]["wrong_rows"] = [[2, [[1, "1"]]]]
+        args = types.SimpleNamespace(keys=2, max_writes_per_key=16, duration=1, plain_reads=False)
+        r = append.Append(args).check(h.ops, None, args)
+        self.assertFalse(r["valid"])
+        self.assertEqual(r["counts"]["wrong-row"], 1)
+
+
 class BankCheckerTest(unittest.TestCase):
     def test_totals(self):
         args = types.SimpleNamespace(accounts=2)
@@ -343,6 +354,11 @@ class BankCheckerTest(unittest.TestCase):
             self.assertFalse(v["valid"], wrong)
             self.assertEqual(v["bad_reads"], 1)
         self.assertFalse(b.check([unknown], None, args)["valid"], "no read at all proves nothing")
+        wrong = op(5, 0, "fail", "transfer", value={"from": 1, "to": 2, "amount": 1}, error=[0, "wrong-rows"])
+        wrong["wrong_rows"] = [[1, [[2, 50]]], [2, [[2, 50]]]]
+        v = b.check([good, wrong], None, args)
+        self.assertFalse(v["valid"])
+        self.assertIn("another", v["report"])
 
 
 class ClassifyTest(unittest.TestCase):
