@@ -193,7 +193,7 @@ def check(ops):
     # -- version orders --------------------------------------------------------
     longest = {}
     for t, k, lst, _ in reads:
-        if len(lst) > len(longest.get(k, [])):
+        if len(lst) > len(longest.get(k, [])) or k not in longest:
             longest[k] = lst
     consistent_read = []
     for t, k, lst, s in reads:

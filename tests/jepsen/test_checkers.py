@@ -187,6 +187,14 @@ class AppendCheckerTest(unittest.TestCase):
         self.assertTrue(r["valid"], r["report"])
         self.assertEqual(r["counts"], {})
 
+    def test_key_only_ever_read_empty(self):
+        h = (History()
+             .txn(0, "ok", t([["r", 1, []]]), 0, 10)
+             .txn(1, "ok", t([["r", 1, []], ["r", 2, [1]]]), 20, 30)
+             .txn(2, "ok", t([["append", 2, 1]]), 0, 5))
+        r = self.check(h)
+        self.assertTrue(r["valid"], r["report"])
+
     def test_concurrent_snapshot_read_is_valid(self):
         # A read-only transaction overlapping a writer may miss it.
         h = (History()
