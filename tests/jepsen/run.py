@@ -82,7 +82,7 @@ class Worker(threading.Thread):
                         self.stop.wait(0.5)
                         continue
                 op = self.workload.generate(self)
-                conn = self.execute(conn, op)
+                conn, _ = self.execute(conn, op)
                 self.ops += 1
                 if self.think:
                     self.stop.wait(self.rng.expovariate(1.0 / self.think))
@@ -94,7 +94,7 @@ class Worker(threading.Thread):
 
     def execute(self, conn, op, process=None):
         """Runs op on conn, records it; returns the connection (None if it
-        broke)."""
+        broke) and the record."""
         rec = dict(op)
         rec["process"] = self.process if process is None else process
         rec["node"] = self.node.name
@@ -115,7 +115,7 @@ class Worker(threading.Thread):
         self.history.add(rec)
         if rec["type"] == "info" and process is None:
             self.process += self.nclients
-        return conn
+        return conn, rec
 
 
 def clusterlib_close(conn):
@@ -142,23 +142,28 @@ def run_sql(node, sql, timeout=60):
 
 def final_reads(workload, cluster, history, log, timeout=120):
     """The workload's final operations through every node, each retried
-    until it succeeds (every attempt is recorded)."""
+    until it succeeds (every attempt is recorded); at most `timeout` s per
+    node, and none through a node that is not running."""
     done = 0
+    deadlines = {}
     for i, (node, op) in enumerate(workload.final_ops(cluster)):
+        if not node.running():
+            log("final read on %s skipped: the node is not running" % node.name)
+            continue
+        deadline = deadlines.setdefault(node.name, time.time() + timeout)
         w = Worker(10000 + i, node, workload, history, threading.Event(), 1, "final", 0, 5, log)
-        deadline = time.time() + timeout
         conn = None
         while True:
             try:
                 conn = conn or w.connect()
-                conn = w.execute(conn, dict(op), process=10000 + i)
-                if history.ops[-1]["type"] == "ok":
+                conn, rec = w.execute(conn, dict(op), process=10000 + i)
+                if rec["type"] == "ok":
                     done += 1
                     break
             except Exception as e:  # noqa: BLE001 - the node is still coming back
                 log("final read on %s: %r" % (node.name, e))
             if time.time() > deadline:
-                log("final read on %s never succeeded within %d s" % (node.name, timeout))
+                log("final read on %s did not succeed within %d s" % (node.name, timeout))
                 break
             time.sleep(0.5)
         clusterlib_close(conn)
@@ -359,7 +364,7 @@ def main(argv=None):
         status = exit_code(verdict["valid"])
         ok_ops = sum(1 for op in ops if op.get("type") == "ok" and op.get("process") not in ("nemesis", -1))
         if status == 0 and (crashed or hung or ok_ops == 0 or nemesis_error):
-            log("run error: %s" % verdict.get("run_errors") or "no operation succeeded")
+            log("run error: %s" % (verdict.get("run_errors") or "no operation succeeded"))
             status = 2
     except KeyboardInterrupt as e:
         log("interrupted (%s)" % e)
