@@ -5,7 +5,7 @@ tiny hand-made ones (valid and invalid) for the register checker
 checker, and fixtures/register-stale-after-cas.jsonl, the first 0.3 s of a
 real three-node run of 2026-11-29 that porcupine must reject (an UPDATE's
 locking read saw a write still in flight; a SELECT begun after it returned
-did not -- FIRST_ANOMALY in tests/jepsen/README.md).
+did not -- README.md, "Self-test").
 
     tests/jepsen/test_checkers.py [--cache-dir DIR] [unittest args]
 
