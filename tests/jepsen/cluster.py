@@ -172,7 +172,7 @@ class Cluster:
         self.net = net
         self.log = log
         self.own_root = root_dir is None
-        self.root_dir = root_dir or tempfile.mkdtemp(prefix="shale-jepsen-")
+        self.root_dir = root_dir or tempfile.mkdtemp(prefix="shale-jepsen-%d-" % os.getpid())
         # A private copy: a node restarted by the nemesis runs the same
         # binary even if the file is replaced by a newer build meanwhile.
         self.binary = os.path.join(self.root_dir, "shaled")
@@ -229,6 +229,30 @@ class Cluster:
         self.kill_all()
         if self.own_root and not keep_data:
             shutil.rmtree(self.root_dir, ignore_errors=True)
+
+
+def _alive(pid):
+    """pid is a running process (not a zombie)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def cleanup_stale_data(log=print):
+    """Removes the data directories (shale-jepsen-<pid>-*) of runs that are
+    gone: a runner killed with SIGKILL cannot remove its own."""
+    tmp = tempfile.gettempdir()
+    for name in os.listdir(tmp):
+        parts = name.split("-")
+        if len(parts) < 4 or parts[:2] != ["shale", "jepsen"] or not parts[2].isdigit():
+            continue
+        pid = int(parts[2])
+        if _alive(pid):
+            continue
+        log("removing %s (its run, pid %d, is gone)" % (os.path.join(tmp, name), pid))
+        shutil.rmtree(os.path.join(tmp, name), ignore_errors=True)
 
 
 def wait_until(what, predicate, timeout, interval=0.2):

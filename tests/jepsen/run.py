@@ -240,6 +240,7 @@ def main(argv=None):
 
     if args.cleanup:
         log("removed %d leftover networks" % netns.cleanup_stale(log))
+        clusterlib.cleanup_stale_data(log)
         return 0
 
     if args.check_only:
@@ -294,6 +295,7 @@ def main(argv=None):
         return 77 if args.skip_if_no_netns else 2
     if want_netns:
         netns.cleanup_stale(log)
+    clusterlib.cleanup_stale_data(log)
 
     # SIGTERM (ctest's timeout, kill) unwinds like Ctrl-C, so the finally
     # below removes the network and the nodes.
