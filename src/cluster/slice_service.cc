@@ -656,6 +656,15 @@ Status SliceService::CheckSnapshot(uint64_t snapshot) const {
 Result<storage::Slice*> SliceService::ReadableReplica(storage::SliceId slice, uint64_t snapshot,
                                                       uint64_t routed_at) const {
   SHALE_ASSIGN_OR_RETURN(storage::Slice * s, AwaitSlice(slice, routed_at));
+  if (options_.serves_here && !options_.serves_here(slice)) {
+    // A building replica (it ranks in no map; the sender's map is from
+    // before this node's replica was dropped and a new one placed here):
+    // it holds only part of the rows.
+    return SqlError(ErrorCode::kUnknownCom,
+                    "Cluster metadata changed while the statement ran (node '{}' holds no serving replica of slice "
+                    "{}: it is being built); the statement was not run, retry it",
+                    options_.node_name, slice);
+  }
   SHALE_RETURN_IF_ERROR(CheckSnapshot(snapshot));
   SHALE_RETURN_IF_ERROR(txn_->CheckReadable(slice, snapshot, options_.node_name));
   return s;

@@ -144,6 +144,11 @@ struct SliceServiceOptions {
   // a slice stored here but not placed here waits like one for a missing
   // slice. Default: none (every stored slice serves).
   std::function<bool(storage::SliceId)> placed_here;
+  // Whether that replica is a serving one (exec::Engine::ServingToken != 0):
+  // reads (Get, Scan, Fragment) of a replica still building here — the
+  // sender routed by a map from before this node's replica was replaced —
+  // are refused with the retryable 1047. Default: none (placed serves).
+  std::function<bool(storage::SliceId)> serves_here;
   // Whether this node's applied slice map names its replica of the slice
   // the ranking one (exec::Engine::RanksHere): a commit's row locks taken
   // at another node's replica of a slice this node ranks now are refused

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "src/catalog/catalog.pb.h"
 #include "src/cluster/rpc_server.h"
 #include "src/cluster/slice_service.h"
 #include "src/cluster/testing/in_process_cluster.h"
@@ -73,6 +74,7 @@ class StaleRouteTest : public ::testing::Test {
         return raw->applied >= index;
       };
       o.placed_here = [raw](storage::SliceId id) { return raw->engine->PlacedHere(id); };
+      o.serves_here = [raw](storage::SliceId id) { return raw->engine->ServingToken(id) != 0; };
       o.ranks_here = [raw](storage::SliceId id) { return raw->engine->RanksHere(id); };
       o.compile_fragment = in_process::FragmentCompilerOf(raw->engine.get());
       auto data = SliceService::Open(n->engine->txn(), n->engine->slices(), n->engine->meta(), o);
@@ -86,7 +88,7 @@ class StaleRouteTest : public ::testing::Test {
             std::lock_guard lock(log_mu_);
             CatchUpLocked(raw, log_.size());
           },
-          o.placed_here);
+          [raw](storage::SliceId id) { return raw->engine->ServingToken(id); });
       n->rpc = std::make_unique<RpcServer>(NodeIdentity{NewNodeId(), n->name});
       n->rpc->AddService(n->data->service());
       ASSERT_TRUE(n->rpc->Start("127.0.0.1:0").ok());
@@ -353,6 +355,58 @@ TEST_F(StaleRouteTest, PushedAggregateIsNotAnsweredByAReplicaThatMovedAway) {
     ASSERT_FALSE(partial.empty());
     EXPECT_EQ(partial[0].ToText(), "40") << holder;
   }
+}
+
+// Found by the Jepsen append workload (partition, seed 4): node2, cut off
+// and removed from the membership, came back; a point read through node2
+// answered no row for a row that always existed. Its statement was routed
+// by node2's map from before its removal, where node2 ranked the slice:
+// the local replica. Its snapshot's metadata sync then applied node2's
+// removal and re-protection, whose new building replica on node2 replaced
+// the old storage slice with an empty one at once — and the read went on
+// to the storage slice it had routed to, passing the placement check,
+// which counted the building replica as placed. A local read must find the
+// very replica it routed to still serving here, else it is refused with
+// the retryable 1047 (and the autocommit statement is routed again).
+TEST_F(StaleRouteTest, LocalReadOfAReplicaRebuiltAfterItsNodeWasRemovedIsRefused) {
+  CreateTable();
+  auto table = *nodes_[0]->engine->catalog()->GetTable("d", "t");
+  const catalog::SliceDef def = table->primary.slices[0];
+  ASSERT_EQ(def.replicas.size(), 2u);
+  const std::string a = def.replicas[0];  // ranks, and is removed
+  const std::string b = def.replicas[1];
+  const int last = InsertInto(b, def.id, 1, 20);
+  Hold(a);
+  // A is removed (its replicas leave the map) and comes back; the
+  // rebalancer re-protects the slice with a building replica on A, copied
+  // from B. No copy runs: A's new replica stays empty.
+  catalog::pb::Command remove;
+  remove.mutable_remove_node_replicas()->set_node(a);
+  ASSERT_TRUE(Submit(nodes_[Index(b)].get(), remove.SerializeAsString()).status.ok());
+  catalog::Catalog* at_b = nodes_[Index(b)]->engine->catalog();
+  ASSERT_EQ((*at_b->GetTable("d", "t"))->primary.slices[0].replicas, (std::vector<std::string>{b}));
+  catalog::RebalanceTaskDef task;
+  task.id = *at_b->NextId();
+  task.kind = "reprotect";
+  task.table_id = table->id;
+  task.slice_id = def.id;
+  task.source = b;
+  task.target = a;
+  task.started_ms = 1;
+  ASSERT_TRUE(at_b->AddBuildingReplica(task).ok());
+  // A still routes the slice to itself; the snapshot's sync applies the
+  // removal and the build before the row is read.
+  exec::Session reader(nodes_[Index(a)]->engine.get(), 3);
+  int refused = 0;
+  const uint64_t retries = exec::Session::StatementRetries();
+  auto r = RunRetrying(&reader, fmt::format("SELECT id, v FROM d.t WHERE id = {}", last), &refused);
+  ASSERT_EQ(r.rows.size(), 1u) << "the row is missing: read from the empty building replica";
+  EXPECT_EQ(r.rows[0][0].ToText(), std::to_string(last));
+  EXPECT_GT(exec::Session::StatementRetries() + refused, retries) << "the first attempt was routed by the old map";
+  // The building replica serves no reads, asked directly either.
+  std::string value;
+  Status st = nodes_[Index(b)]->data->Get(a, def.id, "x", storage::kLatestSnapshot, &value);
+  EXPECT_EQ(st.mysql_code(), 1047) << st.ToString();
 }
 
 }  // namespace

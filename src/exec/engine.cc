@@ -12,6 +12,11 @@
 namespace shale::exec {
 namespace {
 
+// Whether `node` holds a serving replica of `slice` (not a building one).
+bool ServesOn(const catalog::SliceDef& slice, const std::string& node) {
+  return std::find(slice.replicas.begin(), slice.replicas.end(), node) != slice.replicas.end();
+}
+
 // Global system variables and their defaults. Clients read these at connect
 // (SELECT @@...) and SHOW VARIABLES lists them.
 std::map<std::string, Value> DefaultGlobals(const EngineOptions& o) {
@@ -127,6 +132,7 @@ Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
         ++local;
         engine->placed_.insert(s.id);
         if (!s.replicas.empty() && s.replicas[0] == options.node_name) engine->ranks_.insert(s.id);
+        if (ServesOn(s, options.node_name)) engine->serving_[s.id] = ++engine->serving_seq_;
         if (!engine->slices_->GetSlice(s.id).ok()) {
           return Status::Corruption(fmt::format("slice {} is in the catalog but missing from {}/slices", s.id,
                                                 options.data_dir));
@@ -210,6 +216,19 @@ void Engine::OnTableChange(catalog::TableChangePhase phase, const catalog::Table
   };
   const std::set<storage::SliceId> had = local_slices(before);
   const std::set<storage::SliceId> has = local_slices(after);
+  // Of those, the serving replicas (the others are building).
+  auto serving_slices = [&](const catalog::TableDef* t) {
+    std::set<storage::SliceId> out;
+    if (t == nullptr) return out;
+    for (const catalog::RepresentationDef* rep : t->StoredRepresentations()) {
+      for (const auto& s : rep->slices) {
+        if (ServesOn(s, options_.node_name)) out.insert(s.id);
+      }
+    }
+    return out;
+  };
+  const std::set<storage::SliceId> served = serving_slices(before);
+  const std::set<storage::SliceId> serves = serving_slices(after);
   // Building replicas placed here by `t` (the rebalancer fills them): slice
   // -> task.
   auto building_on_this_node = [&](const catalog::TableDef* t) {
@@ -244,7 +263,16 @@ void Engine::OnTableChange(catalog::TableChangePhase phase, const catalog::Table
       if (new_build && slices_->GetSlice(id).ok()) {
         // A storage slice of that id here is stale (a replica retired from
         // here moments ago, or kept from before this node was removed):
-        // the build starts from an empty slice.
+        // the build starts from an empty slice. A statement that routed to
+        // it by an older map, before this node applied the change that
+        // retired it, may still be about to read it: its read is refused,
+        // as the replica it routed to no longer serves (ServingToken; it
+        // left serving_ when the retiring change was applied — and here
+        // too, in case it never was).
+        {
+          std::lock_guard placed(placed_mu_);
+          serving_.erase(id);
+        }
         std::unique_lock<std::shared_mutex> no_gc(txn_->slice_drop_mutex());
         Status st = slices_->DropSlice(id);
         if (!st.ok() && !st.IsNotFound()) log::Warn("drop of stale slice {} failed: {}", id, st.ToString());
@@ -262,12 +290,24 @@ void Engine::OnTableChange(catalog::TableChangePhase phase, const catalog::Table
     }
     std::lock_guard placed(placed_mu_);
     placed_.insert(has.begin(), has.end());
+    // A new replica here serves reads from now on, with a new incarnation.
+    for (storage::SliceId id : serves) {
+      if (!serving_.count(id)) serving_[id] = ++serving_seq_;
+    }
     return;
   }
   {
     std::lock_guard placed(placed_mu_);
     for (storage::SliceId id : had) {
       if (!has.count(id)) placed_.erase(id);
+    }
+    for (storage::SliceId id : served) {
+      if (!serves.count(id)) serving_.erase(id);
+    }
+    // A building replica promoted (no kPrepare phase for that) serves from
+    // now on, with a new incarnation; one that left serving got none above.
+    for (storage::SliceId id : serves) {
+      if (!serving_.count(id)) serving_[id] = ++serving_seq_;
     }
     // Which replica ranks is known once the change is applied.
     for (const catalog::TableDef* t : {before, after}) {
@@ -319,6 +359,12 @@ bool Engine::PlacedHere(storage::SliceId id) const {
 bool Engine::RanksHere(storage::SliceId id) const {
   std::lock_guard lock(placed_mu_);
   return ranks_.count(id) > 0;
+}
+
+uint64_t Engine::ServingToken(storage::SliceId id) const {
+  std::lock_guard lock(placed_mu_);
+  auto it = serving_.find(id);
+  return it == serving_.end() ? 0 : it->second;
 }
 
 void Engine::DropRetiredSlices(std::chrono::milliseconds older_than) {
@@ -404,6 +450,11 @@ Result<txn::SliceHandle> Engine::RouteSlice(const catalog::TableDef& table, cons
     h.router = router;
     if (def.replicas[0] != router->self()) return h;  // read at the ranking replica's node
   }
+  // Which incarnation of this node's replica the statement reads (before the
+  // storage slice is looked up: a replica replaced meanwhile has a new one,
+  // or none while it is building). Its reads check it is still the one
+  // serving here (txn::TxnManager::CheckPlaced).
+  if (router != nullptr) h.serving_token = ServingToken(def.id);
   auto slice = slices_->GetSlice(def.id);
   if (!slice.ok()) {
     // The statement's definition of the table is older than this node's

@@ -151,6 +151,14 @@ class Engine {
   // Whether the applied slice map names this node's replica of slice `id`
   // the ranking one (where its row locks are taken); cheap, as PlacedHere.
   bool RanksHere(storage::SliceId id) const;
+  // The incarnation of this node's *serving* replica of slice `id` in the
+  // applied map (not a building one: it serves no reads), 0 when it serves
+  // none. A new number each time a replica here starts serving, so a read
+  // routed to this node's replica (RouteSlice, txn::SliceHandle::
+  // serving_token) is refused once the replica it routed to stopped serving
+  // here — even if its storage slice was since replaced by a new replica of
+  // the same slice (docs/cluster.md "Data path", invariant 6).
+  uint64_t ServingToken(storage::SliceId id) const;
   // Drops the storage slices of replicas that left this node (moved by the
   // rebalancer, cancelled builds) at least `older_than` ago and are not
   // placed here again. shaled calls it periodically.
@@ -180,6 +188,8 @@ class Engine {
   mutable std::mutex placed_mu_;
   std::set<storage::SliceId> placed_;  // GUARDED_BY(placed_mu_): PlacedHere
   std::set<storage::SliceId> ranks_;   // GUARDED_BY(placed_mu_): RanksHere
+  std::map<storage::SliceId, uint64_t> serving_;  // GUARDED_BY(placed_mu_): ServingToken
+  uint64_t serving_seq_ = 0;                      // GUARDED_BY(placed_mu_)
   std::mutex retired_mu_;
   // Replicas that left this node, by when (DropRetiredSlices).
   std::map<storage::SliceId, std::chrono::steady_clock::time_point> retired_;  // GUARDED_BY(retired_mu_)

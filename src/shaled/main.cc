@@ -120,6 +120,7 @@ int main(int argc, char** argv) {
   // A commit's acceptors beyond its participants (src/txn/commit/paxos.h).
   dso.members = [&cluster_node] { return cluster_node.MemberNames(); };
   dso.placed_here = [e = engine->get()](storage::SliceId id) { return e->PlacedHere(id); };
+  dso.serves_here = [e = engine->get()](storage::SliceId id) { return e->ServingToken(id) != 0; };
   dso.ranks_here = [e = engine->get()](storage::SliceId id) { return e->RanksHere(id); };
   // Filters and partial aggregates other nodes push to this node's slices
   // (src/exec/pushdown.h), checked against this node's catalog.
@@ -131,14 +132,14 @@ int main(int argc, char** argv) {
   (*engine)->SetDataRouter(data_service->get());
   // Statements route by a slice map at least as new as that of any commit
   // acknowledged before their snapshot or commit timestamp was taken, and a
-  // replica that moved away is not read locally (docs/cluster.md "Data
-  // path", invariant 6).
+  // replica that moved away, or was replaced since the statement routed to
+  // it, is not read locally (docs/cluster.md "Data path", invariant 6).
   (*engine)->txn()->SetRoutingChecks(
       [&cluster_node, &timestamps] {
         const uint64_t index = timestamps.MetadataIndexSeen();
         if (index > cluster_node.applied_index()) cluster_node.AwaitApplied(index, std::chrono::seconds(2));
       },
-      dso.placed_here);
+      [e = engine->get()](storage::SliceId id) { return e->ServingToken(id); });
 
   // Filling the replicas the rebalancer adds (src/cluster/replica_copy.h):
   // the source side serves copies and commit barriers, the builder fills

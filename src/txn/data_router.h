@@ -44,6 +44,11 @@ struct SliceHandle {
   // catalog's TableDef, which the statement keeps alive.
   const std::vector<std::string>* replicas = nullptr;
   DataRouter* router = nullptr;  // set when replicas is
+  // With a data router: the incarnation of this node's serving replica when
+  // the statement routed to `local` (exec::Engine::ServingToken; 0: it served
+  // none). A read through `local` is refused unless the same replica still
+  // serves here (TxnManager::CheckPlaced).
+  uint64_t serving_token = 0;
   bool remote() const { return local == nullptr; }
   const std::string& ranking() const { return (*replicas)[0]; }
 };

@@ -265,12 +265,15 @@ uint64_t TxnManager::ReadableFrom(storage::SliceId slice) const {
   return it == readable_from_.end() ? 0 : it->second;
 }
 
-Status TxnManager::CheckPlaced(storage::SliceId slice, const std::string& node) const {
-  if (!placed_here_ || placed_here_(slice)) return Status::OK();
+Status TxnManager::CheckPlaced(const SliceHandle& slice, const std::string& node) const {
+  if (!serving_token_) return Status::OK();
+  const uint64_t now = serving_token_(slice.id);
+  if (now != 0 && now == slice.serving_token) return Status::OK();
   return Status::Sql(static_cast<uint16_t>(ErrorCode::kUnknownCom),
-                     fmt::format("Cluster metadata changed while the statement ran (node '{}' holds no replica of "
-                                 "slice {} any more: it moved); the statement was not run, retry it",
-                                 node, slice));
+                     fmt::format("Cluster metadata changed while the statement ran (the replica of slice {} on node "
+                                 "'{}' it was routed to no longer serves: it moved, or it was replaced by a replica "
+                                 "being built); the statement was not run, retry it",
+                                 slice.id, node));
 }
 
 Status TxnManager::CheckReadable(storage::SliceId slice, uint64_t snapshot, const std::string& node) const {
@@ -844,7 +847,7 @@ Status Transaction::Get(const SliceHandle& slice, std::string_view key, bool lat
     SHALE_ASSIGN_OR_RETURN(ro.snapshot, Snapshot());
   }
   if (slice.remote()) return slice.router->Get(slice.ranking(), slice.id, key, ro.snapshot, value);
-  if (slice.router != nullptr) SHALE_RETURN_IF_ERROR(manager_->CheckPlaced(slice.id, LocalName()));
+  if (slice.router != nullptr) SHALE_RETURN_IF_ERROR(manager_->CheckPlaced(slice, LocalName()));
   SHALE_RETURN_IF_ERROR(manager_->CheckReadable(slice.id, ro.snapshot, LocalName()));
   return storage::MvccSlice(slice.local).Get(ro, key, value);
 }
@@ -862,7 +865,7 @@ std::unique_ptr<storage::SliceIterator> Transaction::NewIterator(const SliceHand
     ro.snapshot = *snapshot;
   }
   if (!slice.remote()) {
-    Status readable = slice.router != nullptr ? manager_->CheckPlaced(slice.id, LocalName()) : Status::OK();
+    Status readable = slice.router != nullptr ? manager_->CheckPlaced(slice, LocalName()) : Status::OK();
     if (readable.ok()) readable = manager_->CheckReadable(slice.id, ro.snapshot, LocalName());
     if (!readable.ok()) return FailedScan(std::move(readable));
   }

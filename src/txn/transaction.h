@@ -134,12 +134,15 @@ class TxnManager {
   // moved away; the statement was routed by an older map) fails with the
   // retryable 1047. REQUIRES: set before transactions run. Unset: no sync,
   // every stored slice is placed.
-  void SetRoutingChecks(std::function<void()> sync, std::function<bool(storage::SliceId)> placed) {
+  void SetRoutingChecks(std::function<void()> sync, std::function<uint64_t(storage::SliceId)> serving) {
     metadata_sync_ = std::move(sync);
-    placed_here_ = std::move(placed);
+    serving_token_ = std::move(serving);
   }
-  // OK, or 1047 when this node's slice map no longer places `slice` here.
-  Status CheckPlaced(storage::SliceId slice, const std::string& node) const;
+  // OK, or 1047 when this node's slice map no longer has the replica `slice`
+  // routed to serving here: it moved away, or it was replaced — this node
+  // was removed and its replica dropped, and a new one, building or built
+  // since, took its place (the storage slice the handle routed to is gone).
+  Status CheckPlaced(const SliceHandle& slice, const std::string& node) const;
   // Participant side: writes `writes` (user keys) as versions at `ts`, a
   // timestamp the coordinator took, in one atomic store write.
   Status ApplyAt(uint64_t ts, const WriteSet& writes);
@@ -286,7 +289,7 @@ class TxnManager {
   TimestampOracle* shared_oracle_ = nullptr;
   std::function<void()> after_prepare_;  // tests
   std::function<void()> metadata_sync_;                 // SetRoutingChecks
-  std::function<bool(storage::SliceId)> placed_here_;   // SetRoutingChecks
+  std::function<uint64_t(storage::SliceId)> serving_token_;  // SetRoutingChecks
   std::function<void(const DeciderPair&)> after_decide_;  // tests
   std::function<void(const DeciderPair&)> after_one_phase_prepare_;  // tests
   std::function<void(const DeciderPair&)> after_one_phase_apply_;    // tests
