@@ -1382,10 +1382,18 @@ TEST_F(DataPathTest, CoordinatorLostBeforeDecisionResolvesToAbort) {
   Status st = Fail(s1, insert);
   EXPECT_EQ(st.mysql_code(), 1180) << st.ToString();
   nodes_[0]->engine->txn()->TEST_SetAfterPrepare(nullptr);
-  // The other participants give up on the silent coordinator: the decider
-  // records abort, everyone discards.
+  // The other participants give up on the silent coordinator: they are a
+  // majority of the acceptors without it (cut off both ways), so their
+  // resolvers see no accepted value and choose abort; everyone discards.
+  // (Reaching the coordinator's own acceptor, which accepted commit at
+  // ballot 0, a resolver must choose commit instead: either outcome is
+  // one outcome, but this test pins the one without it.)
+  nodes_[1]->data->TEST_SetUnreachable("n1", true);
+  nodes_[2]->data->TEST_SetUnreachable("n1", true);
   nodes_[1]->data->TEST_ResolveNow();
   nodes_[2]->data->TEST_ResolveNow();
+  nodes_[1]->data->TEST_SetUnreachable("n1", false);
+  nodes_[2]->data->TEST_SetUnreachable("n1", false);
   nodes_[0]->data->TEST_SetUnreachable("n2", false);
   nodes_[0]->data->TEST_SetUnreachable("n3", false);
   nodes_[0]->data->TEST_ResolveNow();
