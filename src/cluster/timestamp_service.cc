@@ -136,6 +136,18 @@ Status ClusterTimestamps::LeaderServe(const std::string& node, uint32_t begin, c
                                       uint64_t* finished_high, uint64_t* last_handed_out) {
   std::unique_lock lock(leader_mu_);
   SHALE_RETURN_IF_ERROR(EnsureLeader(lock));
+  if (node != node_->identity().id) {
+    // A node removed after a failure (paused, cut off) may not know it yet
+    // and still route by its old slice map, reading its own replicas that
+    // stopped taking writes: without a timestamp it reads and commits
+    // nothing until it has rejoined and caught up.
+    const std::vector<std::string> ids = node_->MemberIds();
+    if (!ids.empty() && std::find(ids.begin(), ids.end(), node) == ids.end()) {
+      return NoTimestamps(fmt::format("node {} is not a member of the cluster (removed after a failure; it "
+                                      "rejoins by itself)",
+                                      node));
+    }
+  }
   last_seen_ms_[node] = NowMs();
   oldest_reported_[node] = oldest_snapshot;
   for (uint64_t ts : finished) {
