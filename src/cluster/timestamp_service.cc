@@ -277,33 +277,35 @@ uint64_t ClusterTimestamps::ReadTimestamp() {
 }
 
 Result<uint64_t> ClusterTimestamps::SnapshotTimestamp() {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.snapshot_wait_ms);
-  Pending p;
-  p.read = true;
-  Call(&p);
-  for (int pause_ms = 5; !p.status.ok(); pause_ms = std::min(pause_ms * 2, 200)) {
-    // No leader to ask (an election, or this node is cut off). The last
-    // watermark learned may be below commits acknowledged since, so it is
-    // never the answer: ask again until one answers.
-    if (std::chrono::steady_clock::now() >= deadline) return p.status;
-    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
-    p = Pending();
-    p.read = true;
-    Call(&p);
-  }
+  SHALE_ASSIGN_OR_RETURN(Pending p, AskLeader());
   // Every commit acknowledged before this call was reported finished before
   // the leader answered (FinishCommit reports before the client is
   // answered), so it is at or below finished_high.
   return AwaitWatermark(p.finished_high, p.read_ts);
 }
 
-void ClusterTimestamps::AwaitCommitsInFlight() {
+Status ClusterTimestamps::AwaitCommitsInFlight() {
+  SHALE_ASSIGN_OR_RETURN(Pending p, AskLeader());
+  AwaitWatermark(p.last_handed_out, p.read_ts);
+  return Status::OK();
+}
+
+Result<ClusterTimestamps::Pending> ClusterTimestamps::AskLeader() {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.snapshot_wait_ms);
   Pending p;
   p.read = true;
   Call(&p);
-  // Without a leader nothing can be waited for; the snapshots that follow
-  // take the last watermark learned (docs/transactions.md).
-  if (p.status.ok()) AwaitWatermark(p.last_handed_out, p.read_ts);
+  for (int pause_ms = 5; !p.status.ok(); pause_ms = std::min(pause_ms * 2, 200)) {
+    // No leader answers (an election, this node cut off or removed). What
+    // this node learned before may be below commits acknowledged since, so
+    // it is never the answer: ask again until one answers.
+    if (std::chrono::steady_clock::now() >= deadline) return p.status;
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+    p = Pending();
+    p.read = true;
+    Call(&p);
+  }
+  return p;
 }
 
 uint64_t ClusterTimestamps::AwaitWatermark(uint64_t target, uint64_t read_ts) {

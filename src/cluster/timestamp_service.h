@@ -118,7 +118,7 @@ class ClusterTimestamps final : public txn::TimestampSource {
   // watermark until it reaches L (at most snapshot_wait_ms, as
   // SnapshotTimestamp): every commit that had a timestamp before the call
   // is finished then.
-  void AwaitCommitsInFlight() override;
+  Status AwaitCommitsInFlight() override;
   uint64_t StaleWaits() const override { return stale_waits_.load(std::memory_order_relaxed); }
   uint64_t GcHorizon() override { return gc_horizon_.load(std::memory_order_acquire); }
   // A metadata read index: asks the leader (one round trip, batched with
@@ -164,6 +164,9 @@ class ClusterTimestamps final : public txn::TimestampSource {
                      const std::vector<uint64_t>& in_flight, bool read, uint64_t oldest_snapshot,
                      std::vector<uint64_t>* begun, uint64_t* read_ts, uint64_t* gc_horizon,
                      uint64_t* finished_high, uint64_t* last_handed_out);
+  // One read answer from the leader, asked again for up to snapshot_wait_ms
+  // while none answers; then its error (the retryable 1047).
+  Result<Pending> AskLeader();
   // Polls the watermark (first answer `read_ts`) until it reaches `target`
   // or snapshot_wait_ms passed; returns the last watermark learned.
   uint64_t AwaitWatermark(uint64_t target, uint64_t read_ts);

@@ -73,7 +73,7 @@ Result<uint64_t> TimestampOracle::SnapshotTimestamp() const {
   return ReadTimestamp();
 }
 
-void TimestampOracle::AwaitCommitsInFlight() const {
+Status TimestampOracle::AwaitCommitsInFlight() const {
   if (TimestampSource* source = source_.load(std::memory_order_acquire)) return source->AwaitCommitsInFlight();
   const uint64_t target = last();
   // Local commits finish within the store write that applies them.
@@ -81,6 +81,7 @@ void TimestampOracle::AwaitCommitsInFlight() const {
   while (ReadTimestamp() < target && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
+  return Status::OK();
 }
 
 uint64_t TimestampOracle::last() const {

@@ -56,7 +56,8 @@ class TimestampSource {
   // that read one and commits no write must not be acknowledged before it
   // finished (docs/transactions.md "Newest-version reads and
   // acknowledgements").
-  virtual void AwaitCommitsInFlight() = 0;
+  // Unavailable (1047) when no leader answers within the snapshot wait.
+  [[nodiscard]] virtual Status AwaitCommitsInFlight() = 0;
   // How many of those waits (and SnapshotTimestamp's) gave up.
   virtual uint64_t StaleWaits() const { return 0; }
   // Cluster-wide garbage-collection bound: no node reads at a snapshot
@@ -83,7 +84,7 @@ class TimestampOracle {
   Result<uint64_t> SnapshotTimestamp() const;
   // See TimestampSource::AwaitCommitsInFlight. Without a source: until
   // ReadTimestamp reaches the last timestamp handed out at the call.
-  void AwaitCommitsInFlight() const;
+  [[nodiscard]] Status AwaitCommitsInFlight() const;
   uint64_t StaleWaits() const {
     TimestampSource* source = source_.load(std::memory_order_acquire);
     return source != nullptr ? source->StaleWaits() : 0;

@@ -730,7 +730,12 @@ Status Transaction::Commit() {
   // A commit of our own is acknowledged only after every commit below its
   // timestamp finished (the watermark passed it), which covers what our
   // newest-version reads saw; without one, wait for them here.
-  if (!writes || !st.ok()) AwaitWhatLatestReadsSaw();
+  if (!writes || !st.ok()) {
+    Status waited = AwaitWhatLatestReadsSaw();
+    // Nothing was written: the COMMIT fails rather than answer before
+    // what its reads saw is visible everywhere.
+    if (st.ok()) st = waited;
+  }
   Finish();
   return st;
 }
@@ -738,17 +743,19 @@ Status Transaction::Commit() {
 void Transaction::Rollback() {
   if (done_) return;
   manager_->rollbacks_.fetch_add(1, std::memory_order_relaxed);
-  AwaitWhatLatestReadsSaw();
+  Status waited = AwaitWhatLatestReadsSaw();
+  if (!waited.ok()) log::Warn("transaction {}: rollback: {}", key().ToString(), waited.ToString());
   Finish();
 }
 
-void Transaction::AwaitWhatLatestReadsSaw() {
+Status Transaction::AwaitWhatLatestReadsSaw() {
   // docs/transactions.md "Newest-version reads and acknowledgements": on
   // one node a commit's locks are released only after it finished, so
   // only a cluster (locks released at the replicas before the coordinator
   // finishes) needs this.
-  if (read_latest_ && manager_->router_ != nullptr) manager_->Oracle()->AwaitCommitsInFlight();
+  const bool wait = read_latest_ && manager_->router_ != nullptr;
   read_latest_ = false;
+  return wait ? manager_->Oracle()->AwaitCommitsInFlight() : Status::OK();
 }
 
 std::unique_ptr<storage::SliceIterator> FailedScan(Status st) {

@@ -434,7 +434,7 @@ class Transaction {
   void NotePlacement(const SliceHandle& slice);
   void ReleaseSnapshots();
   // Commit and Rollback without a commit of our own: see read_latest_.
-  void AwaitWhatLatestReadsSaw();
+  [[nodiscard]] Status AwaitWhatLatestReadsSaw();
   void Finish();
   // Undoes the buffered writes after undo_[mark - 1] (newest first).
   void UndoTo(size_t mark);
