@@ -7,7 +7,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -119,7 +118,6 @@ TEST(RecoveryTest, PowerLossAtAnySyncLeavesAStoreThatOpens) {
     ASSERT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << wstatus;
     std::ifstream in(log);
     for (std::string line; std::getline(in, line);) census.push_back(line);
-    if (::getenv("SHALE_TEST_PRINT_CENSUS")) for (size_t i = 0; i < census.size(); ++i) std::cerr << i + 1 << " " << census[i] << "\n";
   }
   ASSERT_GT(census.size(), static_cast<size_t>(kWrites));
   std::vector<uint64_t> points;
