@@ -4,12 +4,25 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
 #include <fmt/format.h>
 
 namespace shale::storage {
+
+namespace {
+std::atomic<SyncObserver*> g_sync_observer{nullptr};
+}  // namespace
+
+void TEST_SetSyncObserver(SyncObserver* observer) { g_sync_observer.store(observer); }
+
+Status SyncFile(int fd, const std::string& path) {
+  if (::fdatasync(fd) != 0) return ErrnoStatus("cannot sync", path, errno);
+  if (SyncObserver* o = g_sync_observer.load(std::memory_order_relaxed)) o->FileSynced(fd, path);
+  return Status::OK();
+}
 
 Status ErrnoStatus(std::string_view what, const std::string& path, int err) {
   return Status::IOError(fmt::format("{} {}: {}", what, path, std::strerror(err)));
@@ -53,6 +66,7 @@ Status SyncDir(const std::string& dir) {
   Status s;
   if (::fsync(fd) != 0) s = ErrnoStatus("cannot sync directory", dir, errno);
   ::close(fd);
+  if (SyncObserver* o = g_sync_observer.load(std::memory_order_relaxed); s.ok() && o != nullptr) o->DirSynced(dir);
   return s;
 }
 

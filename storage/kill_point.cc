@@ -6,14 +6,16 @@
 
 #include <atomic>
 #include <cstring>
+#include <mutex>
 #include <string>
 
 namespace shale::storage {
 namespace {
 
 struct KillAt {
-  bool armed = false;
-  std::string name;
+  std::atomic<bool> armed{false};
+  std::mutex mu;     // guards name and at while arming
+  std::string name;  // GUARDED_BY(mu) for writers; read after `armed` (acquire)
   long at = 0;
   std::atomic<long> hits{0};
   KillAt() {
@@ -23,7 +25,7 @@ struct KillAt {
     if (colon == nullptr) return;
     name.assign(v, colon);
     at = std::strtol(colon + 1, nullptr, 10);
-    armed = at > 0;
+    armed.store(at > 0, std::memory_order_release);
   }
 };
 
@@ -34,15 +36,32 @@ KillAt& Config() {
 
 }  // namespace
 
-void TEST_KillPoint(const char* name) {
+bool TEST_KillPointDue(const char* name) {
   KillAt& k = Config();
-  if (!k.armed || k.name != name) return;
-  if (k.hits.fetch_add(1) + 1 == k.at) {
-    static const char kMsg[] = "SHALE_TEST_KILL_AT: killing the process at a kill point\n";
-    ssize_t ignored = ::write(2, kMsg, sizeof kMsg - 1);
-    (void)ignored;
-    ::kill(::getpid(), SIGKILL);
-  }
+  if (!k.armed.load(std::memory_order_acquire) || k.name != name) return false;
+  return k.hits.fetch_add(1) + 1 == k.at;
+}
+
+void TEST_KillNow() {
+  static const char kMsg[] = "SHALE_TEST_KILL_AT: killing the process at a kill point\n";
+  ssize_t ignored = ::write(2, kMsg, sizeof kMsg - 1);
+  (void)ignored;
+  ::kill(::getpid(), SIGKILL);
+  ::_exit(137);  // not reached
+}
+
+void TEST_KillPoint(const char* name) {
+  if (TEST_KillPointDue(name)) TEST_KillNow();
+}
+
+void TEST_ArmKillPoint(const std::string& name, long n) {
+  KillAt& k = Config();
+  std::lock_guard<std::mutex> l(k.mu);
+  k.armed.store(false, std::memory_order_release);
+  k.name = name;
+  k.at = n;
+  k.hits.store(0);
+  k.armed.store(n > 0, std::memory_order_release);
 }
 
 }  // namespace shale::storage

@@ -10,7 +10,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <random>
 #include <vector>
 
 #include <fmt/format.h>
@@ -24,6 +26,21 @@ namespace shale::storage {
 
 namespace {
 
+// The directory holding `path` ("." for a bare name).
+std::string DirOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return path.substr(0, slash == 0 ? 1 : slash);
+}
+
+// A random non-zero data file id (PageFileMeta::file_id).
+uint64_t NewFileId() {
+  std::random_device rd;
+  uint64_t id = (static_cast<uint64_t>(rd()) << 32) ^ rd() ^
+                static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  return id == 0 ? 1 : id;
+}
+
 // Meta page body, after the common header (offsets from the page start).
 constexpr size_t kMetaMagic = 40;        // u64
 constexpr size_t kMetaVersion = 48;      // u32
@@ -32,6 +49,7 @@ constexpr size_t kMetaRoot = 56;         // u64
 constexpr size_t kMetaPageCount = 64;    // u64
 constexpr size_t kMetaFreeHead = 72;     // u64
 constexpr size_t kMetaCheckpointLsn = 80;  // u64
+constexpr size_t kMetaFileId = 88;         // u64, 0 in files of older builds
 constexpr uint64_t kMagic = 0x3147504c41485300ull;  // "\0SHALPG1" little-endian
 
 void EncodeMeta(const PageFileMeta& m, char* page) {
@@ -43,6 +61,7 @@ void EncodeMeta(const PageFileMeta& m, char* page) {
   StoreU64(page + kMetaPageCount, m.page_count);
   StoreU64(page + kMetaFreeHead, m.free_head);
   StoreU64(page + kMetaCheckpointLsn, m.checkpoint_lsn);
+  StoreU64(page + kMetaFileId, m.file_id);
   SealPage(page);
 }
 
@@ -162,28 +181,47 @@ Status ReadExactAt(int fd, const std::string& path, char* buf, size_t n, uint64_
   return Status::OK();
 }
 
+// Makes `path` a fresh data file holding only its meta page, atomically: the
+// page goes to a temporary file, synced, renamed over `path`, and the
+// directory synced. A crash at any instant leaves no data file or a whole
+// one, never a torn meta page a restart would refuse.
+Status CreateDataFile(const std::string& path) {
+  const std::string tmp = path + ".new";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoStatus("cannot create data file", tmp, errno);
+  std::vector<char> page(kPageSize);
+  PageFileMeta fresh;
+  fresh.file_id = NewFileId();
+  EncodeMeta(fresh, page.data());
+  Status s = WriteAllAt(fd, tmp, page.data(), kPageSize / 2, 0);
+  TEST_KillPoint("data-file-create");  // half of the meta page written
+  if (s.ok()) s = WriteAllAt(fd, tmp, page.data() + kPageSize / 2, kPageSize / 2, kPageSize / 2);
+  if (s.ok()) s = SyncFile(fd, tmp);
+  ::close(fd);
+  SHALE_RETURN_IF_ERROR(s);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return ErrnoStatus("cannot rename data file", tmp, errno);
+  return SyncDir(DirOf(path));
+}
+
 }  // namespace
 
 Result<std::unique_ptr<PageFile>> PageFile::Open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoStatus("cannot open data file", path, errno);
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
   struct stat st;
+  // Absent, or empty (an older build made it in place and died before
+  // writing its meta page): make it.
+  if ((fd < 0 && errno == ENOENT) || (fd >= 0 && ::fstat(fd, &st) == 0 && st.st_size == 0)) {
+    if (fd >= 0) ::close(fd);
+    SHALE_RETURN_IF_ERROR(CreateDataFile(path));
+    fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  }
+  if (fd < 0) return ErrnoStatus("cannot open data file", path, errno);
   if (::fstat(fd, &st) != 0) {
     Status s = ErrnoStatus("cannot stat data file", path, errno);
     ::close(fd);
     return s;
   }
   PageFileMeta meta;
-  if (st.st_size == 0) {
-    std::unique_ptr<PageFile> file(new PageFile(path, fd, meta));
-    {
-      std::lock_guard<std::mutex> l(file->meta_mu_);
-      SHALE_RETURN_IF_ERROR(file->WriteMetaLocked());
-    }
-    size_t slash = path.rfind('/');
-    SHALE_RETURN_IF_ERROR(SyncDir(slash == std::string::npos ? "." : path.substr(0, slash == 0 ? 1 : slash)));
-    return file;
-  }
   std::vector<char> buf(kPageSize);
   bool short_read = false;
   Status s = ReadExactAt(fd, path, buf.data(), kPageSize, 0, kMetaPageId, &short_read);
@@ -212,6 +250,9 @@ Result<std::unique_ptr<PageFile>> PageFile::Open(const std::string& path) {
   meta.page_count = LoadU64(buf.data() + kMetaPageCount);
   meta.free_head = LoadU64(buf.data() + kMetaFreeHead);
   meta.checkpoint_lsn = LoadU64(buf.data() + kMetaCheckpointLsn);
+  meta.file_id = LoadU64(buf.data() + kMetaFileId);
+  // A file of an older build gets its id now; its next checkpoint stores it.
+  if (meta.file_id == 0) meta.file_id = NewFileId();
   return std::unique_ptr<PageFile>(new PageFile(path, fd, meta));
 }
 
@@ -378,12 +419,26 @@ constexpr size_t kDwMagicAt = 0;                      // u64
 constexpr size_t kDwLsnAt = 8;                        // u64 checkpoint LSN
 constexpr size_t kDwCountAt = 16;                     // u64 pages that follow
 constexpr size_t kDwCrcAt = 24;                       // u32 CRC32C of bytes [0, 24)
+constexpr size_t kDwFileIdAt = 28;                    // u64 the data file's PageFileMeta::file_id
+constexpr size_t kDwFileIdCrcAt = 36;                 // u32 CRC32C of bytes [0, 36); absent in older files
+
+// The data file id a double-write header names, or 0 if it names none (a
+// file of an older build).
+uint64_t DwFileId(const char* h) {
+  return LoadU32(h + kDwFileIdCrcAt) == crc32c::Value(h, kDwFileIdCrcAt) ? LoadU64(h + kDwFileIdAt) : 0;
+}
 }  // namespace
 
 Status PageFile::WriteCheckpoint(const CheckpointSet& set) {
-  // 1. The double-write file: header, the pages, the meta page; synced.
+  // 1. The double-write file: header, the pages, the meta page; synced, and
+  // its directory entry too before the first page is written in place (a
+  // power loss must not take the file that repairs those writes).
   int dw = ::open(dw_path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (dw < 0) return ErrnoStatus("cannot open double-write file", dw_path_, errno);
+  struct CloseDw {
+    int fd;
+    ~CloseDw() { ::close(fd); }
+  } close_dw{dw};
   std::vector<char> buf(kPageSize);
   std::vector<char> meta_page(kPageSize);
   EncodeMeta(set.meta, meta_page.data());
@@ -394,6 +449,8 @@ Status PageFile::WriteCheckpoint(const CheckpointSet& set) {
     StoreU64(buf.data() + kDwLsnAt, set.lsn);
     StoreU64(buf.data() + kDwCountAt, set.pages.size() + 1);
     StoreU32(buf.data() + kDwCrcAt, crc32c::Value(buf.data(), kDwCrcAt));
+    StoreU64(buf.data() + kDwFileIdAt, set.meta.file_id);
+    StoreU32(buf.data() + kDwFileIdCrcAt, crc32c::Value(buf.data(), kDwFileIdCrcAt));
     s = WriteAllAt(dw, dw_path_, buf.data(), kPageSize, 0);
   }
   uint64_t at = kPageSize;
@@ -407,8 +464,11 @@ Status PageFile::WriteCheckpoint(const CheckpointSet& set) {
     if (i == set.pages.size() / 2) TEST_KillPoint("checkpoint-dw");
   }
   if (s.ok()) s = WriteAllAt(dw, dw_path_, meta_page.data(), kPageSize, at);
-  if (s.ok() && ::fdatasync(dw) != 0) s = ErrnoStatus("cannot sync double-write file", dw_path_, errno);
-  ::close(dw);
+  if (s.ok()) s = SyncFile(dw, dw_path_);
+  if (s.ok() && !dw_entry_synced_) {
+    s = SyncDir(DirOf(dw_path_));
+    dw_entry_synced_ = s.ok();
+  }
   SHALE_RETURN_IF_ERROR(s);
   // 2. In place, synced; 3. the meta page last, synced.
   for (size_t i = 0; i < set.pages.size(); ++i) {
@@ -423,7 +483,14 @@ Status PageFile::WriteCheckpoint(const CheckpointSet& set) {
   SHALE_RETURN_IF_ERROR(Sync());
   TEST_KillPoint("checkpoint-meta");
   SHALE_RETURN_IF_ERROR(WriteAllAt(fd_, path_, meta_page.data(), kPageSize, 0));
-  return Sync();
+  SHALE_RETURN_IF_ERROR(Sync());
+  // 4. The checkpoint is whole in the data file: retire its double-write
+  // copy (invariant 6), so no double-write file outlives the checkpoint it
+  // belongs to. Not synced: one that survives a power loss names the LSN the
+  // meta page has and is not applied.
+  TEST_KillPoint("checkpoint-done");
+  if (::ftruncate(dw, 0) != 0) return ErrnoStatus("cannot empty double-write file", dw_path_, errno);
+  return Status::OK();
 }
 
 void PageFile::EndCheckpoint(const CheckpointSet& /*set*/, bool written) {
@@ -470,13 +537,38 @@ Status PageFile::RecoverDoubleWrite(const std::string& path, const std::string& 
   }
   const char* dw_meta = data.data() + count * kPageSize;
   if (GetPageId(dw_meta) != kMetaPageId || GetPageType(dw_meta) != PageType::kMeta) return ignore("no meta page");
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT) {
+    // A data file is made before its first checkpoint and never removed, so
+    // this copy belongs to a store that is gone. Applied to the data file
+    // made next it would claim a checkpoint no WAL there reaches (the
+    // store could not open again): remove it.
+    log::Warn("double-write file {} not applied: there is no data file {}; removing it", dw_path, path);
+    if (::unlink(dw_path.c_str()) != 0 && errno != ENOENT) {
+      return ErrnoStatus("cannot remove double-write file", dw_path, errno);
+    }
+    return SyncDir(DirOf(dw_path));
+  }
   if (fd < 0) return ErrnoStatus("cannot open data file", path, errno);
   std::vector<char> cur(kPageSize);
   bool short_read = false;
   s = ReadExactAt(fd, path, cur.data(), kPageSize, 0, kMetaPageId, &short_read);
-  if (s.ok() && !short_read && VerifyPage(cur.data(), kMetaPageId, path).ok() &&
-      LoadU64(cur.data() + kMetaCheckpointLsn) >= lsn) {
+  const bool meta_ok = s.ok() && !short_read && VerifyPage(cur.data(), kMetaPageId, path).ok();
+  const uint64_t dw_file = DwFileId(h);
+  if (meta_ok && dw_file != 0 && LoadU64(cur.data() + kMetaFileId) != 0 &&
+      LoadU64(cur.data() + kMetaFileId) != dw_file) {
+    ::close(fd);
+    // Left in this directory by a process of another store (whose
+    // directory was removed and made again under it): its checkpoint is
+    // not this data file's, and its LSN is not this WAL's.
+    log::Warn("double-write file {} not applied: written for another data file than {}; removing it", dw_path,
+              path);
+    if (::unlink(dw_path.c_str()) != 0 && errno != ENOENT) {
+      return ErrnoStatus("cannot remove double-write file", dw_path, errno);
+    }
+    return SyncDir(DirOf(dw_path));
+  }
+  if (meta_ok && LoadU64(cur.data() + kMetaCheckpointLsn) >= lsn) {
     ::close(fd);
     return Status::OK();  // that checkpoint completed
   }
@@ -485,9 +577,9 @@ Status PageFile::RecoverDoubleWrite(const std::string& path, const std::string& 
     const char* p = data.data() + (i + 1) * kPageSize;
     s = WriteAllAt(fd, path, p, kPageSize, GetPageId(p) * kPageSize);
   }
-  if (s.ok() && ::fdatasync(fd) != 0) s = ErrnoStatus("cannot sync data file", path, errno);
+  if (s.ok()) s = SyncFile(fd, path);
   if (s.ok()) s = WriteAllAt(fd, path, dw_meta, kPageSize, 0);
-  if (s.ok() && ::fdatasync(fd) != 0) s = ErrnoStatus("cannot sync data file", path, errno);
+  if (s.ok()) s = SyncFile(fd, path);
   ::close(fd);
   return s;
 }
@@ -512,16 +604,14 @@ Status PageFile::VerifyOnDisk(uint64_t* pages) const {
 }
 
 Status PageFile::Sync() {
-  if (::fdatasync(fd_) != 0) return ErrnoStatus("cannot sync data file", path_, errno);
-  return Status::OK();
+  return SyncFile(fd_, path_);
 }
 
 Status PageFile::WriteMetaLocked() {
   std::vector<char> page(kPageSize);
   EncodeMeta(meta_, page.data());
   SHALE_RETURN_IF_ERROR(WriteAllAt(fd_, path_, page.data(), kPageSize, 0));
-  if (::fsync(fd_) != 0) return ErrnoStatus("cannot sync data file", path_, errno);
-  return Status::OK();
+  return SyncFile(fd_, path_);
 }
 
 Status PageFile::SyncMeta() {

@@ -29,7 +29,13 @@
 //     open, RecoverDoubleWrite() re-applies a complete double-write file
 //     whose LSN is newer than the meta page's, so a crash (and any torn page
 //     write) in the middle of a checkpoint leaves the last complete
-//     checkpoint or the new one, never a mix. Format: docs/formats/page-format.md.
+//     checkpoint or the new one, never a mix. Once the meta page is synced
+//     the double-write file is emptied, so none outlives its checkpoint; and
+//     it names the data file it was written for (PageFileMeta::file_id), so
+//     one left by another store in the same directory is never applied.
+//     The data file itself is made whole (meta page written to a temporary
+//     file, synced, renamed) and every directory entry a checkpoint needs is
+//     synced before it is relied on. Format: docs/formats/page-format.md.
 //  7. Checkpoint epochs (copy-on-write capture): BeginCheckpoint bumps
 //     checkpoint_epoch() and moves the whole overlay, in O(1), to the
 //     running checkpoint (ckpt_overlay_). A page version made before the
@@ -73,6 +79,10 @@ struct PageFileMeta {
   uint64_t page_count = 1;                // pages allocated, the meta page included
   PageId free_head = kInvalidPageId;      // first free page; kInvalidPageId if none
   uint64_t checkpoint_lsn = 0;            // WAL LSN the pages are complete up to
+  // Random, non-zero, chosen when the file is made (0 in files of older
+  // builds until their next checkpoint): names the data file a double-write
+  // file was written for.
+  uint64_t file_id = 0;
 };
 
 // The pages of one checkpoint: every page version made before its epoch
@@ -92,8 +102,10 @@ struct CheckpointSet {
 class PageFile {
  public:
   // Re-applies the double-write file `dw_path` to the data file `path` if it
-  // is complete and newer than the data file's meta page (invariant 6).
-  // Call before Open. A missing or incomplete double-write file is ignored.
+  // is complete, newer than the data file's meta page and written for that
+  // data file (invariant 6). Call before Open. A missing, empty or
+  // incomplete double-write file is ignored; one written for another data
+  // file (or with no data file at all) is removed.
   static Status RecoverDoubleWrite(const std::string& path, const std::string& dw_path);
 
   // Opens `path`, creating it (with a fresh meta page, fsynced) if absent.
@@ -182,6 +194,7 @@ class PageFile {
   bool spill_ = false;  // set once by EnableSpill before concurrent use
   int spill_fd_ = -1;
   std::string spill_path_, dw_path_;
+  bool dw_entry_synced_ = false;  // only the checkpoint thread: data.dw's entry made durable
   Overlay overlay_;                       // GUARDED_BY(overlay_mu_): versions after the last flip
   Overlay ckpt_overlay_;                  // GUARDED_BY(overlay_mu_): owed to the running checkpoint
   bool checkpoint_active_ = false;        // GUARDED_BY(overlay_mu_)

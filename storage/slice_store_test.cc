@@ -19,6 +19,7 @@
 #include <map>
 #include <random>
 
+#include "storage/kill_point.h"
 #include "storage/page.h"
 #include "storage/slice.h"
 #include "src/common/testing/temp_dir.h"
@@ -270,13 +271,26 @@ TEST(SliceStoreTest, TornCheckpointIsRepairedFromTheDoubleWriteFile) {
       for (int i = 0; i < 300; ++i) PutOne(*slice, "k" + std::to_string(i), "old" + std::to_string(i));
     }
     std::filesystem::copy_file(data, dir.path() + "/old.shp");
-    {
+    // A checkpoint of new values, killed once it is whole in the data file
+    // and before its double-write file is emptied (kill point
+    // checkpoint-done).
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
       auto store = SliceStore::Open(dir.path());
-      ASSERT_TRUE(store.ok());
-      auto slice = (*store)->GetSlice(1);
-      ASSERT_TRUE(slice.ok());
-      for (int i = 0; i < 300; ++i) PutOne(*slice, "k" + std::to_string(i), "new" + std::to_string(i * 7));
+      if (!store.ok()) ::_exit(2);
+      for (int i = 0; i < 300; ++i) {
+        WriteBatch b;
+        b.Put("k" + std::to_string(i), "new" + std::to_string(i * 7));
+        if (!(*(*store)->GetSlice(1))->Write(b).ok()) ::_exit(3);
+      }
+      TEST_ArmKillPoint("checkpoint-done", 1);
+      (void)(*store)->Checkpoint();
+      ::_exit(4);
     }
+    int wstatus = 0;
+    ASSERT_EQ(pid, ::waitpid(pid, &wstatus, 0));
+    ASSERT_TRUE(WIFSIGNALED(wstatus)) << wstatus;
     // The new checkpoint's images, as the double-write file holds them.
     std::string dw_bytes;
     {

@@ -18,6 +18,7 @@
 #include "src/common/log.h"
 #include "storage/crc32c.h"
 #include "storage/file_io.h"
+#include "storage/kill_point.h"
 #include "storage/page.h"
 
 namespace shale::storage {
@@ -69,8 +70,14 @@ Wal::Wal(std::string dir, const WalOptions& options) : dir_(std::move(dir)), opt
 Result<std::unique_ptr<Wal>> Wal::Open(const std::string& dir, const WalOptions& options, uint64_t replay_from,
                                        const ReplayFn& replay) {
   std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
+  const bool created = std::filesystem::create_directories(dir, ec);
   if (ec) return Status::IOError(fmt::format("cannot create WAL directory {}: {}", dir, ec.message()));
+  if (created) {
+    // The directory's own entry, or a power loss takes every segment with it.
+    std::filesystem::path path = std::filesystem::absolute(dir, ec).lexically_normal();
+    if (!path.has_filename()) path = path.parent_path();
+    if (!ec) SHALE_RETURN_IF_ERROR(SyncDir(path.parent_path().string()));
+  }
   std::vector<Segment> segments;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     std::string name = entry.path().filename().string();
@@ -165,7 +172,7 @@ Status Wal::OpenForAppend(std::vector<Segment> segments, uint64_t end_lsn, uint6
       if (::ftruncate(fd_, static_cast<off_t>(last_valid_in_last)) != 0) {
         return ErrnoStatus("cannot truncate WAL segment", seg.path, errno);
       }
-      if (::fdatasync(fd_) != 0) return ErrnoStatus("cannot sync WAL segment", seg.path, errno);
+      SHALE_RETURN_IF_ERROR(SyncFile(fd_, seg.path));
     }
     segment_size_ = last_valid_in_last;
   }
@@ -193,8 +200,13 @@ Status Wal::WriteAndSync(const std::string& data, uint64_t lsn) {
     std::lock_guard<std::mutex> l(mu_);
     path = segments_.back().path;
   }
+  if (TEST_KillPointDue("wal-write")) {
+    // What a SIGKILL in the middle of a large write(2) leaves: a prefix.
+    (void)WriteAllAt(fd_, path, data.data(), data.size() / 2, segment_size_);
+    TEST_KillNow();
+  }
   SHALE_RETURN_IF_ERROR(WriteAllAt(fd_, path, data.data(), data.size(), segment_size_));
-  if (::fdatasync(fd_) != 0) return ErrnoStatus("cannot sync WAL segment", path, errno);
+  SHALE_RETURN_IF_ERROR(SyncFile(fd_, path));
   syncs_.fetch_add(1, std::memory_order_relaxed);
   segment_size_ += data.size();
   if (segment_size_ >= options_.segment_bytes) {
@@ -210,8 +222,11 @@ Status Wal::WriteAndSync(const std::string& data, uint64_t lsn) {
     ::close(fd_);
     fd_ = fd;
     segment_size_ = 0;
-    std::lock_guard<std::mutex> l(mu_);
-    segments_.push_back(seg);
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      segments_.push_back(seg);
+    }
+    TEST_KillPoint("wal-roll");
   }
   return Status::OK();
 }

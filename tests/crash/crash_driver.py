@@ -39,11 +39,15 @@ no transaction is half there). Deadlock victims (1213) retry.
 server is started with SHALE_TEST_KILL_AT=<point>:<n> (storage/kill_point.h)
 and SIGKILLs itself the n-th time it passes that point -- half way through
 writing a checkpoint's double-write file, half way through its in-place page
-writes, between those and the meta page, right after a page flush to the
-spill file, in the copy-on-write capture of a running checkpoint (a writer
-copying a page owed to it, or the checkpoint's own pass over the pool) --
+writes, between those and the meta page, after the meta page (the
+checkpoint whole, its double-write file not yet emptied, no checkpoint
+record, no WAL segment recycled), right after a page flush to the spill
+file, in the copy-on-write capture of a running checkpoint (a writer
+copying a page owed to it, or the checkpoint's own pass over the pool), in
+the middle of a WAL write (half of it written: what a SIGKILL inside
+write(2) leaves), right after a new WAL segment was made (empty) --
 or, if it has not died within the round, is killed as usual. The points are
-taken in turn (from a shuffled list), so --rounds >= 6 arms every one.
+taken in turn (from a shuffled list), so --rounds >= 9 arms every one.
 A kill point may also fire in the checkpoint that ends recovery; the driver
 then starts the server again (a crash during recovery).
 
@@ -353,8 +357,11 @@ def main():
         print("FAIL: " + msg, flush=True)
 
     acked = {}  # client -> {group -> version (None: deleted)}; each client thread owns its dict
-    kill_points = ["checkpoint-dw", "checkpoint-inplace", "checkpoint-meta", "spill-write",
-                   "checkpoint-cow", "checkpoint-capture"]
+    kill_points = ["checkpoint-dw", "checkpoint-inplace", "checkpoint-meta", "checkpoint-done", "spill-write",
+                   "checkpoint-cow", "checkpoint-capture", "wal-write", "wal-roll"]
+    # How many passes a round may make before the kill: points passed many
+    # times a second get a wider range, so the kill lands anywhere in the run.
+    passes = {"spill-write": 6, "checkpoint-cow": 6, "wal-write": 300}
     rnd.shuffle(kill_points)
     armed_count = [0]
     planned = [None]  # the kill point armed for the running server
@@ -368,8 +375,7 @@ def main():
             point = kill_points[armed_count[0] % len(kill_points)]
             armed_count[0] += 1
             planned[0] = point
-            often = point in ("spill-write", "checkpoint-cow")  # passed many times per checkpoint
-            os.environ["SHALE_TEST_KILL_AT"] = "%s:%d" % (point, rnd.randint(1, 6 if often else 3))
+            os.environ["SHALE_TEST_KILL_AT"] = "%s:%d" % (point, rnd.randint(1, passes.get(point, 3)))
         try:
             node.start(timeout=timeout)
         except RuntimeError as e:
