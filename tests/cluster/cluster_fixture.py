@@ -84,9 +84,10 @@ def start_cluster(binary, n):
     return nodes
 
 
-def wait_until(what, predicate, timeout):
-    """Polls predicate() until it returns a true value; returns it. Errors
-    raised by predicate count as "not yet" (nodes may be restarting)."""
+def wait_until(what, predicate, timeout, interval=0.2):
+    """Polls predicate() every `interval` s until it returns a true value;
+    returns it. Errors raised by predicate count as "not yet" (nodes may be
+    restarting). Raises AssertionError after `timeout` s."""
     deadline = time.time() + timeout
     last = None
     while time.time() < deadline:
@@ -97,7 +98,7 @@ def wait_until(what, predicate, timeout):
             last = value
         except Exception as e:  # noqa: BLE001 - a node answering an error is "not yet"
             last = e
-        time.sleep(0.2)
+        time.sleep(interval)
     raise AssertionError("timed out after %.0f s waiting for %s (last: %r)" % (timeout, what, last))
 
 

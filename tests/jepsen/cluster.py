@@ -20,7 +20,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
+sys.path.insert(0, os.path.join(HERE, "..", "cluster"))
 from shaled_fixture import free_port  # noqa: E402
+from cluster_fixture import wait_until  # noqa: E402,F401 (run.py and nemesis.py use it from here)
 
 # The same short timings as tests/cluster/cluster_fixture.py.
 TIMING = ["--election-timeout-ms", "500", "--heartbeat-interval-ms", "50", "--node-timeout-ms", "2000"]
@@ -253,20 +255,3 @@ def cleanup_stale_data(log=print):
             continue
         log("removing %s (its run, pid %d, is gone)" % (os.path.join(tmp, name), pid))
         shutil.rmtree(os.path.join(tmp, name), ignore_errors=True)
-
-
-def wait_until(what, predicate, timeout, interval=0.2):
-    """Polls predicate() until it returns a true value; errors count as
-    "not yet" (nodes may be restarting). Raises after `timeout` s."""
-    deadline = time.time() + timeout
-    last = None
-    while time.time() < deadline:
-        try:
-            value = predicate()
-            if value:
-                return value
-            last = value
-        except Exception as e:  # noqa: BLE001 - a node answering an error is "not yet"
-            last = e
-        time.sleep(interval)
-    raise TimeoutError("timed out after %.0f s waiting for %s (last: %r)" % (timeout, what, last))
