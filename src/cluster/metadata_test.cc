@@ -365,7 +365,9 @@ TEST_F(MetadataClusterTest, ARemovedNodeGetsNoTimestamps) {
   EXPECT_TRUE(leader->timestamps->Handle(request, &response).ok());
   EXPECT_FALSE(removed->oracle->BeginCommit().ok());
   for (MetaNode* n : all()) {
-    if (n != removed) EXPECT_TRUE(n->oracle->BeginCommit().ok()) << n->node->identity().name;
+    if (n != removed) {
+      EXPECT_TRUE(n->oracle->BeginCommit().ok()) << n->node->identity().name;
+    }
   }
 }
 
