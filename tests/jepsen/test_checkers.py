@@ -176,6 +176,14 @@ class AppendCheckerTest(unittest.TestCase):
     def assertAnomaly(self, result, name):
         self.assertIn(name, result["counts"], result["report"])
 
+    def test_kept_failing_history_is_invalid(self):
+        # A real run (append under pauses): a snapshot that gave up waiting
+        # read below the append its client had just committed.
+        ops = historylib.load(os.path.join(HERE, "fixtures", "append-pause-stale-snapshot-after-wait.jsonl"))
+        r = elle.check(ops)
+        self.assertFalse(r["valid"])
+        self.assertAnomaly(r, "stale-read")
+
     def test_serial_history_is_valid(self):
         h = (History()
              .txn(0, "ok", t([["append", 1, 1], ["r", 1, [1]]]), 0, 10)
