@@ -281,12 +281,21 @@ Result<uint64_t> ClusterTimestamps::SnapshotTimestamp() {
   // Every commit acknowledged before this call was reported finished before
   // the leader answered (FinishCommit reports before the client is
   // answered), so it is at or below finished_high.
-  return AwaitWatermark(p.finished_high, p.read_ts);
+  const uint64_t ts = AwaitWatermark(p.finished_high, p.read_ts);
+  // Below an acknowledged commit a snapshot would read stale: the
+  // statement fails (retryable) instead.
+  if (ts < p.finished_high) {
+    return NoTimestamps("the read watermark stayed below the newest acknowledged commit for the snapshot wait "
+                        "(commits in flight or in doubt)");
+  }
+  return ts;
 }
 
 Status ClusterTimestamps::AwaitCommitsInFlight() {
   SHALE_ASSIGN_OR_RETURN(Pending p, AskLeader());
-  AwaitWatermark(p.last_handed_out, p.read_ts);
+  if (AwaitWatermark(p.last_handed_out, p.read_ts) < p.last_handed_out) {
+    return NoTimestamps("commits in flight did not finish within the snapshot wait (a transaction in doubt?)");
+  }
   return Status::OK();
 }
 

@@ -83,12 +83,13 @@ struct TimestampServiceOptions {
   // (until the node that took one has reported it). Default: 5000 ms.
   uint64_t horizon_lag_ms = 5000;
   // A new snapshot waits at most this long for the commits in flight below
-  // the newest acknowledged commit (SnapshotTimestamp); then it takes the
-  // watermark (consistent, possibly stale). Longer than expire_ms, so a
+  // the newest acknowledged commit (SnapshotTimestamp); then it fails with
+  // the retryable 1047 (a snapshot at the watermark would miss acknowledged
+  // commits). Longer than expire_ms, so a
   // silent node's commits stop holding the watermark before any snapshot
   // gives up on them (a snapshot that began as the node went silent would
-  // otherwise race the expiry and read stale); only commits in doubt can
-  // make it give up. Default: 7000 ms.
+  // otherwise race the expiry and fail); only commits in doubt or stuck
+  // can make it give up. Default: 7000 ms.
   uint64_t snapshot_wait_ms = 7000;
 };
 
@@ -108,8 +109,8 @@ class ClusterTimestamps final : public txn::TimestampSource {
   // reported finished F (every acknowledged commit is reported before its
   // client is answered); while W < F the commits in flight below F are
   // still being applied, and this asks again (polling, at most
-  // snapshot_wait_ms) until W >= F. After that it returns W: a commit held
-  // in doubt (a dead node's) keeps the snapshot stale but consistent.
+  // snapshot_wait_ms) until W >= F. After that it fails with the retryable
+  // 1047: a commit held in doubt makes snapshots fail, never read stale.
   // Without an answer from a leader it asks again for snapshot_wait_ms (an
   // election takes about a second), then fails with the retryable 1047:
   // the last watermark learned could be below a commit acknowledged since.

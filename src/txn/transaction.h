@@ -96,8 +96,8 @@ struct TxnStats {
   // Shale_two_phase_commits).
   uint64_t one_phase_commits = 0, two_phase_commits = 0;
   // Snapshots (and acknowledgements after newest-version reads) that
-  // waited snapshot_wait_ms for the commits in flight and went on without
-  // them (SHOW STATUS Shale_stale_snapshot_waits; docs/transactions.md
+  // waited snapshot_wait_ms for the commits in flight and failed with the
+  // retryable 1047 (SHOW STATUS Shale_stale_snapshot_waits; docs/transactions.md
   // "Snapshots see every acknowledged commit").
   uint64_t stale_snapshot_waits = 0;
 };
