@@ -15,15 +15,6 @@
 namespace shale::cluster {
 namespace {
 
-constexpr char kPreparedPrefix[] = "txn/prepared/";
-constexpr char kDecisionPrefix[] = "txn/decision/";
-// A one-phase transaction on two nodes committed by its prepared node's
-// resolver once its applier had left the cluster (SliceService::PresumeCommit):
-// a coordinator's late Finish(abort) is answered with an error, not OK.
-constexpr char kPresumedPrefix[] = "txn/presumed/";
-// A writer of rows a one-phase transaction prepared here has written waits
-// at most this long for its outcome (SliceService::AwaitOnePhaseKeys).
-constexpr std::chrono::milliseconds kOnePhaseWait{10000};
 // A remote lock request waits at most this long per RPC; the caller repeats
 // it until its own timeout, checking KILL QUERY in between.
 constexpr std::chrono::milliseconds kLockSlice{250};
@@ -32,48 +23,33 @@ constexpr std::chrono::milliseconds kLockSlice{250};
 constexpr std::chrono::milliseconds kReconnectWait{1500};
 
 std::string KeyOf(const TxnKeyPb& k) { return k.coordinator() + "/" + std::to_string(k.id()); }
-// The inverse of TxnKey::ToString ("<coordinator>/<id>").
-txn::TxnKey ParseTxnKey(const std::string& key) {
-  const size_t slash = key.rfind('/');
-  txn::TxnKey k;
-  k.coordinator = key.substr(0, slash);
-  k.id = slash == std::string::npos ? 0 : std::strtoull(key.c_str() + slash + 1, nullptr, 10);
-  return k;
+
+// A Prepare request as the participant's record (src/txn/commit/records.proto;
+// the wire-compatible subset of PrepareRequest).
+txn::commit::PreparedRecordPb ToRecord(const PrepareRequest& req) {
+  txn::commit::PreparedRecordPb r;
+  r.mutable_txn()->set_coordinator(req.txn().coordinator());
+  r.mutable_txn()->set_id(req.txn().id());
+  r.set_commit_ts(req.commit_ts());
+  for (const SliceWritesPb& w : req.writes()) {
+    txn::commit::WritesPb* out = r.add_writes();
+    out->set_slice(w.slice());
+    out->mutable_keys()->CopyFrom(w.keys());
+    out->mutable_values()->CopyFrom(w.values());
+    out->mutable_deletes()->CopyFrom(w.deletes());
+  }
+  r.set_decider(req.decider());
+  r.set_backup(req.backup());
+  r.mutable_participants()->CopyFrom(req.participants());
+  r.set_one_phase(req.one_phase());
+  r.set_probe_slice(req.probe_slice());
+  r.set_probe_key(req.probe_key());
+  r.mutable_acceptors()->CopyFrom(req.acceptors());
+  return r;
 }
 void ToPb(const txn::TxnKey& k, TxnKeyPb* out) {
   out->set_coordinator(k.coordinator);
   out->set_id(k.id);
-}
-
-// A decision record's value (txn/decision/<coordinator>/<id>): "C<ts>"
-// (commit at ts) or "A" (abort), then "\n<node>" for each participant.
-// Records written before participants were kept have none.
-std::string DecisionValue(bool commit, uint64_t ts, const std::vector<std::string>& participants) {
-  std::string value = commit ? "C" + std::to_string(ts) : std::string("A");
-  for (const std::string& node : participants) value += "\n" + node;
-  return value;
-}
-// Whether a decision record counts in decision_records(): every one but a
-// bare "A" — a one-phase applier's refusal (LocalDecideApplied) whose asker
-// named no participants (its prepared record is from before they were
-// kept), or an abort record written before records named participants;
-// the sweep keeps both for good, so they would keep Shale_decision_records
-// above 0. A refusal naming its two nodes counts and is swept.
-bool CountedDecision(std::string_view value) { return value != "A"; }
-std::vector<std::string> DecisionParticipants(std::string_view value) {
-  if (txn::commit::IsAcceptorRecord(value)) {
-    txn::commit::AcceptorState state;
-    if (!txn::commit::DecodeAcceptorState(value, &state)) return {};  // unreadable: kept
-    return state.participants;
-  }
-  std::vector<std::string> out;
-  size_t at = value.find('\n');
-  while (at != std::string_view::npos) {
-    const size_t next = value.find('\n', at + 1);
-    out.emplace_back(value.substr(at + 1, next == std::string_view::npos ? std::string_view::npos : next - at - 1));
-    at = next;
-  }
-  return out;
 }
 
 void ToPb(const txn::commit::Ballot& b, PaxosBallotPb* out) {
@@ -217,11 +193,6 @@ uint64_t WriteRows(const google::protobuf::RepeatedPtrField<SliceWritesPb>& writ
   return rows;
 }
 
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // Where the next page starts: after the last key examined. A Scan page
 // examines exactly the rows it returns; a filtered Fragment page may have
 // examined more (resume_after).
@@ -339,7 +310,7 @@ class SliceServiceGrpc final : public DataService::Service {
   }
   grpc::Status Lock(grpc::ServerContext*, const LockRequest* req, LockResponse* resp) override {
     if (auto refused = Epoch(req->header())) return *refused;
-    Status st = s_->LocalLock(KeyOf(req->txn()), req->name(), static_cast<txn::LockMode>(req->mode()),
+    Status st = s_->participant_->Lock(KeyOf(req->txn()), req->name(), static_cast<txn::LockMode>(req->mode()),
                               std::chrono::milliseconds(req->wait_ms()));
     ToPb(st, resp->mutable_status());
     return grpc::Status::OK;
@@ -353,7 +324,7 @@ class SliceServiceGrpc final : public DataService::Service {
   grpc::Status LockHolders(grpc::ServerContext*, const LockHoldersRequest* req, LockHoldersResponse* resp) override {
     if (auto refused = Epoch(req->header())) return *refused;
     std::vector<std::string> names(req->names().begin(), req->names().end());
-    for (const txn::LockHolderInfo& h : s_->LocalLockHolders(names)) {
+    for (const txn::LockHolderInfo& h : s_->participant_->LockHolders(names)) {
       LockHolderPb* out = resp->add_holders();
       out->set_name(h.name);
       ToPb(h.txn, out->mutable_txn());
@@ -372,14 +343,16 @@ class SliceServiceGrpc final : public DataService::Service {
   }
   grpc::Status Unlock(grpc::ServerContext*, const UnlockRequest* req, UnlockResponse* resp) override {
     if (auto refused = Epoch(req->header())) return *refused;
-    s_->LocalUnlock(KeyOf(req->txn()));
+    s_->participant_->Unlock(KeyOf(req->txn()));
     ToPb(Status::OK(), resp->mutable_status());
     return grpc::Status::OK;
   }
   grpc::Status Prepare(grpc::ServerContext*, const PrepareRequest* req, PrepareResponse* resp) override {
     if (auto refused = Epoch(req->header())) return *refused;
     s_->rows_received_.fetch_add(WriteRows(req->writes()), std::memory_order_relaxed);
-    ToPb(s_->LocalPrepare(*req), resp->mutable_status());
+    ToPb(s_->participant_->Prepare(ToRecord(*req), FromPb(req->held_locks()),
+                                   req->has_header() ? req->header().applied_index() : s_->AppliedIndex()),
+         resp->mutable_status());
     return grpc::Status::OK;
   }
   grpc::Status Decide(grpc::ServerContext* ctx, const DecideRequest* req, DecideResponse* resp) override {
@@ -391,10 +364,10 @@ class SliceServiceGrpc final : public DataService::Service {
     if (req->forget()) {
       std::vector<std::string> txns{KeyOf(req->txn())};
       for (const TxnKeyPb& more : req->forget_more()) txns.push_back(KeyOf(more));
-      ToPb(s_->LocalForget(txns), resp->mutable_status());
+      ToPb(s_->participant_->Forget(txns), resp->mutable_status());
       return grpc::Status::OK;
     }
-    SliceService::DecideArgs args;
+    txn::commit::DecideArgs args;
     args.commit = req->commit();
     args.ts = req->commit_ts();
     args.backup = req->backup();
@@ -403,7 +376,7 @@ class SliceServiceGrpc final : public DataService::Service {
     args.probe_slice = req->probe_slice();
     args.probe_key = req->probe_key();
     args.participants.assign(req->participants().begin(), req->participants().end());
-    Result<bool> r = s_->LocalDecide(KeyOf(req->txn()), args);
+    Result<bool> r = s_->participant_->Decide(KeyOf(req->txn()), args);
     ToPb(r.status(), resp->mutable_status());
     if (r.ok()) resp->set_committed(*r);
     return grpc::Status::OK;
@@ -423,7 +396,7 @@ class SliceServiceGrpc final : public DataService::Service {
     request.ballot = FromPb(req->ballot());
     request.value = txn::commit::Outcome{req->commit(), req->commit_ts()};
     const std::vector<std::string> participants(req->participants().begin(), req->participants().end());
-    Result<txn::commit::Reply> r = s_->LocalPaxos(KeyOf(req->txn()), request, participants);
+    Result<txn::commit::Reply> r = s_->participant_->Paxos(KeyOf(req->txn()), request, participants);
     ToPb(r.status(), resp->mutable_status());
     if (r.ok()) ToPb(*r, resp);
     return grpc::Status::OK;
@@ -434,13 +407,13 @@ class SliceServiceGrpc final : public DataService::Service {
     std::vector<txn::TxnKey> txns;
     txns.reserve(static_cast<size_t>(req->txns_size()));
     for (const TxnKeyPb& t : req->txns()) txns.push_back(txn::TxnKey{t.coordinator(), t.id()});
-    for (const bool needed : s_->LocalDecisionNeeded(txns)) resp->add_needed(needed);
+    for (const bool needed : s_->participant_->DecisionNeeded(txns)) resp->add_needed(needed);
     ToPb(Status::OK(), resp->mutable_status());
     return grpc::Status::OK;
   }
   grpc::Status Finish(grpc::ServerContext*, const FinishRequest* req, FinishResponse* resp) override {
     if (auto refused = Epoch(req->header())) return *refused;
-    ToPb(s_->LocalFinish(KeyOf(req->txn()), req->commit()), resp->mutable_status());
+    ToPb(s_->participant_->Finish(KeyOf(req->txn()), req->commit()), resp->mutable_status());
     return grpc::Status::OK;
   }
   grpc::Status Apply(grpc::ServerContext* ctx, const ApplyRequest* req, ApplyResponse* resp) override {
@@ -457,7 +430,7 @@ class SliceServiceGrpc final : public DataService::Service {
     s_->rows_received_.fetch_add(WriteRows(req->writes()), std::memory_order_relaxed);
     std::string key = KeyOf(req->txn());
     bool refused = false;
-    ToPb(s_->LocalApply(req->has_txn() ? &key : nullptr, req->commit_ts(), *writes, req->header().applied_index(),
+    ToPb(s_->participant_->Apply(req->has_txn() ? &key : nullptr, req->commit_ts(), *writes, req->header().applied_index(),
                         FromPb(req->held_locks()), req->decides() && req->has_txn(), &refused),
          resp->mutable_status());
     resp->set_refused(refused);
@@ -483,49 +456,44 @@ SliceService::SliceService(txn::TxnManager* txn, storage::SliceStore* store, sto
   grpc_ = std::make_unique<SliceServiceGrpc>(this);
 }
 
+// What the Participant asks of this node: metadata waits, and the calls to
+// other nodes' acceptors and deciders.
+class SliceService::Host final : public txn::commit::ParticipantHost {
+ public:
+  explicit Host(SliceService* s) : s_(s) {}
+  Status AwaitSlices(const txn::WriteSet& writes, uint64_t routed_at) const override {
+    return s_->AwaitSlices(writes, routed_at);
+  }
+  uint64_t AppliedIndex() const override { return s_->AppliedIndex(); }
+  Result<bool> Decide(const txn::DeciderPair& deciders, const txn::TxnKey& txn, bool commit,
+                      uint64_t ts) override {
+    return s_->Decide(deciders, txn, commit, ts);
+  }
+  Result<bool> DecideAt(const std::string& node, const txn::TxnKey& txn,
+                        const txn::commit::DecideArgs& args) override {
+    return s_->DecideAt(node, txn, args);
+  }
+
+ private:
+  SliceService* const s_;
+};
+
 Result<std::unique_ptr<SliceService>> SliceService::Open(txn::TxnManager* txn, storage::SliceStore* store,
                                                          storage::MetaStore* meta, SliceServiceOptions options) {
   if (options.node_name.empty()) return Status::InvalidArgument("slice service: no node name");
   std::unique_ptr<SliceService> s(new SliceService(txn, store, meta, std::move(options)));
-  // Transactions prepared before a restart: resolved from their deciders.
-  Status scan_error;
-  SHALE_RETURN_IF_ERROR(meta->Scan(kPreparedPrefix, [&](std::string_view key, std::string_view value) {
-    auto request = std::make_unique<PrepareRequest>();
-    if (!request->ParseFromArray(value.data(), static_cast<int>(value.size()))) {
-      scan_error = Status::Corruption(fmt::format("unreadable prepared transaction record {}", key));
-      return false;
-    }
-    const std::string k = KeyOf(request->txn());
-    const uint64_t owner_id = txn->NewOwnerId();
-    // Its row locks again, before this node serves anyone: no other
-    // transaction may write those rows until the outcome is known. (Nothing
-    // else holds locks yet; a failure here is a bug, reported.)
-    for (const std::string& name : request->locks()) {
-      Status locked = txn->locks()->Lock(owner_id, name, txn::LockMode::kExclusive, std::chrono::milliseconds(0),
-                                         nullptr);
-      if (!locked.ok()) {
-        scan_error = Status::Internal(
-            fmt::format("prepared transaction {}: cannot take its row lock again: {}", k, locked.ToString()));
-        return false;
-      }
-    }
-    s->owners_[k] = Owner{owner_id, std::chrono::steady_clock::now(), true};
-    if (request->one_phase()) s->IndexOnePhaseLocked(k, *request, /*add=*/true);
-    s->prepared_[k] = Prepared{std::move(request), std::chrono::steady_clock::now(), /*loaded=*/true};
-    return true;
-  }));
-  SHALE_RETURN_IF_ERROR(scan_error);
-  if (!s->prepared_.empty()) {
-    log::Warn("node {}: {} prepared transaction(s) from before the restart; resolving them from their deciders",
-              s->options_.node_name, s->prepared_.size());
-  }
-  uint64_t decisions = 0;
-  SHALE_RETURN_IF_ERROR(meta->Scan(kDecisionPrefix, [&](std::string_view, std::string_view value) {
-    if (CountedDecision(value)) ++decisions;
-    return true;
-  }));
-  s->decision_records_.store(decisions, std::memory_order_relaxed);
-  s->bg_thread_ = std::thread([raw = s.get()] { raw->BackgroundLoop(); });
+  s->host_ = std::make_unique<Host>(s.get());
+  txn::commit::ParticipantOptions po;
+  po.node_name = s->options_.node_name;
+  po.address_of = s->options_.address_of;
+  po.placed_here = s->options_.placed_here;
+  po.ranks_here = s->options_.ranks_here;
+  po.report_barrier = s->options_.report_barrier;
+  po.lock_lease_ms = s->options_.lock_lease_ms;
+  po.resolve_after_ms = s->options_.resolve_after_ms;
+  po.rpc_timeout_ms = s->options_.rpc_timeout_ms;
+  SHALE_ASSIGN_OR_RETURN(s->participant_,
+                         txn::commit::Participant::Open(txn, store, meta, s->host_.get(), std::move(po)));
   s->forget_thread_ = std::thread([raw = s.get()] { raw->ForgetLoop(); });
   if (s->options_.decision_sweep_ms > 0) s->sweep_thread_ = std::thread([raw = s.get()] { raw->SweepLoop(); });
   return s;
@@ -545,17 +513,38 @@ SliceService::~SliceService() {
   }
   forget_cv_.notify_all();
   if (forget_thread_.joinable()) forget_thread_.join();
-  {
-    std::lock_guard<std::mutex> l(bg_mu_);
-    stop_ = true;
-  }
-  bg_cv_.notify_all();
-  if (bg_thread_.joinable()) bg_thread_.join();
+  if (participant_ == nullptr) return;  // Open failed
+  participant_->Stop();  // the resolver: no new call to an acceptor
   // Calls to acceptors still running on threads of their own (each ends
-  // within the RPC timeout; the resolver, which starts them too, is gone).
+  // within the RPC timeout; one naming this node runs participant_'s step).
   TEST_DrainPaxosCalls();
-  std::lock_guard<std::mutex> l(mu_);
-  for (auto& [k, owner] : owners_) txn_->locks()->ReleaseAll(owner.id);
+  participant_.reset();  // releases the row locks of remote transactions
+}
+
+size_t SliceService::prepared_count() const { return participant_->prepared_count(); }
+
+std::vector<uint64_t> SliceService::PreparedTimestamps() const { return participant_->PreparedTimestamps(); }
+
+std::map<std::string, uint64_t> SliceService::PreparedOn(storage::SliceId slice) const {
+  return participant_->PreparedOn(slice);
+}
+
+Status SliceService::AwaitLocalWritable(const txn::WriteSet& writes) { return participant_->AwaitWritable(writes); }
+
+void SliceService::TEST_ResolveNow() { participant_->TEST_ResolveNow(); }
+
+void SliceService::TEST_DrainPaxosCalls() {
+  std::unique_lock<std::mutex> l(paxos_calls_mu_);
+  paxos_calls_cv_.wait(l, [&] { return paxos_calls_ == 0; });
+}
+
+void SliceService::TEST_SetUnreachable(const std::string& node, bool unreachable) {
+  std::lock_guard<std::mutex> l(peers_mu_);
+  if (unreachable) {
+    unreachable_.insert(node);
+  } else {
+    unreachable_.erase(node);
+  }
 }
 
 grpc::Service* SliceService::service() { return grpc_.get(); }
@@ -807,805 +796,6 @@ Status SliceService::LocalFragment(storage::SliceId slice, const storage::KeyRan
   return Status::OK();
 }
 
-Status SliceService::CheckNotExpired(const std::string& txn) const {
-  if (expired_.count(txn)) {
-    return SqlError(ErrorCode::kLockWaitTimeout,
-                    "Lock wait timeout exceeded; try restarting transaction (the row locks of transaction {} at "
-                    "node '{}' ended with their lease)",
-                    txn, options_.node_name);
-  }
-  return Status::OK();
-}
-
-Status SliceService::LocalLock(const std::string& txn, const std::string& name, txn::LockMode mode,
-                               std::chrono::milliseconds wait) {
-  uint64_t owner_id;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    SHALE_RETURN_IF_ERROR(CheckNotExpired(txn));
-    Owner& owner = owners_[txn];
-    if (owner.id == 0) owner.id = txn_->NewOwnerId();
-    owner.last_used = std::chrono::steady_clock::now();
-    owner_id = owner.id;
-  }
-  return txn_->locks()->Lock(owner_id, name, mode, wait, nullptr);
-}
-
-void SliceService::ReleaseOwnerLocked(const std::string& txn) {
-  auto it = owners_.find(txn);
-  if (it == owners_.end()) return;
-  txn_->locks()->ReleaseAll(it->second.id);
-  owners_.erase(it);
-}
-
-void SliceService::LocalUnlock(const std::string& txn) {
-  // Not in the middle of its one-phase apply here (LocalApply): that apply
-  // checked the locks are held and writes under them.
-  ClaimDecision(txn);
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    auto it = owners_.find(txn);
-    if (it != owners_.end() && !it->second.prepared) {  // a prepared one waits for its outcome
-      ReleaseOwnerLocked(txn);
-      expired_.erase(txn);
-    }
-  }
-  ReleaseDecision(txn);
-}
-
-Status SliceService::LocalPrepare(const PrepareRequest& request) {
-  const std::string k = KeyOf(request.txn());
-  // Before taking mu_: the replicas may still be being created.
-  auto writes = FromPb(request.writes());
-  SHALE_RETURN_IF_ERROR(writes.status());
-  SHALE_RETURN_IF_ERROR(AwaitSlices(*writes, request.has_header() ? request.header().applied_index()
-                                                                   : AppliedIndex()));
-  // Its row locks: checked where they were taken, taken at the other
-  // replicas, so whichever replica ranks next holds them until the outcome.
-  uint64_t adopted = 0;
-  SHALE_RETURN_IF_ERROR(AdoptLocks(k, txn::TxnKey{request.txn().coordinator(), request.txn().id()},
-                                   FromPb(request.held_locks()), &adopted));
-  auto stored = std::make_unique<PrepareRequest>(request);
-  stored->clear_header();
-  stored->clear_held_locks();  // what is held here goes into `locks`
-  stored->set_prepared_at_ms(static_cast<uint64_t>(NowMs()));
-  std::unique_lock<std::mutex> l(mu_);
-  // A repeated request waits for the first; a writer of rows of a one-phase
-  // transaction prepared here waits for its outcome.
-  Status ready = AwaitOnePhaseKeys(l, k, *writes);
-  if (ready.ok()) ready = CheckNotExpired(k);
-  if (!ready.ok()) {
-    // Refused: the locks taken above go with an owner not prepared (an
-    // abort that came first removed the owner: they go by their id).
-    auto owner = owners_.find(k);
-    if (owner == owners_.end()) {
-      if (adopted != 0) txn_->locks()->ReleaseAll(adopted);
-    } else if (!owner->second.prepared) {
-      ReleaseOwnerLocked(k);
-    }
-    return ready;
-  }
-  if (prepared_.count(k)) return Status::OK();  // a repeated request
-  SHALE_RETURN_IF_ERROR(FromPb(stored->writes()).status());
-  // This node's own transaction: its local row locks are owned by its id,
-  // so they stay with the prepared share until it is finished.
-  auto found = owners_.find(k);
-  const bool had_owner = found != owners_.end();
-  const uint64_t owner_id = had_owner && found->second.id != 0 ? found->second.id
-                            : request.txn().coordinator() == options_.node_name ? request.txn().id()
-                                                                                : txn_->NewOwnerId();
-  // The row locks go into the record: a restart takes them again.
-  for (std::string& name : txn_->locks()->ExclusiveLocksOf(owner_id)) stored->add_locks(std::move(name));
-  // The synced write happens without mu_, so other transactions' locks,
-  // prepares and finishes at this node go on meanwhile (under mu_ they all
-  // waited for each prepare's sync in turn). The owner is marked prepared
-  // first, so the lease sweeper and Unlock leave its locks alone; Finish
-  // waits for preparing_ (the coordinator sends it only after this answer).
-  Owner before = had_owner ? found->second : Owner{};
-  Owner& owner = owners_[k];
-  owner.id = owner_id;
-  owner.prepared = true;
-  preparing_.insert(k);
-  l.unlock();
-  const Status put = meta_->Put(kPreparedPrefix + k, stored->SerializeAsString());
-  l.lock();
-  preparing_.erase(k);
-  prepare_cv_.notify_all();
-  if (!put.ok()) {
-    if (had_owner) {
-      owners_[k] = before;
-    } else {
-      owners_.erase(k);
-    }
-    return put;
-  }
-  if (stored->one_phase()) IndexOnePhaseLocked(k, *stored, /*add=*/true);
-  prepared_[k] = Prepared{std::move(stored), std::chrono::steady_clock::now()};
-  return Status::OK();
-}
-
-Status SliceService::AdoptLocks(const std::string& txn, const txn::TxnKey& key, const txn::HeldLocks& locks,
-                                uint64_t* owner_id) {
-  *owner_id = 0;
-  if (locks.empty()) return Status::OK();
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    SHALE_RETURN_IF_ERROR(CheckNotExpired(txn));
-    Owner& owner = owners_[txn];
-    // This node's own transaction owns its local locks by its id.
-    if (owner.id == 0) owner.id = key.coordinator == self() ? key.id : txn_->NewOwnerId();
-    owner.last_used = std::chrono::steady_clock::now();
-    *owner_id = owner.id;
-  }
-  // A holder here is a transaction prepared here (its outcome comes within
-  // moments, or a resolution in seconds): wait, within the request's time.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.rpc_timeout_ms / 2);
-  for (const txn::HeldLock& lock : locks) {
-    if (!store_->GetSlice(lock.slice).ok()) continue;  // no replica here
-    const bool taken_here = lock.node == self();
-    const bool ranks = options_.ranks_here ? options_.ranks_here(lock.slice) : taken_here;
-    if (ranks != taken_here) {
-      // Another transaction may have locked the row at the replica that
-      // ranks now, and read or written it since.
-      return SqlError(ErrorCode::kUnknownCom,
-                      "Cluster metadata changed while the transaction ran (transaction {} locked a row of slice {} "
-                      "at node '{}', which no longer ranks for it); it was not committed, retry it",
-                      txn, lock.slice, lock.node);
-    }
-    if (taken_here) {
-      if (!txn_->locks()->Holds(*owner_id, lock.name, txn::LockMode::kExclusive)) {
-        return SqlError(ErrorCode::kLockWaitTimeout,
-                        "Lock wait timeout exceeded; try restarting transaction (the row locks of transaction {} at "
-                        "node '{}' are gone)",
-                        txn, options_.node_name);
-      }
-      continue;
-    }
-    const auto left = std::max(std::chrono::milliseconds(0), std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                                 deadline - std::chrono::steady_clock::now()));
-    SHALE_RETURN_IF_ERROR(txn_->locks()->Lock(*owner_id, lock.name, txn::LockMode::kExclusive, left, nullptr));
-  }
-  return Status::OK();
-}
-
-bool SliceService::OverlapsOnePhaseLocked(const std::string& txn, const txn::WriteSet& writes) const {
-  if (one_phase_keys_.empty()) return false;
-  for (const auto& [slice, keys] : writes) {
-    for (const auto& [key, value] : keys) {
-      auto it = one_phase_keys_.find({slice, key});
-      if (it != one_phase_keys_.end() && it->second != txn) return true;
-    }
-  }
-  return false;
-}
-
-Status SliceService::AwaitOnePhaseKeys(std::unique_lock<std::mutex>& l, const std::string& txn,
-                                       const txn::WriteSet& writes) {
-  const auto deadline = std::chrono::steady_clock::now() + kOnePhaseWait;
-  const bool done = prepare_cv_.wait_until(
-      l, deadline, [&] { return preparing_.count(txn) == 0 && !OverlapsOnePhaseLocked(txn, writes); });
-  if (done) return Status::OK();
-  return SqlError(ErrorCode::kLockWaitTimeout,
-                  "Lock wait timeout exceeded; try restarting transaction (transaction {} writes rows of a "
-                  "transaction whose outcome node '{}' is still resolving)",
-                  txn, options_.node_name);
-}
-
-Status SliceService::AwaitLocalWritable(const txn::WriteSet& writes) {
-  std::unique_lock<std::mutex> l(mu_);
-  return AwaitOnePhaseKeys(l, std::string(), writes);
-}
-
-void SliceService::IndexOnePhaseLocked(const std::string& txn, const PrepareRequest& request, bool add) {
-  for (const SliceWritesPb& w : request.writes()) {
-    for (const auto& key : w.keys()) {
-      if (add) {
-        one_phase_keys_[{w.slice(), key}] = txn;
-      } else {
-        auto it = one_phase_keys_.find({w.slice(), key});
-        if (it != one_phase_keys_.end() && it->second == txn) one_phase_keys_.erase(it);
-      }
-    }
-  }
-}
-
-void SliceService::ClaimDecision(const std::string& txn) {
-  std::unique_lock<std::mutex> l(decide_mu_);
-  decide_cv_.wait(l, [&] { return deciding_.count(txn) == 0; });
-  deciding_.insert(txn);
-}
-
-void SliceService::ReleaseDecision(const std::string& txn) {
-  {
-    std::lock_guard<std::mutex> l(decide_mu_);
-    deciding_.erase(txn);
-  }
-  decide_cv_.notify_all();
-}
-
-Status SliceService::LocalForget(const std::vector<std::string>& txns, uint64_t* dropped) {
-  // One Decide or Forget of a transaction at a time (as LocalDecide); other
-  // transactions' decisions do not wait for this one's synced delete. All
-  // of `txns` are claimed at once (no claim is held while waiting), so two
-  // batches sharing a transaction cannot wait for each other.
-  {
-    std::unique_lock<std::mutex> l(decide_mu_);
-    decide_cv_.wait(l, [&] {
-      for (const std::string& txn : txns) {
-        if (deciding_.count(txn)) return false;
-      }
-      return true;
-    });
-    for (const std::string& txn : txns) deciding_.insert(txn);
-  }
-  // One synced write for the whole batch. The records there are counted
-  // first (decision_records(); a transaction may be forgotten twice: by its
-  // coordinator and by the sweep).
-  std::vector<storage::MetaStore::Change> batch;
-  batch.reserve(txns.size());
-  uint64_t present = 0;
-  Status st;
-  for (const std::string& txn : txns) {
-    std::string value;
-    const Status got = meta_->Get(kDecisionPrefix + txn, &value);
-    if (got.ok()) {
-      if (CountedDecision(value)) ++present;
-    } else if (!got.IsNotFound()) {
-      st = got;
-    }
-    batch.emplace_back(kDecisionPrefix + txn, std::nullopt);
-  }
-  if (st.ok()) st = meta_->Write(batch);
-  if (st.ok()) {
-    decision_records_.fetch_sub(present, std::memory_order_relaxed);
-    if (dropped != nullptr) *dropped += present;
-  }
-  {
-    std::lock_guard<std::mutex> l(decide_mu_);
-    for (const std::string& txn : txns) deciding_.erase(txn);
-  }
-  decide_cv_.notify_all();
-  return st;
-}
-
-Result<bool> SliceService::LocalDecide(const std::string& txn, const DecideArgs& args) {
-  // One Decide of a transaction at a time here (the relay to the backup is
-  // an RPC: other transactions' decisions go on meanwhile).
-  {
-    std::unique_lock<std::mutex> l(decide_mu_);
-    decide_cv_.wait(l, [&] { return deciding_.count(txn) == 0; });
-    deciding_.insert(txn);
-  }
-  struct Done {
-    SliceService* s;
-    const std::string& txn;
-    ~Done() {
-      {
-        std::lock_guard<std::mutex> l(s->decide_mu_);
-        s->deciding_.erase(txn);
-      }
-      s->decide_cv_.notify_all();
-    }
-  } done{this, txn};
-  if (args.one_phase) return LocalDecideApplied(txn, args);
-  const std::string key = kDecisionPrefix + txn;
-  std::string recorded;
-  Status st = meta_->Get(key, &recorded);
-  if (st.ok() && txn::commit::IsAcceptorRecord(recorded)) {
-    return Status::Internal(fmt::format("transaction {}: asked for a decider's record, node {} is its acceptor",
-                                        txn, options_.node_name));
-  }
-  if (st.ok()) return !recorded.empty() && recorded[0] == 'C';
-  if (!st.IsNotFound()) return st;
-  auto record = [&](bool commit, const char* why) -> Result<bool> {
-    const std::string value = DecisionValue(commit, args.ts, args.participants);
-    SHALE_RETURN_IF_ERROR(meta_->Put(key, value));
-    if (CountedDecision(value)) decision_records_.fetch_add(1, std::memory_order_relaxed);
-    if (!commit && why != nullptr) log::Warn("node {}: recorded abort of transaction {} ({})", options_.node_name, txn, why);
-    return commit;
-  };
-  if (!args.decider.empty() && args.decider != self() && options_.address_of &&
-      options_.address_of(args.decider).ok()) {
-    // Asked as the backup while the decider is a member: the outcome is
-    // the decider's to give (it reads and writes this record through us).
-    return SqlError(ErrorCode::kUnknownCom,
-                    "Node '{}' keeps the decision of transaction {}: ask it (node '{}' answers for it only once it "
-                    "has left the cluster)",
-                    args.decider, txn, options_.node_name);
-  }
-  if (args.backup.empty() || args.backup == self()) {
-    return record(args.commit, args.decider.empty() ? "its coordinator went silent" : "asked in place of its decider");
-  }
-  // The decider: the backup's record is authoritative (first one wins
-  // there); this node keeps a copy of the answer, so either node can give
-  // the outcome when the other is lost.
-  DecideArgs plain;
-  plain.commit = args.commit;
-  plain.ts = args.ts;
-  plain.participants = args.participants;
-  const txn::TxnKey k = ParseTxnKey(txn);
-  Result<bool> at_backup = DecideAt(args.backup, k, plain);
-  if (at_backup.ok()) return record(*at_backup, nullptr);
-  if (!args.commit && MayDecideAlone(txn, args.backup)) {
-    return record(false, "its backup left the cluster before the outcome was recorded there");
-  }
-  return at_backup.status();
-}
-
-Result<txn::commit::Reply> SliceService::LocalPaxos(const std::string& txn, const txn::commit::Request& request,
-                                                    const std::vector<std::string>& participants) {
-  ClaimDecision(txn);  // one step of a transaction at a time: read, step, store
-  struct Done {
-    SliceService* s;
-    const std::string& txn;
-    ~Done() { s->ReleaseDecision(txn); }
-  } done{this, txn};
-  const std::string key = kDecisionPrefix + txn;
-  std::string value;
-  const Status got = meta_->Get(key, &value);
-  if (!got.ok() && !got.IsNotFound()) return got;
-  txn::commit::AcceptorState state;
-  if (got.ok() && !txn::commit::DecodeAcceptorState(value, &state)) {
-    return Status::Internal(fmt::format("transaction {}: node {} holds a decision record that is not an "
-                                        "acceptor's",
-                                        txn, options_.node_name));
-  }
-  if (got.IsNotFound()) state.participants = participants;
-  bool changed = false;
-  const txn::commit::Reply reply = txn::commit::AcceptorStep(&state, request, &changed);
-  if (changed) {
-    // Durable before the answer leaves (paxos.h invariant 2).
-    SHALE_RETURN_IF_ERROR(meta_->Put(key, txn::commit::EncodeAcceptorState(state)));
-    if (got.IsNotFound()) decision_records_.fetch_add(1, std::memory_order_relaxed);
-  }
-  return reply;
-}
-
-Result<bool> SliceService::LocalDecideApplied(const std::string& txn, const DecideArgs& args) {
-  const std::string key = kDecisionPrefix + txn;
-  std::string recorded;
-  Status st = meta_->Get(key, &recorded);
-  if (st.ok()) return !recorded.empty() && recorded[0] == 'C';
-  if (!st.IsNotFound()) return st;
-  // The apply is the decision, and the applied versions are its record: a
-  // put of the transaction at its commit timestamp is there exactly when
-  // the apply happened (one WAL record). It stays while the prepared node
-  // asks: no later version of that key can be written before the prepared
-  // node's outcome (AwaitOnePhaseKeys there), and garbage collection keeps
-  // the newest version of a key unless it is a tombstone.
-  auto slice = store_->GetSlice(args.probe_slice);
-  if (!slice.ok()) {
-    return SqlError(ErrorCode::kUnknownCom,
-                    "Node '{}' holds no replica of slice {}: it cannot tell whether it applied transaction {} ({})",
-                    options_.node_name, args.probe_slice, txn, slice.status().ToString());
-  }
-  std::string value;
-  Status found = (*slice)->Get(storage::EncodeVersionKey(args.probe_key, args.ts), &value);
-  if (found.ok()) return true;
-  if (!found.IsNotFound()) return found;
-  // Not applied: refused from now on (its Apply reads this record first).
-  // The record names the two nodes (when the asker knew them: a prepared
-  // record from before they were kept names none, and its refusal, a bare
-  // "A", is kept for good): the sweep of decision records drops it once
-  // no Apply of the transaction can be accepted here any more and no
-  // prepared record of it is left (SweepDecisions, LocalDecisionNeeded).
-  const std::string refusal = DecisionValue(/*commit=*/false, 0, args.participants);
-  SHALE_RETURN_IF_ERROR(meta_->Put(key, refusal));
-  if (CountedDecision(refusal)) decision_records_.fetch_add(1, std::memory_order_relaxed);
-  log::Warn("node {}: one-phase transaction {} was not applied here; recorded it as refused", options_.node_name,
-            txn);
-  return false;
-}
-
-bool SliceService::MayDecideAlone(const std::string& txn, const std::string& backup) {
-  if (!options_.address_of || options_.address_of(backup).ok()) return false;  // the backup is a member
-  std::lock_guard<std::mutex> l(mu_);
-  auto it = prepared_.find(txn);
-  if (it == prepared_.end() || it->second.loaded) return false;
-  const int64_t since =
-      std::chrono::duration_cast<std::chrono::milliseconds>(it->second.since.time_since_epoch()).count();
-  return member_since_ms_.load(std::memory_order_acquire) <= since;
-}
-
-Status SliceService::LocalFinish(const std::string& txn, bool commit, bool presumed) {
-  std::unique_ptr<PrepareRequest> request;
-  {
-    std::unique_lock<std::mutex> l(mu_);
-    prepare_cv_.wait(l, [&] { return preparing_.count(txn) == 0; });
-    auto it = prepared_.find(txn);
-    if (!commit && presuming_.count(txn)) {
-      return Status::Sql(1180 /* ER_ERROR_DURING_COMMIT */,
-                         fmt::format("Got error during COMMIT: transaction {} is being committed at node '{}' (its "
-                                     "applier left the cluster)",
-                                     txn, options_.node_name));
-    }
-    if (it == prepared_.end()) {
-      // Never prepared here, or finished already: only locks to drop.
-      if (finishing_.count(txn)) return Status::OK();
-      ReleaseOwnerLocked(txn);
-      if (!commit) {
-        // A prepare of it that arrives after this (delayed in the network)
-        // is refused: its coordinator may have told the client it failed.
-        if (expired_.size() > 100000) expired_.clear();
-        expired_.insert(txn);
-        // A one-phase transaction committed here by presumption: not aborted.
-        std::string presumed;
-        Status got = meta_->Get(kPresumedPrefix + txn, &presumed);
-        if (got.ok()) {
-          return Status::Sql(1180 /* ER_ERROR_DURING_COMMIT */,
-                             fmt::format("Got error during COMMIT: transaction {} was committed at node '{}' (its "
-                                         "applier left the cluster)",
-                                         txn, options_.node_name));
-        }
-        if (!got.IsNotFound()) return got;
-      }
-      return Status::OK();
-    }
-    request = std::move(it->second.request);
-    prepared_.erase(it);
-    finishing_[txn] = request->commit_ts();
-  }
-  Status st;
-  // No garbage-collection pass may take a horizon at or above this commit
-  // until its prepared record's delete has returned (below).
-  txn_->PinCollection(request->commit_ts());
-  if (commit) {
-    auto writes = FromPb(request->writes());
-    // A slice whose replica left this node meanwhile (the node was removed
-    // from the slice map while it was down, and its storage dropped; a DDL
-    // dropped it): nothing to apply there. A drop may also land between
-    // this check and the apply (the store refuses the whole write then,
-    // logging nothing): check again and apply the rest.
-    // Also skipped, for a one-phase transaction on two nodes
-    // (docs/transactions.md "One phase on two nodes", "Where a late commit
-    // at the prepared node goes"): a slice this node's applied map does
-    // not place here (a storage slice left from a replica that left this
-    // node: it is no replica, and whoever holds the slice now has the
-    // commit from the applier or copies it), and, in a commit presumed
-    // because the applier left, a replica still building here (its source
-    // was the applier, now gone, or it is a new replica placed here after
-    // this node was removed and came back, filled from serving replicas
-    // that never had the transaction: the share would be versions no
-    // other replica holds).
-    const bool one_phase = request->one_phase();
-    auto skip = [&](storage::SliceId id) -> const char* {
-      auto slice = store_->GetSlice(id);
-      if (!slice.ok() && slice.status().IsNotFound()) return "is no longer stored here";
-      if (!slice.ok() || !one_phase) return nullptr;  // the apply reports an error
-      if (options_.placed_here && !options_.placed_here(id)) return "is not placed here by this node's slice map";
-      if (presumed) {
-        auto state = store_->GetBuildState(id);
-        if (state.ok() && state->state == storage::SliceState::kBuilding) {
-          return "is a replica still building here (a presumed commit applies only to built replicas)";
-        }
-      }
-      return nullptr;
-    };
-    for (int attempt = 0; attempt < 3; ++attempt) {
-      if (!writes.ok()) {
-        st = writes.status();
-        break;
-      }
-      for (auto it = writes->begin(); it != writes->end();) {
-        if (const char* why = skip(it->first)) {
-          log::Warn("node {}: transaction {}: slice {} {}; its share is skipped", options_.node_name, txn, it->first,
-                    why);
-          it = writes->erase(it);
-        } else {
-          ++it;
-        }
-      }
-      st = txn_->ApplyAt(request->commit_ts(), *writes);
-      if (!st.IsNotFound()) break;
-    }
-  }
-  // The record goes without an fsync: the commit's one synced write here
-  // is the WAL's (ApplyAt). The delete is in RocksDB's WAL file (it
-  // survives kill -9); a power loss before the next MetaStore sync brings
-  // the record back, and the restarted node resolves it again: commit
-  // applies the same versions at the same timestamp once more (nothing of
-  // them is garbage-collected before the delete is synced,
-  // TxnManager::CollectPass), abort — the decision record was forgotten,
-  // so the resolver records abort — discards nothing that was applied.
-  // Except a one-phase record discarded (abort): its client is told the
-  // transaction failed, and such a record back after a power loss, with
-  // the applier gone from the cluster by then, would be presumed committed.
-  // That delete is synced (failure paths only).
-  if (st.ok()) {
-    const std::string key = kPreparedPrefix + txn;
-    st = !commit && request->one_phase() ? meta_->Delete(key) : meta_->DeleteUnsynced(key);
-  }
-  txn_->UnpinCollection(request->commit_ts());
-  std::unique_lock<std::mutex> l(mu_);
-  finishing_.erase(txn);
-  if (!st.ok()) {
-    // Still prepared: the resolver tries again.
-    prepared_[txn] = Prepared{std::move(request), std::chrono::steady_clock::now()};
-    return st;
-  }
-  ReleaseOwnerLocked(txn);
-  if (request->one_phase()) {
-    IndexOnePhaseLocked(txn, *request, /*add=*/false);
-    prepare_cv_.notify_all();
-  }
-  l.unlock();
-  // No report to the timestamp service that still counts it as prepared
-  // may arrive after the coordinator's FinishCommit.
-  if (options_.report_barrier) options_.report_barrier();
-  return Status::OK();
-}
-
-Status SliceService::LocalApply(const std::string* txn, uint64_t ts, const txn::WriteSet& writes,
-                                uint64_t routed_at, const txn::HeldLocks& locks, bool decides, bool* refused) {
-  bool refused_here = false;
-  if (decides && txn != nullptr) ClaimDecision(*txn);
-  Status st = [&]() -> Status {
-    if (decides && txn != nullptr) {
-      // The applier of a one-phase transaction: this apply decides it,
-      // unless the prepared node's resolver refused it here first.
-      std::string recorded;
-      Status got = meta_->Get(kDecisionPrefix + *txn, &recorded);
-      if (got.ok()) {
-        refused_here = true;
-        return SqlError(ErrorCode::kLockDeadlock,
-                        "Deadlock found when trying to get lock; try restarting transaction (transaction {} was "
-                        "aborted at node '{}' by its prepared node's resolver)",
-                        *txn, options_.node_name);
-      }
-      if (!got.IsNotFound()) {
-        refused_here = true;
-        return got;
-      }
-    }
-    {
-      std::unique_lock<std::mutex> l(mu_);
-      if (txn != nullptr) {
-        Status expired = CheckNotExpired(*txn);
-        if (!expired.ok()) {
-          refused_here = true;
-          return expired;
-        }
-        auto owner = owners_.find(*txn);
-        if (decides && ParseTxnKey(*txn).coordinator != self()) {
-          // Its row locks here must still be held: after a restart (locks
-          // gone) another writer may have read or locked its rows.
-          if (owner == owners_.end()) {
-            refused_here = true;
-            return SqlError(ErrorCode::kLockWaitTimeout,
-                            "Lock wait timeout exceeded; try restarting transaction (the row locks of transaction "
-                            "{} at node '{}' are gone)",
-                            *txn, options_.node_name);
-          }
-          owner->second.last_used = std::chrono::steady_clock::now();
-        }
-      }
-      Status waited = AwaitOnePhaseKeys(l, txn != nullptr ? *txn : std::string(), writes);
-      if (!waited.ok()) {
-        refused_here = true;
-        return waited;
-      }
-    }
-    Status routed = AwaitSlices(writes, routed_at);
-    if (!routed.ok()) {
-      refused_here = true;
-      return routed;
-    }
-    if (txn != nullptr) {
-      uint64_t adopted = 0;
-      Status held = AdoptLocks(*txn, ParseTxnKey(*txn), locks, &adopted);
-      if (!held.ok()) {
-        refused_here = true;
-        return held;
-      }
-    }
-    return txn_->ApplyAt(ts, writes);
-  }();
-  if (txn != nullptr) {
-    std::lock_guard<std::mutex> l(mu_);
-    ReleaseOwnerLocked(*txn);
-  }
-  if (decides && txn != nullptr) ReleaseDecision(*txn);
-  if (refused != nullptr) *refused = refused_here;
-  return st;
-}
-
-std::vector<uint64_t> SliceService::PreparedTimestamps() const {
-  // Every one, also those whose decider is down: when it is back the
-  // participants apply the outcome one after the other, and a snapshot at
-  // or above T taken meanwhile would see some of them and not others. So a
-  // transaction in doubt holds the read watermark (reads go stale, never
-  // inconsistent) until it is resolved.
-  std::lock_guard<std::mutex> l(mu_);
-  std::vector<uint64_t> out;
-  for (const auto& [k, p] : prepared_) out.push_back(p.request->commit_ts());
-  for (const auto& [k, ts] : finishing_) out.push_back(ts);
-  return out;
-}
-
-size_t SliceService::prepared_count() const {
-  std::lock_guard<std::mutex> l(mu_);
-  return prepared_.size() + finishing_.size();
-}
-
-std::map<std::string, uint64_t> SliceService::PreparedOn(storage::SliceId slice) const {
-  std::map<std::string, uint64_t> out;
-  std::lock_guard<std::mutex> l(mu_);
-  for (const auto& [key, p] : prepared_) {
-    for (const SliceWritesPb& w : p.request->writes()) {
-      if (w.slice() == slice) out[key] = p.request->commit_ts();
-    }
-  }
-  for (const auto& [key, ts] : finishing_) out.emplace(key, ts);  // being applied now
-  return out;
-}
-
-// ---- background: resolver and lease expiry ------------------------------
-
-void SliceService::BackgroundLoop() {
-  std::unique_lock<std::mutex> l(bg_mu_);
-  while (!stop_) {
-    bg_cv_.wait_for(l, std::chrono::milliseconds(200));
-    if (stop_) break;
-    l.unlock();
-    if (options_.address_of) {
-      // Whether this node is a member, without a break since when
-      // (MayDecideAlone).
-      const bool member = options_.address_of(options_.node_name).ok();
-      const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                 std::chrono::steady_clock::now().time_since_epoch())
-                                 .count();
-      if (!member) {
-        member_since_ms_.store(INT64_MAX, std::memory_order_release);
-      } else if (member_since_ms_.load(std::memory_order_acquire) == INT64_MAX) {
-        member_since_ms_.store(now_ms, std::memory_order_release);
-      }
-    }
-    ResolvePass(/*all=*/false);
-    {
-      // Coordinators that are no longer cluster members (removed after a
-      // failure): their transactions cannot commit any more, so their locks
-      // that are not prepared end now instead of after the whole lease.
-      std::set<std::string> gone = CoordinatorsGone();
-      const auto now = std::chrono::steady_clock::now();
-      const auto lease = std::chrono::milliseconds(options_.lock_lease_ms);
-      std::lock_guard<std::mutex> g(mu_);
-      for (auto it = owners_.begin(); it != owners_.end();) {
-        const bool expired = now - it->second.last_used > lease;
-        const bool orphaned = gone.count(it->first.substr(0, it->first.rfind('/'))) > 0 &&
-                              now - it->second.last_used > kMembershipGrace;
-        if (!it->second.prepared && (expired || orphaned)) {
-          log::Warn("node {}: row locks of transaction {} released: {}", options_.node_name, it->first,
-                    expired ? fmt::format("no request from its coordinator for {} ms", options_.lock_lease_ms)
-                            : std::string("its coordinator left the cluster"));
-          txn_->locks()->ReleaseAll(it->second.id);
-          if (expired_.size() > 100000) expired_.clear();
-          expired_.insert(it->first);
-          it = owners_.erase(it);
-        } else {
-          ++it;
-        }
-      }
-    }
-    l.lock();
-  }
-}
-
-std::set<std::string> SliceService::CoordinatorsGone() {
-  std::set<std::string> coordinators;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    for (const auto& [k, owner] : owners_) {
-      if (!owner.prepared) coordinators.insert(k.substr(0, k.rfind('/')));
-    }
-  }
-  std::set<std::string> gone;
-  if (!options_.address_of) return gone;
-  for (const std::string& c : coordinators) {
-    if (c != options_.node_name && !options_.address_of(c).ok()) gone.insert(c);
-  }
-  return gone;
-}
-
-void SliceService::ResolvePass(bool all) {
-  struct Overdue {
-    std::string key;
-    txn::TxnKey txn;
-    txn::DeciderPair deciders;
-    uint64_t ts = 0;
-  };
-  std::vector<Overdue> overdue;
-  std::vector<Overdue> young;  // within resolve_after_ms: resolved now only if the coordinator left
-  {
-    const auto now = std::chrono::steady_clock::now();
-    std::lock_guard<std::mutex> l(mu_);
-    for (const auto& [k, p] : prepared_) {
-      Overdue o{k, txn::TxnKey{p.request->txn().coordinator(), p.request->txn().id()}, txn::DeciderPair(),
-                p.request->commit_ts()};
-      o.deciders.decider = p.request->decider();
-      o.deciders.backup = p.request->backup();
-      o.deciders.acceptors.assign(p.request->acceptors().begin(), p.request->acceptors().end());
-      o.deciders.one_phase = p.request->one_phase();
-      o.deciders.probe_slice = p.request->probe_slice();
-      o.deciders.probe_key = p.request->probe_key();
-      o.deciders.participants.assign(p.request->participants().begin(), p.request->participants().end());
-      if (all || now - p.since >= std::chrono::milliseconds(options_.resolve_after_ms)) {
-        overdue.push_back(std::move(o));
-      } else if (o.txn.coordinator != options_.node_name && now - p.since >= kMembershipGrace) {
-        young.push_back(std::move(o));
-      }
-    }
-  }
-  // A coordinator removed from the cluster will not finish its
-  // transactions: ask their deciders at once.
-  for (Overdue& o : young) {
-    if (options_.address_of && !options_.address_of(o.txn.coordinator).ok()) overdue.push_back(std::move(o));
-  }
-  for (const Overdue& o : overdue) {
-    // Ask the acceptors (Paxos phase 1 at a fresh ballot): commit if it
-    // may have been chosen, else abort is chosen, so a late commit from the
-    // coordinator is refused. (A record from before Paxos commit asks its
-    // decider, which records abort unless an outcome is recorded.)
-    // One phase on two nodes: ask the applier whether it applied (it
-    // records a refusal if not).
-    Result<bool> outcome = Decide(o.deciders, o.txn, /*commit=*/false, o.deciders.one_phase ? o.ts : 0);
-    if (!outcome.ok() && o.deciders.one_phase && options_.address_of &&
-        !options_.address_of(o.deciders.decider).ok()) {
-      // The applier left the cluster (removed after a failure; its replica
-      // went with it): presumed committed (docs/transactions.md "One phase
-      // on two nodes"). It may have applied and the client may have been
-      // answered; if it did not, no client was told the transaction
-      // failed (that needs this record gone) and no reader saw it.
-      Status st = PresumeCommit(o.key);
-      log::Warn("node {}: one-phase transaction {}: its applier '{}' left the cluster; presumed committed{}",
-                options_.node_name, o.key, o.deciders.decider, st.ok() ? "" : ", failed: " + st.ToString());
-      continue;
-    }
-    if (!outcome.ok()) {
-      log::Warn("node {}: prepared transaction {} unresolved: {} '{}': {}", options_.node_name, o.key,
-                o.deciders.acceptors.empty() ? "decider" : "acceptors",
-                o.deciders.acceptors.empty() ? o.deciders.decider : fmt::format("{}", fmt::join(o.deciders.acceptors, ", ")),
-                outcome.status().ToString());
-      continue;
-    }
-    Status st = LocalFinish(o.key, *outcome);
-    log::Info("node {}: resolved prepared transaction {}: {}{}", options_.node_name, o.key,
-              *outcome ? "commit" : "abort", st.ok() ? "" : " failed: " + st.ToString());
-  }
-}
-
-Status SliceService::PresumeCommit(const std::string& txn) {
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    if (prepared_.count(txn) == 0 || presuming_.count(txn)) return Status::OK();
-    // From here a Finish(abort) of it is answered with 1180 (LocalFinish).
-    presuming_.insert(txn);
-  }
-  Status st = meta_->Put(kPresumedPrefix + txn, std::string("C"));
-  if (st.ok()) st = LocalFinish(txn, /*commit=*/true, /*presumed=*/true);
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    presuming_.erase(txn);
-  }
-  return st;
-}
-
-void SliceService::TEST_ResolveNow() { ResolvePass(/*all=*/true); }
-
-void SliceService::TEST_DrainPaxosCalls() {
-  std::unique_lock<std::mutex> l(paxos_calls_mu_);
-  paxos_calls_cv_.wait(l, [&] { return paxos_calls_ == 0; });
-}
-
-void SliceService::TEST_SetUnreachable(const std::string& node, bool unreachable) {
-  std::lock_guard<std::mutex> l(peers_mu_);
-  if (unreachable) {
-    unreachable_.insert(node);
-  } else {
-    unreachable_.erase(node);
-  }
-}
-
-// ---- client -------------------------------------------------------------
 
 Result<PeerStubs*> SliceService::Peer(const std::string& node) {
   // Node addresses are looked up at most every kAddressTtl per node.
@@ -1874,7 +1064,7 @@ Status SliceService::Lock(const std::string& node, const txn::TxnKey& txn, const
     const auto wait = std::max(std::chrono::milliseconds(0), std::min(left, kLockSlice));
     Status st;
     if (node == self()) {
-      st = LocalLock(k, name, mode, wait);
+      st = participant_->Lock(k, name, mode, wait);
     } else {
       SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
       LockRequest req;
@@ -1907,7 +1097,7 @@ Status SliceService::Lock(const std::string& node, const txn::TxnKey& txn, const
 }
 
 void SliceService::Unlock(const std::string& node, const txn::TxnKey& txn) {
-  if (node == self()) return LocalUnlock(txn.ToString());
+  if (node == self()) return participant_->Unlock(txn.ToString());
   auto peer = Peer(node);
   if (!peer.ok()) return;  // the lease ends the locks
   UnlockRequest req;
@@ -1936,7 +1126,7 @@ Status SliceService::Prepare(const std::string& node, const txn::TxnKey& txn, ui
   for (const std::string& p : deciders.participants) req.add_participants(p);
   for (const std::string& a : deciders.acceptors) req.add_acceptors(a);
   ToPb(deciders.locks, req.mutable_held_locks());
-  if (node == self()) return LocalPrepare(req);
+  if (node == self()) return participant_->Prepare(ToRecord(req), deciders.locks, AppliedIndex());
   SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
   Header(req.mutable_header());
   PrepareResponse resp;
@@ -1945,8 +1135,9 @@ Status SliceService::Prepare(const std::string& node, const txn::TxnKey& txn, ui
   return FromPb(resp.status());
 }
 
-Result<bool> SliceService::DecideAt(const std::string& node, const txn::TxnKey& txn, const DecideArgs& args) {
-  if (node == self()) return LocalDecide(txn.ToString(), args);
+Result<bool> SliceService::DecideAt(const std::string& node, const txn::TxnKey& txn,
+                                    const txn::commit::DecideArgs& args) {
+  if (node == self()) return participant_->Decide(txn.ToString(), args);
   SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
   DecideRequest req;
   Header(req.mutable_header());
@@ -1968,7 +1159,7 @@ Result<bool> SliceService::DecideAt(const std::string& node, const txn::TxnKey& 
 Result<txn::commit::Reply> SliceService::PaxosAt(const std::string& node, const txn::TxnKey& txn,
                                                  const txn::commit::Request& request,
                                                  const std::vector<std::string>& participants) {
-  if (node == self()) return LocalPaxos(txn.ToString(), request, participants);
+  if (node == self()) return participant_->Paxos(txn.ToString(), request, participants);
   SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
   PaxosRequest req;
   Header(req.mutable_header());
@@ -2043,7 +1234,7 @@ class SliceService::PaxosTransport final : public txn::commit::Transport {
       }).detach();
     }
     if (local) {
-      Result<txn::commit::Reply> r = s_->LocalPaxos(txn_.ToString(), request, participants_);
+      Result<txn::commit::Reply> r = s_->participant_->Paxos(txn_.ToString(), request, participants_);
       if (!on_reply(s_->self(), r.ok() ? std::optional<txn::commit::Reply>(*r) : std::nullopt)) return;
     }
     for (size_t heard = 0; heard < expected; ++heard) {
@@ -2108,7 +1299,7 @@ std::vector<std::string> SliceService::Members() {
 Result<bool> SliceService::Decide(const txn::DeciderPair& deciders, const txn::TxnKey& txn, bool commit,
                                   uint64_t ts) {
   if (!deciders.acceptors.empty() && !deciders.one_phase) return PaxosDecide(deciders, txn, commit, ts);
-  DecideArgs args;
+  txn::commit::DecideArgs args;
   args.commit = commit;
   args.ts = ts;
   args.backup = deciders.backup;
@@ -2126,7 +1317,7 @@ Result<bool> SliceService::Decide(const txn::DeciderPair& deciders, const txn::T
   if (r.ok() || deciders.backup.empty() || deciders.backup == deciders.decider) return r;
   // The decider did not answer: the backup answers in its place once the
   // decider has left the cluster (it refuses while it is a member).
-  DecideArgs direct;
+  txn::commit::DecideArgs direct;
   direct.commit = commit;
   direct.ts = ts;
   direct.decider = deciders.decider;
@@ -2144,7 +1335,7 @@ Status SliceService::ForgetAt(const std::string& node, const std::vector<txn::Tx
     std::vector<std::string> keys;
     keys.reserve(txns.size());
     for (const txn::TxnKey& t : txns) keys.push_back(t.ToString());
-    return LocalForget(keys);
+    return participant_->Forget(keys);
   }
   SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
   DecideRequest req;
@@ -2276,30 +1467,9 @@ constexpr size_t kSweepBatch = 1024;
 constexpr std::chrono::milliseconds kSweepRpcTimeout{2000};
 }  // namespace
 
-std::vector<bool> SliceService::LocalDecisionNeeded(const std::vector<txn::TxnKey>& txns) const {
-  std::vector<bool> out;
-  out.reserve(txns.size());
-  std::lock_guard<std::mutex> l(mu_);
-  for (const txn::TxnKey& t : txns) {
-    const std::string k = t.ToString();
-    bool needed = prepared_.count(k) > 0 || preparing_.count(k) > 0 || finishing_.count(k) > 0;
-    // It holds row locks of the transaction here (a remote coordinator's):
-    // a one-phase applier accepts the transaction's Apply only while it
-    // does, so its refusal must stay until they are gone (they end with
-    // the coordinator's Unlock, the lease, or the coordinator's removal).
-    if (!needed && owners_.count(k) > 0) needed = true;
-    // Its coordinator may still ask for commit until its CommitWrites
-    // returns: an abort record dropped before that would let a late
-    // commit be recorded after a participant discarded its writes.
-    if (!needed && t.coordinator == options_.node_name) needed = txn_->Committing(t.id);
-    out.push_back(needed);
-  }
-  return out;
-}
-
 Result<std::vector<bool>> SliceService::DecisionNeededAt(const std::string& node,
                                                          const std::vector<txn::TxnKey>& txns) {
-  if (node == self()) return LocalDecisionNeeded(txns);
+  if (node == self()) return participant_->DecisionNeeded(txns);
   SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
   std::vector<bool> out;
   out.reserve(txns.size());
@@ -2327,9 +1497,9 @@ size_t SliceService::SweepDecisions(bool all) {
   // participants and its coordinator. A record without participants
   // (written before they were kept) stays: no one can say who needs it.
   std::map<std::string, std::vector<std::string>> records;
-  const std::string_view prefix(kDecisionPrefix);
-  const Status scanned = meta_->Scan(kDecisionPrefix, [&](std::string_view key, std::string_view value) {
-    std::vector<std::string> participants = DecisionParticipants(value);
+  const std::string_view prefix(txn::commit::kDecisionPrefix);
+  const Status scanned = meta_->Scan(txn::commit::kDecisionPrefix, [&](std::string_view key, std::string_view value) {
+    std::vector<std::string> participants = txn::commit::DecisionParticipants(value);
     if (!participants.empty()) records.emplace(std::string(key.substr(prefix.size())), std::move(participants));
     return true;
   });
@@ -2346,7 +1516,7 @@ size_t SliceService::SweepDecisions(bool all) {
   for (const auto& [key, participants] : records) {
     seen.insert(key);
     if (!all && sweep_seen_.count(key) == 0) continue;
-    const txn::TxnKey k = ParseTxnKey(key);
+    const txn::TxnKey k = txn::commit::ParseTxnKey(key);
     if (k.ToString() != key) continue;  // not a key this node wrote: kept
     needed[key] = false;
     std::set<std::string> ask(participants.begin(), participants.end());
@@ -2364,8 +1534,8 @@ size_t SliceService::SweepDecisions(bool all) {
   // the records.
   std::set<std::string> marks_seen;
   std::map<std::string, bool> mark_needed;  // mark -> its coordinator may still need it
-  const std::string_view mark_prefix(kPresumedPrefix);
-  const Status marks_scanned = meta_->Scan(kPresumedPrefix, [&](std::string_view key, std::string_view) {
+  const std::string_view mark_prefix(txn::commit::kPresumedPrefix);
+  const Status marks_scanned = meta_->Scan(txn::commit::kPresumedPrefix, [&](std::string_view key, std::string_view) {
     marks_seen.insert(std::string(key.substr(mark_prefix.size())));
     return true;
   });
@@ -2373,12 +1543,11 @@ size_t SliceService::SweepDecisions(bool all) {
     log::Warn("node {}: sweep of presumption marks: {}", options_.node_name, marks_scanned.ToString());
   }
   {
-    std::lock_guard<std::mutex> l(mu_);
     for (const std::string& key : marks_seen) {
       if (!all && presumed_seen_.count(key) == 0) continue;
-      const txn::TxnKey k = ParseTxnKey(key);
+      const txn::TxnKey k = txn::commit::ParseTxnKey(key);
       if (k.ToString() != key) continue;
-      if (prepared_.count(key) || finishing_.count(key) || presuming_.count(key)) continue;
+      if (participant_->Unsettled(key)) continue;
       mark_needed[key] = false;
       by_node[k.coordinator].push_back(k);
     }
@@ -2415,10 +1584,9 @@ size_t SliceService::SweepDecisions(bool all) {
   });
   std::vector<storage::MetaStore::Change> marks_drop;
   {
-    std::lock_guard<std::mutex> l(mu_);
     for (const auto& [key, is_needed] : mark_needed) {
-      if (is_needed || prepared_.count(key) || finishing_.count(key) || presuming_.count(key)) continue;
-      marks_drop.emplace_back(kPresumedPrefix + key, std::nullopt);
+      if (is_needed || participant_->Unsettled(key)) continue;
+      marks_drop.emplace_back(txn::commit::kPresumedPrefix + key, std::nullopt);
     }
   }
   if (!marks_drop.empty()) {
@@ -2439,7 +1607,7 @@ size_t SliceService::SweepDecisions(bool all) {
   for (size_t from = 0; from < drop.size(); from += kSweepBatch) {
     const auto end = drop.begin() + static_cast<std::ptrdiff_t>(std::min(drop.size(), from + kSweepBatch));
     const std::vector<std::string> batch(drop.begin() + static_cast<std::ptrdiff_t>(from), end);
-    const Status st = LocalForget(batch, &dropped);
+    const Status st = participant_->Forget(batch, &dropped);
     if (!st.ok()) {
       log::Warn("node {}: sweep of decision records: dropping {}: {}", options_.node_name, batch.size(),
                 st.ToString());
@@ -2447,7 +1615,7 @@ size_t SliceService::SweepDecisions(bool all) {
   }
   if (dropped > 0) {
     log::Info("node {}: dropped {} decision record(s) no participant needs; {} kept", options_.node_name, dropped,
-              decision_records_.load(std::memory_order_relaxed));
+              participant_->decision_records());
   }
   return static_cast<size_t>(dropped);
 }
@@ -2466,7 +1634,7 @@ void SliceService::SweepLoop() {
 size_t SliceService::TEST_SweepDecisions() { return SweepDecisions(/*all=*/true); }
 
 Status SliceService::Finish(const std::string& node, const txn::TxnKey& txn, bool commit) {
-  if (node == self()) return LocalFinish(txn.ToString(), commit);
+  if (node == self()) return participant_->Finish(txn.ToString(), commit);
   SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
   FinishRequest req;
   Header(req.mutable_header());
@@ -2481,7 +1649,7 @@ Status SliceService::Apply(const std::string& node, const txn::TxnKey* txn, uint
                            const txn::WriteSet& writes, const txn::HeldLocks& locks) {
   if (node == self()) {
     const std::string k = txn ? txn->ToString() : std::string();
-    return LocalApply(txn ? &k : nullptr, ts, writes, AppliedIndex(), locks);
+    return participant_->Apply(txn ? &k : nullptr, ts, writes, AppliedIndex(), locks);
   }
   SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
   ApplyRequest req;
@@ -2500,7 +1668,7 @@ Status SliceService::ApplyDecision(const std::string& node, const txn::TxnKey& t
                                    const txn::WriteSet& writes, const txn::HeldLocks& locks, bool* refused) {
   *refused = false;
   const std::string k = txn.ToString();
-  if (node == self()) return LocalApply(&k, ts, writes, AppliedIndex(), locks, /*decides=*/true, refused);
+  if (node == self()) return participant_->Apply(&k, ts, writes, AppliedIndex(), locks, /*decides=*/true, refused);
   SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
   ApplyRequest req;
   Header(req.mutable_header());
@@ -2535,31 +1703,6 @@ namespace {
 constexpr std::chrono::milliseconds kDeadlockRpcTimeout{1000};
 }  // namespace
 
-std::vector<txn::LockHolderInfo> SliceService::LocalLockHolders(const std::vector<std::string>& names) const {
-  std::vector<txn::LockHolderInfo> out;
-  std::vector<std::pair<std::string, std::vector<std::pair<uint64_t, txn::LockMode>>>> held;
-  for (const std::string& name : names) {
-    auto holders = txn_->locks()->Holders(name);
-    if (!holders.empty()) held.emplace_back(name, std::move(holders));
-  }
-  if (held.empty()) return out;
-  std::unordered_map<uint64_t, std::string> remote;  // owner id -> "coordinator/id"
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    for (const auto& [k, owner] : owners_) remote.emplace(owner.id, k);
-  }
-  for (const auto& [name, holders] : held) {
-    for (const auto& [owner, mode] : holders) {
-      auto r = remote.find(owner);
-      // Not a remote owner: one of this node's transactions, whose lock
-      // owner id is its transaction id (Transaction::key()).
-      txn::TxnKey k = r != remote.end() ? ParseTxnKey(r->second) : txn::TxnKey{options_.node_name, owner};
-      out.push_back(txn::LockHolderInfo{name, std::move(k), mode});
-    }
-  }
-  return out;
-}
-
 Result<std::vector<txn::LockWaitInfo>> SliceService::LockWaits(const std::string& node) {
   if (node == self()) return txn_->LockWaits(self());
   SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
@@ -2577,7 +1720,7 @@ Result<std::vector<txn::LockWaitInfo>> SliceService::LockWaits(const std::string
 
 Result<std::vector<txn::LockHolderInfo>> SliceService::LockHolders(const std::string& node,
                                                                    const std::vector<std::string>& names) {
-  if (node == self()) return LocalLockHolders(names);
+  if (node == self()) return participant_->LockHolders(names);
   SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
   LockHoldersRequest req;
   Header(req.mutable_header());

@@ -4,48 +4,25 @@
 //  - server: it serves the SliceService RPCs for the slice replicas this
 //    node stores (point reads and paged range scans at a snapshot, pushed
 //    filters and partial aggregates over them (Fragment: compiled by
-//    options.compile_fragment, with Scan's checks), row locks
-//    for remote transactions, two-phase-commit participant, one-phase
-//    replicated writes), registered on the node's RpcServer;
+//    options.compile_fragment, with Scan's checks)), and carries the
+//    requests of other nodes' commits (row locks, Prepare, Paxos, Decide,
+//    Finish, Apply) to this node's txn::commit::Participant
+//    (src/txn/commit/participant.h: the participant, acceptor and resolver
+//    of commit, their durable records and invariants), registered on the
+//    node's RpcServer;
 //  - client: it is the txn::DataRouter the node's TxnManager routes through,
 //    calling other nodes' SliceService (a call naming this node runs the
-//    server side directly, no RPC).
+//    server side directly, no RPC): reads, and the coordinator's messages
+//    of a commit (src/txn/commit/coordinator.cc), with the transport of a
+//    Paxos round (PaxosTransport) and the coordinator's queue of decision
+//    records to drop after it answered its client (Forget).
 //
-// Durable state (this node's MetaStore, docs/transactions.md):
-//   txn/prepared/<coordinator>/<id>  PrepareRequest: a prepared write set
-//   txn/decision/<coordinator>/<id>  at an acceptor of a two-phase commit:
-//                                    its Paxos state (txn::commit::
-//                                    EncodeAcceptorState, "Q\n..."); in
-//                                    records from before Paxos commit, and
-//                                    at a one-phase applier:
-//                                    "C<ts>" or "A" (the recorded outcome),
-//                                    then "\n<node>" per participant (at a
-//                                    one-phase applier: "A", a refusal, then
-//                                    the transaction's two nodes; a bare "A"
-//                                    when the asker's record named none)
-//   txn/presumed/<coordinator>/<id>  a one-phase transaction committed by
-//                                    presumption (its applier left); swept
-//                                    once applied here and its coordinator's
-//                                    commit is no longer in progress
-//
-// Invariants:
-//  1. A participant applies a prepared write set only after commit was
-//     chosen (a majority of its acceptors accepted it at one ballot; or,
-//     for a record from before Paxos commit, the decider recorded it), and
-//     discards it only after abort was chosen or the coordinator told it to
-//     (before it proposed commit).
-//  2. At most one outcome is chosen per transaction (src/txn/commit/paxos.h
-//     invariants 1-5): an acceptor stores its state, synced, before it
-//     answers, one Paxos step of a transaction at a time (deciding_).
-//  3. A prepared transaction keeps its row locks until it is finished; locks
-//     of a remote transaction that is not prepared end after
-//     lock_lease_ms without a request from it (its coordinator died or lost
-//     contact); a later Prepare or Apply of that transaction is refused.
-//  4. A request whose sender's metadata epoch is older than this node's is
+// Invariants (those of commit are the Participant's):
+//  1. A request whose sender's metadata epoch is older than this node's is
 //     refused (gRPC FAILED_PRECONDITION) before it touches anything; the
 //     client turns that into ER_UNKNOWN_COM_ERROR 1047 (SQLSTATE 08S01, the
 //     retryable "cluster changed" error).
-//  5. A decision record is dropped only once no participant can need it:
+//  2. A decision record is dropped only once no participant can need it:
 //     by the coordinator (Forget) after every participant answered
 //     Finish(commit) — it answers its client first and drops the records
 //     from a background queue — or by the sweep of decision records at the
@@ -53,24 +30,14 @@
 //     longer in progress and no participant that is a cluster member holds
 //     it prepared (or is preparing or applying it, or, for a one-phase
 //     applier's refusal, holds its row locks: its Apply is accepted only
-//     while they are held). A record without participants (written before
-//     they were kept) is never dropped by the sweep.
-//  6. One phase on two nodes (docs/transactions.md "One phase on two
-//     nodes"): the applier's Apply is the decision. It applies only while
-//     it holds the transaction's locks and no refusal is recorded; it
-//     records a refusal only when its replica lacks the probe at the
-//     commit timestamp; both under the transaction's claim (deciding_).
-//     The prepared node commits when the applier has the probe, aborts on
-//     its refusal, presumes commit once the applier has left the cluster,
-//     and until then makes any other writer of the record's keys wait. A
-//     presumed commit writes no slice whose replica here is building or
-//     that this node's applied map does not place here (a commit learned
-//     from the applier skips the latter only).
+//     while they are held; Participant::DecisionNeeded). A record without
+//     participants (written before they were kept) is never dropped by the
+//     sweep. A presumption mark (txn/presumed/) goes once its transaction is
+//     settled here and its coordinator's commit is no longer in progress.
 //
 // Thread-safety: all methods may be called concurrently. gRPC runs on its
-// own threads; a background thread resolves prepared transactions whose
-// coordinator went silent and ends expired lock leases; another drops the
-// decision records of finished commits (Forget); a third sweeps the
+// own threads; the Participant runs the resolver's thread; one thread drops
+// the decision records of finished commits (Forget); another sweeps the
 // decision records kept here that no participant needs any more.
 #pragma once
 
@@ -91,6 +58,7 @@
 #include <vector>
 
 #include "shale/status.h"
+#include "src/txn/commit/participant.h"
 #include "src/txn/commit/paxos.h"
 #include "src/txn/data_router.h"
 #include "src/txn/transaction.h"
@@ -104,7 +72,6 @@ class Service;
 namespace shale::cluster {
 
 class SliceServiceGrpc;
-class PrepareRequest;
 class SliceWritesPb;
 class DataHeaderPb;
 class ScanResponse;
@@ -228,7 +195,7 @@ class SliceService final : public txn::DataRouter {
   Result<bool> AbortLockWait(const txn::LockWaitInfo& wait) override;
   uint64_t rows_sent() const override { return rows_sent_.load(std::memory_order_relaxed); }
   uint64_t rows_received() const override { return rows_received_.load(std::memory_order_relaxed); }
-  uint64_t decision_records() const override { return decision_records_.load(std::memory_order_relaxed); }
+  uint64_t decision_records() const override { return participant_->decision_records(); }
 
   // Prepared transactions waiting for their outcome at this node.
   size_t prepared_count() const;
@@ -310,47 +277,8 @@ class SliceService final : public txn::DataRouter {
   // the rows received.
   Status FragmentPage(const std::string& node, storage::SliceId slice, const storage::KeyRange& range,
                       uint64_t snapshot, const std::string& fragment, FragmentResponse* page);
-  Status LocalLock(const std::string& txn, const std::string& name, txn::LockMode mode,
-                   std::chrono::milliseconds wait);
-  void LocalUnlock(const std::string& txn);
-  // The holders of `names` here, by TxnKey: remote transactions' lock
-  // owners through owners_, every other owner is a transaction of this node.
-  std::vector<txn::LockHolderInfo> LocalLockHolders(const std::vector<std::string>& names) const;
-  Status LocalPrepare(const PrepareRequest& request);
-  // The X row locks transaction `txn` (`key`) reports with its writes
-  // (docs/transactions.md "Row locks when the ranking replica changes"),
-  // for each slice stored here: one taken at this node must still be held
-  // by `txn`, and this node must still rank the slice; one taken at another
-  // node is refused (1047) if this node ranks the slice now, else taken
-  // here for `txn`, waiting while another transaction — one prepared here
-  // — holds it. *owner_id: `txn`'s lock owner here (0: none, `locks`
-  // empty).
-  Status AdoptLocks(const std::string& txn, const txn::TxnKey& key, const txn::HeldLocks& locks,
-                    uint64_t* owner_id);
-  // One Decide request at this node: `backup` set — this node is the
-  // decider and records at the backup first; `decider` set — this node is
-  // the backup, asked directly (answers only while the decider is not a
-  // member); neither — a plain first-wins record here.
-  // `one_phase` set — this node is the applier of a one-phase
-  // transaction on two nodes: the answer is read from its replica
-  // (LocalDecideApplied).
-  struct DecideArgs {
-    bool commit = false;
-    uint64_t ts = 0;
-    std::string backup;
-    std::string decider;
-    std::vector<std::string> participants;  // kept in the record (the sweep asks them)
-    bool one_phase = false;
-    storage::SliceId probe_slice = 0;
-    std::string probe_key;
-  };
-  Result<bool> LocalDecide(const std::string& txn, const DecideArgs& args);
-  // Paxos commit (src/txn/commit/paxos.h). The acceptor's step on `txn`'s
-  // record here, stored synced before it returns; the record keeps
-  // `participants`. An error when the record is of another kind.
-  Result<txn::commit::Reply> LocalPaxos(const std::string& txn, const txn::commit::Request& request,
-                                        const std::vector<std::string>& participants);
-  // The same at `node` (an RPC unless it is this node).
+  // The acceptor's step (Participant::Paxos) at `node` (an RPC unless it
+  // is this node).
   Result<txn::commit::Reply> PaxosAt(const std::string& node, const txn::TxnKey& txn,
                                      const txn::commit::Request& request,
                                      const std::vector<std::string>& participants);
@@ -362,35 +290,16 @@ class SliceService final : public txn::DataRouter {
   txn::commit::Ballot NextBallot(const txn::commit::Ballot& above);
   class PaxosTransport;
   // Decide at `node` (an RPC unless it is this node).
-  Result<bool> DecideAt(const std::string& node, const txn::TxnKey& txn, const DecideArgs& args);
+  Result<bool> DecideAt(const std::string& node, const txn::TxnKey& txn, const txn::commit::DecideArgs& args);
   // Drops the decision records of `txns` at `node` in one MetaStore write
   // (one RPC unless it is this node).
   Status ForgetAt(const std::string& node, const std::vector<txn::TxnKey>& txns);
   // The coordinator's Forget queue (Forget): drains it in batches per node,
   // retrying a failed node's share a few times.
   void ForgetLoop();
-  // Whether this node, the decider of `txn`, may record abort without its
-  // backup: the backup has left the cluster, and this node prepared `txn`
-  // itself (not loaded at a restart) while it has been a member without a
-  // break, so no one can have read the backup's record directly (the
-  // backup answers directly only while the decider is not a member).
-  bool MayDecideAlone(const std::string& txn, const std::string& backup);
-  // Applies (commit) or discards a prepared write set. A commit skips the
-  // slices not stored here; of a one-phase transaction also those this
-  // node's applied map does not place here, and, `presumed`
-  // (PresumeCommit), those whose replica here is building.
-  Status LocalFinish(const std::string& txn, bool commit, bool presumed = false);
-  // Drops the decision records of `txns` here in one synced write; adds the
-  // number of records that were there to *dropped (when set).
-  Status LocalForget(const std::vector<std::string>& txns, uint64_t* dropped = nullptr);
 
-  // The sweep of decision records (SweepDecisions): for each of `txns`,
-  // whether this node may still need its outcome — it holds it prepared,
-  // or is preparing or applying it, or holds row locks of it for its
-  // remote coordinator, or it is its coordinator and the commit is in
-  // progress (TxnManager::Committing).
-  std::vector<bool> LocalDecisionNeeded(const std::vector<txn::TxnKey>& txns) const;
-  // The same at `node` (RPCs unless it is this node, in batches).
+  // Participant::DecisionNeeded at `node` (RPCs unless it is this node, in
+  // batches).
   Result<std::vector<bool>> DecisionNeededAt(const std::string& node, const std::vector<txn::TxnKey>& txns);
   // Drops the decision records kept here that no one needs: asks the
   // coordinator and the participants named in each record, each node once
@@ -403,54 +312,6 @@ class SliceService final : public txn::DataRouter {
   // decision records dropped (not the marks).
   size_t SweepDecisions(bool all);
   void SweepLoop();
-  // `decides`: the applier's Apply of a one-phase transaction on two
-  // nodes (ApplyDecision): refused (*refused set, nothing written) when a
-  // resolver refused it here, or its locks here are gone.
-  Status LocalApply(const std::string* txn, uint64_t ts, const txn::WriteSet& writes, uint64_t routed_at,
-                    const txn::HeldLocks& locks, bool decides = false, bool* refused = nullptr);
-  // At the applier of one-phase `txn`: commit when its replica of
-  // probe_slice holds probe_key at ts (it applied), else records that
-  // `txn` is refused here (so its Apply fails from now on) and answers
-  // abort. Not answered (an error) when the replica is not stored here.
-  // REQUIRES: the caller holds `txn`'s claim in deciding_.
-  Result<bool> LocalDecideApplied(const std::string& txn, const DecideArgs& args);
-  // Claims `txn` in deciding_ (waits for another claim on it) / gives it back.
-  void ClaimDecision(const std::string& txn);
-  void ReleaseDecision(const std::string& txn);
-  // Waits (at most kOnePhaseWait) until `txn` is not being prepared here
-  // and no key of `writes` belongs to a one-phase transaction other than
-  // `txn` prepared here: while it is, a later writer of its rows waits for
-  // its outcome (docs/transactions.md "One phase on two nodes"). 1205 when
-  // the wait ends first. REQUIRES: l holds mu_.
-  bool OverlapsOnePhaseLocked(const std::string& txn, const txn::WriteSet& writes) const;
-  Status AwaitOnePhaseKeys(std::unique_lock<std::mutex>& l, const std::string& txn, const txn::WriteSet& writes);
-  // Adds/removes a one-phase prepared transaction's keys to one_phase_keys_.
-  // REQUIRES: mu_ held.
-  void IndexOnePhaseLocked(const std::string& txn, const PrepareRequest& request, bool add);
-  // One-phase resolution when the applier has left: commit at the
-  // prepared timestamp, with a durable mark, so a coordinator's late
-  // Finish(abort) learns it was committed.
-  Status PresumeCommit(const std::string& txn);
-
-  // Lock owners of remote transactions at this node.
-  struct Owner {
-    uint64_t id = 0;  // LockManager transaction id
-    std::chrono::steady_clock::time_point last_used;
-    bool prepared = false;
-  };
-  struct Prepared {
-    std::unique_ptr<PrepareRequest> request;
-    std::chrono::steady_clock::time_point since;
-    bool loaded = false;  // from the MetaStore at Open (prepared before a restart)
-  };
-  // REQUIRES: mu_ held.
-  void ReleaseOwnerLocked(const std::string& txn);
-  Status CheckNotExpired(const std::string& txn) const;
-  // Coordinators of this node's remote lock owners that are not cluster
-  // members (address_of fails).
-  std::set<std::string> CoordinatorsGone();
-  void BackgroundLoop();
-  void ResolvePass(bool all);
 
   Result<PeerStubs*> Peer(const std::string& node);
   void Header(DataHeaderPb* header) const;
@@ -461,21 +322,12 @@ class SliceService final : public txn::DataRouter {
   storage::MetaStore* const meta_;
   const SliceServiceOptions options_;
   std::unique_ptr<SliceServiceGrpc> grpc_;
+  // This node's part in other nodes' commits (src/txn/commit/participant.h),
+  // and what it asks of this object (Host).
+  class Host;
+  std::unique_ptr<Host> host_;
+  std::unique_ptr<txn::commit::Participant> participant_;
 
-  mutable std::mutex mu_;
-  std::unordered_map<std::string, Owner> owners_;       // GUARDED_BY(mu_)
-  std::unordered_set<std::string> expired_;             // GUARDED_BY(mu_): leases ended
-  std::map<std::string, Prepared> prepared_;            // GUARDED_BY(mu_)
-  std::map<std::string, uint64_t> finishing_;           // GUARDED_BY(mu_): being applied, -> commit ts
-  std::set<std::string> preparing_;                     // GUARDED_BY(mu_): prepare record being written
-  std::condition_variable prepare_cv_;                  // preparing_ or one_phase_keys_ shrank
-  // Keys (slice, user key) written by one-phase transactions prepared
-  // here, -> the transaction (AwaitOnePhaseKeys).
-  std::map<std::pair<storage::SliceId, std::string>, std::string> one_phase_keys_;  // GUARDED_BY(mu_)
-  std::set<std::string> presuming_;                     // GUARDED_BY(mu_): PresumeCommit running
-  std::mutex decide_mu_;
-  std::condition_variable decide_cv_;
-  std::set<std::string> deciding_;                      // GUARDED_BY(decide_mu_): one Decide per transaction at a time
   // Paxos: this process's ballot ids, and the calls to acceptors still
   // running on threads of their own (PaxosTransport; the destructor waits
   // for them).
@@ -487,9 +339,6 @@ class SliceService final : public txn::DataRouter {
   // Those calls by transaction: its Forget waits for them, so a late
   // accept does not write a record again after the Forget dropped it.
   std::map<std::string, size_t> paxos_in_flight_;  // GUARDED_BY(paxos_calls_mu_)
-  // Since when this node has been a cluster member without a break (seen by
-  // the background thread); max() until it has seen itself a member.
-  std::atomic<int64_t> member_since_ms_{INT64_MAX};
   std::mutex peers_mu_;
   std::map<std::string, std::unique_ptr<PeerStubs>> peers_;  // GUARDED_BY(peers_mu_), by address
   std::set<std::string> unreachable_;                         // GUARDED_BY(peers_mu_), tests
@@ -500,9 +349,6 @@ class SliceService final : public txn::DataRouter {
   // (rows read by other nodes, rows they wrote here).
   std::atomic<uint64_t> rows_sent_{0};
   std::atomic<uint64_t> rows_received_{0};
-  // Decision records in this node's MetaStore (decision_records()), but
-  // for bare "A" records (one-phase refusals; CountedDecision).
-  std::atomic<uint64_t> decision_records_{0};
   // Requester side: also counted for the calling thread's statement.
   void CountSent(uint64_t rows) {
     rows_sent_.fetch_add(rows, std::memory_order_relaxed);
@@ -513,10 +359,6 @@ class SliceService final : public txn::DataRouter {
     txn::StatementRowsMoved() += rows;
   }
 
-  std::mutex bg_mu_;
-  std::condition_variable bg_cv_;
-  bool stop_ = false;  // GUARDED_BY(bg_mu_)
-  std::thread bg_thread_;
 
   // Decision records to drop, after the client was answered (Forget).
   // Invariant: an entry is queued only once every participant of its
