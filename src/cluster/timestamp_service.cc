@@ -1,5 +1,7 @@
 #include "src/cluster/timestamp_service.h"
 
+#include <random>
+
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
@@ -37,7 +39,14 @@ struct ClusterTimestamps::Pending {
 
 ClusterTimestamps::ClusterTimestamps(ClusterNode* node, const txn::TimestampOracle* local,
                                      TimestampServiceOptions options)
-    : node_(node), local_(local), options_(options) {
+    : node_(node),
+      local_(local),
+      options_(options),
+      incarnation_((static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                              std::chrono::system_clock::now().time_since_epoch())
+                                              .count())
+                     << 12) |
+                    (std::random_device{}() & 0xfff)) {
   reporter_ = std::thread([this] { ReportLoop(); });
 }
 
@@ -74,6 +83,7 @@ Status ClusterTimestamps::EnsureLeader(std::unique_lock<std::mutex>& lock) {
   finished_high_ = 0;
   reported_.clear();
   last_seen_ms_.clear();
+  incarnations_.clear();
   oldest_reported_.clear();
   recent_reads_.clear();
   serving_since_ms_ = NowMs();
@@ -130,7 +140,7 @@ void ClusterTimestamps::LearnGcHorizon(uint64_t h) {
   if (h != 0) gc_horizon_.store(h, std::memory_order_release);
 }
 
-Status ClusterTimestamps::LeaderServe(const std::string& node, uint32_t begin, const std::vector<uint64_t>& finished,
+Status ClusterTimestamps::LeaderServe(const std::string& node, uint64_t incarnation, uint32_t begin, const std::vector<uint64_t>& finished,
                                       const std::vector<uint64_t>& in_flight, bool read, uint64_t oldest_snapshot,
                                       std::vector<uint64_t>* begun, uint64_t* read_ts, uint64_t* gc_horizon,
                                       uint64_t* finished_high, uint64_t* last_handed_out) {
@@ -146,6 +156,37 @@ Status ClusterTimestamps::LeaderServe(const std::string& node, uint32_t begin, c
       return NoTimestamps(fmt::format("node {} is not a member of the cluster (removed after a failure; it "
                                       "rejoins by itself)",
                                       node));
+    }
+  }
+  if (incarnation != 0) {
+    uint64_t& known = incarnations_[node];
+    if (incarnation < known) {
+      // A request the node's earlier process sent before it died.
+      return NoTimestamps(fmt::format("the request comes from an earlier process of node {} (it restarted)", node));
+    }
+    if (incarnation > known) {
+      // The node restarted: the commits its earlier process was handed
+      // never finish. Those it prepared anywhere are reported by their
+      // participants until resolved; the rest wrote nothing anywhere (or
+      // applied on one node before the answer), so they no longer hold the
+      // watermark.
+      size_t dropped = 0;
+      if (known != 0) {
+        for (auto f = in_flight_.begin(); f != in_flight_.end();) {
+          if (f->second == node) {
+            f = in_flight_.erase(f);
+            ++dropped;
+          } else {
+            ++f;
+          }
+        }
+      }
+      if (dropped > 0) {
+        log::Info("cluster: node {} restarted; {} commit(s) in flight in its earlier process no longer hold the "
+                  "read watermark",
+                  node, dropped);
+      }
+      known = incarnation;
     }
   }
   last_seen_ms_[node] = NowMs();
@@ -213,7 +254,7 @@ grpc::Status ClusterTimestamps::Handle(const TimestampRequest& request, Timestam
   std::vector<uint64_t> in_flight(request.in_flight().begin(), request.in_flight().end());
   // A node that does not report its snapshots holds the horizon at 0.
   const uint64_t oldest = request.reports_snapshot() ? request.oldest_snapshot() : 0;
-  Status st = LeaderServe(request.node(), request.begin(), finished, in_flight, request.read(), oldest, &begun,
+  Status st = LeaderServe(request.node(), request.incarnation(), request.begin(), finished, in_flight, request.read(), oldest, &begun,
                           &read_ts, &gc_horizon, &finished_high, &last_handed_out);
   if (!st.ok()) return grpc::Status(grpc::StatusCode::UNAVAILABLE, st.message());
   for (uint64_t ts : begun) response->add_begun(ts);
@@ -369,7 +410,7 @@ void ClusterTimestamps::Call(Pending* p) {
       reports_active_.insert(report);
     }
     uint64_t gc_horizon = 0;
-    Status st = LeaderServe(node_->identity().id, p->begin, finished, PreparedInFlight(), p->read,
+    Status st = LeaderServe(node_->identity().id, incarnation_, p->begin, finished, PreparedInFlight(), p->read,
                             OwnOldestSnapshot(), &p->begun, &p->read_ts, &gc_horizon, &p->finished_high,
                             &p->last_handed_out);
     if (st.ok()) LearnGcHorizon(gc_horizon);
@@ -414,13 +455,14 @@ void ClusterTimestamps::Call(Pending* p) {
     uint64_t last_handed_out = 0;
     Status st;
     if (node_->IsLeader()) {
-      st = LeaderServe(node_->identity().id, begin, finished, in_flight, read, OwnOldestSnapshot(), &begun, &read_ts,
+      st = LeaderServe(node_->identity().id, incarnation_, begin, finished, in_flight, read, OwnOldestSnapshot(), &begun, &read_ts,
                        &gc_horizon, &finished_high, &last_handed_out);
     } else if (auto leader = node_->LeaderAddress(); !leader) {
       st = NoTimestamps("no metadata leader is known");
     } else {
       TimestampRequest request;
       request.set_node(node_->identity().id);
+      request.set_incarnation(incarnation_);
       request.set_begin(begin);
       request.set_read(read);
       request.set_epoch(node_->epoch());

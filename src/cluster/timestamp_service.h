@@ -18,7 +18,10 @@
 // (nodes with commits in flight report at least every report interval).
 // Commits of a node not heard from for expire_ms no longer hold the
 // watermark back (the node is dead; its commits are the data path's to
-// resolve).
+// resolve), nor do those handed out to a node's earlier process once its
+// restarted process is heard from (every request names its process: the
+// incarnation, which grows with each start); a request from an earlier
+// process than one already heard is refused.
 //
 // On a follower the calls become one RPC (RaftService.Timestamps) to the
 // leader; concurrent callers share one RPC (a batch: the first caller
@@ -161,7 +164,7 @@ class ClusterTimestamps final : public txn::TimestampSource {
  private:
   struct Pending;
   // The leader's side. REQUIRES: leader_mu_ not held.
-  Status LeaderServe(const std::string& node, uint32_t begin, const std::vector<uint64_t>& finished,
+  Status LeaderServe(const std::string& node, uint64_t incarnation, uint32_t begin, const std::vector<uint64_t>& finished,
                      const std::vector<uint64_t>& in_flight, bool read, uint64_t oldest_snapshot,
                      std::vector<uint64_t>* begun, uint64_t* read_ts, uint64_t* gc_horizon,
                      uint64_t* finished_high, uint64_t* last_handed_out);
@@ -198,6 +201,9 @@ class ClusterTimestamps final : public txn::TimestampSource {
   ClusterNode* const node_;
   const txn::TimestampOracle* const local_;
   const TimestampServiceOptions options_;
+  // This process among the node's starts: the wall-clock start time in ms,
+  // shifted, with random low bits (two starts in one ms differ).
+  const uint64_t incarnation_;
 
   // Leader state, valid for leader_term_.
   std::mutex leader_mu_;
@@ -209,6 +215,7 @@ class ClusterTimestamps final : public txn::TimestampSource {
   std::map<uint64_t, std::string> in_flight_;      // GUARDED_BY(leader_mu_): ts -> node id
   std::map<std::string, std::set<uint64_t>> reported_;  // GUARDED_BY(leader_mu_)
   std::map<std::string, uint64_t> last_seen_ms_;   // GUARDED_BY(leader_mu_)
+  std::map<std::string, uint64_t> incarnations_;   // GUARDED_BY(leader_mu_): node -> newest process heard
   std::map<std::string, uint64_t> oldest_reported_;  // GUARDED_BY(leader_mu_): node -> oldest snapshot
   // Read timestamps handed out within horizon_lag_ms, as (ms, ts), kept as
   // a sliding-window minimum (ts increasing from the front).
