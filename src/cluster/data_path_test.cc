@@ -1560,6 +1560,62 @@ TEST_F(DataPathTest, PreparedTransactionSurvivesParticipantRestart) {
   ExpectReplicasIdentical();
 }
 
+// A participant that missed its Finish(commit) and restarted (its report
+// of the prepared transaction went with it, so the watermark may pass the
+// commit) does not serve a read at or above the commit's timestamp from
+// its replica before its share is applied: the read waits for the
+// resolution. Before, it answered from the replica, and a snapshot saw the
+// commit's other shares but not this one (issue 16's Jepsen bank run with
+// kills: a transfer's credit without its debit).
+TEST_F(DataPathTest, AReadAtOrAboveAPreparedShareWaitsForItAfterARestart) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  exec::Session* s1 = SessionOn(0);
+  TestNode* n2 = nodes_[1].get();
+  nodes_[0]->engine->txn()->TEST_SetAfterDecide(
+      [&](const txn::DeciderPair&) { nodes_[0]->data->TEST_SetUnreachable("n2", true); });
+  auto results = Exec(s1, InsertRows(1, 30));
+  nodes_[0]->engine->txn()->TEST_SetAfterDecide(nullptr);
+  nodes_[0]->data->TEST_SetUnreachable("n2", false);
+  ASSERT_EQ(results.size(), 1u);
+  ASSERT_TRUE(results[0].ok()) << results[0].status().ToString();  // chosen: committed
+  RestartDataPath(n2, [] {});
+  ASSERT_EQ(n2->data->prepared_count(), 1u);
+  PrepareRequest record;
+  ASSERT_TRUE(n2->engine->meta()
+                  ->Scan("txn/prepared/",
+                         [&](std::string_view, std::string_view v) {
+                           return !record.ParseFromArray(v.data(), static_cast<int>(v.size()));
+                         })
+                  .ok());
+  storage::SliceId slice = 0;
+  std::string key, want;
+  for (const SliceWritesPb& w : record.writes()) {
+    for (int i = 0; i < w.keys_size(); ++i) {
+      if (!w.deletes(i)) {
+        slice = w.slice();
+        key = w.keys(i);
+        want = w.values(i);
+      }
+    }
+  }
+  ASSERT_FALSE(key.empty());
+  const auto start = std::chrono::steady_clock::now();
+  std::thread resolve([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    n2->data->TEST_ResolveNow();
+  });
+  std::string value;
+  Status got = nodes_[0]->data->Get("n2", slice, key, record.commit_ts(), &value);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  resolve.join();
+  ASSERT_TRUE(got.ok()) << got.ToString() << " (a committed row read as missing: the commit seen in part)";
+  EXPECT_EQ(value, want);
+  EXPECT_GE(waited, std::chrono::milliseconds(400));
+  EXPECT_EQ(n2->data->prepared_count(), 0u);
+  for (int n = 0; n < 3; ++n) EXPECT_EQ(Query(SessionOn(n), "SELECT COUNT(*) FROM d.t"), std::vector<std::string>{"30"});
+  ExpectReplicasIdentical();
+}
+
 // A participant restarted while prepared takes the prepared transaction's
 // row locks again before it serves: another node's writer of those rows
 // waits (1205) until the outcome is resolved, then goes through.

@@ -272,11 +272,49 @@ Status TxnManager::CheckPlaced(const SliceHandle& slice, const std::string& node
 Status TxnManager::CheckReadable(storage::SliceId slice, uint64_t snapshot, const std::string& node) const {
   if (snapshot == storage::kLatestSnapshot) return Status::OK();
   const uint64_t from = ReadableFrom(slice);
-  if (snapshot >= from) return Status::OK();
+  if (snapshot < from) {
+    return Status::Sql(static_cast<uint16_t>(ErrorCode::kUnknownCom),
+                       fmt::format("Snapshot too old: the replica of slice {} on node '{}' was copied at timestamp {} "
+                                   "and holds no older versions; the transaction reads at {}; retry the transaction",
+                                   slice, node, from, snapshot));
+  }
+  if (snapshot < held_min_ts_.load(std::memory_order_acquire)) return Status::OK();
+  // A commit at or below the snapshot may still have to be applied here.
+  auto pending = [&] {
+    for (const auto& [txn, held] : held_) {
+      if (held.first <= snapshot &&
+          std::find(held.second.begin(), held.second.end(), slice) != held.second.end()) {
+        return true;
+      }
+    }
+    return false;
+  };
+  std::unique_lock<std::mutex> l(held_mu_);
+  if (held_cv_.wait_for(l, std::chrono::milliseconds(options_.read_hold_wait_ms), [&] { return !pending(); })) {
+    return Status::OK();
+  }
   return Status::Sql(static_cast<uint16_t>(ErrorCode::kUnknownCom),
-                     fmt::format("Snapshot too old: the replica of slice {} on node '{}' was copied at timestamp {} "
-                                 "and holds no older versions; the transaction reads at {}; retry the transaction",
-                                 slice, node, from, snapshot));
+                     fmt::format("A transaction committed at or below the snapshot ({}) is not applied yet at the "
+                                 "replica of slice {} on node '{}' (its outcome is being resolved there); retry the "
+                                 "transaction",
+                                 snapshot, slice, node));
+}
+
+void TxnManager::HoldReads(const std::string& txn, uint64_t ts, std::vector<storage::SliceId> slices) {
+  std::lock_guard<std::mutex> l(held_mu_);
+  held_[txn] = {ts, std::move(slices)};
+  if (ts < held_min_ts_.load(std::memory_order_relaxed)) held_min_ts_.store(ts, std::memory_order_release);
+}
+
+void TxnManager::ReleaseReads(const std::string& txn) {
+  {
+    std::lock_guard<std::mutex> l(held_mu_);
+    if (held_.erase(txn) == 0) return;
+    uint64_t low = UINT64_MAX;
+    for (const auto& [k, held] : held_) low = std::min(low, held.first);
+    held_min_ts_.store(low, std::memory_order_release);
+  }
+  held_cv_.notify_all();
 }
 
 uint64_t TxnManager::OldestSnapshot() const { return oldest_snapshot_.load(std::memory_order_acquire); }

@@ -81,6 +81,11 @@ struct TxnManagerOptions {
   // How often the garbage collector removes versions no snapshot can see.
   // Default: 200 ms.
   uint32_t gc_interval_ms = 200;
+  // How long a read waits for a prepared transaction at or below its
+  // snapshot to be applied here (HoldReads) before it fails with the
+  // retryable 1047. Longer than a resolution after a restart (the
+  // participant's resolve_after_ms, 5 s by default). Default: 8000 ms.
+  uint32_t read_hold_wait_ms = 8000;
 };
 
 struct TxnStats {
@@ -234,8 +239,20 @@ class TxnManager {
   // rows. 0: complete for every snapshot.
   Status NoteReadableFrom(storage::SliceId slice, uint64_t ts);
   uint64_t ReadableFrom(storage::SliceId slice) const;
+  // A transaction prepared here (commit::Participant) whose share of
+  // `slices` is not applied yet: a read of one of them at a snapshot at or
+  // above `ts` waits until it is released (applied, or discarded). Reads
+  // at such a snapshot happen only when the watermark passed ts while this
+  // node was down (its report of the prepared transaction went with it)
+  // or its Finish was lost: the other participants applied their shares,
+  // so reading this replica before its share is applied would show the
+  // commit half (issue 16's Jepsen bank run with kills). Idempotent.
+  void HoldReads(const std::string& txn, uint64_t ts, std::vector<storage::SliceId> slices);
+  void ReleaseReads(const std::string& txn);
   // OK, or the 1047 above when `snapshot` (not kLatestSnapshot) is below
-  // ReadableFrom(slice). `node` names this node in the message.
+  // ReadableFrom(slice). Waits (at most read_hold_wait_ms; then 1047) while
+  // a transaction held by HoldReads at or below `snapshot` writes `slice`.
+  // `node` names this node in the messages.
   Status CheckReadable(storage::SliceId slice, uint64_t snapshot, const std::string& node) const;
 
  private:
@@ -285,6 +302,12 @@ class TxnManager {
   const TxnManagerOptions options_;
   mutable std::mutex readable_mu_;
   std::map<storage::SliceId, uint64_t> readable_from_;  // GUARDED_BY(readable_mu_)
+  // HoldReads: transaction -> (commit ts, slices), and the lowest ts held
+  // (UINT64_MAX: none; a read below it does not lock).
+  mutable std::mutex held_mu_;
+  mutable std::condition_variable held_cv_;
+  std::map<std::string, std::pair<uint64_t, std::vector<storage::SliceId>>> held_;  // GUARDED_BY(held_mu_)
+  std::atomic<uint64_t> held_min_ts_{UINT64_MAX};
   std::unique_ptr<TimestampOracle> oracle_;
   TimestampOracle* shared_oracle_ = nullptr;
   std::function<void()> after_prepare_;  // tests

@@ -243,6 +243,42 @@ TEST_F(TransactionTest, UncommittedWritesAreInvisibleToOthersAndVisibleToSelf) {
   EXPECT_EQ(Read(c.get(), "k"), "1");
 }
 
+// A transaction prepared here whose share is not applied (HoldReads): a
+// read of one of its slices at or above its timestamp waits until it is
+// released; reads below it, and of other slices, do not wait.
+TEST_F(TransactionTest, AReadAboveAPreparedShareWaitsUntilItIsApplied) {
+  manager_->HoldReads("n2/7", 100, {slice_->id()});
+  const auto node = std::string("n1");
+  EXPECT_TRUE(manager_->CheckReadable(slice_->id(), 99, node).ok());
+  EXPECT_TRUE(manager_->CheckReadable(other_->id(), 150, node).ok());
+  EXPECT_TRUE(manager_->CheckReadable(slice_->id(), storage::kLatestSnapshot, node).ok());
+  const auto start = std::chrono::steady_clock::now();
+  std::thread release([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    manager_->ReleaseReads("n2/7");
+  });
+  EXPECT_TRUE(manager_->CheckReadable(slice_->id(), 100, node).ok());
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(250));
+  release.join();
+  EXPECT_TRUE(manager_->CheckReadable(slice_->id(), 150, node).ok());
+}
+
+// It waits at most read_hold_wait_ms, then fails with the retryable 1047.
+TEST_F(TransactionTest, AReadAboveAPreparedShareGivesUpRetryably) {
+  manager_.reset();
+  TxnManagerOptions o;
+  o.gc_interval_ms = 3600 * 1000;
+  o.read_hold_wait_ms = 100;
+  auto m = TxnManager::Open(store_.get(), meta_.get(), o);
+  ASSERT_TRUE(m.ok());
+  manager_ = std::move(*m);
+  manager_->HoldReads("n2/7", 100, {slice_->id()});
+  Status st = manager_->CheckReadable(slice_->id(), 200, "n1");
+  EXPECT_EQ(st.mysql_code(), 1047) << st.ToString();
+  manager_->ReleaseReads("n2/7");
+  EXPECT_TRUE(manager_->CheckReadable(slice_->id(), 200, "n1").ok());
+}
+
 // A replica copied from a snapshot stream at T (the rebalancer) holds no
 // versions older than T's: a read below T must fail retryably (1047), not
 // miss rows; the mark survives a restart.

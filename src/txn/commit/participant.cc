@@ -18,6 +18,14 @@ namespace {
 // at most this long for its outcome (AwaitOnePhaseKeys).
 constexpr std::chrono::milliseconds kOnePhaseWait{10000};
 
+// The slices a prepared record writes (TxnManager::HoldReads).
+std::vector<storage::SliceId> SlicesOf(const PreparedRecordPb& record) {
+  std::vector<storage::SliceId> out;
+  out.reserve(static_cast<size_t>(record.writes_size()));
+  for (const WritesPb& w : record.writes()) out.push_back(w.slice());
+  return out;
+}
+
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -97,6 +105,10 @@ Result<std::unique_ptr<Participant>> Participant::Open(TxnManager* txn, storage:
     }
     s->owners_[k] = Owner{owner_id, std::chrono::steady_clock::now(), true};
     if (request->one_phase()) s->IndexOnePhaseLocked(k, *request, /*add=*/true);
+    // Its share is not applied here: no read at or above its timestamp
+    // until it is (the others may have applied theirs while this node was
+    // down).
+    txn->HoldReads(k, request->commit_ts(), SlicesOf(*request));
     s->prepared_[k] = Prepared{std::move(request), std::chrono::steady_clock::now(), /*loaded=*/true};
     return true;
   }));
@@ -128,6 +140,7 @@ Participant::~Participant() {
   Stop();
   std::lock_guard<std::mutex> l(mu_);
   for (auto& [k, owner] : owners_) txn_->locks()->ReleaseAll(owner.id);
+  for (const auto& [k, p] : prepared_) txn_->ReleaseReads(k);  // a node's next Participant loads them again
 }
 
 Status Participant::CheckNotExpired(const std::string& txn) const {
@@ -241,6 +254,7 @@ Status Participant::Prepare(const PreparedRecordPb& request, const HeldLocks& he
     return put;
   }
   if (stored->one_phase()) IndexOnePhaseLocked(k, *stored, /*add=*/true);
+  txn_->HoldReads(k, stored->commit_ts(), SlicesOf(*stored));
   prepared_[k] = Prepared{std::move(stored), std::chrono::steady_clock::now()};
   return Status::OK();
 }
@@ -453,6 +467,7 @@ Status Participant::Finish(const std::string& txn, bool commit, bool presumed) {
     prepare_cv_.notify_all();
   }
   l.unlock();
+  txn_->ReleaseReads(txn);  // applied (or discarded) here
   // No report to the timestamp service that still counts it as prepared
   // may arrive after the coordinator's FinishCommit.
   if (options_.report_barrier) options_.report_barrier();
