@@ -1258,9 +1258,6 @@ class SliceService::PaxosTransport final : public txn::commit::Transport {
 Result<bool> SliceService::PaxosDecide(const txn::DeciderPair& deciders, const txn::TxnKey& txn, bool commit,
                                        uint64_t ts) {
   PaxosTransport transport(this, txn, deciders.participants);
-  txn::commit::Proposer proposer = commit ? txn::commit::Proposer::Coordinator(deciders.acceptors, ts)
-                                          : txn::commit::Proposer::Resolver(deciders.acceptors,
-                                                                            NextBallot(txn::commit::Ballot{}));
   txn::commit::DriveOptions options;
   options.deadline = std::chrono::steady_clock::now() + RpcTimeout();
   options.next_ballot = [this](const txn::commit::Ballot& above) { return NextBallot(above); };
@@ -1271,20 +1268,8 @@ Result<bool> SliceService::PaxosDecide(const txn::DeciderPair& deciders, const t
     const int cap = std::min(attempt, 8) * 25;
     std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(5, 5 + cap)(rng)));
   };
-  Result<txn::commit::Outcome> chosen = txn::commit::Drive(&proposer, &transport, options);
-  if (!chosen.ok()) {
-    return SqlError(ErrorCode::kUnknownCom, "The outcome of transaction {} is not known: {}", txn.ToString(),
-                    chosen.status().message());
-  }
-  if (chosen->commit && chosen->ts != ts && ts != 0) {
-    return Status::Internal(fmt::format("transaction {}: commit chosen at {}, not at {}", txn.ToString(),
-                                        chosen->ts, ts));
-  }
-  if (!chosen->commit) {
-    log::Warn("node {}: transaction {}: abort chosen by acceptors {}{}", options_.node_name, txn.ToString(),
-              fmt::join(deciders.acceptors, ", "), commit ? " (its coordinator's commit came too late)" : "");
-  }
-  return chosen->commit;
+  return txn::commit::DecideOutcome(options_.node_name, txn.ToString(), deciders.acceptors, commit, ts, &transport,
+                                    options);
 }
 
 bool SliceService::IsMember(const std::string& node) {

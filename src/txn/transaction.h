@@ -86,6 +86,10 @@ struct TxnManagerOptions {
   // retryable 1047. Longer than a resolution after a restart (the
   // participant's resolve_after_ms, 5 s by default). Default: 8000 ms.
   uint32_t read_hold_wait_ms = 8000;
+  // How long a coordinator asks its acceptors again (every 200 ms) while no
+  // majority of them answers its commit, before it answers 1180 (the
+  // participants resolve it). Default: 8000 ms.
+  uint32_t decide_retry_ms = 8000;
 };
 
 struct TxnStats {
@@ -181,6 +185,12 @@ class TxnManager {
   // service replaces the oracle. REQUIRES: before any transaction; `shared`
   // outlives the manager.
   void TEST_UseOracle(TimestampOracle* shared) { shared_oracle_ = shared; }
+  // The commit of `writes` as transaction `key` through the router
+  // (src/txn/commit/commit_sim_test.cc drives the coordinator directly).
+  Status TEST_CommitWrites(const TxnKey& key, const WriteSet& writes, const Placement& placement, bool* in_doubt) {
+    std::set<std::string> participants;
+    return CommitWrites(key, writes, placement, &participants, in_doubt);
+  }
   // Runs between the prepare and the decision of every two-phase commit
   // (tests: stop a participant or an acceptor there).
   void TEST_SetAfterPrepare(std::function<void()> hook) { after_prepare_ = std::move(hook); }

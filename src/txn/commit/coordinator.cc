@@ -31,14 +31,6 @@
 #include "src/txn/transaction.h"
 
 namespace shale::txn {
-namespace {
-
-// How long a coordinator keeps asking for its commit decision (a majority
-// of the acceptors answering), after which the outcome is unknown to it
-// (1180).
-constexpr std::chrono::milliseconds kDecideRetryFor{8000};
-
-}  // namespace
 
 class TxnManager::CommitInProgress {
  public:
@@ -191,7 +183,7 @@ Status TxnManager::CommitWrites(const TxnKey& key, const WriteSet& writes, const
   // One round of accepts at ballot 0; asked again while no majority of
   // the acceptors answers.
   Result<bool> decided = router_->Decide(deciders, key, /*commit=*/true, ts);
-  const auto give_up = std::chrono::steady_clock::now() + kDecideRetryFor;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.decide_retry_ms);
   while (!decided.ok() && std::chrono::steady_clock::now() < give_up) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     decided = router_->Decide(deciders, key, /*commit=*/true, ts);

@@ -123,7 +123,7 @@ Result<std::unique_ptr<Participant>> Participant::Open(TxnManager* txn, storage:
     return true;
   }));
   s->decision_records_.store(decisions, std::memory_order_relaxed);
-  s->bg_thread_ = std::thread([raw = s.get()] { raw->BackgroundLoop(); });
+  if (s->options_.background) s->bg_thread_ = std::thread([raw = s.get()] { raw->BackgroundLoop(); });
   return s;
 }
 

@@ -178,6 +178,10 @@ struct ParticipantOptions {
   // Deadline of a request from another node (adopting locks waits at most
   // half of it). Default: 10000.
   uint32_t rpc_timeout_ms = 10000;
+  // Whether Open starts the background thread (resolver, lease expiry).
+  // false: nothing is resolved but by TEST_ResolveNow (commit_sim_test
+  // schedules every step itself). Default: true.
+  bool background = true;
 };
 
 class Participant {

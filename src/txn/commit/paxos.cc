@@ -7,6 +7,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "src/common/errors.h"
+#include "src/common/log.h"
+
 namespace shale::txn::commit {
 namespace {
 
@@ -207,6 +210,25 @@ Result<Outcome> Drive(Proposer* proposer, Transport* transport, const DriveOptio
       proposer->Restart(options.next_ballot(proposer->highest_seen()));
     }
   }
+}
+
+Result<bool> DecideOutcome(const std::string& self, const std::string& txn, const std::vector<std::string>& acceptors,
+                           bool commit, uint64_t ts, Transport* transport, const DriveOptions& options) {
+  Proposer proposer =
+      commit ? Proposer::Coordinator(acceptors, ts) : Proposer::Resolver(acceptors, options.next_ballot(Ballot{}));
+  Result<Outcome> chosen = Drive(&proposer, transport, options);
+  if (!chosen.ok()) {
+    return SqlError(ErrorCode::kUnknownCom, "The outcome of transaction {} is not known: {}", txn,
+                    chosen.status().message());
+  }
+  if (chosen->commit && chosen->ts != ts && ts != 0) {
+    return Status::Internal(fmt::format("transaction {}: commit chosen at {}, not at {}", txn, chosen->ts, ts));
+  }
+  if (!chosen->commit) {
+    log::Warn("node {}: transaction {}: abort chosen by acceptors {}{}", self, txn, fmt::join(acceptors, ", "),
+              commit ? " (its coordinator's commit came too late)" : "");
+  }
+  return chosen->commit;
 }
 
 }  // namespace shale::txn::commit

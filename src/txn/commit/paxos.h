@@ -218,4 +218,14 @@ struct DriveOptions {
 // passes first: nothing is known then (the outcome may be chosen or not).
 Result<Outcome> Drive(Proposer* proposer, Transport* transport, const DriveOptions& options);
 
+// The decision of transaction `txn` (its name, for messages) among
+// `acceptors`: as its coordinator (`commit`: ballot 0, "commit at ts"), or
+// as a resolver (a fresh ballot from options.next_ballot; `ts` 0, or the
+// timestamp a commit must carry). Whether commit was chosen; the retryable
+// 1047 when options.deadline passed first (nothing is known then);
+// Internal when commit was chosen at another timestamp than a nonzero
+// `ts`. `self` names the caller's node in the log line an abort leaves.
+Result<bool> DecideOutcome(const std::string& self, const std::string& txn, const std::vector<std::string>& acceptors,
+                           bool commit, uint64_t ts, Transport* transport, const DriveOptions& options);
+
 }  // namespace shale::txn::commit
