@@ -416,6 +416,58 @@ TEST_F(MetadataClusterTest, ARestartedNodesCommitsInFlightStopHoldingTheWatermar
   EXPECT_TRUE(ask(restarted, second, 1, &response).ok());
 }
 
+// A commit acknowledged under one leader while an older one was still
+// prepared somewhere: after a leader change, the new leader does not know
+// the acknowledged one, yet no snapshot it answers may read below it (the
+// watermark is held below the prepared one). It answers a finished mark at
+// its fence, so a snapshot waits for the prepared commit to resolve (or
+// fails with 1047) instead of reading stale.
+TEST_F(MetadataClusterTest, ANewLeaderHoldsSnapshotsAtOrAboveCommitsAcknowledgedBeforeIt) {
+  ASSERT_TRUE(WaitFor([&] { return Leader() != nullptr; }, std::chrono::seconds(10)));
+  MetaNode* old_leader = Leader();
+  MetaNode* reporter = nullptr;
+  for (MetaNode* n : all()) {
+    if (n != old_leader) reporter = n;
+  }
+  auto ask = [&](MetaNode* leader, uint32_t begin, std::vector<uint64_t> finished, std::vector<uint64_t> in_flight,
+                 TimestampResponse* response) {
+    TimestampRequest request;
+    request.set_node(reporter->node->identity().id);
+    request.set_begin(begin);
+    request.set_read(true);
+    for (uint64_t ts : finished) request.add_finished(ts);
+    for (uint64_t ts : in_flight) request.add_in_flight(ts);
+    response->Clear();
+    return leader->timestamps->Handle(request, response);
+  };
+  TimestampResponse response;
+  ASSERT_TRUE(ask(old_leader, 2, {}, {}, &response).ok());
+  ASSERT_EQ(response.begun_size(), 2);
+  const uint64_t prepared = response.begun(0), acknowledged = response.begun(1);
+  // The second commit finishes (its client is answered); the first stays
+  // prepared at the reporting node.
+  ASSERT_TRUE(ask(old_leader, 0, {acknowledged}, {prepared}, &response).ok());
+  ASSERT_GE(response.finished_high(), acknowledged);
+  ASSERT_LT(response.read(), acknowledged);
+  old_leader->Stop();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        MetaNode* l = Leader();
+        return l != nullptr && l != old_leader;
+      },
+      std::chrono::seconds(20)));
+  MetaNode* new_leader = Leader();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        grpc::Status g = ask(new_leader, 0, {}, {prepared}, &response);
+        return g.ok();
+      },
+      std::chrono::seconds(10)));
+  EXPECT_LT(response.read(), acknowledged) << "the prepared commit holds the watermark";
+  EXPECT_GE(response.finished_high(), acknowledged)
+      << "a snapshot at the watermark would miss a commit acknowledged under the old leader";
+}
+
 TEST_F(MetadataClusterTest, ALaggingNodeGetsTheCatalogInASnapshot) {
   bool created = false;
   ASSERT_TRUE(a_.catalog->CreateDatabase("d", false, &created).ok());
