@@ -311,7 +311,7 @@ class SliceServiceGrpc final : public DataService::Service {
   grpc::Status Lock(grpc::ServerContext*, const LockRequest* req, LockResponse* resp) override {
     if (auto refused = Epoch(req->header())) return *refused;
     Status st = s_->participant_->Lock(KeyOf(req->txn()), req->name(), static_cast<txn::LockMode>(req->mode()),
-                              std::chrono::milliseconds(req->wait_ms()));
+                                       std::chrono::milliseconds(req->wait_ms()), req->holds_locks_here());
     ToPb(st, resp->mutable_status());
     return grpc::Status::OK;
   }
@@ -1056,7 +1056,7 @@ Status SliceService::LookupPrefixes(const std::string& node, storage::SliceId sl
 
 Status SliceService::Lock(const std::string& node, const txn::TxnKey& txn, const std::string& name,
                           txn::LockMode mode, std::chrono::milliseconds timeout, const std::atomic<bool>* interrupt,
-                          const std::atomic<bool>* victim) {
+                          const std::atomic<bool>* victim, bool holds_locks_there) {
   const std::string k = txn.ToString();
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (true) {
@@ -1064,7 +1064,7 @@ Status SliceService::Lock(const std::string& node, const txn::TxnKey& txn, const
     const auto wait = std::max(std::chrono::milliseconds(0), std::min(left, kLockSlice));
     Status st;
     if (node == self()) {
-      st = participant_->Lock(k, name, mode, wait);
+      st = participant_->Lock(k, name, mode, wait, holds_locks_there);
     } else {
       SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
       LockRequest req;
@@ -1073,6 +1073,7 @@ Status SliceService::Lock(const std::string& node, const txn::TxnKey& txn, const
       req.set_name(name);
       req.set_mode(static_cast<uint32_t>(mode));
       req.set_wait_ms(static_cast<uint32_t>(wait.count()));
+      req.set_holds_locks_here(holds_locks_there);
       LockResponse resp;
       grpc::ClientContext ctx;
       SetDeadline(&ctx, wait + std::chrono::milliseconds(options_.rpc_timeout_ms));

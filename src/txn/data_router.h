@@ -215,10 +215,14 @@ class DataRouter {
   // A row lock held for `txn` at `node` (the ranking replica's node), with
   // the LockManager's errors (1205 after `timeout`, 1317 when *interrupt;
   // 1213 when *victim — the cluster's deadlock detector chose this wait —
-  // both checked at least every 250 ms).
+  // both checked at least every 250 ms). `holds_locks_there`: `txn` already
+  // holds locks at `node`; if that node has none of it (it restarted and
+  // lost them, and another transaction may have written those rows since)
+  // the request is refused with the retryable 1047 (the session rolls the
+  // transaction back) instead of locking afresh.
   virtual Status Lock(const std::string& node, const TxnKey& txn, const std::string& name, LockMode mode,
                       std::chrono::milliseconds timeout, const std::atomic<bool>* interrupt,
-                      const std::atomic<bool>* victim) = 0;
+                      const std::atomic<bool>* victim, bool holds_locks_there) = 0;
   // Releases every lock `txn` holds at `node`. Best effort: a lock the
   // release does not reach ends with its lease.
   virtual void Unlock(const std::string& node, const TxnKey& txn) = 0;

@@ -647,15 +647,18 @@ Status Transaction::Lock(const std::string& name, LockMode mode, std::chrono::mi
     wait.name = name;
     wait.mode = mode;
     const uint64_t wait_id = manager_->RegisterRemoteWait(&wait);
-    Status st = at->router->Lock(node, key(), name, mode, timeout, interrupt, &wait.victim);
+    Status st = at->router->Lock(node, key(), name, mode, timeout, interrupt, &wait.victim,
+                                 locked_at_.count(node) > 0);
     manager_->UnregisterRemoteWait(wait_id);
     if (st.code() == StatusCode::kSqlError && st.mysql_code() == static_cast<uint16_t>(ErrorCode::kLockDeadlock)) {
       manager_->remote_deadlocks_.fetch_add(1, std::memory_order_relaxed);
     }
     SHALE_RETURN_IF_ERROR(st);
-    LockMode& held = remote_locks_[name];
-    if (held != LockMode::kExclusive) held = mode;
-    if (mode == LockMode::kExclusive) held_locks_[name] = HeldLock{name, at->id, node};
+    locked_at_.insert(node);
+    // Where the row was first locked stays: if the ranking replica moved
+    // since, the commit is refused (the row may have been written at the
+    // new one between the two locks).
+    if (mode == LockMode::kExclusive) held_locks_.try_emplace(name, HeldLock{name, at->id, node});
     return Status::OK();
   }
   // Only a transaction of a cluster node reports its local waits (the
@@ -663,7 +666,7 @@ Status Transaction::Lock(const std::string& name, LockMode mode, std::chrono::mi
   const int64_t reported = manager_->router_ != nullptr ? started_us_ : 0;
   SHALE_RETURN_IF_ERROR(manager_->locks_.Lock(id_, name, mode, timeout, interrupt, reported));
   if (mode == LockMode::kExclusive && at != nullptr && at->replicas != nullptr && !at->replicas->empty()) {
-    held_locks_[name] = HeldLock{name, at->id, at->ranking()};
+    held_locks_.try_emplace(name, HeldLock{name, at->id, at->ranking()});
   }
   return Status::OK();
 }
@@ -702,10 +705,10 @@ bool TxnManager::AbortLockWait(uint64_t txn, const std::string& node, const std:
 }
 
 bool Transaction::HoldsLock(const std::string& name, LockMode mode) const {
-  if (!remote_locks_.empty()) {
-    auto it = remote_locks_.find(name);
-    if (it != remote_locks_.end() && (it->second == LockMode::kExclusive || mode == LockMode::kShared)) return true;
-  }
+  // A lock held at another node is asked for again each time: that node
+  // may have restarted and lost it, and another transaction written the
+  // row since; the request then fails (Participant::Lock) instead of the
+  // newest-version read after it reading past that write.
   return manager_->locks_.Holds(id_, name, mode);
 }
 
@@ -723,7 +726,7 @@ void Transaction::Finish() {
     for (const std::string& node : lock_nodes_) manager_->router_->Unlock(node, k);
   }
   lock_nodes_.clear();
-  remote_locks_.clear();
+  locked_at_.clear();
   held_locks_.clear();
   placement_.clear();
   writes_.clear();

@@ -447,6 +447,8 @@ class Transaction {
   // replica's node when `at` is a slice whose ranking replica is elsewhere.
   Status Lock(const std::string& name, LockMode mode, std::chrono::milliseconds timeout,
               const std::atomic<bool>* interrupt, const SliceHandle* at = nullptr);
+  // Whether `name` is held in `mode` in this node's LockManager. A lock at
+  // another node counts as not held: it is asked for there again.
   bool HoldsLock(const std::string& name, LockMode mode) const;
   // The transaction's cluster-wide name.
   TxnKey key() const;
@@ -488,7 +490,9 @@ class Transaction {
   WriteSet writes_;  // nullopt value: delete
   Placement placement_;  // written slices with replicas on other nodes
   std::set<std::string> lock_nodes_;  // other nodes holding our row locks
-  std::map<std::string, LockMode> remote_locks_;  // locks held at other nodes
+  // Those where a lock request succeeded: a later request there says so,
+  // and is refused if that node lost them (DataRouter::Lock).
+  std::set<std::string> locked_at_;
   // X locks on cluster slices, by name: the slice and the node (its
   // ranking replica's) they were taken at.
   std::map<std::string, HeldLock> held_locks_;

@@ -154,11 +154,22 @@ Status Participant::CheckNotExpired(const std::string& txn) const {
 }
 
 Status Participant::Lock(const std::string& txn, const std::string& name, LockMode mode,
-                               std::chrono::milliseconds wait) {
+                         std::chrono::milliseconds wait, bool holds_locks_here) {
   uint64_t owner_id;
   {
     std::lock_guard<std::mutex> l(mu_);
     SHALE_RETURN_IF_ERROR(CheckNotExpired(txn));
+    if (holds_locks_here && owners_.count(txn) == 0) {
+      // Its locks here went with a restart of this node: another
+      // transaction may have locked and written those rows since, so
+      // locking afresh would let this one read and write past it.
+      // The retryable "cluster changed" error: the whole transaction is
+      // rolled back (Session), as when a node holding its locks died.
+      return SqlError(ErrorCode::kUnknownCom,
+                      "Cluster changed while the transaction ran (node '{}' restarted and lost the row locks of "
+                      "transaction {}); it was rolled back, retry it",
+                      options_.node_name, txn);
+    }
     Owner& owner = owners_[txn];
     if (owner.id == 0) owner.id = txn_->NewOwnerId();
     owner.last_used = std::chrono::steady_clock::now();

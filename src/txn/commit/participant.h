@@ -198,7 +198,12 @@ class Participant {
   ~Participant();
 
   // ---- row locks of remote transactions (participant.cc) ----
-  Status Lock(const std::string& txn, const std::string& name, LockMode mode, std::chrono::milliseconds wait);
+  // `holds_locks_here`: the coordinator says `txn` holds locks here
+  // already; with no owner of it here (this node restarted since and lost
+  // them) the request is refused with the retryable 1047: the transaction
+  // is rolled back, as when a node holding its locks died.
+  Status Lock(const std::string& txn, const std::string& name, LockMode mode, std::chrono::milliseconds wait,
+              bool holds_locks_here = false);
   // Releases `txn`'s locks here unless it is prepared.
   void Unlock(const std::string& txn);
   // The holders of `names` here, by TxnKey: remote transactions through
