@@ -67,10 +67,14 @@ std::string BitBytes(std::string_view digits) {
   return out;
 }
 
+// The server version versioned comments are compared with: 8.0.35.
+constexpr uint64_t kVersionedCommentVersion = 80035;
+
 }  // namespace
 
 Result<std::vector<Token>> Tokenize(std::string_view sql) {
   std::vector<Token> out;
+  bool in_versioned = false;  // inside /*!NNNNN ... */ read as SQL
   size_t i = 0;
   const size_t n = sql.size();
   LineCounter lines(sql);
@@ -90,7 +94,29 @@ Result<std::vector<Token>> Tokenize(std::string_view sql) {
     if (c == '/' && i + 1 < n && sql[i + 1] == '*') {
       size_t close = sql.find("*/", i + 2);
       if (close == std::string_view::npos) return error_at(i);
+      if (i + 2 < n && sql[i + 2] == '!' && !in_versioned) {
+        // A versioned comment, /*!NNNNN text */ or /*! text */: its text
+        // is read as SQL when the server's version is at least NNNNN
+        // (MySQL 8.0.35 here: 80035), as mysqld does; else it is a
+        // comment. (MariaDB's /*M!NNNNNN */ is a plain comment, as in
+        // MySQL.)
+        size_t j = i + 3;
+        while (j < n && j < i + 9 && std::isdigit(static_cast<unsigned char>(sql[j]))) ++j;
+        const size_t digits = j - (i + 3);
+        uint64_t version = 0;
+        for (size_t k = i + 3; k < j; ++k) version = version * 10 + static_cast<uint64_t>(sql[k] - '0');
+        if (digits == 0 || ((digits == 5 || digits == 6) && version <= kVersionedCommentVersion)) {
+          in_versioned = true;
+          i = j;
+          continue;
+        }
+      }
       i = close + 2;
+      continue;
+    }
+    if (in_versioned && c == '*' && i + 1 < n && sql[i + 1] == '/') {
+      in_versioned = false;  // the end of a versioned comment read as SQL
+      i += 2;
       continue;
     }
     Token t;

@@ -41,8 +41,11 @@ struct Token {
   int line = 1;
 };
 
-// Splits `sql` into tokens. A lexical error (unterminated string or comment)
-// is reported as ER_PARSE_ERROR (1064) near the offending text.
+// Splits `sql` into tokens. Comments are skipped, but for the text of a
+// versioned comment (/*! text */, or /*!NNNNN text */ with NNNNN at most
+// 80035, the server's version), which is read as SQL, as mysqld does. A
+// lexical error (unterminated string or comment) is reported as
+// ER_PARSE_ERROR (1064) near the offending text.
 Result<std::vector<Token>> Tokenize(std::string_view sql);
 
 }  // namespace shale::sql

@@ -684,6 +684,19 @@ Result<ast::TableRef> Parser::ParseTableRef() {
 
 namespace {
 
+// The built-in functions whose name must touch its '(' unless sql_mode has
+// IGNORE_SPACE (MySQL 8 "Function Name Parsing and Resolution"); every
+// other function name may be followed by whitespace first.
+bool NeedsAdjacentParenthesis(std::string_view name) {
+  static constexpr std::string_view kAdjacent[] = {
+      "ADDDATE", "BIT_AND", "BIT_OR", "BIT_XOR", "CAST", "COUNT", "CURDATE", "CURTIME", "DATE_ADD", "DATE_SUB",
+      "EXTRACT", "GROUP_CONCAT", "MAX", "MID", "MIN", "NOW", "POSITION", "SESSION_USER", "STD", "STDDEV",
+      "STDDEV_POP", "STDDEV_SAMP", "SUBDATE", "SUBSTR", "SUBSTRING", "SUM", "SYSDATE", "SYSTEM_USER", "TRIM",
+      "VARIANCE", "VAR_POP", "VAR_SAMP"};
+  const std::string upper = Upper(name);
+  return std::find(std::begin(kAdjacent), std::end(kAdjacent), upper) != std::end(kAdjacent);
+}
+
 bool IsRow(const ast::Expr& e) { return e.kind == ast::ExprKind::kFunction && e.name == "ROW"; }
 
 Status RowArityError(size_t n) {
@@ -1387,42 +1400,45 @@ Result<ast::Statement> Parser::ParseDrop() {
   return ErrorHere();
 }
 
+// SET NAMES cs [COLLATE coll] / SET CHARACTER SET cs / SET CHARSET cs, at
+// the parser's position (after the keyword): the connection character sets
+// (and collation), appended to s->assignments. Also one item of a SET
+// list (`SET autocommit=1, NAMES utf8mb4`, as MariaDB Connector/J sends).
+Status Parser::ParseSetNames(ast::SetStmt* s) {
+  // SET NAMES cs [COLLATE coll]: sets the three connection character sets.
+  std::string cs;
+  if (Peek().kind == TokenKind::kString) {
+    cs = Peek().text;
+    ++pos_;
+  } else if (AcceptKeyword("DEFAULT")) {
+    cs = "utf8mb4";
+  } else {
+    SHALE_ASSIGN_OR_RETURN(cs, ParseIdentifier());
+  }
+  cs = Lower(cs);
+  for (const char* var : {"character_set_client", "character_set_connection", "character_set_results"}) {
+    auto lit = MakeExpr(ast::ExprKind::kLiteral);
+    lit->value = Value::String(cs);
+    s->assignments.push_back({"", var, std::move(lit)});
+  }
+  if (AcceptKeyword("COLLATE")) {
+    std::string coll;
+    if (Peek().kind == TokenKind::kString) {
+      coll = Peek().text;
+      ++pos_;
+    } else {
+      SHALE_ASSIGN_OR_RETURN(coll, ParseIdentifier());
+    }
+    auto lit = MakeExpr(ast::ExprKind::kLiteral);
+    lit->value = Value::String(Lower(coll));
+    s->assignments.push_back({"", "collation_connection", std::move(lit)});
+  }
+  return Status::OK();
+}
+
 Result<ast::SetStmt> Parser::ParseSet() {
   SHALE_RETURN_IF_ERROR(ExpectKeyword("SET"));
   ast::SetStmt s;
-  if (AcceptKeyword("NAMES") || (AtKeyword("CHARACTER") && AtKeyword("SET", 1))) {
-    if (AtKeyword("CHARACTER")) pos_ += 2;
-    // SET NAMES cs [COLLATE coll]: sets the three connection character sets.
-    std::string cs;
-    if (Peek().kind == TokenKind::kString) {
-      cs = Peek().text;
-      ++pos_;
-    } else if (AcceptKeyword("DEFAULT")) {
-      cs = "utf8mb4";
-    } else {
-      SHALE_ASSIGN_OR_RETURN(cs, ParseIdentifier());
-    }
-    cs = Lower(cs);
-    for (const char* var : {"character_set_client", "character_set_connection",
-                            "character_set_results"}) {
-      auto lit = MakeExpr(ast::ExprKind::kLiteral);
-      lit->value = Value::String(cs);
-      s.assignments.push_back({"", var, std::move(lit)});
-    }
-    if (AcceptKeyword("COLLATE")) {
-      std::string coll;
-      if (Peek().kind == TokenKind::kString) {
-        coll = Peek().text;
-        ++pos_;
-      } else {
-        SHALE_ASSIGN_OR_RETURN(coll, ParseIdentifier());
-      }
-      auto lit = MakeExpr(ast::ExprKind::kLiteral);
-      lit->value = Value::String(Lower(coll));
-      s.assignments.push_back({"", "collation_connection", std::move(lit)});
-    }
-    return s;
-  }
   if (AtKeyword("TRANSACTION") || (AtKeyword("SESSION") && AtKeyword("TRANSACTION", 1)) ||
       (AtKeyword("LOCAL") && AtKeyword("TRANSACTION", 1)) ||
       (AtKeyword("GLOBAL") && AtKeyword("TRANSACTION", 1))) {
@@ -1461,6 +1477,12 @@ Result<ast::SetStmt> Parser::ParseSet() {
     return s;
   }
   while (true) {
+    if (AtKeyword("NAMES") || AtKeyword("CHARSET") || (AtKeyword("CHARACTER") && AtKeyword("SET", 1))) {
+      pos_ += AtKeyword("CHARACTER") ? 2 : 1;
+      SHALE_RETURN_IF_ERROR(ParseSetNames(&s));
+      if (!AcceptOperator(",")) break;
+      continue;
+    }
     ast::SetAssignment a;
     if (Peek().kind == TokenKind::kSystemVar) {
       std::string name = Lower(Peek().text);
@@ -2168,8 +2190,10 @@ Result<ast::ExprPtr> Parser::ParsePrimary() {
           ++pos_;
           return Finish(std::move(e), begin);
         }
-        // Function call: name immediately followed by '('.
-        if (AtOperator("(", 1) && Peek(1).begin == t.end) {
+        // Function call: a name followed by '(' — right after it, or after
+        // whitespace but for the functions MySQL parses specially without
+        // IGNORE_SPACE (COUNT, SUM, CAST, ...: a syntax error there too).
+        if (AtOperator("(", 1) && (Peek(1).begin == t.end || !NeedsAdjacentParenthesis(t.text))) {
           auto e = MakeExpr(ast::ExprKind::kFunction);
           e->name = Upper(t.text);
           pos_ += 2;

@@ -88,6 +88,7 @@ class Parser {
                               std::optional<uint64_t>* limit);
   Result<ast::Statement> ParseCreate();
   Result<ast::Statement> ParseDrop();
+  Status ParseSetNames(ast::SetStmt* s);
   Result<ast::SetStmt> ParseSet();
   Result<ast::ShowStmt> ParseShow();
   Result<ast::CreateTableStmt> ParseCreateTable();

@@ -49,6 +49,22 @@ TEST(LexerTest, EndsWithEndToken) {
   EXPECT_EQ(Lex("").size(), 1u);
 }
 
+// Versioned comments: /*!NNNNN text */ is read as SQL when NNNNN <= 80035
+// (and /*! text */ always), any other comment is skipped.
+TEST(LexerTest, VersionedCommentsAreReadAsSql) {
+  EXPECT_EQ(Describe(Lex("SELECT 1 /*!40100 + 2 */")),
+            (std::vector<std::string>{"id:SELECT", "int:1", "op:+", "int:2"}));
+  EXPECT_EQ(Describe(Lex("SELECT /*! 3 */")), (std::vector<std::string>{"id:SELECT", "int:3"}));
+  EXPECT_EQ(Describe(Lex("SELECT 1 /*!80036 + 2 */")), (std::vector<std::string>{"id:SELECT", "int:1"}));
+  EXPECT_EQ(Describe(Lex("SELECT 1 /*!100100 + 2 */")), (std::vector<std::string>{"id:SELECT", "int:1"}));
+  EXPECT_EQ(Describe(Lex("SELECT 1 /*M!100100 + 2 */")), (std::vector<std::string>{"id:SELECT", "int:1"}));
+  EXPECT_EQ(Describe(Lex("SELECT 1 /*!40100 + '*/' */")),
+            (std::vector<std::string>{"id:SELECT", "int:1", "op:+", "str:*/"}));
+  EXPECT_EQ(Describe(Lex("/*!40101 SET NAMES utf8 */;")),
+            (std::vector<std::string>{"id:SET", "id:NAMES", "id:utf8", "op:;"}));
+  EXPECT_FALSE(Tokenize("SELECT 1 /*!40100 + 2").ok());  // unterminated
+}
+
 TEST(LexerTest, StringsAndEscapes) {
   EXPECT_EQ(Describe(Lex("'it''s'")), Strings{"str:it's"});
   EXPECT_EQ(Describe(Lex(R"('a\'b')")), Strings{"str:a'b"});
@@ -611,6 +627,20 @@ TEST(ParserTest, DropTable) {
   EXPECT_FALSE(ParseAs<ast::DropTableStmt>("DROP TABLE t").if_exists);
 }
 
+// A function name may be followed by whitespace before its '(', except
+// the names MySQL parses specially without IGNORE_SPACE (COUNT, SUM, ...).
+TEST(ParserTest, WhitespaceBeforeAFunctionsParenthesis) {
+  auto s = ParseAs<ast::SelectStmt>("SELECT AVG ( x ), IF (a LIKE 'b', 1, 2), COALESCE (NULL, 1)");
+  ASSERT_EQ(s.items.size(), 3u);
+  EXPECT_EQ(s.items[0].expr->kind, ast::ExprKind::kFunction);
+  EXPECT_EQ(s.items[0].expr->name, "AVG");
+  EXPECT_EQ(s.items[1].expr->name, "IF");
+  EXPECT_EQ(s.items[2].expr->name, "COALESCE");
+  EXPECT_EQ(ParseError("SELECT COUNT (*) FROM t").mysql_code(), 1064);
+  EXPECT_EQ(ParseError("SELECT SUM (x) FROM t").mysql_code(), 1064);
+  EXPECT_EQ(ParseAs<ast::SelectStmt>("SELECT COUNT(*) FROM t").items[0].expr->name, "COUNT");
+}
+
 TEST(ParserTest, Set) {
   auto s = ParseAs<ast::SetStmt>(
       "SET autocommit = 0, @@session.sql_mode = 'ANSI', SESSION wait_timeout := 5, "
@@ -638,6 +668,15 @@ TEST(ParserTest, Set) {
   EXPECT_EQ(names.assignments[3].name, "collation_connection");
   EXPECT_EQ(Render(*names.assignments[3].value), "'utf8mb4_general_ci'");
   EXPECT_EQ(ParseAs<ast::SetStmt>("SET CHARACTER SET utf8").assignments.size(), 3u);
+  // NAMES as one item of a list (MariaDB Connector/J's first statement).
+  auto listed = ParseAs<ast::SetStmt>("set autocommit=1, NAMES utf8mb4, @a = 2, CHARSET latin1");
+  ASSERT_EQ(listed.assignments.size(), 8u);
+  EXPECT_EQ(listed.assignments[0].name, "autocommit");
+  EXPECT_EQ(listed.assignments[1].name, "character_set_client");
+  EXPECT_EQ(Render(*listed.assignments[3].value), "'utf8mb4'");
+  EXPECT_EQ(listed.assignments[4].name, "a");
+  EXPECT_EQ(Render(*listed.assignments[7].value), "'latin1'");
+  EXPECT_EQ(ParseError("SET autocommit = 1, NAMES").mysql_code(), 1064);
 
   auto user = ParseAs<ast::SetStmt>("SET @X = 1 + 2, @@session.autocommit = 1, @y := @x");
   ASSERT_EQ(user.assignments.size(), 3u);
