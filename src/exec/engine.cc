@@ -37,6 +37,9 @@ std::map<std::string, Value> DefaultGlobals(const EngineOptions& o) {
       {"collation_server", s("utf8mb4_general_ci")},
       {"default_authentication_plugin", s("mysql_native_password")},
       {"default_storage_engine", s("Shale")},
+      // Accepted for dump files (mysqldump sets both to 0 around its
+      // inserts); Shale checks unique keys always and has no foreign keys.
+      {"foreign_key_checks", i(1)},
       {"have_ssl", s("DISABLED")},
       {"hostname", s(o.node_name.c_str())},
       {"init_connect", s("")},
@@ -73,6 +76,7 @@ std::map<std::string, Value> DefaultGlobals(const EngineOptions& o) {
       {"system_time_zone", s("UTC")},
       {"time_zone", s("SYSTEM")},
       {"transaction_isolation", s("REPEATABLE-READ")},
+      {"unique_checks", i(1)},
       {"transaction_read_only", i(0)},
       {"tx_isolation", s("REPEATABLE-READ")},
       {"tx_read_only", i(0)},

@@ -2177,6 +2177,7 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
   using sierra::InsertConflict;
   uint64_t affected = 0;
   uint64_t duplicates = 0;  // for the OK info: StatementResult::duplicates
+  uint64_t unchanged = 0;   // ON DUPLICATE KEY UPDATE rows left as they were
   // The row holding a key of `r` (primary first, then the UNIQUE indexes in
   // order) and the representation it conflicts in.
   auto find_conflict = [&](const Row& r, size_t* rep) -> Result<std::optional<Row>> {
@@ -2261,7 +2262,10 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
           }
           SHALE_ASSIGN_OR_RETURN(updated[op.update_columns[i]], CoerceToColumn(v, def.type, def.name));
         }
-        if (updated == *existing) break;  // MySQL counts 0 for an unchanged row
+        if (updated == *existing) {  // MySQL counts 0 for an unchanged row (1 with CLIENT_FOUND_ROWS)
+          ++unchanged;
+          break;
+        }
         ApplyOnUpdateNow(table, op.update_columns, &updated);
         SHALE_RETURN_IF_ERROR(writer.LockRowKeys(updated));
         writer.Delete(*existing);
@@ -2287,6 +2291,7 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
   result.affected_rows = affected;
   result.records = rows.size();
   result.duplicates = duplicates;
+  if (op.insert_conflict == InsertConflict::kUpdate) result.found_rows = affected + unchanged;
   result.last_insert_id = auto_increment.insert_id();
   if (auto_increment.generated()) result.generated_insert_id = *auto_increment.generated();
   return result;
@@ -2430,7 +2435,10 @@ Result<StatementResult> ApplyModify(Engine* engine, const PhysicalOperator& op, 
   SHALE_RETURN_IF_ERROR(writer.Commit());
   StatementResult result;
   result.affected_rows = changed;
-  if (is_update) result.info = fmt::format("Rows matched: {}  Changed: {}  Warnings: 0", matched, changed);
+  if (is_update) {
+    result.info = fmt::format("Rows matched: {}  Changed: {}  Warnings: 0", matched, changed);
+    result.found_rows = matched;
+  }
   if (matched_rows != nullptr) *matched_rows = matched;
   return result;
 }
@@ -2475,6 +2483,7 @@ Result<StatementResult> ExecuteStackedModify(Engine* engine, const PhysicalOpera
   result.affected_rows = changed;
   if (op.kind == PhysicalKind::kUpdate) {
     result.info = fmt::format("Rows matched: {}  Changed: {}  Warnings: 0", matched, changed);
+    result.found_rows = matched;
   }
   return result;
 }

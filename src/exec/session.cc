@@ -448,7 +448,8 @@ Status NormalizeTxnVariable(const std::string& name, Value* v) {
     txn::Isolation level;
     if (!v->is_string() || !txn::ParseIsolation(v->as_string(), &level)) return wrong();
     *v = Value::String(txn::IsolationName(level));
-  } else if (name == "transaction_read_only" || name == "tx_read_only") {
+  } else if (name == "transaction_read_only" || name == "tx_read_only" || name == "unique_checks" ||
+             name == "foreign_key_checks") {
     std::string t = UpperText(*v);
     if (t == "1" || t == "ON" || t == "TRUE") {
       *v = Value::Int(1);
@@ -689,6 +690,8 @@ std::vector<Result<StatementResult>> Session::Execute(std::string_view sql) {
       break;
     }
     result->warnings = static_cast<uint16_t>(warnings_.size());
+    // CLIENT_FOUND_ROWS: UPDATE counts the rows matched (ROW_COUNT() too).
+    if (client_found_rows_ && result->found_rows.has_value()) result->affected_rows = *result->found_rows;
     SetOkInfo(stmt, &*result);
     row_count_ = result->is_result_set ? -1 : static_cast<int64_t>(result->affected_rows);
     results.push_back(std::move(result));

@@ -64,6 +64,11 @@ struct StatementResult {
   // ON DUPLICATE KEY UPDATE), for the OK packet's info text.
   uint64_t records = 0;
   uint64_t duplicates = 0;
+  // UPDATE, and INSERT ... ON DUPLICATE KEY UPDATE: the affected-rows value
+  // for a client that connected with CLIENT_FOUND_ROWS (Session::
+  // SetClientFoundRows): rows matched (UPDATE), or an unchanged duplicate
+  // counted 1 instead of 0 (ODKU). Unset: the same as affected_rows.
+  std::optional<uint64_t> found_rows;
 };
 
 struct Warning {
@@ -187,6 +192,10 @@ class Session {
   // 3948). Called on the statement's thread.
   using LocalInfileReader = std::function<Result<std::string>(const std::string& name)>;
   void SetLocalInfileReader(LocalInfileReader reader) { local_infile_reader_ = std::move(reader); }
+  // The client connected with CLIENT_FOUND_ROWS: an UPDATE's affected-rows
+  // value (and ROW_COUNT()) is the rows it matched, not only those it
+  // changed; ON DUPLICATE KEY UPDATE counts an unchanged row 1.
+  void SetClientFoundRows(bool on) { client_found_rows_ = on; }
 
   // Asks the running statement to stop with ER_QUERY_INTERRUPTED (1317) at
   // its next check. Any thread. Cleared when the next statement starts.
@@ -324,6 +333,7 @@ class Session {
   SessionUser user_;
   SessionHost* host_ = nullptr;
   LocalInfileReader local_infile_reader_;
+  bool client_found_rows_ = false;
   std::atomic<bool> interrupted_{false};
   std::array<std::atomic<uint64_t>, static_cast<size_t>(ComCounter::kCount)> com_counters_{};
 };

@@ -317,6 +317,7 @@ void Connection::StartSession(exec::SessionUser user) {
     auto it = globals.find("interactive_timeout");
     if (it != globals.end()) session_->SetVariable("wait_timeout", it->second);
   }
+  session_->SetClientFoundRows((client_capabilities_ & capability::kFoundRows) != 0);
   // LOAD DATA LOCAL INFILE only for clients that allow it (CLIENT_LOCAL_FILES).
   if (client_capabilities_ & capability::kLocalFiles) {
     session_->SetLocalInfileReader([this](const std::string& name) { return FetchLocalFile(name); });

@@ -3293,8 +3293,9 @@ Result<LogicalPtr> Binder::BindShow(const ast::ShowStmt& s) {
       std::string pattern = s.like ? *s.like : "";
       for (char& ch : pattern) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
       // Boolean variables show as ON/OFF (SELECT @@x gives 1/0), as MySQL.
-      static const std::set<std::string> kBoolean = {"autocommit", "local_infile", "performance_schema",
-                                                     "transaction_read_only", "tx_read_only"};
+      static const std::set<std::string> kBoolean = {"autocommit",    "foreign_key_checks",    "local_infile",
+                                                     "performance_schema", "transaction_read_only", "tx_read_only",
+                                                     "unique_checks"};
       for (const auto& [name, value] : *vars) {
         if (s.like && !MatchLike(name, pattern)) continue;
         std::string text = value.is_null() ? "" : value.ToText();
