@@ -76,6 +76,11 @@ struct Faults {
   double loss = 0;        // a message is lost
   double reply_loss = 0;  // the receiver handled it, its answer is lost
   double duplicate = 0;   // delivered twice
+  // Held back: the sender hears nothing, and the message arrives after the
+  // commit is over — before the resolvers run, or after (a late prepare, a
+  // late accept at ballot 0, a late finish).
+  double late = 0;
+  std::set<uint64_t> hold;  // the messages sent n-th (from 0) are late
   uint64_t seed = 1;
 };
 
@@ -169,15 +174,18 @@ class Sim {
     faults_ = std::move(f);
     fired_.assign(faults_.crashes.size(), false);
     rng_.seed(faults_.seed);
+    sent_ = 0;
   }
   void Disarm() { Arm(Faults{}); }
 
   // One message from node `from` to node `to`: `call` runs the receiver's
   // side (under its shared lock) and returns its status. The faults armed
   // decide whether it arrives, twice, and whether its answer comes back.
-  Status Call(int from, int to, Step step, const std::function<Status(Participant*)>& call) {
+  // `call` may run after Call returned (a late message): it owns what it
+  // uses.
+  Status Call(int from, int to, Step step, std::function<Status(Participant*)> call) {
     std::vector<int> before, after;
-    bool lost = false, reply_lost = false, twice = false;
+    bool lost = false, reply_lost = false, twice = false, late = false, late_after_resolving = false;
     {
       std::lock_guard l(mu_);
       for (size_t i = 0; i < faults_.crashes.size(); ++i) {
@@ -190,11 +198,14 @@ class Sim {
       lost = u(rng_) < faults_.loss;
       reply_lost = u(rng_) < faults_.reply_loss;
       twice = u(rng_) < faults_.duplicate;
+      late = u(rng_) < faults_.late || faults_.hold.count(sent_++) > 0;
+      late_after_resolving = u(rng_) < 0.5;
+      if (late) (late_after_resolving ? late_after_ : late_before_).push_back({to, call});
     }
     for (int k : before) CrashNode(k);
     if (!Up(from)) return Unreachable(node(to).name);  // a crashed node sends nothing
     Status st;
-    if (lost) {
+    if (lost || late) {
       st = Unreachable(node(to).name);
     } else {
       SimNode& n = node(to);
@@ -212,6 +223,21 @@ class Sim {
     return st;
   }
 
+  // Delivers the messages held back to be late: those due before the
+  // resolvers run (`after_resolving` false) or after.
+  void DeliverLate(bool after_resolving) {
+    std::vector<std::pair<int, std::function<Status(Participant*)>>> due;
+    {
+      std::lock_guard l(mu_);
+      due.swap(after_resolving ? late_after_ : late_before_);
+    }
+    for (auto& [to, call] : due) {
+      SimNode& n = node(to);
+      std::shared_lock l(n.mu);
+      if (n.participant != nullptr) (void)call(n.participant.get());
+    }
+  }
+
   // Paxos commit run from node `from` (its coordinator or its resolver).
   Result<bool> Decide(int from, const DeciderPair& deciders, const TxnKey& txn, bool commit, uint64_t ts);
 
@@ -220,7 +246,9 @@ class Sim {
   std::mutex mu_;
   Faults faults_;                // GUARDED_BY(mu_)
   std::vector<bool> fired_;      // GUARDED_BY(mu_)
+  uint64_t sent_ = 0;            // GUARDED_BY(mu_): messages sent since Arm
   std::mt19937_64 rng_{1};       // GUARDED_BY(mu_)
+  std::vector<std::pair<int, std::function<Status(Participant*)>>> late_before_, late_after_;  // GUARDED_BY(mu_)
   std::atomic<uint64_t> ballots_{0};
 };
 
@@ -231,13 +259,14 @@ class SimTransport final : public Transport {
   void SendToAll(const std::vector<std::string>& acceptors, const Request& request,
                  const std::function<bool(const std::string&, const std::optional<Reply>&)>& on_reply) override {
     for (const std::string& a : acceptors) {
-      Reply reply;
-      Status st = sim_->Call(from_, sim_->Index(a), Step::kPaxos, [&](Participant* p) {
-        Result<Reply> r = p->Paxos(txn_, request, participants_);
-        if (r.ok()) reply = *r;
-        return r.status();
-      });
-      if (!on_reply(a, st.ok() ? std::optional<Reply>(reply) : std::nullopt)) return;
+      auto reply = std::make_shared<Reply>();
+      Status st = sim_->Call(from_, sim_->Index(a), Step::kPaxos,
+                             [reply, txn = txn_, request, participants = participants_](Participant* p) {
+                               Result<Reply> r = p->Paxos(txn, request, participants);
+                               if (r.ok()) *reply = *r;
+                               return r.status();
+                             });
+      if (!on_reply(a, st.ok() ? std::optional<Reply>(*reply) : std::nullopt)) return;
     }
   }
 
@@ -280,14 +309,14 @@ class SimRouter final : public DataRouter {
     for (const std::string& p : deciders.participants) record.add_participants(p);
     for (const std::string& a : deciders.acceptors) record.add_acceptors(a);
     return sim_->Call(index_, sim_->Index(node), Step::kPrepare,
-                      [&](Participant* p) { return p->Prepare(record, deciders.locks, 0); });
+                      [record, locks = deciders.locks](Participant* p) { return p->Prepare(record, locks, 0); });
   }
   Result<bool> Decide(const DeciderPair& deciders, const TxnKey& txn, bool commit, uint64_t ts) override {
     return sim_->Decide(index_, deciders, txn, commit, ts);
   }
   Status Finish(const std::string& node, const TxnKey& txn, bool commit) override {
     return sim_->Call(index_, sim_->Index(node), Step::kFinish,
-                      [&](Participant* p) { return p->Finish(txn.ToString(), commit); });
+                      [key = txn.ToString(), commit](Participant* p) { return p->Finish(key, commit); });
   }
   void Forget(const DeciderPair& deciders, const TxnKey& txn) override {
     for (const std::string& a : deciders.acceptors) {
@@ -387,6 +416,7 @@ class CommitSimTest : public ::testing::Test {
     const bool coordinator_crashed = !sim_.Up(0);
     sim_.Disarm();
     for (int i = 0; i < sim_.size(); ++i) sim_.Start(i);  // the crashed nodes come back
+    sim_.DeliverLate(/*after_resolving=*/false);
     // The resolvers, until no node holds the transaction prepared.
     auto in_doubt_at = [&]() -> std::string {
       for (int i = 0; i < sim_.size(); ++i) {
@@ -404,6 +434,19 @@ class CommitSimTest : public ::testing::Test {
       }
     }
     if (std::string node = in_doubt_at(); !node.empty()) return node + " still holds the transaction prepared";
+    // Messages later still: a prepare after the outcome (refused, or
+    // resolved again), an accept at ballot 0 after abort was chosen.
+    sim_.DeliverLate(/*after_resolving=*/true);
+    for (int round = 0; round < 10 && !in_doubt_at().empty(); ++round) {
+      for (int i = 0; i < sim_.size(); ++i) {
+        SimNode& n = sim_.node(i);
+        std::shared_lock l(n.mu);
+        n.participant->TEST_ResolveNow();
+      }
+    }
+    if (std::string node = in_doubt_at(); !node.empty()) {
+      return node + " holds the transaction prepared after a late message";
+    }
     // Agreement: all rows or none, the same at every replica.
     int present = 0, absent = 0;
     for (int p : shape.participants) {
@@ -497,6 +540,20 @@ TEST_F(CommitSimTest, TwoNodesKilledAtTwoSteps) {
   }
 }
 
+// Every message of a commit, and every pair of them, held back until the
+// commit is over (the sender hears nothing), delivered before or after the
+// resolvers ran.
+TEST_F(CommitSimTest, LateMessages) {
+  for (uint64_t a = 0; a < 12; ++a) {
+    for (uint64_t b = a; b < 12; ++b) {
+      Faults f;
+      f.hold = {a, b};
+      f.seed = a * 12 + b;
+      EXPECT_EQ(RunOne(Shape{{0, 1, 2}}, f), "") << "messages " << a << " and " << b << " late";
+    }
+  }
+}
+
 // Seeded runs: messages lost, answered into the void, delivered twice,
 // and at times a crash at a random step.
 TEST_F(CommitSimTest, RandomLossDuplicationAndCrashes) {
@@ -507,6 +564,7 @@ TEST_F(CommitSimTest, RandomLossDuplicationAndCrashes) {
     f.loss = 0.15;
     f.reply_loss = 0.1;
     f.duplicate = 0.2;
+    f.late = 0.1;
     if (seed % 2 == 0) {
       f.crashes.push_back(Crash{static_cast<int>(rng() % 3), static_cast<Step>(rng() % 3), static_cast<int>(rng() % 3),
                                 rng() % 2 == 0});
