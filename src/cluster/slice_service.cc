@@ -142,35 +142,6 @@ storage::KeyRange FromPb(const KeyRangePb& r) {
   return out;
 }
 
-uint64_t ToPb(const txn::WriteSet& writes, google::protobuf::RepeatedPtrField<SliceWritesPb>* out) {
-  uint64_t rows = 0;
-  for (const auto& [slice, keys] : writes) {
-    SliceWritesPb* w = out->Add();
-    w->set_slice(slice);
-    for (const auto& [key, value] : keys) {
-      w->add_keys(key);
-      w->add_values(value ? *value : std::string());
-      w->add_deletes(!value.has_value());
-      ++rows;
-    }
-  }
-  return rows;
-}
-
-Result<txn::WriteSet> FromPb(const google::protobuf::RepeatedPtrField<SliceWritesPb>& in) {
-  txn::WriteSet out;
-  for (const SliceWritesPb& w : in) {
-    if (w.keys_size() != w.values_size() || w.keys_size() != w.deletes_size()) {
-      return Status::InvalidArgument(fmt::format("malformed write set for slice {}", w.slice()));
-    }
-    auto& keys = out[w.slice()];
-    for (int i = 0; i < w.keys_size(); ++i) {
-      keys[w.keys(i)] = w.deletes(i) ? std::nullopt : std::optional<std::string>(w.values(i));
-    }
-  }
-  return out;
-}
-
 void ToPb(const txn::HeldLocks& locks, google::protobuf::RepeatedPtrField<HeldLockPb>* out) {
   for (const txn::HeldLock& lock : locks) {
     HeldLockPb* pb = out->Add();
@@ -422,7 +393,7 @@ class SliceServiceGrpc final : public DataService::Service {
     // deadline) writes nothing: once the coordinator's CommitWrites has
     // returned, the applier's refusal may be swept (SweepDecisions).
     if (req->decides() && ctx->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "the caller gave up");
-    auto writes = FromPb(req->writes());
+    auto writes = txn::commit::WritesFromPb(req->writes());
     if (!writes.ok()) {
       ToPb(writes.status(), resp->mutable_status());
       return grpc::Status::OK;
@@ -1116,7 +1087,7 @@ Status SliceService::Prepare(const std::string& node, const txn::TxnKey& txn, ui
   PrepareRequest req;
   ToPb(txn, req.mutable_txn());
   req.set_commit_ts(ts);
-  const uint64_t rows = ToPb(writes, req.mutable_writes());
+  const uint64_t rows = txn::commit::WritesToPb(writes, req.mutable_writes());
   req.set_decider(deciders.decider);
   req.set_backup(deciders.backup);
   if (deciders.one_phase) {
@@ -1642,7 +1613,7 @@ Status SliceService::Apply(const std::string& node, const txn::TxnKey* txn, uint
   Header(req.mutable_header());
   if (txn) ToPb(*txn, req.mutable_txn());
   req.set_commit_ts(ts);
-  const uint64_t rows = ToPb(writes, req.mutable_writes());
+  const uint64_t rows = txn::commit::WritesToPb(writes, req.mutable_writes());
   ToPb(locks, req.mutable_held_locks());
   ApplyResponse resp;
   SHALE_RETURN_IF_ERROR(Rpc(peer, node, RpcTimeout(), &DataService::Stub::Apply, req, &resp));
@@ -1661,7 +1632,7 @@ Status SliceService::ApplyDecision(const std::string& node, const txn::TxnKey& t
   ToPb(txn, req.mutable_txn());
   req.set_commit_ts(ts);
   req.set_decides(true);
-  const uint64_t rows = ToPb(writes, req.mutable_writes());
+  const uint64_t rows = txn::commit::WritesToPb(writes, req.mutable_writes());
   ToPb(locks, req.mutable_held_locks());
   ApplyResponse resp;
   grpc::ClientContext ctx;

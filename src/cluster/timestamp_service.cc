@@ -1,12 +1,10 @@
 #include "src/cluster/timestamp_service.h"
 
+#include <algorithm>
 #include <random>
 
-#include <grpcpp/grpcpp.h>
-
-#include <algorithm>
-
 #include <fmt/format.h>
+#include <grpcpp/grpcpp.h>
 
 #include "src/cluster/cluster_node.h"
 #include "src/cluster/raft.grpc.pb.h"

@@ -43,35 +43,6 @@ TxnKey ParseTxnKey(const std::string& key) {
   return k;
 }
 
-uint64_t WritesToPb(const WriteSet& writes, google::protobuf::RepeatedPtrField<WritesPb>* out) {
-  uint64_t rows = 0;
-  for (const auto& [slice, keys] : writes) {
-    WritesPb* w = out->Add();
-    w->set_slice(slice);
-    for (const auto& [key, value] : keys) {
-      w->add_keys(key);
-      w->add_values(value ? *value : std::string());
-      w->add_deletes(!value.has_value());
-      ++rows;
-    }
-  }
-  return rows;
-}
-
-Result<WriteSet> WritesFromPb(const google::protobuf::RepeatedPtrField<WritesPb>& in) {
-  WriteSet out;
-  for (const WritesPb& w : in) {
-    if (w.keys_size() != w.values_size() || w.keys_size() != w.deletes_size()) {
-      return Status::InvalidArgument(fmt::format("malformed write set for slice {}", w.slice()));
-    }
-    auto& keys = out[w.slice()];
-    for (int i = 0; i < w.keys_size(); ++i) {
-      keys[w.keys(i)] = w.deletes(i) ? std::nullopt : std::optional<std::string>(w.values(i));
-    }
-  }
-  return out;
-}
-
 Participant::Participant(TxnManager* txn, storage::SliceStore* store, storage::MetaStore* meta,
                          ParticipantHost* host, ParticipantOptions options)
     : txn_(txn), store_(store), meta_(meta), host_(host), options_(std::move(options)) {}

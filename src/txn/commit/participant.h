@@ -79,6 +79,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -105,10 +106,39 @@ inline constexpr char kPresumedPrefix[] = "txn/presumed/";
 std::string KeyOf(const TxnIdPb& id);
 TxnKey ParseTxnKey(const std::string& key);
 
-// A write set in records.proto form and back (InvalidArgument for a
-// malformed one: keys and values of different lengths).
-uint64_t WritesToPb(const WriteSet& writes, google::protobuf::RepeatedPtrField<WritesPb>* out);
-Result<WriteSet> WritesFromPb(const google::protobuf::RepeatedPtrField<WritesPb>& in);
+// A write set as repeated messages of the WritesPb shape (records.proto's
+// WritesPb, data.proto's SliceWritesPb: slice, keys, values, deletes) and
+// back (InvalidArgument for a malformed one: keys and values of different
+// lengths). To: the rows written.
+template <typename Pb>
+uint64_t WritesToPb(const WriteSet& writes, google::protobuf::RepeatedPtrField<Pb>* out) {
+  uint64_t rows = 0;
+  for (const auto& [slice, keys] : writes) {
+    Pb* w = out->Add();
+    w->set_slice(slice);
+    for (const auto& [key, value] : keys) {
+      w->add_keys(key);
+      w->add_values(value ? *value : std::string());
+      w->add_deletes(!value.has_value());
+      ++rows;
+    }
+  }
+  return rows;
+}
+template <typename Pb>
+Result<WriteSet> WritesFromPb(const google::protobuf::RepeatedPtrField<Pb>& in) {
+  WriteSet out;
+  for (const Pb& w : in) {
+    if (w.keys_size() != w.values_size() || w.keys_size() != w.deletes_size()) {
+      return Status::InvalidArgument("malformed write set for slice " + std::to_string(w.slice()));
+    }
+    auto& keys = out[w.slice()];
+    for (int i = 0; i < w.keys_size(); ++i) {
+      keys[w.keys(i)] = w.deletes(i) ? std::nullopt : std::optional<std::string>(w.values(i));
+    }
+  }
+  return out;
+}
 
 // A decider's record (before Paxos commit) or a one-phase refusal:
 // "C<ts>" or "A", then "\n<node>" per participant; and its participants
