@@ -54,6 +54,7 @@ ClusterTimestamps::~ClusterTimestamps() {
     stopping_ = true;
   }
   cv_.notify_all();
+  reporter_cv_.notify_all();
   if (reporter_.joinable()) reporter_.join();
 }
 
@@ -532,7 +533,7 @@ void ClusterTimestamps::ReportBarrier() {
 void ClusterTimestamps::ReportLoop() {
   std::unique_lock lock(mu_);
   for (;;) {
-    cv_.wait_for(lock, std::chrono::milliseconds(10));
+    reporter_cv_.wait_for(lock, std::chrono::milliseconds(10));
     if (stopping_) return;
     // Also every snapshot_report_ms: this node's oldest snapshot for the
     // cluster's GC horizon (and the horizon back).

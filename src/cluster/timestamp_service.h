@@ -223,7 +223,11 @@ class ClusterTimestamps final : public txn::TimestampSource {
 
   // This node's commits in flight and what is to be reported.
   std::mutex mu_;
+  // Batch senders and ReportBarrier wait on cv_; the reporter waits on
+  // reporter_cv_ (woken only to stop: it polls), so a statement's
+  // timestamp request never wakes the reporter thread.
   std::condition_variable cv_;
+  std::condition_variable reporter_cv_;
   std::set<uint64_t> mine_;               // GUARDED_BY(mu_)
   std::vector<uint64_t> finished_;        // GUARDED_BY(mu_): not yet sent
   std::vector<Pending*> queue_;           // GUARDED_BY(mu_)

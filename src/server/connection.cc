@@ -4,9 +4,11 @@
 #include "src/server/connection.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <exception>
+#include <thread>
 #include <vector>
 
 #include <utility>  // before Asio
@@ -14,6 +16,7 @@
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
@@ -97,7 +100,7 @@ std::shared_ptr<Connection> ServerState::Admit(asio::ip::tcp::socket& socket) {
   std::lock_guard<std::mutex> lock(mu);
   if (stopping || connections.size() >= options.max_connections) return nullptr;
   uint32_t id = next_connection_id.fetch_add(1, std::memory_order_relaxed);
-  auto conn = std::make_shared<Connection>(shared_from_this(), std::move(socket), id);
+  auto conn = std::make_shared<Connection>(shared_from_this(), socket, id);
   connections.emplace(id, conn);
   uint64_t used = connections.size();
   if (used > max_used_connections.load(std::memory_order_relaxed)) {
@@ -109,6 +112,29 @@ std::shared_ptr<Connection> ServerState::Admit(asio::ip::tcp::socket& socket) {
 void ServerState::Unregister(uint32_t connection_id) {
   std::lock_guard<std::mutex> lock(mu);
   connections.erase(connection_id);
+}
+
+void ServerState::StartConnectionThread(std::shared_ptr<Connection> conn) {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ++threads_live;
+  }
+  threads_created.fetch_add(1, std::memory_order_relaxed);
+  // The thread holds no reference to this state: JoinConnectionThreads()
+  // (Server's destructor) keeps it alive until every thread has counted
+  // itself out, the thread's last touch of it.
+  ServerState* state = this;
+  std::thread([state, conn = std::move(conn)]() mutable {
+    Connection::RunThread(std::move(conn));
+    std::lock_guard<std::mutex> lock(state->mu);
+    --state->threads_live;
+    state->threads_cv.notify_all();
+  }).detach();
+}
+
+void ServerState::JoinConnectionThreads() {
+  std::unique_lock<std::mutex> lock(mu);
+  threads_cv.wait(lock, [&] { return threads_live == 0; });
 }
 
 std::vector<exec::ThreadInfo> ServerState::Threads() const {
@@ -168,11 +194,9 @@ std::vector<std::pair<std::string, std::string>> ServerState::StatusVariables(ui
   for (const auto& conn : conns) {
     if (conn->Snapshot().command == "Query" || conn->Snapshot().command == "Execute") ++running;
   }
-  // Statement threads now, and extra ones started for stalled statements
-  // since the start (statement_pool.h).
-  add("Shale_statement_threads", statement_pool.threads());
-  add("Shale_statement_threads_added", statement_pool.threads_added());
+  // One thread per connection (connection.h).
   add("Threads_connected", conns.size());
+  add("Threads_created", threads_created.load(std::memory_order_relaxed));
   add("Threads_running", running);
   add("Uptime", std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() -
                                                                   started_at)
@@ -335,19 +359,42 @@ Status Connection::UseDatabase(std::string_view db) {
   return session_->SetCurrentDatabase(db);
 }
 
-Connection::Connection(std::shared_ptr<ServerState> server, asio::ip::tcp::socket socket,
+Connection::Connection(std::shared_ptr<ServerState> server, asio::ip::tcp::socket& accepted,
                        uint32_t connection_id)
     : server_(std::move(server)),
-      socket_(std::move(socket)),
-      deadline_(socket_.get_executor()),
+      // Run by one thread only: Asio may skip some of its locking.
+      io_(std::make_unique<asio::io_context>(1)),
+      socket_(*io_),
+      deadline_(*io_),
       id_(connection_id),
-      decoder_(server_->options.max_allowed_packet) {}
+      decoder_(server_->options.max_allowed_packet) {
+  boost::system::error_code ec;
+  const auto protocol = accepted.local_endpoint(ec).protocol();
+  if (!ec) {
+    const auto fd = accepted.release(ec);
+    if (!ec) socket_.assign(protocol, fd, ec);
+  }
+  // A socket that could not be moved stays closed: Serve() ends at once.
+  if (ec) log::Warn("connection {}: cannot take over the accepted socket: {}", id_, ec.message());
+}
 
 Connection::~Connection() = default;
 
+void Connection::RunThread(std::shared_ptr<Connection> self) {
+  asio::io_context& io = *self->io_;
+  asio::co_spawn(io, Serve(self), asio::detached);
+  // Returns once Serve() has ended and nothing else is queued. `self` is
+  // held until then: the connection owns the io_context, which must not be
+  // destroyed from inside its own run().
+  io.run();
+}
+
 void Connection::Close() {
-  auto self = shared_from_this();
-  asio::post(socket_.get_executor(), [self] { self->CloseSocket(); });
+  // A weak reference: a Close() queued after the thread stopped running the
+  // io_context must not keep the connection (which owns it) alive.
+  asio::post(*io_, [weak = weak_from_this()] {
+    if (auto self = weak.lock()) self->CloseSocket();
+  });
 }
 
 void Connection::CloseSocket() {
@@ -1200,7 +1247,7 @@ awaitable<void> Connection::FieldList(std::string_view arg) {
   if (!wildcard.empty()) sql += " LIKE " + QuoteSqlString(wildcard);
   std::vector<Result<exec::StatementResult>> results;
   try {
-    results = co_await ExecuteOnWorkers(std::string(sql));
+    results = co_await ExecuteStatements(std::string(sql));
   } catch (const std::exception& e) {
     log::Error("connection {}: field list threw: {}", id_, e.what());
     results.clear();
@@ -1298,16 +1345,36 @@ awaitable<bool> Connection::ChangeUser(std::string_view arg) {
 
 // ---- queries ------------------------------------------------------------
 
-awaitable<std::vector<Result<exec::StatementResult>>> Connection::ExecuteOnWorkers(std::string sql) {
+namespace {
+
+// Whether `sql` may be a LOAD DATA LOCAL statement, which reads the file
+// from the client while it runs: both words appear, in any case. A false
+// positive only costs the statement a thread of its own.
+bool MayReadClientFile(std::string_view sql) {
+  auto contains = [&](std::string_view word) {
+    return std::search(sql.begin(), sql.end(), word.begin(), word.end(), [](char a, char b) {
+             return std::toupper(static_cast<unsigned char>(a)) == b;
+           }) != sql.end();
+  };
+  return contains("LOCAL") && contains("LOAD");
+}
+
+}  // namespace
+
+awaitable<std::vector<Result<exec::StatementResult>>> Connection::ExecuteStatements(std::string sql) {
   using Results = std::vector<Result<exec::StatementResult>>;
+  if (!MayReadClientFile(sql)) co_return session_->Execute(sql);
   auto home = co_await asio::this_coro::executor;
-  // The statement runs as a plain function on a worker thread; its result is
-  // posted back to this connection's executor, which resumes the coroutine.
-  // (No coroutine frame ever lives on the worker threads.) The initiation is
-  // a named local: GCC 12 mishandles non-trivial temporaries inside a
-  // co_await expression (it destroys their captures twice).
+  // The statement runs as a plain function on a thread of its own; its
+  // result is posted back to this connection's io_context, which resumes
+  // the coroutine and meanwhile runs the file transfer (FetchLocalFile).
+  // The work guard keeps the io_context running while it waits. The
+  // initiation is a named local: GCC 12 mishandles non-trivial temporaries
+  // inside a co_await expression (it destroys their captures twice).
   auto initiation = [this, home, sql = std::move(sql)](auto handler) mutable {
-    auto run = [this, home, sql = std::move(sql), handler = std::move(handler)]() mutable {
+    auto work = asio::make_work_guard(home);
+    std::thread([this, home, work = std::move(work), sql = std::move(sql),
+                 handler = std::move(handler)]() mutable {
       std::exception_ptr error;
       Results results;
       try {
@@ -1318,11 +1385,10 @@ awaitable<std::vector<Result<exec::StatementResult>>> Connection::ExecuteOnWorke
       asio::post(home, [handler = std::move(handler), error, results = std::move(results)]() mutable {
         std::move(handler)(error, std::move(results));
       });
-    };
-    // The completion handler is move-only; std::function needs a copyable
-    // callable, so the job holds it by shared_ptr.
-    auto job = std::make_shared<decltype(run)>(std::move(run));
-    server_->statement_pool.Post([job] { (*job)(); });
+      // The queued completion keeps the io_context running now; this
+      // thread touches nothing of the connection after this.
+      work.reset();
+    }).detach();
   };
   Results results = co_await asio::async_initiate<decltype(use_awaitable),
                                                   void(std::exception_ptr, Results)>(
@@ -1333,7 +1399,7 @@ awaitable<std::vector<Result<exec::StatementResult>>> Connection::ExecuteOnWorke
 awaitable<void> Connection::RunQuery(std::string_view sql, bool binary) {
   std::vector<Result<exec::StatementResult>> results;
   try {
-    results = co_await ExecuteOnWorkers(std::string(sql));
+    results = co_await ExecuteStatements(std::string(sql));
   } catch (const std::exception& e) {
     // One bad statement must not take the connection (or node) down.
     log::Error("connection {}: statement threw: {}", id_, e.what());

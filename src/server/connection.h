@@ -6,14 +6,24 @@
 // mysql_native_password when the client proposed another plugin), then a
 // loop of commands, each answered in full before the next is read.
 //
-// Thread-safety: everything of a Connection but Close() runs on its strand
-// (the executor of its socket). Close() may be called from any thread.
-// ServerState's connection table is guarded by `mu`.
+// Threads: each Connection has an io_context of its own, run by a thread of
+// its own (ServerState::StartConnectionThread), as MySQL runs one thread per
+// connection: the command loop reads a command, runs the statement on that
+// same thread and writes the answer, with no hand-off between threads on
+// the way (a statement that blocks, on a row lock or a log flush, blocks
+// only its own client). The one exception is LOAD DATA LOCAL, which needs
+// the connection's I/O while the statement runs: it runs on a thread
+// started for it (ExecuteStatements).
+//
+// Thread-safety: everything of a Connection but Close(), Kill() and the
+// SHOW PROCESSLIST/STATUS readers runs on its thread. ServerState's
+// connection table is guarded by `mu`.
 #pragma once
 
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <future>
 #include <memory>
@@ -39,7 +49,6 @@
 #include "src/server/packet.h"
 #include "src/server/prepared_statement.h"
 #include "src/server/server.h"
-#include "src/server/statement_pool.h"
 
 namespace shale::server {
 
@@ -51,14 +60,17 @@ struct ServerState : std::enable_shared_from_this<ServerState>, exec::SessionHos
         options(std::move(opts)),
         engine(eng),
         accept_strand(boost::asio::make_strand(io_context)),
-        acceptor(accept_strand),
-        statement_pool(options.statement_threads,
-                       size_t{options.max_connections} + options.statement_threads) {}
+        acceptor(accept_strand) {}
 
   // Admits a new connection unless stopping or full: moves `socket` into it
   // and returns it. Returns null, leaving `socket` alone, if refused.
   std::shared_ptr<Connection> Admit(boost::asio::ip::tcp::socket& socket);
   void Unregister(uint32_t connection_id);
+  // Serves `conn` on a thread of its own (Connection::RunThread) and counts
+  // the thread until it ends.
+  void StartConnectionThread(std::shared_ptr<Connection> conn);
+  // Waits until every connection thread has ended.
+  void JoinConnectionThreads();
 
   // exec::SessionHost: SHOW PROCESSLIST, KILL, SHOW STATUS.
   std::vector<exec::ThreadInfo> Threads() const override;
@@ -89,23 +101,26 @@ struct ServerState : std::enable_shared_from_this<ServerState>, exec::SessionHos
   // Com_ counts of sessions that have ended (live sessions add their own).
   std::array<std::atomic<uint64_t>, static_cast<size_t>(exec::ComCounter::kCount)> retired_com{};
 
-  // Statements run here, not on the I/O threads, so a long statement never
-  // stalls accepting, handshakes or other connections' I/O; statements
-  // blocked on locks or clients never starve the others (statement_pool.h).
-  // Each connection has at most one statement here at a time.
-  StatementPool statement_pool;
+  // Connection threads started since the start (Threads_created).
+  std::atomic<uint64_t> threads_created{0};
 
   mutable std::mutex mu;
   bool stopping = false;  // GUARDED_BY(mu)
   std::unordered_map<uint32_t, std::shared_ptr<Connection>> connections;  // GUARDED_BY(mu)
+  size_t threads_live = 0;              // GUARDED_BY(mu): connection threads running
+  std::condition_variable threads_cv;   // threads_live dropped
 };
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  // `socket` is connected; its executor is this connection's strand.
-  Connection(std::shared_ptr<ServerState> server, boost::asio::ip::tcp::socket socket,
+  // Takes over the connected `accepted` socket (of any io_context) onto
+  // this connection's own io_context.
+  Connection(std::shared_ptr<ServerState> server, boost::asio::ip::tcp::socket& accepted,
              uint32_t connection_id);
   ~Connection();
+
+  // Runs Serve(self) on the calling thread until the connection ends.
+  static void RunThread(std::shared_ptr<Connection> self);
 
   // Serves the client until it quits, fails or is closed, then unregisters
   // from the server. Never throws.
@@ -130,9 +145,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Greeting and authentication; false if the connection must close.
   boost::asio::awaitable<bool> Handshake();
   boost::asio::awaitable<void> CommandLoop();
-  // Session::Execute(sql) on the server's statement workers; the coroutine
-  // resumes on this connection's executor. Exceptions are rethrown here.
-  boost::asio::awaitable<std::vector<Result<exec::StatementResult>>> ExecuteOnWorkers(
+  // Session::Execute(sql): on this thread, or, when the statement may ask
+  // the client for a file (LOAD DATA LOCAL), on a thread started for it
+  // while this coroutine keeps serving the connection's I/O. Exceptions
+  // are rethrown here.
+  boost::asio::awaitable<std::vector<Result<exec::StatementResult>>> ExecuteStatements(
       std::string sql);
   // Runs `sql` and queues its results: text rows, or binary rows for
   // COM_STMT_EXECUTE (`binary`).
@@ -151,9 +168,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void StmtSendLongData(std::string_view arg);
   void StmtReset(std::string_view arg);
   void StmtClose(std::string_view arg);
-  // LOAD DATA LOCAL INFILE: the session's LocalInfileReader. Runs on a
-  // statement worker while the command loop waits for the statement: asks
-  // this connection's strand to send the file request (0xFB + name) and
+  // LOAD DATA LOCAL INFILE: the session's LocalInfileReader. Runs on the
+  // statement's thread while the command loop waits for the statement: asks
+  // this connection's io_context to send the file request (0xFB + name) and
   // collect the client's content packets up to the empty one, and waits.
   Result<std::string> FetchLocalFile(const std::string& name);
   static boost::asio::awaitable<void> TransferLocalFile(
@@ -230,6 +247,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   uint32_t ServerCapabilities() const;
 
   std::shared_ptr<ServerState> server_;
+  // Before socket_ and deadline_, which live on it.
+  std::unique_ptr<boost::asio::io_context> io_;
   boost::asio::ip::tcp::socket socket_;
   // Set once the client switched to TLS; wraps socket_.
   std::unique_ptr<boost::asio::ssl::stream<boost::asio::ip::tcp::socket&>> tls_;

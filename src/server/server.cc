@@ -57,9 +57,9 @@ awaitable<void> RefuseConnection(tcp::socket socket) {
 
 awaitable<void> AcceptLoop(std::shared_ptr<ServerState> state) {
   for (;;) {
-    // Each connection gets its own strand; its socket, timer and coroutine
-    // all run on it.
-    tcp::socket socket(asio::make_strand(state->io));
+    // Accepted here; the connection then moves the socket onto its own
+    // io_context and thread (connection.h).
+    tcp::socket socket(state->io);
     boost::system::error_code ec;
     co_await state->acceptor.async_accept(socket, asio::redirect_error(use_awaitable, ec));
     if (ec) {
@@ -70,7 +70,6 @@ awaitable<void> AcceptLoop(std::shared_ptr<ServerState> state) {
       if (!state->acceptor.is_open()) co_return;
       continue;
     }
-    auto executor = socket.get_executor();
     {
       std::lock_guard<std::mutex> lock(state->mu);
       if (state->stopping) co_return;  // socket closes as it goes out of scope
@@ -84,10 +83,10 @@ awaitable<void> AcceptLoop(std::shared_ptr<ServerState> state) {
       log::Warn("server: refusing a connection: max_connections ({}) reached",
                 state->options.max_connections);
       // Admit() left the socket unmoved when it refused.
-      asio::co_spawn(executor, RefuseConnection(std::move(socket)), asio::detached);
+      asio::co_spawn(state->accept_strand, RefuseConnection(std::move(socket)), asio::detached);
       continue;
     }
-    asio::co_spawn(executor, Connection::Serve(conn), asio::detached);
+    state->StartConnectionThread(std::move(conn));
   }
 }
 
@@ -96,7 +95,12 @@ awaitable<void> AcceptLoop(std::shared_ptr<ServerState> state) {
 Server::Server(asio::io_context& io, ServerOptions options, exec::Engine* engine)
     : state_(std::make_shared<ServerState>(io, std::move(options), engine)) {}
 
-Server::~Server() { Stop(); }
+Server::~Server() {
+  Stop();
+  Join();
+}
+
+void Server::Join() { state_->JoinConnectionThreads(); }
 
 Status Server::Start() {
   if (state_->started) return Status::InvalidArgument("server already started");
@@ -169,7 +173,8 @@ void Server::Stop() {
       state->acceptor.close(ec);
     });
   }
-  for (auto& conn : connections) conn->Close();
+  // Interrupts running statements too, so their threads end soon.
+  for (auto& conn : connections) conn->Kill(/*close=*/true);
 }
 
 }  // namespace shale::server

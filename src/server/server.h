@@ -1,13 +1,14 @@
-// Server: the MySQL protocol front door of shaled. It listens on a TCP port,
-// and runs each accepted client as one coroutine on its own strand:
-// handshake and mysql_native_password authentication, then COM_* commands
-// turned into calls on an exec::Session. Wire format:
+// Server: the MySQL protocol front door of shaled. It listens on a TCP port
+// (accepting on the io_context it is given), and runs each accepted client
+// as one coroutine on an io_context and thread of its own: handshake and
+// authentication, then COM_* commands turned into calls on an
+// exec::Session, each statement run on that thread. Wire format:
 // docs/formats/mysql-protocol.md.
 //
 // Invariants:
 //  1. A connection's socket, session and buffers are touched only on that
-//     connection's strand, so the io_context may run on any number of
-//     threads.
+//     connection's thread (and a LOAD DATA LOCAL statement's, while the
+//     connection's coroutine waits for it).
 //  2. A failure of one connection (bad bytes, exceptions, a dead peer) ends
 //     that connection only.
 //  3. At most `max_connections` clients are served at once; the next ones
@@ -15,9 +16,10 @@
 //
 // Thread-safety: Start() must be called once, before the io_context serves
 // the server; port() is safe after Start(); Stop() may be called from any
-// thread, more than once. Stop() is asynchronous: it closes the listener and
-// every connection through the io_context. Keep the Engine alive until the
-// io_context has finished running (or is destroyed), since connections in
+// thread, more than once. Stop() is asynchronous: it closes the listener
+// (through the io_context) and interrupts and closes every connection;
+// Join() waits for the connection threads to end. Keep the Engine alive
+// until Join() (or the destructor) has returned, since connections in
 // flight still hold Sessions on it.
 #pragma once
 
@@ -72,10 +74,6 @@ struct ServerOptions {
   // Default: empty (a new key pair at every start, not stored; shaled
   // passes DATADIR/private_key.pem)
   std::string rsa_key_path;
-  // Threads that run statements (I/O stays on the io_context's threads);
-  // at most this many statements execute at once.
-  // Default: 16
-  uint32_t statement_threads = 16;
 };
 
 struct ServerState;
@@ -84,7 +82,7 @@ class Server {
  public:
   // `engine` must outlive the server and its connections (see above).
   Server(boost::asio::io_context& io, ServerOptions options, exec::Engine* engine);
-  ~Server();  // Stop()s
+  ~Server();  // Stop()s and Join()s
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
@@ -95,8 +93,12 @@ class Server {
   Status Start();
   // The port actually bound (useful with port 0). REQUIRES: Start() was OK.
   uint16_t port() const;
-  // Stops accepting and closes every connection.
+  // Stops accepting, interrupts every running statement and closes every
+  // connection. Does not wait.
   void Stop();
+  // Waits until every connection's thread has ended. REQUIRES: not called
+  // from a connection's thread.
+  void Join();
 
  private:
   std::shared_ptr<ServerState> state_;

@@ -284,6 +284,9 @@ int main(int argc, char** argv) {
   for (unsigned i = 1; i < threads; ++i) pool.emplace_back([&] { io.run(); });
   io.run();
   for (auto& t : pool) t.join();
+  // Statements still running on connection threads end (Stop() interrupted
+  // them) before the cluster and the engine under them stop.
+  server.Join();
   // Give back the id counters' unused reservations through the log while
   // the cluster still runs; afterwards the catalog refuses changes (the
   // engine outlives the cluster node its submitter talks to).
