@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "src/common/hash.h"
+#include "src/common/module_profile.h"
 
 namespace shale::planner {
 
@@ -579,6 +580,7 @@ Result<PhysicalPtr> Plan(const LogicalOperator& logical, const PlanOptions& opti
 }
 
 Result<PhysicalPtr> Plan(const LogicalOperator& logical) {
+  profile::ModuleScope profile_scope(profile::Module::kPlan);
   switch (logical.kind) {
     case LogicalKind::kValues: {
       auto op = Make(PhysicalKind::kValues, logical);

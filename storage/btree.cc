@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "src/common/log.h"
+#include "src/common/module_profile.h"
 
 namespace shale::storage {
 
@@ -180,6 +181,7 @@ Status BTree::CheckEntry(std::string_view key, std::string_view value) const {
 }
 
 Status BTree::Get(std::string_view key, std::string* value) const {
+  profile::ModuleScope profile_scope(profile::Module::kBtree);
   SHALE_ASSIGN_OR_RETURN(PageGuard g, FetchNode(root_, LatchMode::kShared, kAnyLevel));
   while (!IsLeaf(g.data())) {
     SlottedPage p(const_cast<char*>(g.data()));
@@ -196,6 +198,7 @@ Status BTree::Get(std::string_view key, std::string* value) const {
 }
 
 Status BTree::Put(std::string_view key, std::string_view value) {
+  profile::ModuleScope profile_scope(profile::Module::kBtree);
   SHALE_RETURN_IF_ERROR(CheckEntry(key, value));
   bool done = false;
   SHALE_RETURN_IF_ERROR(PutOptimistic(key, value, &done));
@@ -204,6 +207,7 @@ Status BTree::Put(std::string_view key, std::string_view value) {
 }
 
 Status BTree::Delete(std::string_view key) {
+  profile::ModuleScope profile_scope(profile::Module::kBtree);
   if (key.size() > kMaxKeyBytes) return Status::NotFound("key not in B+tree");
   bool done = false;
   Status s = DeleteOptimistic(key, &done);
@@ -536,6 +540,7 @@ Status BTree::ScanLeaf(std::string_view seek, bool has_seek, bool inclusive, con
 }
 
 Status BTree::Seek(std::string_view start, std::string_view last, std::string* key, std::string* value) const {
+  profile::ModuleScope profile_scope(profile::Module::kBtree);
   std::string resume;  // where the search continues when a leaf has nothing >= start
   std::string fence;  // the leaf's tightest upper fence, copied: the page is released
   std::string_view seek = start;
@@ -600,6 +605,7 @@ class BTreeIterator final : public SliceIterator {
   // Loads the next non-empty leaf's worth of rows, or ends the scan. The
   // buffer's strings are reused from one leaf to the next.
   void Fill() {
+  profile::ModuleScope profile_scope(profile::Module::kBtree);
     count_ = 0;
     pos_ = 0;
     while (!done_) {
@@ -656,6 +662,7 @@ class BTreeIterator final : public SliceIterator {
 };
 
 std::unique_ptr<SliceIterator> BTree::NewIterator(const KeyRange& range) const {
+  profile::ModuleScope profile_scope(profile::Module::kBtree);
   return std::make_unique<BTreeIterator>(this, range);
 }
 

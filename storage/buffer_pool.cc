@@ -6,6 +6,7 @@
 
 #include "src/common/log.h"
 #include "storage/kill_point.h"
+#include "src/common/module_profile.h"
 
 namespace shale::storage {
 
@@ -159,6 +160,7 @@ Result<size_t> BufferPool::TakeVictim(std::unique_lock<std::mutex>& l) {
 }
 
 Result<PageGuard> BufferPool::Fetch(PageId id, LatchMode mode) {
+  profile::ModuleScope profile_scope(profile::Module::kBufferPool);
   if (id == kInvalidPageId) {
     return Status::Internal(fmt::format("buffer pool of {}: fetch of page 0 (the meta page)", file_->path()));
   }

@@ -1,5 +1,6 @@
 // Multi-version rows; key format in docs/formats/mvcc-keys.md.
 #include "storage/mvcc.h"
+#include "src/common/module_profile.h"
 
 #include <chrono>
 
@@ -96,6 +97,7 @@ uint64_t SnapshotRegistry::Horizon(uint64_t if_none) const {
 }
 
 Status MvccSlice::Get(const ReadOptions& options, std::string_view key, std::string* value) const {
+  profile::ModuleScope profile_scope(profile::Module::kMvcc);
   // The newest version visible at the snapshot is the first versioned key
   // at or after (key, snapshot) that is still a version of `key`: one seek,
   // no iterator (invariant 1).
@@ -126,6 +128,7 @@ Result<bool> MvccSlice::HasNewerVersion(std::string_view key, uint64_t start_ts)
 }
 
 Status MvccSlice::Write(const WriteBatch& batch, uint64_t start_ts, uint64_t commit_ts) {
+  profile::ModuleScope profile_scope(profile::Module::kMvcc);
   if (commit_ts <= start_ts || commit_ts == kLatestSnapshot) {
     return Status::InvalidArgument(fmt::format("commit timestamp {} not after start {}", commit_ts, start_ts));
   }
@@ -207,10 +210,12 @@ class MvccIterator final : public SliceIterator {
  public:
   MvccIterator(std::unique_ptr<SliceIterator> inner, uint64_t snapshot, KeyRange range)
       : inner_(std::move(inner)), snapshot_(snapshot), range_(std::move(range)) {
+    profile::ModuleScope profile_scope(profile::Module::kMvcc);
     Settle();
   }
   bool Valid() const override { return valid_; }
   void Next() override {
+    profile::ModuleScope profile_scope(profile::Module::kMvcc);
     SkipKey();
     Settle();
   }
@@ -262,6 +267,7 @@ class MvccIterator final : public SliceIterator {
 }  // namespace
 
 std::unique_ptr<SliceIterator> MvccSlice::NewIterator(const ReadOptions& options, const KeyRange& range) const {
+  profile::ModuleScope profile_scope(profile::Module::kMvcc);
   KeyRange inner;
   if (range.has_start) {
     inner.has_start = true;
@@ -295,6 +301,7 @@ void GarbageCollector::Unregister(MvccSlice* slice) {
 }
 
 void GarbageCollector::Loop() {
+  profile::SetThreadModule(profile::Module::kMvcc);
   std::unique_lock<std::mutex> l(mu_);
   while (!stop_) {
     cv_.wait_for(l, std::chrono::milliseconds(interval_ms_));

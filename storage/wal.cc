@@ -20,6 +20,7 @@
 #include "storage/file_io.h"
 #include "storage/kill_point.h"
 #include "storage/page.h"
+#include "src/common/module_profile.h"
 
 namespace shale::storage {
 namespace {
@@ -195,6 +196,7 @@ Wal::~Wal() {
 }
 
 Status Wal::WriteAndSync(const std::string& data, uint64_t lsn) {
+  profile::ModuleScope profile_scope(profile::Module::kWal);
   std::string path;
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -237,7 +239,10 @@ void Wal::FlushLocked(std::unique_lock<std::mutex>& l) {
   data.swap(buffer_);
   const uint64_t start = buffer_lsn_;
   buffer_lsn_ += data.size();
-  cv_.notify_all();  // buffer space freed (async appenders)
+  // Buffer space freed: wakes appenders waiting for room (asynchronous
+  // mode only; durable appenders wait for the sync below, and waking them
+  // now would only put them back to sleep).
+  if (options_.sync_mode == WalSyncMode::kAsync) cv_.notify_all();
   l.unlock();
   Status s = WriteAndSync(data, start);
   l.lock();
@@ -252,6 +257,7 @@ void Wal::FlushLocked(std::unique_lock<std::mutex>& l) {
 }
 
 Result<uint64_t> Wal::Append(WalRecordType type, std::string_view payload) {
+  profile::ModuleScope profile_scope(profile::Module::kWal);
   std::unique_lock<std::mutex> l(mu_);
   if (!error_.ok()) return error_;
   if (options_.sync_mode == WalSyncMode::kAsync) {
@@ -287,6 +293,7 @@ Result<uint64_t> Wal::Append(WalRecordType type, std::string_view payload) {
 }
 
 Status Wal::Sync() {
+  profile::ModuleScope profile_scope(profile::Module::kWal);
   std::unique_lock<std::mutex> l(mu_);
   const uint64_t end = next_lsn_;
   while (durable_lsn_ < end && error_.ok()) {
@@ -300,6 +307,7 @@ Status Wal::Sync() {
 }
 
 void Wal::FlusherLoop() {
+  profile::SetThreadModule(profile::Module::kWal);
   std::unique_lock<std::mutex> l(mu_);
   const auto interval = std::chrono::milliseconds(std::max<uint32_t>(1, options_.flush_interval_ms));
   while (!stop_) {

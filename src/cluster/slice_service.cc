@@ -11,6 +11,7 @@
 #include "src/common/log.h"
 #include "src/txn/fan_out.h"
 #include "storage/mvcc.h"
+#include "src/common/module_profile.h"
 
 namespace shale::cluster {
 namespace {
@@ -248,6 +249,7 @@ class SliceServiceGrpc final : public DataService::Service {
   explicit SliceServiceGrpc(cluster::SliceService* owner) : s_(owner) {}
 
   grpc::Status Get(grpc::ServerContext*, const GetRequest* req, GetResponse* resp) override {
+  profile::ModuleScope profile_scope(profile::Module::kRpc);
     if (auto refused = Epoch(req->header())) return *refused;
     std::string value;
     Status st = s_->LocalGet(req->slice(), req->key(), req->snapshot(), &value, req->header().applied_index());
@@ -259,6 +261,7 @@ class SliceServiceGrpc final : public DataService::Service {
     return grpc::Status::OK;
   }
   grpc::Status Scan(grpc::ServerContext*, const ScanRequest* req, ScanResponse* resp) override {
+  profile::ModuleScope profile_scope(profile::Module::kRpc);
     if (auto refused = Epoch(req->header())) return *refused;
     Status st = s_->LocalScan(req->slice(), FromPb(req->range()), req->snapshot(), req->limit(), resp,
                               req->header().applied_index());
@@ -267,6 +270,7 @@ class SliceServiceGrpc final : public DataService::Service {
     return grpc::Status::OK;
   }
   grpc::Status Fragment(grpc::ServerContext*, const FragmentRequest* req, FragmentResponse* resp) override {
+  profile::ModuleScope profile_scope(profile::Module::kRpc);
     if (auto refused = Epoch(req->header())) return *refused;
     std::vector<std::string> lookup_keys(req->lookup_keys().begin(), req->lookup_keys().end());
     Status st = s_->LocalFragment(req->slice(), FromPb(req->range()), req->snapshot(), req->limit(),
@@ -280,6 +284,7 @@ class SliceServiceGrpc final : public DataService::Service {
     return grpc::Status::OK;
   }
   grpc::Status Lock(grpc::ServerContext*, const LockRequest* req, LockResponse* resp) override {
+  profile::ModuleScope profile_scope(profile::Module::kRpc);
     if (auto refused = Epoch(req->header())) return *refused;
     Status st = s_->participant_->Lock(KeyOf(req->txn()), req->name(), static_cast<txn::LockMode>(req->mode()),
                                        std::chrono::milliseconds(req->wait_ms()), req->holds_locks_here());
@@ -287,12 +292,14 @@ class SliceServiceGrpc final : public DataService::Service {
     return grpc::Status::OK;
   }
   grpc::Status LockWaits(grpc::ServerContext*, const LockWaitsRequest* req, LockWaitsResponse* resp) override {
+  profile::ModuleScope profile_scope(profile::Module::kRpc);
     if (auto refused = Epoch(req->header())) return *refused;
     for (const txn::LockWaitInfo& w : s_->txn_->LockWaits(s_->self())) ToPb(w, resp->add_waits());
     ToPb(Status::OK(), resp->mutable_status());
     return grpc::Status::OK;
   }
   grpc::Status LockHolders(grpc::ServerContext*, const LockHoldersRequest* req, LockHoldersResponse* resp) override {
+  profile::ModuleScope profile_scope(profile::Module::kRpc);
     if (auto refused = Epoch(req->header())) return *refused;
     std::vector<std::string> names(req->names().begin(), req->names().end());
     for (const txn::LockHolderInfo& h : s_->participant_->LockHolders(names)) {
@@ -306,6 +313,7 @@ class SliceServiceGrpc final : public DataService::Service {
   }
   grpc::Status AbortLockWait(grpc::ServerContext*, const AbortLockWaitRequest* req,
                              AbortLockWaitResponse* resp) override {
+  profile::ModuleScope profile_scope(profile::Module::kRpc);
     if (auto refused = Epoch(req->header())) return *refused;
     Result<bool> r = s_->AbortLockWait(FromPb(req->wait()));
     ToPb(r.status(), resp->mutable_status());
@@ -313,12 +321,14 @@ class SliceServiceGrpc final : public DataService::Service {
     return grpc::Status::OK;
   }
   grpc::Status Unlock(grpc::ServerContext*, const UnlockRequest* req, UnlockResponse* resp) override {
+  profile::ModuleScope profile_scope(profile::Module::kRpc);
     if (auto refused = Epoch(req->header())) return *refused;
     s_->participant_->Unlock(KeyOf(req->txn()));
     ToPb(Status::OK(), resp->mutable_status());
     return grpc::Status::OK;
   }
   grpc::Status Prepare(grpc::ServerContext*, const PrepareRequest* req, PrepareResponse* resp) override {
+  profile::ModuleScope profile_scope(profile::Module::kRpc);
     if (auto refused = Epoch(req->header())) return *refused;
     s_->rows_received_.fetch_add(WriteRows(req->writes()), std::memory_order_relaxed);
     ToPb(s_->participant_->Prepare(ToRecord(*req), FromPb(req->held_locks()),
@@ -327,6 +337,7 @@ class SliceServiceGrpc final : public DataService::Service {
     return grpc::Status::OK;
   }
   grpc::Status Decide(grpc::ServerContext* ctx, const DecideRequest* req, DecideResponse* resp) override {
+  profile::ModuleScope profile_scope(profile::Module::kRpc);
     if (auto refused = Epoch(req->header())) return *refused;
     // A request its caller gave up on (past its deadline) records nothing:
     // a coordinator whose CommitWrites returned sends no commit any more,
@@ -353,6 +364,7 @@ class SliceServiceGrpc final : public DataService::Service {
     return grpc::Status::OK;
   }
   grpc::Status Paxos(grpc::ServerContext* ctx, const PaxosRequest* req, PaxosResponse* resp) override {
+  profile::ModuleScope profile_scope(profile::Module::kRpc);
     if (auto refused = Epoch(req->header())) return *refused;
     // As Decide: a request its caller gave up on changes nothing (the
     // sweep of decision records relies on a coordinator that returned
@@ -374,6 +386,7 @@ class SliceServiceGrpc final : public DataService::Service {
   }
   grpc::Status DecisionNeeded(grpc::ServerContext*, const DecisionNeededRequest* req,
                               DecisionNeededResponse* resp) override {
+  profile::ModuleScope profile_scope(profile::Module::kRpc);
     if (auto refused = Epoch(req->header())) return *refused;
     std::vector<txn::TxnKey> txns;
     txns.reserve(static_cast<size_t>(req->txns_size()));
@@ -383,11 +396,13 @@ class SliceServiceGrpc final : public DataService::Service {
     return grpc::Status::OK;
   }
   grpc::Status Finish(grpc::ServerContext*, const FinishRequest* req, FinishResponse* resp) override {
+  profile::ModuleScope profile_scope(profile::Module::kRpc);
     if (auto refused = Epoch(req->header())) return *refused;
     ToPb(s_->participant_->Finish(KeyOf(req->txn()), req->commit()), resp->mutable_status());
     return grpc::Status::OK;
   }
   grpc::Status Apply(grpc::ServerContext* ctx, const ApplyRequest* req, ApplyResponse* resp) override {
+  profile::ModuleScope profile_scope(profile::Module::kRpc);
     if (auto refused = Epoch(req->header())) return *refused;
     // A one-phase applier's apply its coordinator gave up on (past its
     // deadline) writes nothing: once the coordinator's CommitWrites has
@@ -815,6 +830,7 @@ void SetDeadline(grpc::ClientContext* ctx, std::chrono::milliseconds d) {
 // kReconnectWait for the channel to reconnect (a node back from a restart).
 template <typename Call>
 grpc::Status ReadWithReconnect(std::chrono::milliseconds timeout, const Call& call) {
+  profile::ModuleScope profile_scope(profile::Module::kRpc);
   grpc::Status g;
   for (int attempt = 0; attempt < 2; ++attempt) {
     grpc::ClientContext ctx;
@@ -832,6 +848,7 @@ template <typename Request, typename Response>
 Status Rpc(PeerStubs* peer, const std::string& node, std::chrono::milliseconds timeout,
            grpc::Status (DataService::Stub::*method)(grpc::ClientContext*, const Request&, Response*),
            const Request& req, Response* resp) {
+  profile::ModuleScope profile_scope(profile::Module::kRpc);
   grpc::ClientContext ctx;
   SetDeadline(&ctx, timeout);
   grpc::Status g = (peer->stub()->*method)(&ctx, req, resp);

@@ -10,6 +10,7 @@
 #include "src/cluster/raft.grpc.pb.h"
 #include "src/common/errors.h"
 #include "src/common/log.h"
+#include "src/common/module_profile.h"
 
 namespace shale::cluster {
 namespace {
@@ -249,6 +250,7 @@ Status ClusterTimestamps::LeaderServe(const std::string& node, uint64_t incarnat
 }
 
 grpc::Status ClusterTimestamps::Handle(const TimestampRequest& request, TimestampResponse* response) {
+  profile::ModuleScope profile_scope(profile::Module::kTimestamps);
   std::vector<uint64_t> begun;
   uint64_t read_ts = 0;
   uint64_t gc_horizon = 0;
@@ -403,6 +405,7 @@ Result<uint64_t> ClusterTimestamps::MetadataReadIndex() {
 }
 
 void ClusterTimestamps::Call(Pending* p) {
+  profile::ModuleScope profile_scope(profile::Module::kTimestamps);
   if (node_->IsLeader()) {
     // On the leader: no batching, no RPC.
     std::vector<uint64_t> finished;
@@ -531,6 +534,7 @@ void ClusterTimestamps::ReportBarrier() {
 }
 
 void ClusterTimestamps::ReportLoop() {
+  profile::SetThreadModule(profile::Module::kTimestamps);
   std::unique_lock lock(mu_);
   for (;;) {
     reporter_cv_.wait_for(lock, std::chrono::milliseconds(10));

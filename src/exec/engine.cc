@@ -1,6 +1,7 @@
 #include "src/exec/engine.h"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <shared_mutex>
 #include <set>
@@ -8,6 +9,7 @@
 #include "shale/version.h"
 #include "src/common/errors.h"
 #include "src/common/log.h"
+#include "src/common/module_profile.h"
 
 namespace shale::exec {
 namespace {
@@ -63,6 +65,10 @@ std::map<std::string, Value> DefaultGlobals(const EngineOptions& o) {
       // The plan cache (src/exec/plan_cache.h): 1 = on, 0 = off (for
       // measuring it; SET GLOBAL shale_plan_cache = 0 for new sessions).
       {"shale_plan_cache", i(1)},
+      // The per-module CPU profile (system.profile,
+      // src/common/module_profile.h): 1 = sampling, 0 = off (for measuring
+      // its cost). shaled starts it; SET GLOBAL turns it on or off.
+      {"shale_module_profile", i(profile::Enabled() ? 1 : 0)},
       // Filters and partial aggregates run where the slices are
       // (src/exec/pushdown.h): 1 = on, 0 = off (every row of a remote slice
       // travels; for comparing). Default: 1.
@@ -433,6 +439,15 @@ Status Engine::SetGlobalVariable(const std::string& name, Value value) {
   }
   if (IsReadOnlyVariable(name)) {
     return SqlError(ErrorCode::kIncorrectGlobalLocalVar, "Variable '{}' is a read only variable", name);
+  }
+  if (name == "shale_module_profile") {
+    std::string text = value.is_null() ? "0" : value.ToText();
+    for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    const bool on = text != "0" && text != "OFF" && text != "FALSE";
+    if (on ? !profile::Start() : (profile::Stop(), false)) {
+      return SqlError(ErrorCode::kUnknownError, "cannot start the module profile's CPU timer");
+    }
+    value = Value::Int(on ? 1 : 0);
   }
   auto next = std::make_shared<std::map<std::string, Value>>(*globals_);
   (*next)[name] = std::move(value);

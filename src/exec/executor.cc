@@ -20,6 +20,7 @@
 #include "src/exec/external_sort.h"
 #include "src/exec/online_ddl.h"
 #include "src/exec/pushdown.h"
+#include "src/common/module_profile.h"
 
 namespace shale::exec {
 namespace {
@@ -2501,6 +2502,7 @@ InterruptScope::InterruptScope(const std::atomic<bool>* flag) : previous_(t_inte
 InterruptScope::~InterruptScope() { t_interrupt = previous_; }
 
 Result<StatementResult> ExecutePlan(Engine* engine, const PhysicalOperator& plan) {
+  profile::ModuleScope profile_scope(profile::Module::kExecute);
   // Strict mode with ERROR_FOR_DIVISION_BY_ZERO: INSERT (not IGNORE),
   // REPLACE and UPDATE fail on a division by zero; DELETE and SELECT warn.
   const bool division_error = t_statement != nullptr && t_statement->division_by_zero_error;

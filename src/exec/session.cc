@@ -19,6 +19,7 @@
 #include "src/exec/system_tables.h"
 #include "src/sql/binder.h"
 #include "src/sql/parser.h"
+#include "src/common/module_profile.h"
 
 namespace shale::exec {
 namespace ast = sql::ast;
@@ -721,6 +722,13 @@ Result<StatementResult> Session::ExecuteStatement(const ast::Statement& stmt,
   }
   if (const auto* admin = std::get_if<ast::AdminStmt>(&stmt)) return ExecuteAdmin(*admin);
   SHALE_RETURN_IF_ERROR(CheckPrivileges(stmt));
+  // TRUNCATE TABLE system.profile starts the module profile's figures again.
+  if (const auto* del = std::get_if<ast::DeleteStmt>(&stmt);
+      del != nullptr && del->truncate && del->table.name.table == "profile" &&
+      sql::IsSystemDb(del->table.name.db.empty() ? current_db_ : del->table.name.db)) {
+    profile::Reset();
+    return StatementResult{};
+  }
   // Shared, not copied: a statement reads the globals as of its start.
   const std::shared_ptr<const std::map<std::string, Value>> globals = engine_->GlobalVariablesSnapshot();
   sql::BindContext ctx = MakeBindContext(globals.get());

@@ -13,6 +13,7 @@
 #include "src/exec/session.h"
 #include "src/sql/binder.h"
 #include "src/sql/parser.h"
+#include "src/common/module_profile.h"
 
 namespace shale::exec {
 
@@ -86,6 +87,7 @@ sierra::LogicalPtr BindPlan(std::string_view text, const sql::BindContext& ctx,
 }  // namespace
 
 std::shared_ptr<const ast::Statement> Session::LookUpPlanCache(std::string_view sql) {
+  profile::ModuleScope profile_scope(profile::Module::kPlanCache);
   cached_plan_.reset();
   if (!PlanCacheEnabled() || IsSystemSchema(current_db_)) return nullptr;
   std::optional<StatementShape> shape = ShapeOf(sql);

@@ -5,6 +5,7 @@
 #include "src/common/decimal.h"
 #include "src/common/errors.h"
 #include "src/exec/engine.h"
+#include "src/common/module_profile.h"
 
 namespace shale::exec {
 namespace {
@@ -57,6 +58,20 @@ std::vector<std::vector<Value>> RebalancerRows(Engine* engine) {
   return rows;
 }
 
+std::vector<std::vector<Value>> ProfileRows() {
+  const profile::Figures f = profile::Snapshot();
+  std::vector<std::vector<Value>> rows;
+  for (const profile::ModuleFigures& m : f.modules) {
+    const double percent =
+        f.process_cpu_us == 0 ? 0.0 : 100.0 * static_cast<double>(m.cpu_us) / static_cast<double>(f.process_cpu_us);
+    rows.push_back({Value::String(std::string(profile::ModuleName(m.module))),
+                    Value::Int(static_cast<int64_t>(m.cpu_us)), Value::Double(percent),
+                    Value::Int(static_cast<int64_t>(m.calls)), Value::Int(static_cast<int64_t>(f.process_cpu_us)),
+                    Value::Int(static_cast<int64_t>(f.wall_us))});
+  }
+  return rows;
+}
+
 std::vector<std::vector<Value>> ProtectionRows(Engine* engine) {
   const ProtectionSummary p = engine->Protection();
   const std::string status =
@@ -73,6 +88,7 @@ sql::SystemTableFn SystemTables(Engine* engine) {
     if (table == "nodes") return sql::GeneratedTable{sql::SystemNodesColumns(), engine->cluster_hooks().nodes()};
     if (table == "slices") return sql::GeneratedTable{sql::SystemSlicesColumns(), SliceRows(engine)};
     if (table == "protection") return sql::GeneratedTable{sql::SystemProtectionColumns(), ProtectionRows(engine)};
+    if (table == "profile") return sql::GeneratedTable{sql::SystemProfileColumns(), ProfileRows()};
     if (table == "rebalancer") return sql::GeneratedTable{sql::SystemRebalancerColumns(), RebalancerRows(engine)};
     return Status::Sql(static_cast<uint16_t>(ErrorCode::kNoSuchTable),
                        fmt::format("Table '{}.{}' doesn't exist", sql::kSystemDb, table));

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <exception>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -29,6 +30,7 @@
 #include "src/catalog/credentials.h"
 #include "src/common/errors.h"
 #include "src/common/log.h"
+#include "src/common/module_profile.h"
 #include "src/exec/engine.h"
 #include "src/exec/memory_budget.h"
 #include "src/server/compression.h"
@@ -381,6 +383,9 @@ Connection::Connection(std::shared_ptr<ServerState> server, asio::ip::tcp::socke
 Connection::~Connection() = default;
 
 void Connection::RunThread(std::shared_ptr<Connection> self) {
+  // The event loop and the socket's system calls; statements and the
+  // protocol's encoding charge their own modules.
+  profile::SetThreadModule(profile::Module::kNetwork);
   asio::io_context& io = *self->io_;
   asio::co_spawn(io, Serve(self), asio::detached);
   // Returns once Serve() has ended and nothing else is queued. `self` is
@@ -1363,7 +1368,10 @@ bool MayReadClientFile(std::string_view sql) {
 
 awaitable<std::vector<Result<exec::StatementResult>>> Connection::ExecuteStatements(std::string sql) {
   using Results = std::vector<Result<exec::StatementResult>>;
-  if (!MayReadClientFile(sql)) co_return session_->Execute(sql);
+  if (!MayReadClientFile(sql)) {
+    profile::ModuleScope executing(profile::Module::kExecute);
+    co_return session_->Execute(sql);
+  }
   auto home = co_await asio::this_coro::executor;
   // The statement runs as a plain function on a thread of its own; its
   // result is posted back to this connection's io_context, which resumes
@@ -1375,6 +1383,7 @@ awaitable<std::vector<Result<exec::StatementResult>>> Connection::ExecuteStateme
     auto work = asio::make_work_guard(home);
     std::thread([this, home, work = std::move(work), sql = std::move(sql),
                  handler = std::move(handler)]() mutable {
+      profile::ModuleScope executing(profile::Module::kExecute);
       std::exception_ptr error;
       Results results;
       try {
@@ -1412,6 +1421,8 @@ awaitable<void> Connection::RunQuery(std::string_view sql, bool binary) {
   }
   if (results.empty()) results.emplace_back(exec::StatementResult{});
 
+  // Encoding the results is the protocol's time (left around each write).
+  std::optional<profile::ModuleScope> encoding(std::in_place, profile::Module::kProtocol);
   const uint16_t flags = StatusFlags();
   const bool deprecate_eof = DeprecateEof();
   std::string row_payload;
@@ -1461,7 +1472,11 @@ awaitable<void> Connection::RunQuery(std::string_view sql, bool binary) {
         AppendTextRow(row, &row_payload);
       }
       Queue(row_payload);
-      if (out_.size() >= kFlushThreshold) co_await Flush();
+      if (out_.size() >= kFlushThreshold) {
+        encoding.reset();
+        co_await Flush();
+        encoding.emplace(profile::Module::kProtocol);
+      }
     }
     if (deprecate_eof) {
       OkInfo end;

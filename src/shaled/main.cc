@@ -28,6 +28,7 @@
 #include "src/server/tls.h"
 #include "src/shaled/options.h"
 #include "src/txn/deadlock_detector.h"
+#include "src/common/module_profile.h"
 
 namespace {
 
@@ -66,6 +67,8 @@ int main(int argc, char** argv) {
   // Orphan slices are removed once the metadata log is replayed (below).
   eo.defer_orphan_cleanup = true;
   eo.rebalance_rate_mb = opts.rebalance_rate_mb;
+  // The per-module CPU profile (system.profile), always on.
+  if (!profile::Start()) log::Warn("shaled: the module profile's CPU timer could not be set; system.profile stays empty");
   auto engine = exec::Engine::Open(eo);
   if (!engine.ok()) return Fail(engine.status());
 

@@ -13,6 +13,7 @@
 #include "sierra/eval.h"
 #include "src/sql/bind_temporal.h"
 #include "src/sql/parser.h"
+#include "src/common/module_profile.h"
 
 namespace shale::sql {
 namespace {
@@ -3502,6 +3503,7 @@ Result<LogicalPtr> Binder::BindShow(const ast::ShowStmt& s) {
 }  // namespace
 
 Result<BoundStatement> Bind(const ast::Statement& stmt, const BindContext& ctx) {
+  profile::ModuleScope profile_scope(profile::Module::kBind);
   Binder binder(ctx);
   return binder.BindStatement(stmt);
 }

@@ -10,6 +10,7 @@
 #include "src/common/collation.h"
 #include "src/common/datetime.h"
 #include "src/common/errors.h"
+#include "src/common/module_profile.h"
 
 namespace shale::sql {
 namespace {
@@ -66,6 +67,7 @@ bool IsReservedWord(std::string_view word) {
 }
 
 Parser::Parser(std::string_view sql) : sql_(sql) {
+  profile::ModuleScope profile_scope(profile::Module::kParse);
   auto tokens = Tokenize(sql);
   if (tokens.ok()) {
     tokens_ = std::move(tokens).value();
@@ -141,6 +143,7 @@ ast::ExprPtr Parser::Finish(ast::ExprPtr e, size_t begin) const {
 // ---- statements -------------------------------------------------------------
 
 Result<std::optional<ast::Statement>> Parser::Next() {
+  profile::ModuleScope profile_scope(profile::Module::kParse);
   if (!lex_status_.ok()) {
     Status st = lex_status_;
     lex_status_ = Status::OK();

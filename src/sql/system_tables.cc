@@ -59,6 +59,13 @@ std::vector<sierra::ColumnInfo> SystemRebalancerColumns() {
           col("error", SqlType::Varchar(255), false)};
 }
 
+std::vector<sierra::ColumnInfo> SystemProfileColumns() {
+  auto col = [](std::string name, SqlType type) { return SystemColumn("profile", std::move(name), type, false); };
+  return {col("module", SqlType::Varchar(32)),        col("cpu_us", SqlType::BigInt()),
+          col("cpu_percent", SqlType::Double()),      col("calls", SqlType::BigInt()),
+          col("process_cpu_us", SqlType::BigInt()),   col("span_us", SqlType::BigInt())};
+}
+
 std::vector<sierra::ColumnInfo> SystemProtectionColumns() {
   auto col = [](std::string name, SqlType type, bool nullable) {
     return SystemColumn("protection", std::move(name), type, nullable);

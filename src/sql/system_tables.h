@@ -1,5 +1,6 @@
 // The `system` database: read-only virtual tables describing the cluster
-// (ARCHITECTURE.md, Rebalancer: "visible in SQL"). Today: system.nodes. The
+// (ARCHITECTURE.md, Rebalancer: "visible in SQL") and the node itself:
+// nodes, slices, rebalancer, protection, profile. The
 // binder turns a FROM reference to system.<table> into a Values plan holding
 // rows generated for this statement by BindContext::system_table, so WHERE,
 // ORDER BY, aggregates and joins work on it as on any other input.
@@ -65,6 +66,14 @@ std::vector<sierra::ColumnInfo> SystemRebalancerColumns();
 // 'N slices under-protected'), slices, under_protected_slices, lost_slices
 // (no replica left).
 std::vector<sierra::ColumnInfo> SystemProtectionColumns();
+
+// The columns of system.profile (one row per module of
+// src/common/module_profile.h, since the last TRUNCATE TABLE system.profile
+// or the start): module, cpu_us (CPU time charged to it, sampled),
+// cpu_percent (of the process's CPU time over the span), calls (times the
+// module was entered), process_cpu_us (the process's CPU time over the
+// span, the same on every row) and span_us (wall-clock time of the span).
+std::vector<sierra::ColumnInfo> SystemProfileColumns();
 
 // Whether `stmt` may run on a node that cannot reach a majority of the
 // cluster: it neither reads nor writes replicated data. True for SET, SHOW,

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "src/common/errors.h"
+#include "src/common/module_profile.h"
 
 namespace shale::txn {
 
@@ -39,6 +40,7 @@ bool LockManager::ClosesCycle(uint64_t start) const {
 
 Status LockManager::Lock(uint64_t txn, const std::string& name, LockMode mode, std::chrono::milliseconds timeout,
                          const std::atomic<bool>* interrupt, int64_t txn_started_us) {
+  profile::ModuleScope profile_scope(profile::Module::kLocks);
   std::unique_lock<std::mutex> l(mu_);
   LockState& state = locks_[name];
   auto mine = state.holders.find(txn);

@@ -1,4 +1,5 @@
 #include "src/txn/timestamp_oracle.h"
+#include "src/common/module_profile.h"
 
 #include <chrono>
 #include <thread>
@@ -48,6 +49,7 @@ Status TimestampOracle::Reserve(uint64_t up_to) {
 }
 
 Result<uint64_t> TimestampOracle::BeginCommit() {
+  profile::ModuleScope profile_scope(profile::Module::kTimestamps);
   if (TimestampSource* source = source_.load(std::memory_order_acquire)) return source->BeginCommit();
   std::lock_guard<std::mutex> l(mu_);
   if (last_ + 1 > reserved_) SHALE_RETURN_IF_ERROR(Reserve(last_ + block_));
@@ -57,18 +59,21 @@ Result<uint64_t> TimestampOracle::BeginCommit() {
 }
 
 void TimestampOracle::FinishCommit(uint64_t ts) {
+  profile::ModuleScope profile_scope(profile::Module::kTimestamps);
   if (TimestampSource* source = source_.load(std::memory_order_acquire)) return source->FinishCommit(ts);
   std::lock_guard<std::mutex> l(mu_);
   in_flight_.erase(ts);
 }
 
 uint64_t TimestampOracle::ReadTimestamp() const {
+  profile::ModuleScope profile_scope(profile::Module::kTimestamps);
   if (TimestampSource* source = source_.load(std::memory_order_acquire)) return source->ReadTimestamp();
   std::lock_guard<std::mutex> l(mu_);
   return in_flight_.empty() ? last_ : *in_flight_.begin() - 1;
 }
 
 Result<uint64_t> TimestampOracle::SnapshotTimestamp() const {
+  profile::ModuleScope profile_scope(profile::Module::kTimestamps);
   if (TimestampSource* source = source_.load(std::memory_order_acquire)) return source->SnapshotTimestamp();
   return ReadTimestamp();
 }
