@@ -18,6 +18,8 @@ PACKAGES=(
   libzstd-dev
   # REGEXP / REGEXP_* (src/common/regex_pattern.*): PCRE2, as MariaDB
   libpcre2-dev
+  # shaled's allocator (src/shaled/allocator.cc)
+  libjemalloc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   # clients used by the tests; Go for tests/clients/go, python3-venv for the
   # virtualenv below
