@@ -3,8 +3,12 @@
 // strand.
 #include "src/server/connection.h"
 
+#include <poll.h>
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <exception>
@@ -377,7 +381,79 @@ Connection::Connection(std::shared_ptr<ServerState> server, asio::ip::tcp::socke
     if (!ec) socket_.assign(protocol, fd, ec);
   }
   // A socket that could not be moved stays closed: Serve() ends at once.
-  if (ec) log::Warn("connection {}: cannot take over the accepted socket: {}", id_, ec.message());
+  if (ec) {
+    log::Warn("connection {}: cannot take over the accepted socket: {}", id_, ec.message());
+  } else {
+    open_fd_ = socket_.native_handle();
+  }
+}
+
+// ---- blocking socket I/O ---------------------------------------------------
+// A connection's thread serves only it, so plain TCP reads and writes block
+// in poll(2) on that thread (as MySQL's threads do) instead of going
+// through the reactor (a speculative read, an epoll registration and
+// wake-up, and a posted completion per command). The deadline in force is
+// poll's timeout; Close() from another thread shuts the socket down, which
+// wakes the poll.
+
+namespace {
+
+// Milliseconds until `deadline` for poll(2): -1 for none, at least 1 while
+// it is ahead (rounded up, so a wait never ends early).
+int PollTimeout(std::chrono::steady_clock::time_point deadline) {
+  if (deadline == std::chrono::steady_clock::time_point::max()) return -1;
+  const auto left = deadline - std::chrono::steady_clock::now();
+  if (left <= std::chrono::steady_clock::duration::zero()) return 0;
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(left).count() + 1;
+  return ms > 1000 * 3600 ? 1000 * 3600 : static_cast<int>(ms);
+}
+
+[[noreturn]] void ThrowSocketError(int err) {
+  throw boost::system::system_error(boost::system::error_code(err, boost::system::system_category()));
+}
+
+}  // namespace
+
+void Connection::WaitForSocket(short events) {
+  const int fd = socket_.native_handle();
+  for (;;) {
+    pollfd p{fd, events, 0};
+    const int timeout = PollTimeout(deadline_at_);
+    const int r = timeout == 0 ? 0 : ::poll(&p, 1, timeout);
+    if (r > 0) return;  // ready, or an error or hang-up the next call reports
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) ThrowSocketError(errno);
+    if (std::chrono::steady_clock::now() < deadline_at_) continue;  // woke early
+    log::Debug("connection {}: timed out ({})", id_, in_handshake_ ? "handshake" : "read/write");
+    CloseSocket();
+    throw boost::system::system_error(asio::error::timed_out);
+  }
+}
+
+size_t Connection::BlockingRead(char* data, size_t size) {
+  if (!socket_.is_open()) throw boost::system::system_error(asio::error::bad_descriptor);
+  for (;;) {
+    const ssize_t n = ::recv(socket_.native_handle(), data, size, MSG_DONTWAIT);
+    if (n > 0) return static_cast<size_t>(n);
+    if (n == 0) throw boost::system::system_error(asio::error::eof);
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) ThrowSocketError(errno);
+    WaitForSocket(POLLIN);
+  }
+}
+
+void Connection::BlockingWrite(std::string_view data) {
+  if (!socket_.is_open()) throw boost::system::system_error(asio::error::bad_descriptor);
+  while (!data.empty()) {
+    const ssize_t n = ::send(socket_.native_handle(), data.data(), data.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n > 0) {
+      data.remove_prefix(static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) ThrowSocketError(errno);
+    WaitForSocket(POLLOUT);
+  }
 }
 
 Connection::~Connection() = default;
@@ -395,6 +471,12 @@ void Connection::RunThread(std::shared_ptr<Connection> self) {
 }
 
 void Connection::Close() {
+  {
+    // Wakes the connection's thread if it is blocked reading or writing
+    // (BlockingRead, BlockingWrite): the socket is shut down under it.
+    std::lock_guard<std::mutex> lock(fd_mu_);
+    if (open_fd_ >= 0) ::shutdown(open_fd_, SHUT_RDWR);
+  }
   // A weak reference: a Close() queued after the thread stopped running the
   // io_context must not keep the connection (which owns it) alive.
   asio::post(*io_, [weak = weak_from_this()] {
@@ -403,6 +485,10 @@ void Connection::Close() {
 }
 
 void Connection::CloseSocket() {
+  {
+    std::lock_guard<std::mutex> lock(fd_mu_);
+    open_fd_ = -1;
+  }
   boost::system::error_code ec;
   deadline_.cancel();
   if (socket_.is_open()) {
@@ -461,18 +547,34 @@ awaitable<void> Connection::Run() {
 }
 
 void Connection::SetDeadline(std::chrono::steady_clock::duration d) {
+  deadline_at_ = std::chrono::steady_clock::now() + d;
+  // The wait in progress, if any, fires no later than the new deadline:
+  // nothing to do (the common case: each command moves the deadline a bit
+  // later; re-arming the timer every time costs system calls).
+  if (!deadline_armed_ || deadline_at_ < deadline_.expiry()) ArmDeadline();
+}
+
+void Connection::ArmDeadline() {
   // Moving the expiry cancels the previous wait (its handler sees
   // operation_aborted).
-  deadline_.expires_after(d);
+  deadline_.expires_at(deadline_at_);
+  deadline_armed_ = true;
   std::weak_ptr<Connection> weak = weak_from_this();
   deadline_.async_wait(
       asio::bind_executor(socket_.get_executor(), [weak](const boost::system::error_code& ec) {
-        if (ec) return;  // moved or cleared
+        if (ec) return;  // moved, or the socket closed
         auto self = weak.lock();
         if (self == nullptr) return;
-        // A handler already queued when the deadline moved still runs with
-        // success; only act if the current deadline has really passed.
-        if (self->deadline_.expiry() > std::chrono::steady_clock::now()) return;
+        const auto now = std::chrono::steady_clock::now();
+        // A handler already queued when the timer was re-armed still runs
+        // with success: the newer wait is in charge.
+        if (self->deadline_.expiry() > now) return;
+        self->deadline_armed_ = false;
+        if (self->deadline_at_ == std::chrono::steady_clock::time_point::max()) return;  // cleared
+        if (self->deadline_at_ > now) {
+          self->ArmDeadline();  // moved later since it was armed
+          return;
+        }
         log::Debug("connection {}: timed out ({})", self->id_,
                    self->in_handshake_ ? "handshake" : "read/write");
         self->CloseSocket();
@@ -480,7 +582,8 @@ void Connection::SetDeadline(std::chrono::steady_clock::duration d) {
 }
 
 void Connection::ClearDeadline() {
-  deadline_.expires_at(std::chrono::steady_clock::time_point::max());
+  // The armed wait, when it fires, finds no deadline and stops.
+  deadline_at_ = std::chrono::steady_clock::time_point::max();
 }
 
 uint16_t Connection::StatusFlags() const {
@@ -514,7 +617,7 @@ awaitable<void> Connection::Flush() {
   if (tls_) {
     co_await asio::async_write(*tls_, asio::buffer(wire.data(), wire.size()), use_awaitable);
   } else {
-    co_await asio::async_write(socket_, asio::buffer(wire.data(), wire.size()), use_awaitable);
+    BlockingWrite(wire);
   }
   bytes_sent_.fetch_add(wire.size(), std::memory_order_relaxed);
   server_->bytes_sent.fetch_add(wire.size(), std::memory_order_relaxed);
@@ -571,7 +674,7 @@ awaitable<size_t> Connection::ReadSome() {
   if (tls_) {
     n = co_await tls_->async_read_some(asio::buffer(read_buf_), use_awaitable);
   } else {
-    n = co_await socket_.async_read_some(asio::buffer(read_buf_), use_awaitable);
+    n = BlockingRead(read_buf_.data(), read_buf_.size());
   }
   bytes_received_.fetch_add(n, std::memory_order_relaxed);
   server_->bytes_received.fetch_add(n, std::memory_order_relaxed);

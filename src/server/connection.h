@@ -237,10 +237,19 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Closes the socket unless the deadline is moved or cleared within `d`.
   void SetDeadline(std::chrono::steady_clock::duration d);
   void ClearDeadline();
+  // Waits on deadline_ until deadline_at_ (replacing any wait).
+  void ArmDeadline();
   void CloseSocket();
 
   // Reads some bytes into read_buf_, from TLS once it is on.
   boost::asio::awaitable<size_t> ReadSome();
+  // Plain TCP I/O that blocks this connection's thread (connection.cc):
+  // at least one byte read, or all of `data` written, within deadline_at_;
+  // throws boost::system::system_error on EOF, errors and the deadline
+  // (which also closes the socket).
+  size_t BlockingRead(char* data, size_t size);
+  void BlockingWrite(std::string_view data);
+  void WaitForSocket(short events);
   // After an SSLRequest: the TLS handshake; false if it failed.
   boost::asio::awaitable<bool> StartTls();
   // Capabilities the greeting advertises.
@@ -255,6 +264,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // One deadline at a time: the whole handshake, an idle wait for a
   // command, the rest of a started packet, or a write (connection.cc).
   boost::asio::steady_timer deadline_;
+  // The deadline in force (max: none) and whether a wait on deadline_ is
+  // pending. The wait may fire before deadline_at_ (the deadline moved
+  // later since it was armed): it then waits again, so moving a deadline
+  // later costs nothing.
+  std::chrono::steady_clock::time_point deadline_at_ = std::chrono::steady_clock::time_point::max();
+  bool deadline_armed_ = false;
+  // The socket's descriptor while open, for Close() from other threads to
+  // shut it down under a blocked read or write.
+  std::mutex fd_mu_;
+  int open_fd_ = -1;  // GUARDED_BY(fd_mu_)
   bool in_handshake_ = true;
   const uint32_t id_;
   std::string peer_host_;
