@@ -62,6 +62,24 @@ std::optional<uint64_t> ParseSegmentName(const std::string& name) {
   return v;
 }
 
+
+// Zeros [from, to) of a segment and syncs it (Wal::Preallocate).
+Status WriteZeros(int fd, const std::string& path, uint64_t from, uint64_t to) {
+  static const std::string kZeros(1u << 20, '\0');
+  for (uint64_t at = from; at < to;) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(kZeros.size(), to - at));
+    SHALE_RETURN_IF_ERROR(WriteAllAt(fd, path, kZeros.data(), n, at));
+    at += n;
+  }
+  return SyncFile(fd, path);
+}
+
+// Whether every byte of `rest` is zero: the unwritten, preallocated end of
+// a segment.
+bool AllZero(std::string_view rest) {
+  return std::all_of(rest.begin(), rest.end(), [](char c) { return c == 0; });
+}
+
 }  // namespace
 
 std::string Wal::SegmentName(uint64_t start_lsn) { return fmt::format("wal-{:016x}.log", start_lsn); }
@@ -90,7 +108,7 @@ Result<std::unique_ptr<Wal>> Wal::Open(const std::string& dir, const WalOptions&
 
   std::unique_ptr<Wal> wal(new Wal(dir, options));
   if (segments.empty()) {
-    SHALE_RETURN_IF_ERROR(wal->OpenForAppend({}, replay_from, 0));
+    SHALE_RETURN_IF_ERROR(wal->OpenForAppend({}, replay_from, 0, true));
     return wal;
   }
   if (segments.front().start_lsn > replay_from) {
@@ -99,6 +117,7 @@ Result<std::unique_ptr<Wal>> Wal::Open(const std::string& dir, const WalOptions&
   }
   uint64_t end_lsn = segments.front().start_lsn;
   uint64_t last_valid = 0;
+  bool tail_zero = false;  // the last segment ends in zeros only (no torn record)
   for (size_t i = 0; i < segments.size(); ++i) {
     const Segment& seg = segments[i];
     const bool last = i + 1 == segments.size();
@@ -127,6 +146,11 @@ Result<std::unique_ptr<Wal>> Wal::Open(const std::string& dir, const WalOptions&
                KnownType(static_cast<uint8_t>(data[off + 8])) &&
                LoadU32(data.data() + off) == RecordCrc(lsn, data.data() + off + 4, kHeaderSize - 4 + len);
       }
+      if (!good && AllZero(std::string_view(data).substr(off))) {
+        // The preallocated end of the segment: the log ends here.
+        if (last) tail_zero = true;
+        break;
+      }
       if (!good) {
         if (!last) {
           return Status::Corruption(
@@ -151,15 +175,17 @@ Result<std::unique_ptr<Wal>> Wal::Open(const std::string& dir, const WalOptions&
     return Status::Corruption(fmt::format("WAL {}: ends at LSN {} but the checkpoint is at LSN {}", dir, end_lsn,
                                           replay_from));
   }
-  SHALE_RETURN_IF_ERROR(wal->OpenForAppend(std::move(segments), end_lsn, last_valid));
+  SHALE_RETURN_IF_ERROR(wal->OpenForAppend(std::move(segments), end_lsn, last_valid, tail_zero));
   return wal;
 }
 
-Status Wal::OpenForAppend(std::vector<Segment> segments, uint64_t end_lsn, uint64_t last_valid_in_last) {
+Status Wal::OpenForAppend(std::vector<Segment> segments, uint64_t end_lsn, uint64_t last_valid_in_last,
+                          bool tail_zero) {
   if (segments.empty()) {
     Segment seg{end_lsn, dir_ + "/" + SegmentName(end_lsn)};
     fd_ = ::open(seg.path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
     if (fd_ < 0) return ErrnoStatus("cannot create WAL segment", seg.path, errno);
+    SHALE_RETURN_IF_ERROR(WriteZeros(fd_, seg.path, 0, options_.segment_bytes));
     SHALE_RETURN_IF_ERROR(SyncDir(dir_));
     segments.push_back(seg);
     segment_size_ = 0;
@@ -169,11 +195,15 @@ Status Wal::OpenForAppend(std::vector<Segment> segments, uint64_t end_lsn, uint6
     if (fd_ < 0) return ErrnoStatus("cannot open WAL segment", seg.path, errno);
     struct stat st;
     if (::fstat(fd_, &st) != 0) return ErrnoStatus("cannot stat WAL segment", seg.path, errno);
-    if (static_cast<uint64_t>(st.st_size) != last_valid_in_last) {
-      if (::ftruncate(fd_, static_cast<off_t>(last_valid_in_last)) != 0) {
-        return ErrnoStatus("cannot truncate WAL segment", seg.path, errno);
-      }
-      SHALE_RETURN_IF_ERROR(SyncFile(fd_, seg.path));
+    const uint64_t size = static_cast<uint64_t>(st.st_size);
+    if (!tail_zero || size < options_.segment_bytes) {
+      // Bytes of a torn record after the log's end are zeroed, not cut
+      // off: a stale record left there could otherwise pass its checksum
+      // (it covers the LSN, which is the same place again) once new
+      // records end before it. Zeroing to the preallocated size keeps the
+      // file's size fixed (Preallocate).
+      SHALE_RETURN_IF_ERROR(WriteZeros(fd_, seg.path, last_valid_in_last,
+                                       std::max<uint64_t>(size, options_.segment_bytes)));
     }
     segment_size_ = last_valid_in_last;
   }
@@ -216,7 +246,8 @@ Status Wal::WriteAndSync(const std::string& data, uint64_t lsn) {
     Segment seg{next, dir_ + "/" + SegmentName(next)};
     int fd = ::open(seg.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return ErrnoStatus("cannot create WAL segment", seg.path, errno);
-    Status s = SyncDir(dir_);
+    Status s = WriteZeros(fd, seg.path, 0, options_.segment_bytes);
+    if (s.ok()) s = SyncDir(dir_);
     if (!s.ok()) {
       ::close(fd);
       return s;

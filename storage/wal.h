@@ -116,7 +116,9 @@ class Wal {
     std::string path;
   };
   Wal(std::string dir, const WalOptions& options);
-  Status OpenForAppend(std::vector<Segment> segments, uint64_t end_lsn, uint64_t last_valid_in_last);
+  // `tail_zero`: the last segment holds only zeros after last_valid_in_last.
+  Status OpenForAppend(std::vector<Segment> segments, uint64_t end_lsn, uint64_t last_valid_in_last,
+                       bool tail_zero);
   // Writes `data` (whole records starting at `lsn`) to the current segment
   // and syncs it; rolls to a new segment afterwards if it is full.
   // Called by one flusher at a time (flushing_), without mu_.
