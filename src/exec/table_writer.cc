@@ -1,0 +1,255 @@
+// TableWriter and the conversion of rows to their columns (table_writer.h).
+#include "src/exec/table_writer.h"
+
+#include <algorithm>
+
+#include "src/common/errors.h"
+#include "src/exec/operator.h"
+
+namespace shale::exec::internal {
+namespace {
+
+// Whether the statement runs in a strict sql_mode (errors for values that
+// do not fit their column; else they are adjusted with warnings).
+bool StrictMode() { return t_statement == nullptr || t_statement->strict_mode; }
+
+}  // namespace
+
+std::string DupEntryText(const std::vector<Value>& key) {
+  std::string out;
+  for (size_t i = 0; i < key.size(); ++i) out += (i ? "-" : "") + key[i].ToText();
+  return out;
+}
+
+Result<Value> CoerceForMode(const Value& v, const catalog::ColumnDef& col, uint64_t row) {
+  if (StrictMode()) return CoerceToColumn(v, col.type, col.name);
+  return CoerceToColumnNonStrict(v, col.type, col.name, row);
+}
+
+Status CoerceRow(const catalog::TableDef& table, uint64_t n, Row* row) {
+  for (size_t c = 0; c < table.columns.size(); ++c) {
+    const catalog::ColumnDef& col = table.columns[c];
+    auto v = CoerceForMode((*row)[c], col, n);
+    if (!v.ok()) {
+      // Messages from CoerceToColumn say "at row 1"; name the real row.
+      std::string msg = v.status().message();
+      auto at = msg.rfind("at row 1");
+      if (at != std::string::npos) msg = msg.substr(0, at) + fmt::format("at row {}", n);
+      return Status::Sql(v.status().mysql_code(), msg);
+    }
+    if (v->is_null() && !col.nullable) {
+      return SqlError(ErrorCode::kBadNull, "Column '{}' cannot be null", col.name);
+    }
+    (*row)[c] = std::move(v).value();
+  }
+  return Status::OK();
+}
+
+bool HasNull(const std::vector<Value>& values) {
+  return std::any_of(values.begin(), values.end(), [](const Value& v) { return v.is_null(); });
+}
+
+size_t SliceIndexOf(const catalog::RepresentationDef& rep, const std::vector<Value>& key_values) {
+  const catalog::SliceDef& s = rep.SliceForHash(catalog::DistributionHash(rep, key_values));
+  return static_cast<size_t>(&s - rep.slices.data());
+}
+
+TableWriter::TableWriter(Engine* engine, const catalog::TableDef& table)
+    : engine_(engine), table_(table), published_(1 + table.indexes.size()),
+      changes_(published_ + (table.ddl_allows_writes ? table.pending_indexes.size() : 0)),
+      slices_(changes_.size()) {
+  for (size_t r = 0; r < slices_.size(); ++r) slices_[r].resize(Rep(r).slices.size());
+}
+
+Result<bool> TableWriter::RowExists(const std::string& key, size_t slice_index) {
+  auto it = changes_[0].find(key);
+  if (it != changes_[0].end()) return it->second.value.has_value();
+  SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, SliceAt(0, slice_index));
+  std::string existing;
+  Status st = ReadRow(slice, key, /*latest=*/true, &existing);
+  if (st.ok()) return true;
+  if (st.IsNotFound()) return false;
+  return st;
+}
+
+Result<std::optional<Row>> TableWriter::GetRow(const std::vector<Value>& pk) {
+  std::string key = catalog::EncodeKey(pk);
+  std::string value;
+  auto it = changes_[0].find(key);
+  if (it != changes_[0].end()) {
+    if (!it->second.value) return std::optional<Row>();
+    value = *it->second.value;
+  } else {
+    size_t index = SliceIndexOf(table_.primary, pk);
+    SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, SliceAt(0, index));
+    Status st = ReadRow(slice, key, /*latest=*/true, &value);
+    if (st.IsNotFound()) return std::optional<Row>();
+    SHALE_RETURN_IF_ERROR(st);
+  }
+  Row row;
+  Status decoded = DecodeRow(value, &row);
+  if (!decoded.ok()) return RowCorrupt(table_, table_.primary.slices[0], decoded);
+  return std::optional<Row>(std::move(row));
+}
+
+Result<std::optional<TableWriter::Conflict>> TableWriter::UniqueConflict(const Row& row) {
+  for (size_t r = 1; r < published_; ++r) {
+    const catalog::RepresentationDef& rep = Rep(r);
+    if (!rep.unique) continue;
+    std::vector<Value> values = catalog::RepresentationKeyValues(table_, rep, row);
+    if (HasNull(values)) continue;
+    std::string prefix = catalog::EncodeKey(values);
+    std::string end = prefix + '\xff';  // no key component starts with 0xFF
+    auto& pending = changes_[r];
+    std::optional<std::string> found;  // the entry's value: encoded pk
+    for (auto it = pending.lower_bound(prefix); !found && it != pending.end() && it->first < end; ++it) {
+      if (it->second.value) found = *it->second.value;
+    }
+    if (!found) {
+      SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, SliceAt(r, SliceIndexOf(rep, values)));
+      storage::KeyRange range;
+      range.has_start = true;
+      range.start = prefix;
+      range.has_end = true;
+      range.end = end;
+      range.end_inclusive = false;
+      auto it = ReadRange(slice, range, /*latest=*/true);
+      for (; it->Valid(); it->Next()) {
+        auto c = pending.find(std::string(it->key()));
+        if (c == pending.end() || c->second.value) {
+          found = std::string(it->value());
+          break;
+        }
+      }
+      SHALE_RETURN_IF_ERROR(it->status());
+    }
+    if (found) {
+      Conflict conflict{r, {}};
+      Status decoded = DecodeRow(*found, &conflict.pk);
+      if (!decoded.ok()) return RowCorrupt(table_, rep.slices[0], decoded);
+      return std::optional<Conflict>(std::move(conflict));
+    }
+  }
+  return std::optional<Conflict>();
+}
+
+Status TableWriter::DupEntry(size_t r, const Row& row) const {
+  const catalog::RepresentationDef& rep = Rep(r);
+  return SqlError(ErrorCode::kDupEntry, "Duplicate entry '{}' for key '{}.{}'",
+                  DupEntryText(catalog::RepresentationKeyValues(rep, row)), table_.name, rep.name);
+}
+
+Status TableWriter::CheckUnique(const Row& row) {
+  SHALE_ASSIGN_OR_RETURN(auto conflict, UniqueConflict(row));
+  if (conflict) return DupEntry(conflict->rep, row);
+  return Status::OK();
+}
+
+Status TableWriter::LockRowKeys(const Row& row) {
+  if (!CurrentTxn()) return Status::OK();
+  // Each lock lives at the ranking replica's node of the slice it names.
+  std::vector<Value> pk = catalog::PrimaryKeyValues(table_, row);
+  SHALE_ASSIGN_OR_RETURN(txn::SliceHandle pk_slice, SliceAt(0, SliceIndexOf(table_.primary, pk)));
+  SHALE_RETURN_IF_ERROR(AcquireLock(LockName('R', table_.id, catalog::EncodeKey(pk)), txn::LockMode::kExclusive,
+                                    &pk_slice));
+  for (size_t r = 1; r < published_; ++r) {
+    const catalog::RepresentationDef& rep = Rep(r);
+    if (!rep.unique || rep.slices.empty()) continue;
+    std::vector<Value> values = catalog::RepresentationKeyValues(rep, row);
+    if (HasNull(values)) continue;
+    SHALE_ASSIGN_OR_RETURN(txn::SliceHandle lock_slice, SliceAt(r, 0));
+    SHALE_RETURN_IF_ERROR(AcquireLock(LockName('U', rep.slices[0].id, catalog::EncodeKey(values)),
+                                      txn::LockMode::kExclusive, &lock_slice));
+  }
+  return Status::OK();
+}
+
+Status TableWriter::Commit() {
+  if (txn::Transaction* t = CurrentTxn()) {
+    // Into the transaction's write set; it reaches the slices at COMMIT.
+    bool any = false;
+    for (size_t r = 0; r < changes_.size(); ++r) {
+      for (auto& [key, change] : changes_[r]) {
+        SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, SliceAt(r, change.slice_index));
+        if (change.value) {
+          t->Put(slice, key, std::move(*change.value));
+        } else {
+          t->Delete(slice, key);
+        }
+        any = true;
+      }
+    }
+    if (any && t_statement->written_tables) {
+      auto current = engine_->catalog()->GetTable(table_.db, table_.name);
+      if (current.ok() && (*current)->id == table_.id) {
+        // The rows were routed with table_ (its slice map): if the
+        // definition changed while the statement ran (the rebalancer
+        // added or promoted a replica), COMMIT must not take the new
+        // one for the one written with.
+        if (current->get() != &table_) {
+          if (catalog::OnlyPlacementDiffers(**current, table_)) {
+            return SqlError(ErrorCode::kUnknownCom,
+                            "Cluster metadata changed while the statement ran (the slice map of {}.{} changed); "
+                            "the statement was not run, retry it",
+                            table_.db, table_.name);
+          }
+          return SqlError(ErrorCode::kTableDefChanged, "Table definition has changed, please retry transaction");
+        }
+        t_statement->written_tables->emplace(table_.id, *current);
+      }
+    }
+    return Status::OK();
+  }
+  // Every representation's batches (primary key and indexes) go to the
+  // store as one atomic write: one WAL record for the whole statement.
+  std::vector<std::vector<storage::WriteBatch>> batches(changes_.size());
+  std::vector<std::pair<storage::SliceId, const storage::WriteBatch*>> writes;
+  txn::Placement placement;
+  for (size_t r = 0; r < changes_.size(); ++r) {
+    batches[r].resize(Rep(r).slices.size());
+    for (auto& [key, change] : changes_[r]) {
+      if (change.value) {
+        batches[r][change.slice_index].Put(key, std::move(*change.value));
+      } else {
+        batches[r][change.slice_index].Delete(key);
+      }
+    }
+  }
+  for (size_t r = 0; r < batches.size(); ++r) {
+    for (size_t i = 0; i < batches[r].size(); ++i) {
+      if (batches[r][i].empty()) continue;
+      SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, SliceAt(r, i));
+      writes.emplace_back(slice.id, &batches[r][i]);
+      if (slice.replicas) placement[slice.id] = *slice.replicas;
+    }
+  }
+  if (writes.empty()) return Status::OK();
+  return engine_->txn()->CommitBatches(writes, &placement);
+}
+
+Result<txn::SliceHandle> TableWriter::SliceAt(size_t r, size_t index) {
+  std::optional<txn::SliceHandle>& s = slices_[r][index];
+  if (!s) {
+    SHALE_ASSIGN_OR_RETURN(s, LocalSlice(engine_, table_, Rep(r).slices[index]));
+  }
+  return *s;
+}
+
+void TableWriter::Change(const Row& row, bool put) {
+  std::vector<Value> pk = catalog::PrimaryKeyValues(table_, row);
+  std::optional<std::string> value;
+  if (put) {
+    value.emplace();
+    EncodeRow(row, &*value);
+  }
+  changes_[0][catalog::EncodeKey(pk)] = PendingChange{SliceIndexOf(table_.primary, pk), value};
+  std::string pk_row;
+  EncodeRow(pk, &pk_row);
+  for (size_t r = 1; r < changes_.size(); ++r) {
+    std::vector<Value> values = catalog::RepresentationKeyValues(table_, Rep(r), row);
+    changes_[r][catalog::IndexEntryKey(values, pk)] =
+        PendingChange{SliceIndexOf(Rep(r), values), put ? std::optional<std::string>(pk_row) : std::nullopt};
+  }
+}
+
+}  // namespace shale::exec::internal
