@@ -219,7 +219,7 @@ Status ReplicaCopy::CommitBarrier(uint64_t table_id, uint64_t table_version) {
   }
   // A commit that checked its definitions before the new map was applied
   // holds the mutex until it has written everywhere.
-  std::lock_guard<std::mutex> wait(options_.table_write_mutex(table_id));
+  std::lock_guard<WriterFirstSharedMutex> wait(options_.table_write_mutex(table_id));
   return Status::OK();
 }
 

@@ -42,6 +42,7 @@
 #include "src/catalog/catalog.h"
 #include "src/txn/transaction.h"
 #include "storage/slice.h"
+#include "src/common/shared_mutex.h"
 
 namespace grpc {
 class Service;
@@ -64,7 +65,7 @@ struct ReplicaCopyOptions {
   std::function<std::vector<std::string>()> members;
   // The mutex a commit writing table `id` holds while it checks its table
   // definitions and writes (exec::Engine::TableWriteMutex). Required.
-  std::function<std::mutex&(uint64_t table_id)> table_write_mutex;
+  std::function<WriterFirstSharedMutex&(uint64_t table_id)> table_write_mutex;
   // Bytes per second this node asks sources to send it at most, over all
   // of its copies together (--rebalance-rate-mb, SET GLOBAL
   // shale_rebalance_rate_mb); 0 = unlimited. Default: unlimited.

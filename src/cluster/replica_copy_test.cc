@@ -65,7 +65,7 @@ class ReplicaCopyTest : public ::testing::Test {
       co.node_name = n->name;
       co.address_of = address_of;
       co.members = [] { return std::vector<std::string>{"n1", "n2", "n3"}; };
-      co.table_write_mutex = [raw](uint64_t id) -> std::mutex& { return raw->engine->TableWriteMutex(id); };
+      co.table_write_mutex = [raw](uint64_t id) -> WriterFirstSharedMutex& { return raw->engine->TableWriteMutex(id); };
       co.prepared_on = [raw](uint64_t slice) { return raw->data->PreparedOn(slice); };
       co.poll_ms = 50;
       co.chunk_bytes = 512;  // many chunks

@@ -491,10 +491,10 @@ Result<txn::SliceHandle> Engine::RouteSlice(const catalog::TableDef& table, cons
   return h;
 }
 
-std::mutex& Engine::TableWriteMutex(uint64_t table_id) {
+WriterFirstSharedMutex& Engine::TableWriteMutex(uint64_t table_id) {
   std::lock_guard lock(table_mutexes_mu_);
   auto& m = table_mutexes_[table_id];
-  if (!m) m = std::make_unique<std::mutex>();
+  if (!m) m = std::make_unique<WriterFirstSharedMutex>();
   return *m;
 }
 

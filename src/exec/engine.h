@@ -21,6 +21,7 @@
 #include "src/txn/transaction.h"
 #include "storage/meta_store.h"
 #include "storage/slice.h"
+#include "src/common/shared_mutex.h"
 
 namespace shale::exec {
 
@@ -120,10 +121,12 @@ class Engine {
   Status SetGlobalVariable(const std::string& name, Value value);
   // Whether the variable `name` is read-only (version, hostname, ...).
   static bool IsReadOnlyVariable(const std::string& name);
-  // Serializes DDL on one table with the commits that write it (a commit
-  // checks under it that the definitions it wrote with are still current)
-  // and with writes made outside transactions.
-  std::mutex& TableWriteMutex(uint64_t table_id);
+  // Keeps DDL on one table apart from the commits that write it: a commit
+  // holds it shared while it checks that the definitions it wrote with are
+  // still current and writes (so concurrent commits of one table share the
+  // WAL's group commit), DDL and writes made outside transactions hold it
+  // exclusively; an exclusive waiter goes before new commits.
+  WriterFirstSharedMutex& TableWriteMutex(uint64_t table_id);
   // Where reads and writes of slice `def` of `table` go (docs/cluster.md
   // "Data path"): reads to the ranking replica, through this node's replica
   // when it ranks (or no data router is set), else over the router; writes
@@ -183,7 +186,7 @@ class Engine {
   // Copy on write: replaced, never changed in place, by SetGlobalVariable.
   std::shared_ptr<const std::map<std::string, Value>> globals_;  // GUARDED_BY(globals_mu_)
   std::mutex table_mutexes_mu_;
-  std::map<uint64_t, std::unique_ptr<std::mutex>> table_mutexes_;  // GUARDED_BY(table_mutexes_mu_)
+  std::map<uint64_t, std::unique_ptr<WriterFirstSharedMutex>> table_mutexes_;  // GUARDED_BY(table_mutexes_mu_)
   ClusterHooks cluster_hooks_;  // set once before serving
   mutable std::mutex placed_mu_;
   std::set<storage::SliceId> placed_;  // GUARDED_BY(placed_mu_): PlacedHere

@@ -86,8 +86,8 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
   //    first (TableWriter::LockRowKeys), so no concurrent writer can slip a
   //    duplicate between the check and the commit; without one (DDL
   //    helpers) the table's write lock serializes writers.
-  std::unique_lock<std::mutex> lock;
-  if (!CurrentTxn()) lock = std::unique_lock<std::mutex>(engine->TableWriteMutex(table.id));
+  std::unique_lock<WriterFirstSharedMutex> lock;
+  if (!CurrentTxn()) lock = std::unique_lock<WriterFirstSharedMutex>(engine->TableWriteMutex(table.id));
   SHALE_RETURN_IF_ERROR(CheckTableUnchanged(engine, op));
   TableWriter writer(engine, table);
   using sierra::InsertConflict;
@@ -278,8 +278,8 @@ Status ReadRowsToWrite(Engine* engine, const PhysicalOperator& plan, uint64_t lo
 Result<StatementResult> ExecuteModify(Engine* engine, const PhysicalOperator& op) {
   if (op.stacked_target) return ExecuteStackedModify(engine, op);
   const catalog::TableDef& table = *op.table;
-  std::unique_lock<std::mutex> lock;
-  if (!CurrentTxn()) lock = std::unique_lock<std::mutex>(engine->TableWriteMutex(table.id));
+  std::unique_lock<WriterFirstSharedMutex> lock;
+  if (!CurrentTxn()) lock = std::unique_lock<WriterFirstSharedMutex>(engine->TableWriteMutex(table.id));
   SHALE_RETURN_IF_ERROR(CheckTableUnchanged(engine, op));
 
   std::vector<Row> targets;
@@ -376,7 +376,7 @@ Result<StatementResult> ExecuteStackedModify(Engine* engine, const PhysicalOpera
     ops.insert(ops.begin(), rows_plan);
     rows_plan = rows_plan->children[0].get();
   }
-  std::vector<std::unique_lock<std::mutex>> locks;
+  std::vector<std::unique_lock<WriterFirstSharedMutex>> locks;
   if (!CurrentTxn()) {
     std::vector<uint64_t> ids;
     for (const PhysicalOperator* o : ops) ids.push_back(o->table->id);

@@ -503,9 +503,9 @@ std::chrono::milliseconds Session::LockWaitTimeout() const {
 
 Status Session::CommitChecked(txn::Transaction* t, const WrittenTables& tables) {
   // DDL holds a table's write mutex while it changes the table; a commit
-  // holds the mutexes of the tables it wrote (in id order) while it checks
-  // that their definitions are the ones it wrote with, and writes.
-  std::vector<std::unique_lock<std::mutex>> held;
+  // holds the mutexes of the tables it wrote shared (in id order) while it
+  // checks that their definitions are the ones it wrote with, and writes.
+  std::vector<std::shared_lock<WriterFirstSharedMutex>> held;
   for (const auto& [id, def] : tables) held.emplace_back(engine_->TableWriteMutex(id));
   for (const auto& [id, def] : tables) {
     auto current = engine_->catalog()->GetTable(def->db, def->name);

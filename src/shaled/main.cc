@@ -152,7 +152,7 @@ int main(int argc, char** argv) {
   rco.epoch = dso.epoch;
   rco.address_of = dso.address_of;
   rco.members = [&cluster_node] { return cluster_node.MemberNames(); };
-  rco.table_write_mutex = [e = engine->get()](uint64_t table_id) -> std::mutex& { return e->TableWriteMutex(table_id); };
+  rco.table_write_mutex = [e = engine->get()](uint64_t table_id) -> WriterFirstSharedMutex& { return e->TableWriteMutex(table_id); };
   rco.rate_bytes_per_sec = [e = engine->get()]() -> uint64_t {
     auto globals = e->GlobalVariablesSnapshot();
     auto it = globals->find("shale_rebalance_rate_mb");
