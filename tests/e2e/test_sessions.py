@@ -249,9 +249,9 @@ class SessionTest(NodeTestCase):
 
 
 class StatementThreadsTest(NodeTestCase):
-    """Statements blocked on row locks do not hold the statement threads
-    hostage: with more waiters than the 16 core threads, other sessions
-    are still answered at once (a thread per connection, connection.h)."""
+    """Statements blocked on row locks hold only their own connections'
+    threads: with 24 waiters, other sessions are still answered at once
+    (a thread per connection, connection.h)."""
 
     def test_lock_waiters_do_not_starve_other_sessions(self):
         conn = self.connect()
@@ -263,7 +263,7 @@ class StatementThreadsTest(NodeTestCase):
         hc = holder.cursor()
         hc.execute("BEGIN")
         hc.execute("SELECT v FROM lw.t WHERE id = 1 FOR UPDATE")
-        waiters = 24  # more than the 16 core statement threads
+        waiters = 24  # more than a small pool of statement threads would have
         results = []
         lock = threading.Lock()
 
