@@ -432,6 +432,12 @@ void Connection::WaitForSocket(short events) {
 
 size_t Connection::BlockingRead(char* data, size_t size) {
   if (!socket_.is_open()) throw boost::system::system_error(asio::error::bad_descriptor);
+  if (answered_) {
+    // Just after an answer the client's next command is rarely there yet:
+    // wait first rather than try a read that would fail.
+    answered_ = false;
+    WaitForSocket(POLLIN);
+  }
   for (;;) {
     const ssize_t n = ::recv(socket_.native_handle(), data, size, MSG_DONTWAIT);
     if (n > 0) return static_cast<size_t>(n);
@@ -454,6 +460,7 @@ void Connection::BlockingWrite(std::string_view data) {
     if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) ThrowSocketError(errno);
     WaitForSocket(POLLOUT);
   }
+  answered_ = true;
 }
 
 Connection::~Connection() = default;

@@ -274,6 +274,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // shut it down under a blocked read or write.
   std::mutex fd_mu_;
   int open_fd_ = -1;  // GUARDED_BY(fd_mu_)
+  // The last socket call was a write (BlockingRead then polls first).
+  bool answered_ = false;
   bool in_handshake_ = true;
   const uint32_t id_;
   std::string peer_host_;
