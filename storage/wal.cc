@@ -63,7 +63,8 @@ std::optional<uint64_t> ParseSegmentName(const std::string& name) {
 }
 
 
-// Zeros [from, to) of a segment and syncs it (Wal::Preallocate).
+// Zeros [from, to) of a segment and syncs it: how segments are
+// preallocated (docs/formats/wal.md, "Segments").
 Status WriteZeros(int fd, const std::string& path, uint64_t from, uint64_t to) {
   static const std::string kZeros(1u << 20, '\0');
   for (uint64_t at = from; at < to;) {
@@ -201,7 +202,7 @@ Status Wal::OpenForAppend(std::vector<Segment> segments, uint64_t end_lsn, uint6
       // off: a stale record left there could otherwise pass its checksum
       // (it covers the LSN, which is the same place again) once new
       // records end before it. Zeroing to the preallocated size keeps the
-      // file's size fixed (Preallocate).
+      // file's size fixed.
       SHALE_RETURN_IF_ERROR(WriteZeros(fd_, seg.path, last_valid_in_last,
                                        std::max<uint64_t>(size, options_.segment_bytes)));
     }

@@ -444,7 +444,9 @@ Status Engine::SetGlobalVariable(const std::string& name, Value value) {
     std::string text = value.is_null() ? "0" : value.ToText();
     for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     const bool on = text != "0" && text != "OFF" && text != "FALSE";
-    if (on ? !profile::Start() : (profile::Stop(), false)) {
+    if (!on) {
+      profile::Stop();
+    } else if (!profile::Start()) {
       return SqlError(ErrorCode::kUnknownError, "cannot start the module profile's CPU timer");
     }
     value = Value::Int(on ? 1 : 0);

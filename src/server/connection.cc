@@ -424,8 +424,7 @@ void Connection::WaitForSocket(short events) {
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) ThrowSocketError(errno);
     if (std::chrono::steady_clock::now() < deadline_at_) continue;  // woke early
-    log::Debug("connection {}: timed out ({})", id_, in_handshake_ ? "handshake" : "read/write");
-    CloseSocket();
+    TimedOut();
     throw boost::system::system_error(asio::error::timed_out);
   }
 }
@@ -582,10 +581,13 @@ void Connection::ArmDeadline() {
           self->ArmDeadline();  // moved later since it was armed
           return;
         }
-        log::Debug("connection {}: timed out ({})", self->id_,
-                   self->in_handshake_ ? "handshake" : "read/write");
-        self->CloseSocket();
+        self->TimedOut();
       }));
+}
+
+void Connection::TimedOut() {
+  log::Debug("connection {}: timed out ({})", id_, in_handshake_ ? "handshake" : "read/write");
+  CloseSocket();
 }
 
 void Connection::ClearDeadline() {

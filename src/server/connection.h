@@ -239,6 +239,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void ClearDeadline();
   // Waits on deadline_ until deadline_at_ (replacing any wait).
   void ArmDeadline();
+  // The deadline passed (the timer's wait or a blocked poll): closes.
+  void TimedOut();
   void CloseSocket();
 
   // Reads some bytes into read_buf_, from TLS once it is on.
