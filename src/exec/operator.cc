@@ -34,7 +34,6 @@ std::string LockName(char kind, uint64_t id, std::string_view key) {
 Status AcquireLock(const std::string& name, txn::LockMode mode, const txn::SliceHandle* at) {
   txn::Transaction* t = CurrentTxn();
   if (!t) return Status::OK();
-  if (t->HoldsLock(name, mode)) return Status::OK();
   return t->Lock(name, mode, t_statement->lock_wait_timeout, t_statement->interrupt, at);
 }
 

@@ -1,6 +1,8 @@
 #include "src/txn/lock_manager.h"
 
 #include <algorithm>
+#include <set>
+#include <tuple>
 #include <vector>
 
 #include "src/common/errors.h"
@@ -8,12 +10,59 @@
 
 namespace shale::txn {
 
-bool LockManager::Grantable(const LockState& s, uint64_t txn, LockMode mode) const {
-  for (const auto& [holder, held] : s.holders) {
-    if (holder == txn) continue;
-    if (mode == LockMode::kExclusive || held == LockMode::kExclusive) return false;
+const LockMode* LockManager::LockState::Find(uint64_t txn) const {
+  if (has_first && first_txn == txn) return &first_mode;
+  for (const auto& [t, m] : more) {
+    if (t == txn) return &m;
   }
-  return true;
+  return nullptr;
+}
+
+void LockManager::LockState::Set(uint64_t txn, LockMode mode) {
+  if (has_first && first_txn == txn) {
+    first_mode = mode;
+    return;
+  }
+  for (auto& [t, m] : more) {
+    if (t == txn) {
+      m = mode;
+      return;
+    }
+  }
+  if (!has_first) {
+    has_first = true;
+    first_txn = txn;
+    first_mode = mode;
+    return;
+  }
+  more.emplace_back(txn, mode);
+}
+
+void LockManager::LockState::Erase(uint64_t txn) {
+  if (has_first && first_txn == txn) {
+    if (more.empty()) {
+      has_first = false;
+    } else {
+      std::tie(first_txn, first_mode) = more.back();
+      more.pop_back();
+    }
+    return;
+  }
+  for (size_t i = 0; i < more.size(); ++i) {
+    if (more[i].first == txn) {
+      more[i] = more.back();
+      more.pop_back();
+      return;
+    }
+  }
+}
+
+bool LockManager::Grantable(const LockState& s, uint64_t txn, LockMode mode) const {
+  bool ok = true;
+  s.ForEach([&](uint64_t holder, LockMode held) {
+    if (holder != txn && LockModesConflict(mode, held)) ok = false;
+  });
+  return ok;
 }
 
 bool LockManager::ClosesCycle(uint64_t start) const {
@@ -28,12 +77,13 @@ bool LockManager::ClosesCycle(uint64_t start) const {
     if (w == waiting_.end()) continue;
     auto l = locks_.find(w->second.name);
     if (l == locks_.end()) continue;
-    for (const auto& [holder, held] : l->second.holders) {
-      if (holder == t) continue;
-      if (!LockModesConflict(w->second.mode, held)) continue;
-      if (holder == start) return true;
+    bool cycle = false;
+    l->second.ForEach([&](uint64_t holder, LockMode held) {
+      if (holder == t || !LockModesConflict(w->second.mode, held)) return;
+      if (holder == start) cycle = true;
       if (seen.insert(holder).second) stack.push_back(holder);
-    }
+    });
+    if (cycle) return true;
   }
   return false;
 }
@@ -42,12 +92,15 @@ Status LockManager::Lock(uint64_t txn, const std::string& name, LockMode mode, s
                          const std::atomic<bool>* interrupt, int64_t txn_started_us) {
   profile::ModuleScope profile_scope(profile::Module::kLocks);
   std::unique_lock<std::mutex> l(mu_);
-  LockState& state = locks_[name];
-  auto mine = state.holders.find(txn);
-  if (mine != state.holders.end() && (mine->second == LockMode::kExclusive || mode == LockMode::kShared)) {
+  // `entry` is valid until mu_ is released (a wait): then it is looked up
+  // again, since other transactions may have erased it or rehashed locks_.
+  auto [entry, inserted] = locks_.try_emplace(name);
+  const LockMode* mine = inserted ? nullptr : entry->second.Find(txn);
+  if (mine != nullptr && (*mine == LockMode::kExclusive || mode == LockMode::kShared)) {
     return Status::OK();  // already held strongly enough
   }
-  if (!Grantable(state, txn, mode)) {
+  const bool upgrade = mine != nullptr;
+  if (!Grantable(entry->second, txn, mode)) {
     waits_.fetch_add(1, std::memory_order_relaxed);
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     waiting_[txn] = Wait{name, mode, next_wait_id_++, txn_started_us, false};
@@ -70,19 +123,20 @@ Status LockManager::Lock(uint64_t txn, const std::string& name, LockMode mode, s
       }
       if (!failure.ok()) {
         waiting_.erase(txn);
-        auto it = locks_.find(name);
-        if (it != locks_.end() && it->second.holders.empty()) locks_.erase(it);
+        if (entry->second.empty()) locks_.erase(entry);
         return failure;
       }
       auto now = std::chrono::steady_clock::now();
       auto wait = std::min<std::chrono::steady_clock::duration>(kCheckInterval, deadline - now);
       cv_.wait_for(l, wait);
-      if (Grantable(locks_[name], txn, mode)) break;
+      entry = locks_.try_emplace(name).first;
+      if (Grantable(entry->second, txn, mode)) break;
     }
     waiting_.erase(txn);
   }
-  locks_[name].holders[txn] = mode;
-  held_[txn].insert(name);
+  // An upgrade (S to X) keeps its one entry in held_.
+  if (!upgrade) held_[txn].push_back(&*entry);
+  entry->second.Set(txn, mode);
   return Status::OK();
 }
 
@@ -91,13 +145,18 @@ void LockManager::ReleaseAll(uint64_t txn) {
     std::lock_guard<std::mutex> l(mu_);
     auto h = held_.find(txn);
     if (h == held_.end()) return;
-    for (const std::string& name : h->second) {
-      auto it = locks_.find(name);
-      if (it == locks_.end()) continue;
-      it->second.holders.erase(txn);
-      if (it->second.holders.empty()) locks_.erase(it);
+    for (LockTable::value_type* lock : h->second) {
+      lock->second.Erase(txn);
+      if (lock->second.empty()) locks_.erase(locks_.find(lock->first));
     }
     held_.erase(h);
+    // A statement that locked a million rows leaves a million buckets
+    // behind (an unordered_map never shrinks by itself): give them back
+    // once the table is mostly empty. Pointers to elements (held_) stay
+    // valid across a rehash.
+    if (locks_.bucket_count() > kShrinkBuckets && locks_.size() * 16 < locks_.bucket_count()) {
+      locks_.rehash(0);
+    }
   }
   cv_.notify_all();
 }
@@ -106,8 +165,8 @@ bool LockManager::Holds(uint64_t txn, const std::string& name, LockMode mode) co
   std::lock_guard<std::mutex> l(mu_);
   auto it = locks_.find(name);
   if (it == locks_.end()) return false;
-  auto h = it->second.holders.find(txn);
-  return h != it->second.holders.end() && (h->second == LockMode::kExclusive || mode == LockMode::kShared);
+  const LockMode* held = it->second.Find(txn);
+  return held != nullptr && (*held == LockMode::kExclusive || mode == LockMode::kShared);
 }
 
 std::vector<std::string> LockManager::ExclusiveLocksOf(uint64_t txn) const {
@@ -115,11 +174,9 @@ std::vector<std::string> LockManager::ExclusiveLocksOf(uint64_t txn) const {
   std::vector<std::string> out;
   auto held = held_.find(txn);
   if (held == held_.end()) return out;
-  for (const std::string& name : held->second) {
-    auto it = locks_.find(name);
-    if (it == locks_.end()) continue;
-    auto h = it->second.holders.find(txn);
-    if (h != it->second.holders.end() && h->second == LockMode::kExclusive) out.push_back(name);
+  for (const LockTable::value_type* lock : held->second) {
+    const LockMode* mode = lock->second.Find(txn);
+    if (mode != nullptr && *mode == LockMode::kExclusive) out.push_back(lock->first);
   }
   return out;
 }
@@ -138,7 +195,7 @@ std::vector<std::pair<uint64_t, LockMode>> LockManager::Holders(const std::strin
   std::vector<std::pair<uint64_t, LockMode>> out;
   auto it = locks_.find(name);
   if (it == locks_.end()) return out;
-  out.assign(it->second.holders.begin(), it->second.holders.end());
+  it->second.ForEach([&](uint64_t txn, LockMode mode) { out.emplace_back(txn, mode); });
   return out;
 }
 

@@ -35,9 +35,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <map>
 #include <mutex>
-#include <set>
 #include <string>
 #include <vector>
 #include <unordered_map>
@@ -97,17 +95,40 @@ class LockManager {
   size_t locks_held() const;
 
  private:
+  // The holders of one lock. Almost every lock has one holder, kept inline
+  // (no allocation); further shared holders go to `more`.
   struct LockState {
-    std::map<uint64_t, LockMode> holders;
+    bool has_first = false;
+    uint64_t first_txn = 0;
+    LockMode first_mode = LockMode::kShared;
+    std::vector<std::pair<uint64_t, LockMode>> more;
+
+    bool empty() const { return !has_first && more.empty(); }
+    // The mode `txn` holds, or null.
+    const LockMode* Find(uint64_t txn) const;
+    void Set(uint64_t txn, LockMode mode);
+    void Erase(uint64_t txn);
+    template <typename F>
+    void ForEach(F&& f) const {
+      if (has_first) f(first_txn, first_mode);
+      for (const auto& [t, m] : more) f(t, m);
+    }
   };
+  using LockTable = std::unordered_map<std::string, LockState>;
+  // Bucket count above which ReleaseAll shrinks a mostly empty table.
+  static constexpr size_t kShrinkBuckets = 1 << 16;
   bool Grantable(const LockState& s, uint64_t txn, LockMode mode) const;
   // Whether a wait of `txn` closes a cycle. REQUIRES: mu_ held.
   bool ClosesCycle(uint64_t txn) const;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::unordered_map<std::string, LockState> locks_;                        // GUARDED_BY(mu_)
-  std::unordered_map<uint64_t, std::set<std::string>> held_;                // GUARDED_BY(mu_)
+  LockTable locks_;  // GUARDED_BY(mu_)
+  // Each transaction's locks, once each, in the order taken: pointers to
+  // elements of locks_ (stable across rehashing; an element is erased only
+  // when its last holder releases it, and a holder's entry here goes with
+  // it in ReleaseAll).
+  std::unordered_map<uint64_t, std::vector<LockTable::value_type*>> held_;  // GUARDED_BY(mu_)
   struct Wait {
     std::string name;
     LockMode mode = LockMode::kShared;

@@ -704,14 +704,6 @@ bool TxnManager::AbortLockWait(uint64_t txn, const std::string& node, const std:
   return true;
 }
 
-bool Transaction::HoldsLock(const std::string& name, LockMode mode) const {
-  // A lock held at another node is asked for again each time: that node
-  // may have restarted and lost it, and another transaction written the
-  // row since; the request then fails (Participant::Lock) instead of the
-  // newest-version read after it reading past that write.
-  return manager_->locks_.Holds(id_, name, mode);
-}
-
 void Transaction::ReleaseSnapshots() {
   if (stmt_snapshot_) manager_->ReleaseSnapshot(*stmt_snapshot_);
   if (txn_snapshot_) manager_->ReleaseSnapshot(*txn_snapshot_);

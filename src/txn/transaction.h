@@ -443,13 +443,14 @@ class Transaction {
   void Put(const SliceHandle& slice, std::string key, std::string value);
   void Delete(const SliceHandle& slice, std::string key);
 
-  // Takes a row lock: in this node's LockManager, or at the ranking
-  // replica's node when `at` is a slice whose ranking replica is elsewhere.
+  // Takes a row lock: in this node's LockManager (at once when already
+  // held strongly enough), or at the ranking replica's node when `at` is a
+  // slice whose ranking replica is elsewhere (asked there again each time:
+  // that node may have restarted and lost it, and another transaction
+  // written the row since; the request then fails, Participant::Lock,
+  // instead of the newest-version read after it reading past that write).
   Status Lock(const std::string& name, LockMode mode, std::chrono::milliseconds timeout,
               const std::atomic<bool>* interrupt, const SliceHandle* at = nullptr);
-  // Whether `name` is held in `mode` in this node's LockManager. A lock at
-  // another node counts as not held: it is asked for there again.
-  bool HoldsLock(const std::string& name, LockMode mode) const;
   // The transaction's cluster-wide name.
   TxnKey key() const;
   std::string LocalName() const;  // this node's name in messages
