@@ -1,5 +1,7 @@
 #include "storage/buffer_pool.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -196,6 +198,7 @@ Result<PageGuard> BufferPool::Fetch(PageId id, LatchMode mode) {
   }
   Frame& fr = *frames_[f];
   fr.page_id = id;
+  fr.resident = true;
   fr.loaded = false;
   fr.pins.store(1, std::memory_order_release);
   fr.referenced.store(true, std::memory_order_relaxed);
@@ -244,6 +247,7 @@ Result<PageGuard> BufferPool::NewPage(PageType type, uint8_t level) {
   SHALE_ASSIGN_OR_RETURN(size_t f, TakeVictim(l));
   Frame& fr = *frames_[f];
   fr.page_id = id;
+  fr.resident = true;
   fr.loaded = true;
   fr.pins.store(1, std::memory_order_release);
   fr.referenced.store(true, std::memory_order_relaxed);
@@ -266,6 +270,37 @@ Status BufferPool::FreePage(PageGuard guard) {
   file_->set_free_head(id);
   guard.Release();
   return Status::OK();
+}
+
+size_t BufferPool::ReleaseFreeFrames() {
+  size_t released = 0;
+  for (size_t f = 0; f < frames_.size(); ++f) {
+    Frame& fr = *frames_[f];
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (!fr.resident || fr.pins.load(std::memory_order_acquire) != 0) continue;
+      if (fr.page_id != kInvalidPageId) {
+        if (fr.dirty.load(std::memory_order_acquire) || !fr.latch.try_lock()) continue;
+        const bool free_page = fr.loaded && !fr.dirty.load(std::memory_order_acquire) &&
+                               GetPageType(fr.data) == PageType::kFree;
+        if (free_page) {
+          table_.erase(fr.page_id);
+          fr.page_id = kInvalidPageId;
+        }
+        fr.latch.unlock();
+        if (!free_page) continue;
+      }
+      // Pinned while its memory goes, so no fetch takes it meanwhile
+      // (TakeVictim skips pinned frames); mu_ is not held over the call.
+      fr.resident = false;
+      fr.pins.fetch_add(1, std::memory_order_acq_rel);
+    }
+    ::madvise(fr.data, kPageSize, MADV_DONTNEED);
+    Unpin(f);
+    ++released;
+  }
+  released_.fetch_add(released, std::memory_order_relaxed);
+  return released;
 }
 
 Status BufferPool::FlushAll() {
@@ -319,6 +354,7 @@ BufferPoolStats BufferPool::stats() const {
   s.writebacks = writebacks_.load(std::memory_order_relaxed);
   s.cow_copies = cow_copies_.load(std::memory_order_relaxed);
   s.captured = captured_.load(std::memory_order_relaxed);
+  s.released = released_.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -69,6 +69,7 @@ struct BufferPoolStats {
   uint64_t writebacks = 0; // dirty pages written to the data file
   uint64_t cow_copies = 0; // owed pages copied by a writer about to change them (invariant 6)
   uint64_t captured = 0;   // owed pages handed over by CaptureOwed
+  uint64_t released = 0;   // frames given back to the OS by ReleaseFreeFrames
 };
 
 class BufferPool;
@@ -143,6 +144,16 @@ class BufferPool {
   // only for its copy. Returns the number of pages handed over.
   size_t CaptureOwed();
 
+  // Gives the memory of frames holding no useful page back to the OS
+  // (madvise MADV_DONTNEED): frames that hold a free page (PageType::kFree,
+  // clean: its free-list link is on disk) leave the table, and those and
+  // every other unassigned frame that was in use are released. A released
+  // frame is taken again like any free frame (its next page is read or
+  // initialized into it). Skips frames that are pinned, dirty or latched.
+  // Called after a checkpoint that followed dropped slices. Returns the
+  // number of frames released.
+  size_t ReleaseFreeFrames();
+
   BufferPoolStats stats() const;
 
  private:
@@ -151,6 +162,7 @@ class BufferPool {
     char* data = nullptr;
     PageId page_id = kInvalidPageId;  // GUARDED_BY(mu_); kInvalidPageId = free
     bool loaded = false;              // set by the loader under the exclusive latch
+    bool resident = false;            // GUARDED_BY(mu_): used since last released
     std::atomic<uint32_t> pins{0};
     std::atomic<bool> dirty{false};
     std::atomic<bool> referenced{false};
@@ -192,7 +204,8 @@ class BufferPool {
 
   std::mutex free_mu_;  // serializes free-list changes (NewPage/FreePage)
 
-  std::atomic<uint64_t> hits_{0}, misses_{0}, evictions_{0}, writebacks_{0}, cow_copies_{0}, captured_{0};
+  std::atomic<uint64_t> hits_{0}, misses_{0}, evictions_{0}, writebacks_{0}, cow_copies_{0}, captured_{0},
+      released_{0};
 };
 
 }  // namespace shale::storage

@@ -1,5 +1,6 @@
 #include "storage/buffer_pool.h"
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <string>
@@ -115,6 +116,57 @@ TEST_F(BufferPoolTest, FreedPagesAreReused) {
   auto c = pool_->NewPage(PageType::kLeaf);
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->page_id(), ids.back() + 1);
+}
+
+TEST_F(BufferPoolTest, ReleaseFreeFramesGivesBackOnlyCleanFreePages) {
+  pool_ = std::make_unique<BufferPool>(file_.get(), BufferPoolOptions{16});
+  std::vector<PageId> ids;
+  for (int i = 0; i < 6; ++i) {
+    auto g = pool_->NewPage(PageType::kLeaf);
+    ASSERT_TRUE(g.ok());
+    Stamp(g->mutable_data(), g->page_id(), 7);
+    ids.push_back(g->page_id());
+  }
+  for (PageId id : {ids[0], ids[2], ids[4]}) {
+    auto g = pool_->Fetch(id, LatchMode::kExclusive);
+    ASSERT_TRUE(g.ok());
+    ASSERT_TRUE(pool_->FreePage(std::move(*g)).ok());
+  }
+  // Dirty free pages stay: their free-list links are not on disk yet.
+  EXPECT_EQ(pool_->ReleaseFreeFrames(), 0u);
+  ASSERT_TRUE(pool_->FlushAll().ok());
+  // A pinned free page stays too.
+  auto pinned = pool_->Fetch(ids[4], LatchMode::kShared);
+  ASSERT_TRUE(pinned.ok());
+  EXPECT_EQ(pool_->ReleaseFreeFrames(), 2u);
+  EXPECT_EQ(pool_->stats().released, 2u);
+  pinned->Release();
+  EXPECT_EQ(pool_->ReleaseFreeFrames(), 1u);
+  EXPECT_EQ(pool_->ReleaseFreeFrames(), 0u);  // nothing resident is left to give
+  // The live pages are still cached and intact; the freed ones are reused
+  // from the free list, read back from the file into released frames.
+  const uint64_t misses = pool_->stats().misses;
+  for (PageId id : {ids[1], ids[3], ids[5]}) {
+    auto g = pool_->Fetch(id, LatchMode::kShared);
+    ASSERT_TRUE(g.ok());
+    EXPECT_EQ(ReadStamp(g->data()), "7");
+  }
+  EXPECT_EQ(pool_->stats().misses, misses);
+  std::vector<PageId> reused;
+  for (int i = 0; i < 3; ++i) {
+    auto g = pool_->NewPage(PageType::kLeaf);
+    ASSERT_TRUE(g.ok()) << g.status().ToString();
+    EXPECT_EQ(GetPageType(g->data()), PageType::kLeaf);
+    Stamp(g->mutable_data(), g->page_id(), 8);
+    reused.push_back(g->page_id());
+  }
+  std::sort(reused.begin(), reused.end());
+  EXPECT_EQ(reused, (std::vector<PageId>{ids[0], ids[2], ids[4]}));
+  for (PageId id : reused) {
+    auto g = pool_->Fetch(id, LatchMode::kShared);
+    ASSERT_TRUE(g.ok());
+    EXPECT_EQ(ReadStamp(g->data()), "8");
+  }
 }
 
 TEST_F(BufferPoolTest, CorruptPageIsNeverReturned) {

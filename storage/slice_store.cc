@@ -404,6 +404,7 @@ class BTreeSliceStore final : public SliceStore {
   Status Replay(uint64_t lsn, WalRecordType type, std::string_view payload);
   void CheckpointLoop();
   void MaybeWakeCheckpointer();
+  void WakeCheckpointer();
 
   const std::string dir_;
   const int lock_fd_;
@@ -433,6 +434,10 @@ class BTreeSliceStore final : public SliceStore {
   std::mutex ckpt_thread_mu_;
   std::condition_variable ckpt_cv_;
   bool stop_ = false;  // GUARDED_BY(ckpt_thread_mu_)
+  bool wake_ = false;  // GUARDED_BY(ckpt_thread_mu_): checkpoint now
+  // A slice was dropped: after the next checkpoint (which writes its freed
+  // pages), the pool gives their frames' memory back (ReleaseFreeFrames).
+  std::atomic<bool> release_wanted_{false};
   std::thread checkpointer_;
 
   std::atomic<uint64_t> nonce_{0};
@@ -983,7 +988,7 @@ Status BTreeSliceStore::DropSlice(SliceId id) {
   // is logged and applied before the drop's record, and none after it (a
   // write logged after the drop would fail to apply, stopping the store, and
   // make the WAL unreplayable).
-  return WithWritersPaused([&] {
+  Status s = WithWritersPaused([&] {
     return LogAndApply(
         WalRecordType::kDropSlice, U64Payload(id), [&] { return ApplyDrop(id); }, /*paused=*/true,
         [&]() -> Status {
@@ -993,6 +998,12 @@ Status BTreeSliceStore::DropSlice(SliceId id) {
           return Status::OK();
         });
   });
+  if (s.ok()) {
+    release_wanted_.store(true);
+    // Background checkpoints on: one now, so the memory goes back soon.
+    if (options_.checkpoint_interval_ms != 0) WakeCheckpointer();
+  }
+  return s;
 }
 
 Result<SliceOptions> BTreeSliceStore::GetSliceOptions(SliceId id) const {
@@ -1265,11 +1276,19 @@ Status BTreeSliceStore::Write(const std::vector<std::pair<SliceId, const WriteBa
 void BTreeSliceStore::MaybeWakeCheckpointer() {
   if (options_.checkpoint_wal_bytes != 0 &&
       wal_->next_lsn() - checkpoint_lsn_.load(std::memory_order_relaxed) >= options_.checkpoint_wal_bytes) {
-    ckpt_cv_.notify_one();
+    WakeCheckpointer();
   } else if (options_.checkpoint_spill_bytes != 0 &&
              file_->spilled_pages() * kPageSize >= options_.checkpoint_spill_bytes) {
-    ckpt_cv_.notify_one();
+    WakeCheckpointer();
   }
+}
+
+void BTreeSliceStore::WakeCheckpointer() {
+  {
+    std::lock_guard<std::mutex> l(ckpt_thread_mu_);
+    wake_ = true;
+  }
+  ckpt_cv_.notify_one();
 }
 
 Status BTreeSliceStore::Checkpoint() {
@@ -1342,11 +1361,17 @@ void BTreeSliceStore::CheckpointLoop() {
                                                       ? 3600000u
                                                       : options_.checkpoint_interval_ms);
   while (!stop_) {
-    ckpt_cv_.wait_for(l, interval);
+    ckpt_cv_.wait_for(l, interval, [&] { return stop_ || wake_; });
     if (stop_) break;
+    wake_ = false;
     l.unlock();
+    const bool release = release_wanted_.exchange(false);
     Status s = Checkpoint();
     if (!s.ok()) log::Error("slice store {}: background checkpoint failed: {}", dir_, s.ToString());
+    if (s.ok() && release) {
+      const size_t frames = pool_->ReleaseFreeFrames();
+      log::Debug("slice store {}: {} buffer pool frames given back after dropped slices", dir_, frames);
+    }
     l.lock();
   }
 }
