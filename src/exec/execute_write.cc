@@ -132,7 +132,8 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
       SHALE_ASSIGN_OR_RETURN(existing, lock_conflict(r, &rep));
     }
     if (!existing) {
-      writer.Put(r);
+      // find_conflict read no row under r's key, with r's lock held: new.
+      writer.Put(r, /*fresh=*/true);
       auto_increment.Inserted(row_index, r);
       ++affected;
       continue;

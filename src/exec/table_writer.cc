@@ -172,7 +172,7 @@ Status TableWriter::Commit() {
       for (auto& [key, change] : changes_[r]) {
         SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, SliceAt(r, change.slice_index));
         if (change.value) {
-          t->Put(slice, key, std::move(*change.value));
+          t->Put(slice, key, std::move(*change.value), change.fresh);
         } else {
           t->Delete(slice, key);
         }
@@ -235,20 +235,27 @@ Result<txn::SliceHandle> TableWriter::SliceAt(size_t r, size_t index) {
   return *s;
 }
 
-void TableWriter::Change(const Row& row, bool put) {
+void TableWriter::Change(const Row& row, bool put, bool fresh) {
   std::vector<Value> pk = catalog::PrimaryKeyValues(table_, row);
   std::optional<std::string> value;
   if (put) {
     value.emplace();
     EncodeRow(row, &*value);
   }
-  changes_[0][catalog::EncodeKey(pk)] = PendingChange{SliceIndexOf(table_.primary, pk), value};
+  // A key changed before in this statement keeps the freshness of its
+  // first change: what is stored under it is what that change saw.
+  auto set = [](std::map<std::string, PendingChange>& changes, std::string key, size_t slice_index,
+                std::optional<std::string> v, bool fresh) {
+    auto [it, added] = changes.try_emplace(std::move(key));
+    it->second = PendingChange{slice_index, std::move(v), added ? fresh : it->second.fresh};
+  };
+  set(changes_[0], catalog::EncodeKey(pk), SliceIndexOf(table_.primary, pk), std::move(value), fresh);
   std::string pk_row;
   EncodeRow(pk, &pk_row);
   for (size_t r = 1; r < changes_.size(); ++r) {
     std::vector<Value> values = catalog::RepresentationKeyValues(table_, Rep(r), row);
-    changes_[r][catalog::IndexEntryKey(values, pk)] =
-        PendingChange{SliceIndexOf(Rep(r), values), put ? std::optional<std::string>(pk_row) : std::nullopt};
+    set(changes_[r], catalog::IndexEntryKey(values, pk), SliceIndexOf(Rep(r), values),
+        put ? std::optional<std::string>(pk_row) : std::nullopt, fresh);
   }
 }
 

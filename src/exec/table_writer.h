@@ -80,9 +80,13 @@ class TableWriter {
   Status CheckUnique(const Row& row);
 
   // Adds or removes `row` (a full, converted table row) in every
-  // representation.
-  void Put(const Row& row) { Change(row, true); }
-  void Delete(const Row& row) { Change(row, false); }
+  // representation. `fresh`: the caller found no stored row under `row`'s
+  // primary key while holding its lock (a new row), so neither that key nor
+  // the row's index entries have a live committed version; the commit then
+  // leaves them out of the garbage collector's queue (txn::FreshKeys). A
+  // key the statement changed before keeps that change's freshness.
+  void Put(const Row& row, bool fresh = false) { Change(row, true, fresh); }
+  void Delete(const Row& row) { Change(row, false, false); }
 
   // Exclusive locks on `row`'s primary key and on its values in every
   // UNIQUE index (none NULL), held to the end of the transaction: taken
@@ -99,11 +103,12 @@ class TableWriter {
   struct PendingChange {
     size_t slice_index;
     std::optional<std::string> value;  // nullopt: delete
+    bool fresh = false;                // see Put
   };
 
   Result<txn::SliceHandle> SliceAt(size_t r, size_t index);
 
-  void Change(const Row& row, bool put);
+  void Change(const Row& row, bool put, bool fresh);
 
   Engine* engine_;
   const catalog::TableDef& table_;

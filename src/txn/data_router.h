@@ -130,6 +130,15 @@ struct DeciderPair {
 // Buffered writes: per slice, key -> value (nullopt: delete), in key order.
 using SliceWrites = std::map<std::string, std::optional<std::string>>;
 using WriteSet = std::map<storage::SliceId, SliceWrites>;
+// Keys of a write set, per slice and ascending, whose put needs no entry in
+// the garbage collector's queue: the key had no committed version that was
+// live when it was written under its lock (a new row), so every older
+// version of it is a deleted row's, queued by the delete that made its
+// tombstone; that entry's pass removes the tombstone and all below it, or,
+// once the horizon passed the new put, everything below the put
+// (MvccSlice::CollectKeyGarbage). A bulk INSERT leaves no work for the
+// collector.
+using FreshKeys = std::map<storage::SliceId, std::vector<std::string_view>>;
 // Where written slices' replicas are: slice -> node names. A slice missing
 // from the map has only this node's replica.
 using Placement = std::map<storage::SliceId, std::vector<std::string>>;

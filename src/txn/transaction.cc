@@ -319,7 +319,7 @@ void TxnManager::ReleaseReads(const std::string& txn) {
 
 uint64_t TxnManager::OldestSnapshot() const { return oldest_snapshot_.load(std::memory_order_acquire); }
 
-Status TxnManager::ApplyAt(uint64_t ts, const WriteSet& writes) {
+Status TxnManager::ApplyAt(uint64_t ts, const WriteSet& writes, const FreshKeys* fresh) {
   std::vector<storage::WriteBatch> batches(writes.size());
   std::vector<std::pair<storage::SliceId, const storage::WriteBatch*>> refs;
   size_t i = 0;
@@ -338,7 +338,17 @@ Status TxnManager::ApplyAt(uint64_t ts, const WriteSet& writes) {
   if (!st.ok()) return st;
   std::lock_guard<std::mutex> l(gc_mu_);
   for (const auto& [slice, keys] : writes) {
+    const std::vector<std::string_view>* skip = nullptr;
+    if (fresh != nullptr) {
+      auto f = fresh->find(slice);
+      if (f != fresh->end()) skip = &f->second;
+    }
+    size_t next = 0;  // merge cursor into *skip (both ascending)
     for (const auto& [key, value] : keys) {
+      if (skip != nullptr && value) {
+        while (next < skip->size() && (*skip)[next] < key) ++next;
+        if (next < skip->size() && (*skip)[next] == key) continue;
+      }
       if (garbage_.size() >= kMaxGarbageQueue) break;  // left for a later sweep (docs/transactions.md)
       garbage_.push_back({slice, key, ts});
       gc_queued_.fetch_add(1, std::memory_order_relaxed);
@@ -347,10 +357,10 @@ Status TxnManager::ApplyAt(uint64_t ts, const WriteSet& writes) {
   return Status::OK();
 }
 
-Status TxnManager::Apply(const WriteSet& writes) {
+Status TxnManager::Apply(const WriteSet& writes, const FreshKeys* fresh) {
   if (router_ != nullptr) SHALE_RETURN_IF_ERROR(router_->AwaitLocalWritable(writes));
   SHALE_ASSIGN_OR_RETURN(uint64_t ts, Oracle()->BeginCommit());
-  Status st = ApplyAt(ts, writes);
+  Status st = ApplyAt(ts, writes, fresh);
   Oracle()->FinishCommit(ts);
   return st;
 }
@@ -583,10 +593,10 @@ std::unique_ptr<storage::SliceIterator> Transaction::NewIterator(const SliceHand
   return std::make_unique<OverlayIterator>(std::move(base), &s->second, range);
 }
 
-void Transaction::Buffer(storage::SliceId slice, std::string key, std::optional<std::string> value) {
+void Transaction::Buffer(storage::SliceId slice, std::string key, std::optional<std::string> value, bool fresh) {
   auto& keys = writes_[slice];
   auto it = keys.find(key);
-  Undo u{slice, key, it != keys.end(), std::nullopt};
+  Undo u{slice, key, it != keys.end(), std::nullopt, fresh && it == keys.end()};
   if (it != keys.end()) {
     u.previous = std::move(it->second);
     it->second = std::move(value);
@@ -596,8 +606,8 @@ void Transaction::Buffer(storage::SliceId slice, std::string key, std::optional<
   undo_.push_back(std::move(u));
 }
 
-void Transaction::Put(storage::SliceId slice, std::string key, std::string value) {
-  Buffer(slice, std::move(key), std::move(value));
+void Transaction::Put(storage::SliceId slice, std::string key, std::string value, bool fresh) {
+  Buffer(slice, std::move(key), std::move(value), fresh);
 }
 
 void Transaction::Delete(storage::SliceId slice, std::string key) { Buffer(slice, std::move(key), std::nullopt); }
@@ -608,9 +618,9 @@ void Transaction::NotePlacement(const SliceHandle& slice) {
   if (added) it->second = *slice.replicas;
 }
 
-void Transaction::Put(const SliceHandle& slice, std::string key, std::string value) {
+void Transaction::Put(const SliceHandle& slice, std::string key, std::string value, bool fresh) {
   NotePlacement(slice);
-  Buffer(slice.id, std::move(key), std::move(value));
+  Buffer(slice.id, std::move(key), std::move(value), fresh);
 }
 
 void Transaction::Delete(const SliceHandle& slice, std::string key) {
@@ -739,7 +749,14 @@ Status Transaction::Commit() {
   const bool writes = !writes_.empty();
   if (writes) {
     if (placement_.empty() || manager_->router_ == nullptr) {
-      st = manager_->Apply(writes_);
+      // The undo log holds each key's first write; a fresh one whose last
+      // write is a put needs no collection (FreshKeys).
+      FreshKeys fresh;
+      for (const Undo& u : undo_) {
+        if (u.fresh) fresh[u.slice].push_back(u.key);
+      }
+      for (auto& [slice, keys] : fresh) std::sort(keys.begin(), keys.end());
+      st = manager_->Apply(writes_, fresh.empty() ? nullptr : &fresh);
     } else {
       std::set<std::string> participants;
       bool in_doubt = false;

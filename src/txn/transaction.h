@@ -153,8 +153,9 @@ class TxnManager {
   // since, took its place (the storage slice the handle routed to is gone).
   Status CheckPlaced(const SliceHandle& slice, const std::string& node) const;
   // Participant side: writes `writes` (user keys) as versions at `ts`, a
-  // timestamp the coordinator took, in one atomic store write.
-  Status ApplyAt(uint64_t ts, const WriteSet& writes);
+  // timestamp the coordinator took, in one atomic store write, and queues
+  // every key for garbage collection except the puts listed in `fresh`.
+  Status ApplyAt(uint64_t ts, const WriteSet& writes, const FreshKeys* fresh = nullptr);
   // A fresh lock-owner id (remote transactions' locks at this node).
   uint64_t NewOwnerId() { return next_txn_id_.fetch_add(1); }
 
@@ -274,8 +275,9 @@ class TxnManager {
   const TimestampOracle* Oracle() const { return shared_oracle_ != nullptr ? shared_oracle_ : oracle_.get(); }
   Result<uint64_t> AcquireSnapshot();
   void ReleaseSnapshot(uint64_t ts);
-  // Writes the write set at a new timestamp; queues its keys for GC.
-  Status Apply(const WriteSet& writes);
+  // Writes the write set at a new timestamp; queues its keys for GC
+  // (except the puts in `fresh`).
+  Status Apply(const WriteSet& writes, const FreshKeys* fresh = nullptr);
   // Commits `writes` to every replica of every slice (`placement`): local
   // Apply when all are here, one-phase Apply at a single remote node, else
   // two-phase commit. *participants gets the nodes that wrote (their locks
@@ -438,9 +440,13 @@ class Transaction {
   }
   // Buffers a write (seen by this transaction's reads at once). The handle
   // form remembers where the slice's replicas are, for the commit.
-  void Put(storage::SliceId slice, std::string key, std::string value);
+  // `fresh`: the caller saw no committed version of `key` under its lock
+  // (an INSERT of a new row): if this is the transaction's first write of
+  // the key and its last one is a put, the commit does not queue the key
+  // for garbage collection (FreshKeys).
+  void Put(storage::SliceId slice, std::string key, std::string value, bool fresh = false);
   void Delete(storage::SliceId slice, std::string key);
-  void Put(const SliceHandle& slice, std::string key, std::string value);
+  void Put(const SliceHandle& slice, std::string key, std::string value, bool fresh = false);
   void Delete(const SliceHandle& slice, std::string key);
 
   // Takes a row lock: in this node's LockManager (at once when already
@@ -466,7 +472,7 @@ class Transaction {
   Transaction(TxnManager* manager, uint64_t id, TxnOptions options)
       : manager_(manager), id_(id), options_(options), started_us_(NowMicros()) {}
   static int64_t NowMicros();
-  void Buffer(storage::SliceId slice, std::string key, std::optional<std::string> value);
+  void Buffer(storage::SliceId slice, std::string key, std::optional<std::string> value, bool fresh = false);
   void NotePlacement(const SliceHandle& slice);
   void ReleaseSnapshots();
   // Commit and Rollback without a commit of our own: see read_latest_.
@@ -502,6 +508,7 @@ class Transaction {
     std::string key;
     bool existed;                         // the key was in the write set before
     std::optional<std::string> previous;  // its value then
+    bool fresh = false;                   // first write of the key, and Put(..., fresh)
   };
   std::vector<Undo> undo_;
   size_t statement_mark_ = 0;

@@ -444,6 +444,46 @@ TEST_F(TransactionTest, GarbageCollectionKeepsWhatASnapshotNeeds) {
   EXPECT_EQ(slice_->GetStats().rows, 0u);  // every version and the tombstone
 }
 
+// A new row's put is not queued for collection (FreshKeys); every older
+// version of its key still goes, through the delete that queued it.
+TEST_F(TransactionTest, FreshPutsAreNotQueuedAndLeaveNoVersionBehind) {
+  auto queued = [&] { return manager_->stats().gc_queued; };
+  auto put = [&](const char* key, const char* value, bool fresh) {
+    auto t = manager_->Begin({});
+    t->Put(slice_->id(), key, value, fresh);
+    ASSERT_TRUE(t->Commit().ok());
+  };
+  put("a", "1", /*fresh=*/true);
+  EXPECT_EQ(queued(), 0u);
+  {
+    auto d = manager_->Begin({});
+    d->Delete(slice_->id(), "a");
+    ASSERT_TRUE(d->Commit().ok());
+  }
+  EXPECT_EQ(queued(), 1u);
+  put("a", "2", /*fresh=*/true);  // a new row over the tombstone
+  EXPECT_EQ(queued(), 1u);
+  manager_->TEST_CollectGarbage();
+  EXPECT_EQ(slice_->GetStats().rows, 1u);  // "2" alone: "1" and the tombstone went with the delete's entry
+  {
+    // Written before (not fresh) in this transaction: queued.
+    auto t = manager_->Begin({});
+    t->Put(slice_->id(), "b", "1");
+    t->Put(slice_->id(), "b", "2", /*fresh=*/true);
+    // Fresh, but its last write is a delete: the tombstone is queued.
+    t->Put(slice_->id(), "c", "1", /*fresh=*/true);
+    t->Delete(slice_->id(), "c");
+    // Fresh, then rolled back by its statement: nothing of it is written.
+    t->BeginStatement();
+    t->Put(slice_->id(), "d", "1", /*fresh=*/true);
+    t->RollbackStatement();
+    ASSERT_TRUE(t->Commit().ok());
+  }
+  EXPECT_EQ(queued(), 3u);
+  manager_->TEST_CollectGarbage();
+  EXPECT_EQ(slice_->GetStats().rows, 2u);  // a=2, b=2
+}
+
 // A participant applying a prepared commit at T pins collection below T
 // until its prepared record's (unsynced) delete returned: a pass meanwhile
 // keeps every version a second apply of T could bring back alongside.
