@@ -57,6 +57,67 @@ void LockManager::LockState::Erase(uint64_t txn) {
   }
 }
 
+size_t LockManager::LockTable::SlotOf(uint64_t hash) const {
+  const size_t mask = slots_.size() - 1;
+  size_t i = hash & mask;
+  while (slots_[i].hash != 0 && slots_[i].hash != hash) i = (i + 1) & mask;
+  return i;
+}
+
+LockManager::LockState* LockManager::LockTable::Find(uint64_t hash) {
+  return const_cast<LockState*>(static_cast<const LockTable*>(this)->Find(hash));
+}
+
+const LockManager::LockState* LockManager::LockTable::Find(uint64_t hash) const {
+  if (slots_.empty()) return nullptr;
+  const Slot& slot = slots_[SlotOf(hash)];
+  return slot.hash == hash ? &slot.state : nullptr;
+}
+
+LockManager::LockState* LockManager::LockTable::FindOrInsert(uint64_t hash) {
+  if ((size_ + 1) * 2 > slots_.size()) Resize(std::max(kMinSlots, slots_.size() * 2));
+  Slot& slot = slots_[SlotOf(hash)];
+  if (slot.hash != hash) {
+    slot.hash = hash;
+    slot.state = LockState();
+    ++size_;
+  }
+  return &slot.state;
+}
+
+void LockManager::LockTable::Erase(uint64_t hash) {
+  if (slots_.empty()) return;
+  const size_t mask = slots_.size() - 1;
+  size_t hole = SlotOf(hash);
+  if (slots_[hole].hash != hash) return;
+  // Backward shift: move later entries of the probe run into the hole when
+  // their home slot does not lie (cyclically) after it, so every probe still
+  // reaches its entry without tombstones.
+  for (size_t i = (hole + 1) & mask; slots_[i].hash != 0; i = (i + 1) & mask) {
+    const size_t home = slots_[i].hash & mask;
+    const bool home_in_gap = hole <= i ? (home > hole && home <= i) : (home > hole || home <= i);
+    if (home_in_gap) continue;
+    slots_[hole] = std::move(slots_[i]);
+    hole = i;
+  }
+  slots_[hole].hash = 0;
+  slots_[hole].state = LockState();
+  --size_;
+  // A statement that locked a million rows leaves its slots behind: give
+  // them back once the table is mostly empty.
+  if (slots_.size() > kMinSlots && size_ * 8 < slots_.size()) Resize(std::max(kMinSlots, slots_.size() / 4));
+}
+
+void LockManager::LockTable::Resize(size_t capacity) {
+  size_t n = kMinSlots;
+  while (n < capacity) n *= 2;
+  std::vector<Slot> old = std::move(slots_);
+  slots_ = std::vector<Slot>(n);
+  for (Slot& slot : old) {
+    if (slot.hash != 0) slots_[SlotOf(slot.hash)] = std::move(slot);
+  }
+}
+
 bool LockManager::Grantable(const LockState& s, uint64_t txn, LockMode mode) const {
   bool ok = true;
   s.ForEach([&](uint64_t holder, LockMode held) {
@@ -75,10 +136,10 @@ bool LockManager::ClosesCycle(uint64_t start) const {
     stack.pop_back();
     auto w = waiting_.find(t);
     if (w == waiting_.end()) continue;
-    auto l = locks_.find(w->second.name);
-    if (l == locks_.end()) continue;
+    const LockState* l = locks_.Find(w->second.hash);
+    if (l == nullptr) continue;
     bool cycle = false;
-    l->second.ForEach([&](uint64_t holder, LockMode held) {
+    l->ForEach([&](uint64_t holder, LockMode held) {
       if (holder == t || !LockModesConflict(w->second.mode, held)) return;
       if (holder == start) cycle = true;
       if (seen.insert(holder).second) stack.push_back(holder);
@@ -88,22 +149,23 @@ bool LockManager::ClosesCycle(uint64_t start) const {
   return false;
 }
 
-Status LockManager::Lock(uint64_t txn, const std::string& name, LockMode mode, std::chrono::milliseconds timeout,
+Status LockManager::Lock(uint64_t txn, std::string name, LockMode mode, std::chrono::milliseconds timeout,
                          const std::atomic<bool>* interrupt, int64_t txn_started_us) {
   profile::ModuleScope profile_scope(profile::Module::kLocks);
+  const uint64_t hash = NameHash(name);
   std::unique_lock<std::mutex> l(mu_);
   // `entry` is valid until mu_ is released (a wait): then it is looked up
-  // again, since other transactions may have erased it or rehashed locks_.
-  auto [entry, inserted] = locks_.try_emplace(name);
-  const LockMode* mine = inserted ? nullptr : entry->second.Find(txn);
+  // again, since other transactions may have moved or erased it.
+  LockState* entry = locks_.FindOrInsert(hash);
+  const LockMode* mine = entry->Find(txn);
   if (mine != nullptr && (*mine == LockMode::kExclusive || mode == LockMode::kShared)) {
     return Status::OK();  // already held strongly enough
   }
   const bool upgrade = mine != nullptr;
-  if (!Grantable(entry->second, txn, mode)) {
+  if (!Grantable(*entry, txn, mode)) {
     waits_.fetch_add(1, std::memory_order_relaxed);
     const auto deadline = std::chrono::steady_clock::now() + timeout;
-    waiting_[txn] = Wait{name, mode, next_wait_id_++, txn_started_us, false};
+    waiting_[txn] = Wait{name, hash, mode, next_wait_id_++, txn_started_us, false};
     while (true) {
       Status failure;
       if (waiting_[txn].victim) {
@@ -123,20 +185,20 @@ Status LockManager::Lock(uint64_t txn, const std::string& name, LockMode mode, s
       }
       if (!failure.ok()) {
         waiting_.erase(txn);
-        if (entry->second.empty()) locks_.erase(entry);
+        if (entry->empty()) locks_.Erase(hash);
         return failure;
       }
       auto now = std::chrono::steady_clock::now();
       auto wait = std::min<std::chrono::steady_clock::duration>(kCheckInterval, deadline - now);
       cv_.wait_for(l, wait);
-      entry = locks_.try_emplace(name).first;
-      if (Grantable(entry->second, txn, mode)) break;
+      entry = locks_.FindOrInsert(hash);
+      if (Grantable(*entry, txn, mode)) break;
     }
     waiting_.erase(txn);
   }
   // An upgrade (S to X) keeps its one entry in held_.
-  if (!upgrade) held_[txn].push_back(&*entry);
-  entry->second.Set(txn, mode);
+  if (!upgrade) held_[txn].push_back(Held{hash, std::move(name)});
+  entry->Set(txn, mode);
   return Status::OK();
 }
 
@@ -145,27 +207,22 @@ void LockManager::ReleaseAll(uint64_t txn) {
     std::lock_guard<std::mutex> l(mu_);
     auto h = held_.find(txn);
     if (h == held_.end()) return;
-    for (LockTable::value_type* lock : h->second) {
-      lock->second.Erase(txn);
-      if (lock->second.empty()) locks_.erase(locks_.find(lock->first));
+    for (const Held& held : h->second) {
+      LockState* lock = locks_.Find(held.hash);
+      if (lock == nullptr) continue;  // a second name with the same hash (invariant 3)
+      lock->Erase(txn);
+      if (lock->empty()) locks_.Erase(held.hash);
     }
     held_.erase(h);
-    // A statement that locked a million rows leaves a million buckets
-    // behind (an unordered_map never shrinks by itself): give them back
-    // once the table is mostly empty. Pointers to elements (held_) stay
-    // valid across a rehash.
-    if (locks_.bucket_count() > kShrinkBuckets && locks_.size() * 16 < locks_.bucket_count()) {
-      locks_.rehash(0);
-    }
   }
   cv_.notify_all();
 }
 
 bool LockManager::Holds(uint64_t txn, const std::string& name, LockMode mode) const {
   std::lock_guard<std::mutex> l(mu_);
-  auto it = locks_.find(name);
-  if (it == locks_.end()) return false;
-  const LockMode* held = it->second.Find(txn);
+  const LockState* lock = locks_.Find(NameHash(name));
+  if (lock == nullptr) return false;
+  const LockMode* held = lock->Find(txn);
   return held != nullptr && (*held == LockMode::kExclusive || mode == LockMode::kShared);
 }
 
@@ -174,9 +231,11 @@ std::vector<std::string> LockManager::ExclusiveLocksOf(uint64_t txn) const {
   std::vector<std::string> out;
   auto held = held_.find(txn);
   if (held == held_.end()) return out;
-  for (const LockTable::value_type* lock : held->second) {
-    const LockMode* mode = lock->second.Find(txn);
-    if (mode != nullptr && *mode == LockMode::kExclusive) out.push_back(lock->first);
+  for (const Held& h : held->second) {
+    const LockState* lock = locks_.Find(h.hash);
+    if (lock == nullptr) continue;
+    const LockMode* mode = lock->Find(txn);
+    if (mode != nullptr && *mode == LockMode::kExclusive) out.push_back(h.name);
   }
   return out;
 }
@@ -193,9 +252,9 @@ std::vector<LockWaiter> LockManager::Waiters() const {
 std::vector<std::pair<uint64_t, LockMode>> LockManager::Holders(const std::string& name) const {
   std::lock_guard<std::mutex> l(mu_);
   std::vector<std::pair<uint64_t, LockMode>> out;
-  auto it = locks_.find(name);
-  if (it == locks_.end()) return out;
-  it->second.ForEach([&](uint64_t txn, LockMode mode) { out.emplace_back(txn, mode); });
+  const LockState* lock = locks_.Find(NameHash(name));
+  if (lock == nullptr) return out;
+  lock->ForEach([&](uint64_t txn, LockMode mode) { out.emplace_back(txn, mode); });
   return out;
 }
 

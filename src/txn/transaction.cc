@@ -642,7 +642,7 @@ int64_t Transaction::NowMicros() {
       .count();
 }
 
-Status Transaction::Lock(const std::string& name, LockMode mode, std::chrono::milliseconds timeout,
+Status Transaction::Lock(std::string name, LockMode mode, std::chrono::milliseconds timeout,
                          const std::atomic<bool>* interrupt, const SliceHandle* at) {
   if (at != nullptr && at->replicas != nullptr && at->router != nullptr && !at->replicas->empty() &&
       at->ranking() != at->router->self()) {
@@ -674,11 +674,12 @@ Status Transaction::Lock(const std::string& name, LockMode mode, std::chrono::mi
   // Only a transaction of a cluster node reports its local waits (the
   // detector needs a router to reach it).
   const int64_t reported = manager_->router_ != nullptr ? started_us_ : 0;
-  SHALE_RETURN_IF_ERROR(manager_->locks_.Lock(id_, name, mode, timeout, interrupt, reported));
   if (mode == LockMode::kExclusive && at != nullptr && at->replicas != nullptr && !at->replicas->empty()) {
+    SHALE_RETURN_IF_ERROR(manager_->locks_.Lock(id_, name, mode, timeout, interrupt, reported));
     held_locks_.try_emplace(name, HeldLock{name, at->id, at->ranking()});
+    return Status::OK();
   }
-  return Status::OK();
+  return manager_->locks_.Lock(id_, std::move(name), mode, timeout, interrupt, reported);
 }
 
 uint64_t TxnManager::RegisterRemoteWait(RemoteWait* wait) {

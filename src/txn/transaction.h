@@ -455,7 +455,7 @@ class Transaction {
   // that node may have restarted and lost it, and another transaction
   // written the row since; the request then fails, Participant::Lock,
   // instead of the newest-version read after it reading past that write).
-  Status Lock(const std::string& name, LockMode mode, std::chrono::milliseconds timeout,
+  Status Lock(std::string name, LockMode mode, std::chrono::milliseconds timeout,
               const std::atomic<bool>* interrupt, const SliceHandle* at = nullptr);
   // The transaction's cluster-wide name.
   TxnKey key() const;

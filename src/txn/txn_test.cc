@@ -1,5 +1,8 @@
 #include <atomic>
 #include <chrono>
+#include <map>
+#include <random>
+#include <set>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -70,6 +73,52 @@ TEST(LockManagerTest, SharedLocksCoexistExclusiveWaitsAndTimesOut) {
   EXPECT_TRUE(locks.Lock(3, "r", LockMode::kExclusive, 100ms, nullptr).ok());
   EXPECT_TRUE(locks.Holds(3, "r", LockMode::kExclusive));
   EXPECT_FALSE(locks.Holds(1, "r", LockMode::kShared));
+}
+
+// The lock table against a model: many transactions taking and releasing
+// overlapping sets of names (growing, shrinking and erasing in the middle of
+// probe runs), every grant and refusal as the model says.
+TEST(LockManagerTest, ManyLocksMatchAModel) {
+  LockManager locks;
+  std::map<std::string, std::map<uint64_t, LockMode>> model;
+  std::map<uint64_t, std::set<std::string>> held;
+  std::mt19937_64 rng(7);
+  for (int step = 0; step < 60000; ++step) {
+    const uint64_t txn = 1 + rng() % 12;
+    if (rng() % 500 == 0) {
+      locks.ReleaseAll(txn);
+      for (const std::string& name : held[txn]) {
+        model[name].erase(txn);
+        if (model[name].empty()) model.erase(name);
+      }
+      held.erase(txn);
+      continue;
+    }
+    const std::string name = "row" + std::to_string(rng() % 20000);
+    const LockMode mode = rng() % 3 == 0 ? LockMode::kShared : LockMode::kExclusive;
+    bool grantable = true;
+    for (const auto& [holder, m] : model[name]) {
+      if (holder != txn && LockModesConflict(mode, m)) grantable = false;
+    }
+    Status st = locks.Lock(txn, name, mode, 0ms, nullptr);
+    ASSERT_EQ(st.ok(), grantable) << "step " << step << " " << st.ToString();
+    if (st.ok()) {
+      LockMode& m = model[name][txn];
+      if (mode == LockMode::kExclusive) m = LockMode::kExclusive;
+      else if (held[txn].count(name) == 0) m = LockMode::kShared;
+      held[txn].insert(name);
+    } else if (model[name].empty()) {
+      model.erase(name);
+    }
+  }
+  size_t names = 0;
+  for (const auto& [name, holders] : model) {
+    ++names;
+    for (const auto& [txn, mode] : holders) ASSERT_TRUE(locks.Holds(txn, name, mode)) << name;
+  }
+  EXPECT_EQ(locks.locks_held(), names);
+  for (uint64_t txn = 1; txn <= 12; ++txn) locks.ReleaseAll(txn);
+  EXPECT_EQ(locks.locks_held(), 0u);
 }
 
 TEST(LockManagerTest, WaiterIsGrantedOnRelease) {
