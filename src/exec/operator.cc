@@ -31,10 +31,10 @@ std::string LockName(char kind, uint64_t id, std::string_view key) {
   return name;
 }
 
-Status AcquireLock(const std::string& name, txn::LockMode mode, const txn::SliceHandle* at) {
+Status AcquireLock(std::string name, txn::LockMode mode, const txn::SliceHandle* at) {
   txn::Transaction* t = CurrentTxn();
   if (!t) return Status::OK();
-  return t->Lock(name, mode, t_statement->lock_wait_timeout, t_statement->interrupt, at);
+  return t->Lock(std::move(name), mode, t_statement->lock_wait_timeout, t_statement->interrupt, at);
 }
 
 Status LockAndReadRow(const catalog::TableDef& table, const txn::SliceHandle& slice, std::string_view pk_key,

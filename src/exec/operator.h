@@ -113,7 +113,7 @@ std::optional<txn::LockMode> LockingReadOf(const catalog::TableDef& table);
 std::string LockName(char kind, uint64_t id, std::string_view key);
 
 // `at`: the slice whose ranking replica's node holds the lock (null: here).
-Status AcquireLock(const std::string& name, txn::LockMode mode, const txn::SliceHandle* at = nullptr);
+Status AcquireLock(std::string name, txn::LockMode mode, const txn::SliceHandle* at = nullptr);
 
 // Locks the row with primary key `pk_key` of `table` in `mode`, then reads
 // its newest committed version (the lock keeps it from changing): NotFound

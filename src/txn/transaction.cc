@@ -391,13 +391,20 @@ uint64_t TxnManager::CollectPass() {
     work.swap(garbage_);
   }
   std::deque<Garbage> keep;
-  std::map<storage::SliceId, std::set<std::string>> ready;
+  // The keys at or below the horizon, per slice, sorted and once each
+  // (a key written many times since the last pass is collected once).
+  std::map<storage::SliceId, std::vector<std::string>> ready;
   for (Garbage& g : work) {
     if (g.ts <= horizon) {
-      ready[g.slice].insert(std::move(g.key));
+      ready[g.slice].push_back(std::move(g.key));
     } else {
       keep.push_back(std::move(g));
     }
+  }
+  work.clear();
+  for (auto& [id, keys] : ready) {
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
   }
   uint64_t removed = 0;
   {
