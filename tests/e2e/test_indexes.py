@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """End-to-end tests of secondary indexes, EXPLAIN and SHOW INDEX over the
 real shaled with PyMySQL: the planner reads through an index, an index
-survives a restart, UNIQUE holds under concurrent inserts, and CREATE INDEX
-during concurrent writes leaves the index consistent with the table.
+survives a restart, UNIQUE holds under concurrent inserts, CREATE INDEX
+during concurrent writes leaves the index consistent with the table, and a
+failed UNIQUE build names the first repeated row.
 Run as:
     python3 tests/e2e/test_indexes.py --shaled build/src/shaled
 """
@@ -143,6 +144,22 @@ class IndexTest(NodeTestCase):
             self.assertEqual(via_index, via_scan, k)
         plan = self.explain(cur, "SELECT id FROM t WHERE k = 3")
         self.assertTrue(any(op.startswith("IndexScan") for op, _ in plan), plan)
+
+    def test_failed_unique_build_names_the_first_repeated_row(self):
+        # Scanned in primary-key order (one slice), 'A' (id 3) is the first
+        # row whose value (under the case-insensitive collation) an earlier
+        # row had; 'b' (id 4) repeats too, later. Nothing of the index is left.
+        conn, cur = self.fresh_db("ix_dup")
+        cur.execute("CREATE TABLE t (id INT PRIMARY KEY, c VARCHAR(10)) SLICES=1")
+        cur.execute("INSERT INTO t VALUES (1, 'a'), (2, 'B'), (3, 'A'), (4, 'b'), (5, NULL), (6, NULL)")
+        with self.assertRaises(pymysql.MySQLError) as ctx:
+            cur.execute("CREATE UNIQUE INDEX c_uq ON t (c)")
+        self.assertEqual(ctx.exception.args, (1062, "Duplicate entry 'A' for key 't.c_uq'"))
+        cur.execute("SHOW INDEX FROM t")
+        self.assertEqual([r[2] for r in cur.fetchall()], ["PRIMARY"])
+        cur.execute("DELETE FROM t WHERE id IN (3, 4)")
+        cur.execute("CREATE UNIQUE INDEX c_uq ON t (c)")  # NULLs repeat freely
+        self.assertSqlError(cur, "INSERT INTO t VALUES (7, 'A')", 1062)
 
 
 if __name__ == "__main__":
