@@ -102,7 +102,7 @@ Status BuildIndex(Engine* engine, const catalog::TableDef& table,
     if (slice.replicas) placement[slice.id] = *slice.replicas;
   }
   if (writes.empty()) return Status::OK();
-  return engine->txn()->CommitBatches(writes, &placement);
+  return engine->txn()->FillNewSlices(writes, &placement);
 }
 
 Status BackfillIndex(Engine* engine, const catalog::TableDef& table, const catalog::RepresentationDef& index,

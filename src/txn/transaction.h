@@ -126,6 +126,17 @@ class TxnManager {
   // every replica receives the batches before this returns OK.
   Status CommitBatches(const std::vector<std::pair<storage::SliceId, const storage::WriteBatch*>>& batches,
                        const Placement* placement = nullptr);
+  // CommitBatches for slices created empty for this write, which nothing
+  // else writes until the DDL publishes them: the fill of a new index
+  // (exec::BuildIndex), each batch in key order. Locally (no
+  // replica elsewhere in `placement`) the versions are written straight
+  // from the batches, without a write set, and nothing is queued for
+  // garbage collection: a key's only version has nothing to collect.
+  // Otherwise it is CommitBatches.
+  // REQUIRES: the slices held nothing before, and no transaction or
+  // one-phase commit writes them concurrently (they are not published).
+  Status FillNewSlices(const std::vector<std::pair<storage::SliceId, const storage::WriteBatch*>>& batches,
+                       const Placement* placement = nullptr);
 
   // The cluster data path; null outside a cluster. REQUIRES: set before
   // transactions run; outlives the manager's transactions.
