@@ -128,7 +128,8 @@ class TxnManager {
                        const Placement* placement = nullptr);
   // CommitBatches for slices created empty for this write, which nothing
   // else writes until the DDL publishes them: the fill of a new index
-  // (exec::BuildIndex), each batch in key order. Locally (no
+  // (exec::BuildIndex), each batch in key order (the store then fills the
+  // trees a leaf at a time, storage/btree.h InsertRun). Locally (no
   // replica elsewhere in `placement`) the versions are written straight
   // from the batches, without a write set, and nothing is queued for
   // garbage collection: a key's only version has nothing to collect.
