@@ -116,7 +116,13 @@ void PutU64(std::string* out, uint64_t v) {
 // WAL batch payload: u32 slice count, then per slice: u64 id, u32 op count,
 // then per op: u8 kind, u32 key length, key, u32 value length, value.
 std::string EncodeBatchPayload(const std::vector<std::pair<SliceId, const WriteBatch*>>& batches) {
+  size_t size = 4;
+  for (const auto& [id, batch] : batches) {
+    size += 8 + 4;
+    for (const WriteOp& op : batch->ops()) size += 1 + 4 + op.key.size() + 4 + op.value.size();
+  }
   std::string out;
+  out.reserve(size);  // an index build's record is tens of MB: no regrowth
   PutU32(&out, static_cast<uint32_t>(batches.size()));
   for (const auto& [id, batch] : batches) {
     PutU64(&out, id);

@@ -87,22 +87,19 @@ constexpr size_t kBackfillBatchEntries = 4096;
 Status BuildIndex(Engine* engine, const catalog::TableDef& table,
                   const catalog::RepresentationDef& index, const std::vector<Row>* rows) {
   SHALE_ASSIGN_OR_RETURN(auto entries, IndexEntries(engine, table, index, rows, nullptr));
-  // All of the index's slices in one atomic write, each batch in key order.
-  std::vector<storage::WriteBatch> batches(entries.size());
-  std::vector<std::pair<storage::SliceId, const storage::WriteBatch*>> writes;
+  // All of the index's slices in one atomic write, each in key order.
+  std::vector<std::pair<storage::SliceId, txn::TxnManager::SliceFill>> fills;
   txn::Placement placement;
   for (size_t i = 0; i < entries.size(); ++i) {
     if (entries[i].empty()) continue;
-    for (size_t e = 0; e < entries[i].size(); ++e) {
-      batches[i].Put(std::string(entries[i].key(e)), std::string(entries[i].value(e)));
-    }
-    entries[i] = SortedIndexEntries();  // the batch holds them now
     SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, LocalSlice(engine, table, index.slices[i]));
-    writes.emplace_back(slice.id, &batches[i]);
+    txn::TxnManager::SliceFill& fill = fills.emplace_back(slice.id, txn::TxnManager::SliceFill()).second;
+    fill.reserve(entries[i].size());
+    for (size_t e = 0; e < entries[i].size(); ++e) fill.emplace_back(entries[i].key(e), entries[i].value(e));
     if (slice.replicas) placement[slice.id] = *slice.replicas;
   }
-  if (writes.empty()) return Status::OK();
-  return engine->txn()->FillNewSlices(writes, &placement);
+  if (fills.empty()) return Status::OK();
+  return engine->txn()->FillNewSlices(fills, &placement);
 }
 
 Status BackfillIndex(Engine* engine, const catalog::TableDef& table, const catalog::RepresentationDef& index,

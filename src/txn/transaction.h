@@ -48,6 +48,7 @@
 #include <set>
 #include <shared_mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -128,15 +129,17 @@ class TxnManager {
                        const Placement* placement = nullptr);
   // CommitBatches for slices created empty for this write, which nothing
   // else writes until the DDL publishes them: the fill of a new index
-  // (exec::BuildIndex), each batch in key order (the store then fills the
-  // trees a leaf at a time, storage/btree.h InsertRun). Locally (no
-  // replica elsewhere in `placement`) the versions are written straight
-  // from the batches, without a write set, and nothing is queued for
-  // garbage collection: a key's only version has nothing to collect.
+  // (exec::BuildIndex). `entries` are (key, row) puts per slice, each list
+  // in key order (the store then fills the trees a leaf at a time,
+  // storage/btree.h InsertRun); the views need only live until this
+  // returns. Locally (no replica elsewhere in `placement`) the versions are
+  // made straight from them, without a write set, and nothing is queued
+  // for garbage collection: a key's only version has nothing to collect.
   // Otherwise it is CommitBatches.
   // REQUIRES: the slices held nothing before, and no transaction or
   // one-phase commit writes them concurrently (they are not published).
-  Status FillNewSlices(const std::vector<std::pair<storage::SliceId, const storage::WriteBatch*>>& batches,
+  using SliceFill = std::vector<std::pair<std::string_view, std::string_view>>;
+  Status FillNewSlices(const std::vector<std::pair<storage::SliceId, SliceFill>>& entries,
                        const Placement* placement = nullptr);
 
   // The cluster data path; null outside a cluster. REQUIRES: set before

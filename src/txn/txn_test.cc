@@ -252,11 +252,14 @@ TEST_F(TransactionTest, FillNewSlicesCommitsOnceAndQueuesNoGarbage) {
   auto before = manager_->Begin({});
   EXPECT_EQ(Scan(before.get()), "");
   const uint64_t queued = manager_->stats().gc_queued;
-  storage::WriteBatch a, b;
-  for (int i = 0; i < 2000; ++i) a.Put(fmt::format("k{:05}", i), std::to_string(i));
-  b.Put("x", "9");
-  std::vector<std::pair<storage::SliceId, const storage::WriteBatch*>> fill{{slice_->id(), &a}, {other_->id(), &b}};
-  ASSERT_TRUE(manager_->FillNewSlices(fill).ok());
+  std::vector<std::string> keys, values;
+  for (int i = 0; i < 2000; ++i) {
+    keys.push_back(fmt::format("k{:05}", i));
+    values.push_back(std::to_string(i));
+  }
+  TxnManager::SliceFill a, b{{"x", "9"}};
+  for (int i = 0; i < 2000; ++i) a.emplace_back(keys[i], values[i]);
+  ASSERT_TRUE(manager_->FillNewSlices({{slice_->id(), a}, {other_->id(), b}}).ok());
   EXPECT_EQ(manager_->stats().gc_queued, queued);
   EXPECT_EQ(Scan(before.get()), "");
   auto after = manager_->Begin({});
