@@ -375,6 +375,7 @@ Status TxnManager::FillNewSlices(const std::vector<std::pair<storage::SliceId, S
   std::vector<std::pair<storage::SliceId, const storage::WriteBatch*>> refs;
   storage::WriteOp op;
   for (size_t i = 0; i < entries.size(); ++i) {
+    versions[i].Reserve(entries[i].second.size());
     for (const auto& [key, value] : entries[i].second) {
       op.key.assign(key);
       op.value.assign(value);
