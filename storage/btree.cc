@@ -206,6 +206,58 @@ Status BTree::Put(std::string_view key, std::string_view value) {
   return PutPessimistic(key, value);
 }
 
+Status BTree::InsertRun(std::span<const std::pair<std::string_view, std::string_view>> run, size_t* inserted) {
+  profile::ModuleScope profile_scope(profile::Module::kBtree);
+  *inserted = 0;
+  if (run.empty() || !CheckEntry(run[0].first, run[0].second).ok()) return Status::OK();
+  // Descend as PutOptimistic does, keeping the tightest upper fence: while
+  // the leaf is latched its key range cannot change (a split or merge of it
+  // needs its latch, invariant 4), so every key in [run[0], fence) is its.
+  std::string fence;
+  bool has_fence = false;
+  SHALE_ASSIGN_OR_RETURN(PageGuard g, FetchNode(root_, LatchMode::kShared, kAnyLevel));
+  if (IsLeaf(g.data())) {
+    // A root leaf: no insert here splits, so the exclusive latch on it is
+    // enough. It may have split between the two latches.
+    g.Release();
+    SHALE_ASSIGN_OR_RETURN(g, FetchNode(root_, LatchMode::kExclusive, kAnyLevel));
+    if (!IsLeaf(g.data())) return Status::OK();
+  } else {
+    while (!IsLeaf(g.data())) {
+      SlottedPage p(const_cast<char*>(g.data()));
+      const size_t c = ChildIndexFor(p, run[0].first);
+      if (c < p.slot_count()) {  // the deepest fence is the tightest
+        fence.assign(p.KeyAt(c));
+        has_fence = true;
+      }
+      LatchMode mode = p.level() == 1 ? LatchMode::kExclusive : LatchMode::kShared;
+      SHALE_ASSIGN_OR_RETURN(PageGuard child, FetchNode(ChildAtIndex(p, c), mode, p.level() - 1));
+      g = std::move(child);
+    }
+  }
+  SlottedPage leaf(g.mutable_data());
+  size_t n = 0;
+  for (; n < run.size(); ++n) {
+    const std::string_view key = run[n].first;
+    const std::string_view value = run[n].second;
+    if (n > 0 && !(run[n - 1].first < key)) break;
+    if (has_fence && !(key < fence)) break;
+    if (n > 0 && !CheckEntry(key, value).ok()) break;
+    // Sorted runs append: past the leaf's last key no search is needed.
+    const size_t slots = leaf.slot_count();
+    size_t slot = slots;
+    if (slots > 0 && !(leaf.KeyAt(slots - 1) < key)) {
+      bool found = false;
+      slot = leaf.LowerBound(key, &found);
+      if (found) break;
+    }
+    if (!leaf.InsertAt(slot, key, value)) break;
+  }
+  if (n > 0) g.MarkDirty();
+  *inserted = n;
+  return Status::OK();
+}
+
 Status BTree::Delete(std::string_view key) {
   profile::ModuleScope profile_scope(profile::Module::kBtree);
   if (key.size() > kMaxKeyBytes) return Status::NotFound("key not in B+tree");

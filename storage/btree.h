@@ -47,6 +47,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -101,6 +102,19 @@ class BTree {
   Status Get(std::string_view key, std::string* value) const;
   // Inserts or overwrites.
   Status Put(std::string_view key, std::string_view value);
+  // A run of new keys in one descent (the bulk path of sorted writes: index
+  // builds, ordered loads, WAL replay of their batches). Inserts run[0],
+  // run[1], ... into the leaf that holds run[0]'s key, with one descent and
+  // that leaf latched exclusively throughout, and stops before the first
+  // entry that is not strictly above the previous one, is present in the
+  // tree, lies at or above the leaf's upper fence, does not fit in the leaf,
+  // or breaks an entry limit (invariant 5). Returns how many were inserted
+  // into *inserted: 0 when run[0] itself does not qualify — the caller then
+  // Puts it, which splits the leaf if needed, and continues after it. The
+  // result is that of Put for each inserted entry, in order; together with
+  // Put's append split (a key past a full leaf's last goes alone to a new
+  // right leaf), sorted runs fill leaves completely.
+  Status InsertRun(std::span<const std::pair<std::string_view, std::string_view>> run, size_t* inserted);
   // NotFound when absent.
   Status Delete(std::string_view key);
   // Rows of `range` in key order (see the iterator contract above).

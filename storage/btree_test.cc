@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <random>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -339,6 +341,138 @@ TEST(BTreeTest, KeyOrderLoadFillsLeaves) {
   ASSERT_TRUE(check.ok());
   const size_t full_leaves = (cost + kPageSize - 1) / kPageSize;
   EXPECT_LE(check->leaf_pages, full_leaves * 105 / 100 + 1) << "cell bytes " << cost;
+}
+
+// Inserts `entries` (in order) as ApplyOps does: InsertRun a leaf at a
+// time, Put for an entry it stops before. Returns how many went through
+// InsertRun.
+size_t InsertAllByRuns(BTree* tree, const std::vector<std::pair<std::string, std::string>>& entries) {
+  std::vector<std::pair<std::string_view, std::string_view>> run(entries.begin(), entries.end());
+  size_t done = 0, by_runs = 0;
+  while (done < run.size()) {
+    size_t n = 0;
+    EXPECT_TRUE(tree->InsertRun(std::span(run).subspan(done), &n).ok());
+    done += n;
+    by_runs += n;
+    if (n == 0) {
+      EXPECT_TRUE(tree->Put(run[done].first, run[done].second).ok());
+      ++done;
+    }
+  }
+  return by_runs;
+}
+
+// A sorted load through InsertRun: nearly every entry goes in without a
+// descent of its own, every key reads back (also after a reopen), the tree
+// checks, and the leaves are as full as Put's ordered load leaves them.
+TEST(BTreeTest, SortedRunsBuildTheTreeAnOrderedPutLoadBuilds) {
+  shale::testing::TempDir dir;
+  std::filesystem::create_directories(dir.path() + "/runs");
+  std::filesystem::create_directories(dir.path() + "/puts");
+  TreeHarness by_runs(dir.path() + "/runs", 64);
+  TreeHarness by_puts(dir.path() + "/puts", 64);
+  std::vector<std::pair<std::string, std::string>> entries;
+  Model model;
+  for (int i = 0; i < 30000; ++i) {
+    std::string key = fmt::format("key{:08}", i * 3);
+    std::string value(i % 50, static_cast<char>('a' + i % 26));
+    entries.emplace_back(key, value);
+    model[key] = value;
+    ASSERT_TRUE(by_puts.tree()->Put(key, value).ok());
+  }
+  const size_t inserted_by_runs = InsertAllByRuns(by_runs.tree(), entries);
+  auto runs_check = by_runs.tree()->TEST_Check();
+  auto puts_check = by_puts.tree()->TEST_Check();
+  ASSERT_TRUE(runs_check.ok() && puts_check.ok());
+  EXPECT_EQ(runs_check->leaf_pages, puts_check->leaf_pages);
+  EXPECT_EQ(runs_check->height, puts_check->height);
+  EXPECT_GT(runs_check->leaf_pages, 20u);
+  // Only the first entry of each new leaf needs a Put (the split).
+  EXPECT_GE(inserted_by_runs, entries.size() - runs_check->leaf_pages - 1);
+  ExpectTreeEquals(by_runs.tree(), model);
+  by_runs.Reopen();
+  ExpectTreeEquals(by_runs.tree(), model);
+  for (const auto& [key, value] : model) {
+    std::string got;
+    ASSERT_TRUE(by_runs.tree()->Get(key, &got).ok()) << key;
+    ASSERT_EQ(got, value);
+  }
+}
+
+// InsertRun stops before a key already present, a key out of order, and a
+// key at or past the leaf's upper fence; what it inserted is exactly a
+// prefix of the run.
+TEST(BTreeTest, InsertRunStopsAtPresentUnorderedAndFencedKeys) {
+  shale::testing::TempDir dir;
+  TreeHarness h(dir.path(), 64);
+  Model model;
+  // A tree of several leaves with room in them (inserted in random order,
+  // so leaves split in the middle): keys k00000.. k29997, step 3, 200-byte
+  // values.
+  std::vector<int> order;
+  for (int i = 0; i < 30000; i += 3) order.push_back(i);
+  std::shuffle(order.begin(), order.end(), std::mt19937_64(5));
+  for (int i : order) {
+    std::string key = fmt::format("k{:05}", i);
+    std::string value(200, 'v');
+    ASSERT_TRUE(h.tree()->Put(key, value).ok());
+    model[key] = value;
+  }
+  auto insert = [&](std::vector<std::pair<std::string_view, std::string_view>> run) {
+    size_t n = 0;
+    EXPECT_TRUE(h.tree()->InsertRun(run, &n).ok());
+    for (size_t i = 0; i < n; ++i) model[std::string(run[i].first)] = std::string(run[i].second);
+    return n;
+  };
+  // Present: stops before k00003 (the leaf has room for the two before it).
+  EXPECT_EQ(insert({{"k00001", "a"}, {"k00002", "b"}, {"k00003", "c"}, {"k00004", "d"}}), 2u);
+  EXPECT_EQ(insert({{"k00003", "c"}}), 0u);
+  // Out of order (and a repeat) within the run.
+  EXPECT_EQ(insert({{"k00005", "e"}, {"k00004", "d"}}), 1u);
+  EXPECT_EQ(insert({{"k00007", "e"}, {"k00007", "f"}}), 1u);
+  // A run crossing into the next leaf stops at that leaf's fence: from the
+  // first key, the run of every missing key up to the end inserts far fewer
+  // than all of them — only until the first leaf's fence or until it is full.
+  std::vector<std::string> keys;
+  for (int i = 8; i < 30000; i += 3) keys.push_back(fmt::format("k{:05}", i));
+  std::vector<std::pair<std::string_view, std::string_view>> run;
+  for (const std::string& k : keys) run.emplace_back(k, "x");
+  const size_t n = insert(run);
+  EXPECT_GT(n, 0u);
+  EXPECT_LT(n, keys.size() / 4);
+  ExpectTreeEquals(h.tree(), model);
+  // The rest, by runs and Puts: the tree ends up holding every key.
+  std::vector<std::pair<std::string, std::string>> rest;
+  for (size_t i = n; i < keys.size(); ++i) {
+    rest.emplace_back(keys[i], "x");
+    model[keys[i]] = "x";
+  }
+  InsertAllByRuns(h.tree(), rest);
+  ExpectTreeEquals(h.tree(), model);
+}
+
+// A run into a tree that is a lone root leaf (no fence) fills it and stops
+// when it is full; an entry over the limits is refused to the caller's Put.
+TEST(BTreeTest, InsertRunIntoARootLeaf) {
+  shale::testing::TempDir dir;
+  TreeHarness h(dir.path(), 16);
+  std::vector<std::string> keys;
+  for (int i = 0; i < 1000; ++i) keys.push_back(fmt::format("r{:05}", i));
+  std::vector<std::pair<std::string_view, std::string_view>> run;
+  const std::string value(100, 'v');
+  for (const std::string& k : keys) run.emplace_back(k, value);
+  size_t n = 0;
+  ASSERT_TRUE(h.tree()->InsertRun(run, &n).ok());
+  EXPECT_GT(n, 50u);
+  EXPECT_LT(n, 1000u);  // one page holds about 16 KiB / 112 bytes
+  auto check = h.tree()->TEST_Check();
+  ASSERT_TRUE(check.ok());
+  EXPECT_EQ(check->height, 1u);
+  EXPECT_EQ(check->entries, n);
+  const std::string huge(kMaxEntryBytes, 'h');
+  std::vector<std::pair<std::string_view, std::string_view>> too_big{{"a", huge}};
+  ASSERT_TRUE(h.tree()->InsertRun(too_big, &n).ok());
+  EXPECT_EQ(n, 0u);
 }
 
 // A split allocates its pages before changing any page, so a pool with no

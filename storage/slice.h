@@ -56,6 +56,8 @@ class WriteBatch {
     ops_.push_back({WriteOp::Kind::kPut, std::move(key), std::move(value)});
   }
   void Delete(std::string key) { ops_.push_back({WriteOp::Kind::kDelete, std::move(key), {}}); }
+  // Room for `ops` ops without regrowth (a bulk batch of known size).
+  void Reserve(size_t ops) { ops_.reserve(ops); }
   const std::vector<WriteOp>& ops() const { return ops_; }
   bool empty() const { return ops_.empty(); }
   size_t size() const { return ops_.size(); }

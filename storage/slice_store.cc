@@ -48,6 +48,7 @@
 #include <mutex>
 #include <random>
 #include <shared_mutex>
+#include <span>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -115,7 +116,13 @@ void PutU64(std::string* out, uint64_t v) {
 // WAL batch payload: u32 slice count, then per slice: u64 id, u32 op count,
 // then per op: u8 kind, u32 key length, key, u32 value length, value.
 std::string EncodeBatchPayload(const std::vector<std::pair<SliceId, const WriteBatch*>>& batches) {
+  size_t size = 4;
+  for (const auto& [id, batch] : batches) {
+    size += 8 + 4;
+    for (const WriteOp& op : batch->ops()) size += 1 + 4 + op.key.size() + 4 + op.value.size();
+  }
   std::string out;
+  out.reserve(size);  // an index build's record is tens of MB: no regrowth
   PutU32(&out, static_cast<uint32_t>(batches.size()));
   for (const auto& [id, batch] : batches) {
     PutU64(&out, id);
@@ -245,6 +252,10 @@ class BTreeSlice final : public Slice {
   // Applying logged changes. REQUIRES: inside EnterWrite/ExitWrite.
   Status ApplyPut(std::string_view key, std::string_view value);
   Status ApplyDelete(std::string_view key);
+  // Applies `batch`'s ops in order, as ApplyPut and ApplyDelete would one by
+  // one; runs of puts of new keys in increasing order with inline values go
+  // into the tree a leaf at a time (BTree::InsertRun).
+  Status ApplyOps(const WriteBatch& batch);
   // Frees every page: overflow chains, then the tree. REQUIRES: no other use.
   Status FreeAll();
   BTree* tree() const { return tree_.get(); }
@@ -645,6 +656,63 @@ Status BTreeSlice::ApplyPut(std::string_view key, std::string_view value) {
   return Status::OK();
 }
 
+Status BTreeSlice::ApplyOps(const WriteBatch& batch) {
+  // Ops per run: bounds the stored values built ahead of the inserts.
+  constexpr size_t kRunOps = 4096;
+  const std::vector<WriteOp>& ops = batch.ops();
+  std::vector<std::string> stored;
+  std::vector<std::pair<std::string_view, std::string_view>> run;
+  size_t i = 0;
+  while (i < ops.size()) {
+    // The run from op i: puts with increasing keys whose values stay inline.
+    stored.clear();
+    size_t j = i;
+    for (; j < ops.size() && j - i < kRunOps; ++j) {
+      const WriteOp& op = ops[j];
+      if (op.kind != WriteOp::Kind::kPut || op.key.size() + 1 + op.value.size() > kMaxEntryBytes) break;
+      if (j > i && !(ops[j - 1].key < op.key)) break;
+      std::string& v = stored.emplace_back();
+      v.reserve(1 + op.value.size());
+      v.push_back(kInlineTag);
+      v.append(op.value);
+    }
+    if (j == i) {
+      const WriteOp& op = ops[i++];
+      SHALE_RETURN_IF_ERROR(op.kind == WriteOp::Kind::kPut ? ApplyPut(op.key, op.value) : ApplyDelete(op.key));
+      continue;
+    }
+    run.clear();
+    for (size_t k = i; k < j; ++k) run.emplace_back(ops[k].key, stored[k - i]);
+    int64_t rows = 0, bytes = 0;
+    size_t done = 0;
+    Status s;
+    while (done < run.size()) {
+      size_t n = 0;
+      s = Annotate(tree_->InsertRun(std::span(run).subspan(done), &n));
+      if (!s.ok()) break;
+      for (size_t k = done; k < done + n; ++k) {
+        bytes += static_cast<int64_t>(run[k].first.size() + ops[i + k].value.size());
+      }
+      rows += static_cast<int64_t>(n);
+      done += n;
+      if (n == 0) {  // a present key, or a full leaf: one by one (it splits)
+        s = ApplyPut(ops[i + done].key, ops[i + done].value);
+        if (!s.ok()) break;
+        ++done;
+      }
+    }
+    if (rows > 0) {
+      std::lock_guard<std::mutex> l(stats_mu_);
+      rows_ += rows;
+      bytes_ += bytes;
+      dirty_ = true;
+    }
+    SHALE_RETURN_IF_ERROR(s);
+    i = j;
+  }
+  return Status::OK();
+}
+
 Status BTreeSlice::ApplyDelete(std::string_view key) {
   std::string old;
   Status s = tree_->Get(key, &old);
@@ -865,13 +933,7 @@ Status BTreeSliceStore::ApplyBatches(const std::vector<std::pair<SliceId, const 
   for (const auto& [id, batch] : batches) {
     BTreeSlice* slice = FindSlice(id);
     if (slice == nullptr) return Status::NotFound(fmt::format("slice {} does not exist in {}", id, dir_));
-    for (const WriteOp& op : batch->ops()) {
-      if (op.kind == WriteOp::Kind::kPut) {
-        SHALE_RETURN_IF_ERROR(slice->ApplyPut(op.key, op.value));
-      } else {
-        SHALE_RETURN_IF_ERROR(slice->ApplyDelete(op.key));
-      }
-    }
+    SHALE_RETURN_IF_ERROR(slice->ApplyOps(*batch));
   }
   return Status::OK();
 }

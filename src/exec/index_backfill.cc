@@ -2,12 +2,12 @@
 // rows, written at once (BuildIndex) or backfilled from a snapshot while
 // writers go on (BackfillIndex), and the UNIQUE check of an index's
 // entries (executor.h).
-#include <map>
-#include <set>
+#include <optional>
 
 #include "src/common/errors.h"
 #include "src/exec/executor.h"
 #include "src/exec/operator.h"
+#include "src/exec/sorted_index_entries.h"
 #include "src/exec/table_writer.h"
 
 namespace shale::exec {
@@ -20,46 +20,61 @@ using internal::SliceIndexOf;
 
 namespace {
 
-// The entries of secondary index `index` (slice by slice: entry key ->
-// encoded primary key) for `rows`, or else for the rows of `table`'s
-// primary representation: their newest committed versions, or those
-// visible at `reader`'s snapshot when it is given. ER_DUP_ENTRY (1062) if
-// `index` is UNIQUE and two rows have equal key values without NULLs.
-Result<std::vector<std::map<std::string, std::string>>> IndexEntries(Engine* engine, const catalog::TableDef& table,
-                                                                     const catalog::RepresentationDef& index,
-                                                                     const std::vector<Row>* rows,
-                                                                     txn::Transaction* reader) {
-  std::vector<std::map<std::string, std::string>> entries(index.slices.size());
-  std::set<std::string> unique_seen;  // encoded key values
-  auto add = [&](const Row& row) -> Status {
+// The entries of secondary index `index`, slice by slice and sorted by key
+// (entry key -> encoded primary key), for `rows`, or else for the rows of
+// `table`'s primary representation: their newest committed versions, or
+// those visible at `reader`'s snapshot when it is given. ER_DUP_ENTRY
+// (1062) if `index` is UNIQUE and two rows have equal key values without
+// NULLs, naming the values of the first row (in scan order) whose values an
+// earlier row had.
+Result<std::vector<SortedIndexEntries>> IndexEntries(Engine* engine, const catalog::TableDef& table,
+                                                     const catalog::RepresentationDef& index,
+                                                     const std::vector<Row>* rows, txn::Transaction* reader) {
+  std::vector<SortedIndexEntries> entries(index.slices.size());
+  uint64_t order = 0;
+  std::string key, pk_row, shown;
+  auto add = [&](const Row& row) {
     std::vector<Value> values = catalog::RepresentationKeyValues(table, index, row);
     std::vector<Value> pk = catalog::PrimaryKeyValues(table, row);
-    if (index.unique && !HasNull(values)) {
-      if (!unique_seen.insert(catalog::EncodeKey(values)).second) {
-        return SqlError(ErrorCode::kDupEntry, "Duplicate entry '{}' for key '{}.{}'",
-                        DupEntryText(catalog::RepresentationKeyValues(index, row)), table.name, index.name);
-      }
-    }
-    std::string pk_row;
+    key.clear();
+    for (const Value& v : values) AppendKey(v, &key);
+    const size_t values_size = key.size();
+    for (const Value& v : pk) AppendKey(v, &key);  // catalog::IndexEntryKey, without a new string
+    pk_row.clear();
     EncodeRow(pk, &pk_row);
-    entries[SliceIndexOf(index, values)][catalog::IndexEntryKey(values, pk)] = std::move(pk_row);
-    return Status::OK();
+    const bool unique_candidate = index.unique && !HasNull(values);
+    shown.clear();
+    if (unique_candidate) EncodeRow(catalog::RepresentationKeyValues(index, row), &shown);
+    entries[SliceIndexOf(index, values)].Add(key, values_size, unique_candidate, pk_row, shown, order++);
   };
   if (rows) {
-    for (const Row& row : *rows) SHALE_RETURN_IF_ERROR(add(row));
-    return entries;
-  }
-  for (const catalog::SliceDef& def : table.primary.slices) {
-    SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, LocalSlice(engine, table, def));
-    auto it = reader ? reader->NewIterator(slice, storage::KeyRange::All(), /*latest=*/false)
-                     : txn::ScanLatest(slice, storage::KeyRange::All());
-    for (; it->Valid(); it->Next()) {
+    for (const Row& row : *rows) add(row);
+  } else {
+    for (const catalog::SliceDef& def : table.primary.slices) {
+      SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, LocalSlice(engine, table, def));
+      auto it = reader ? reader->NewIterator(slice, storage::KeyRange::All(), /*latest=*/false)
+                       : txn::ScanLatest(slice, storage::KeyRange::All());
       Row row;
-      Status decoded = DecodeRow(it->value(), &row);
-      if (!decoded.ok()) return RowCorrupt(table, def, decoded);
-      SHALE_RETURN_IF_ERROR(add(row));
+      for (; it->Valid(); it->Next()) {
+        Status decoded = DecodeRow(it->value(), &row);
+        if (!decoded.ok()) return RowCorrupt(table, def, decoded);
+        add(row);
+      }
+      SHALE_RETURN_IF_ERROR(it->status());
     }
-    SHALE_RETURN_IF_ERROR(it->status());
+  }
+  std::optional<SortedIndexEntries::Duplicate> first;
+  for (SortedIndexEntries& slice : entries) {
+    slice.Sort();
+    if (!index.unique) continue;
+    std::optional<SortedIndexEntries::Duplicate> dup = slice.FirstDuplicate();
+    if (dup && (!first || dup->order < first->order)) first = std::move(dup);
+  }
+  if (first) {
+    Row values;
+    std::string text = "?";
+    if (DecodeRow(first->shown, &values).ok()) text = DupEntryText(values);
+    return SqlError(ErrorCode::kDupEntry, "Duplicate entry '{}' for key '{}.{}'", text, table.name, index.name);
   }
   return entries;
 }
@@ -72,19 +87,19 @@ constexpr size_t kBackfillBatchEntries = 4096;
 Status BuildIndex(Engine* engine, const catalog::TableDef& table,
                   const catalog::RepresentationDef& index, const std::vector<Row>* rows) {
   SHALE_ASSIGN_OR_RETURN(auto entries, IndexEntries(engine, table, index, rows, nullptr));
-  // All of the index's slices in one atomic write.
-  std::vector<storage::WriteBatch> batches(entries.size());
-  std::vector<std::pair<storage::SliceId, const storage::WriteBatch*>> writes;
+  // All of the index's slices in one atomic write, each in key order.
+  std::vector<std::pair<storage::SliceId, txn::TxnManager::SliceFill>> fills;
   txn::Placement placement;
   for (size_t i = 0; i < entries.size(); ++i) {
     if (entries[i].empty()) continue;
-    for (auto& [key, value] : entries[i]) batches[i].Put(key, std::move(value));
     SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, LocalSlice(engine, table, index.slices[i]));
-    writes.emplace_back(slice.id, &batches[i]);
+    txn::TxnManager::SliceFill& fill = fills.emplace_back(slice.id, txn::TxnManager::SliceFill()).second;
+    fill.reserve(entries[i].size());
+    for (size_t e = 0; e < entries[i].size(); ++e) fill.emplace_back(entries[i].key(e), entries[i].value(e));
     if (slice.replicas) placement[slice.id] = *slice.replicas;
   }
-  if (writes.empty()) return Status::OK();
-  return engine->txn()->CommitBatches(writes, &placement);
+  if (fills.empty()) return Status::OK();
+  return engine->txn()->FillNewSlices(fills, &placement);
 }
 
 Status BackfillIndex(Engine* engine, const catalog::TableDef& table, const catalog::RepresentationDef& index,
@@ -96,11 +111,13 @@ Status BackfillIndex(Engine* engine, const catalog::TableDef& table, const catal
   // Per replica node, in batches; every version at the snapshot timestamp.
   for (size_t i = 0; i < entries.size(); ++i) {
     const catalog::SliceDef& slice = index.slices[i];
-    auto it = entries[i].begin();
-    while (it != entries[i].end()) {
+    size_t e = 0;
+    while (e < entries[i].size()) {
       txn::WriteSet batch;
       txn::SliceWrites& keys = batch[slice.id];
-      for (; it != entries[i].end() && keys.size() < kBackfillBatchEntries; ++it) keys.emplace(it->first, it->second);
+      for (; e < entries[i].size() && keys.size() < kBackfillBatchEntries; ++e) {
+        keys.emplace_hint(keys.end(), entries[i].key(e), entries[i].value(e));  // in key order: appends
+      }
       for (const std::string& node : slice.WriteReplicas()) {
         Status st = node == self || router == nullptr ? engine->txn()->ApplyAt(ts, batch)
                                                       : router->Apply(node, nullptr, ts, batch, {});

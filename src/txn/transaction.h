@@ -48,6 +48,7 @@
 #include <set>
 #include <shared_mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -125,6 +126,20 @@ class TxnManager {
   // `placement`: where the written slices' replicas are (null: all local);
   // every replica receives the batches before this returns OK.
   Status CommitBatches(const std::vector<std::pair<storage::SliceId, const storage::WriteBatch*>>& batches,
+                       const Placement* placement = nullptr);
+  // CommitBatches for slices created empty for this write, which nothing
+  // else writes until the DDL publishes them: the fill of a new index
+  // (exec::BuildIndex). `entries` are (key, row) puts per slice, each list
+  // in key order (the store then fills the trees a leaf at a time,
+  // storage/btree.h InsertRun); the views need only live until this
+  // returns. Locally (no replica elsewhere in `placement`) the versions are
+  // made straight from them, without a write set, and nothing is queued
+  // for garbage collection: a key's only version has nothing to collect.
+  // Otherwise it is CommitBatches.
+  // REQUIRES: the slices held nothing before, and no transaction or
+  // one-phase commit writes them concurrently (they are not published).
+  using SliceFill = std::vector<std::pair<std::string_view, std::string_view>>;
+  Status FillNewSlices(const std::vector<std::pair<storage::SliceId, SliceFill>>& entries,
                        const Placement* placement = nullptr);
 
   // The cluster data path; null outside a cluster. REQUIRES: set before

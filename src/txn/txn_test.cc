@@ -5,6 +5,7 @@
 #include <set>
 #include <thread>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "src/common/testing/temp_dir.h"
@@ -290,6 +291,41 @@ TEST_F(TransactionTest, UncommittedWritesAreInvisibleToOthersAndVisibleToSelf) {
   EXPECT_EQ(Read(b.get(), "k", /*latest=*/true), "1");
   auto c = manager_->Begin({});
   EXPECT_EQ(Read(c.get(), "k"), "1");
+}
+
+// The fill of new slices (an index build) is one commit: its versions are
+// visible to snapshots taken after it and not to one taken before, it
+// queues nothing for garbage collection (every key's only version), and
+// an overwrite through a transaction afterwards hides it as usual.
+TEST_F(TransactionTest, FillNewSlicesCommitsOnceAndQueuesNoGarbage) {
+  auto before = manager_->Begin({});
+  EXPECT_EQ(Scan(before.get()), "");
+  const uint64_t queued = manager_->stats().gc_queued;
+  std::vector<std::string> keys, values;
+  for (int i = 0; i < 2000; ++i) {
+    keys.push_back(fmt::format("k{:05}", i));
+    values.push_back(std::to_string(i));
+  }
+  TxnManager::SliceFill a, b{{"x", "9"}};
+  for (int i = 0; i < 2000; ++i) a.emplace_back(keys[i], values[i]);
+  ASSERT_TRUE(manager_->FillNewSlices({{slice_->id(), a}, {other_->id(), b}}).ok());
+  EXPECT_EQ(manager_->stats().gc_queued, queued);
+  EXPECT_EQ(Scan(before.get()), "");
+  auto after = manager_->Begin({});
+  EXPECT_EQ(Read(after.get(), "k00000"), "0");
+  EXPECT_EQ(Read(after.get(), "k01999"), "1999");
+  std::string v;
+  ASSERT_TRUE(after->Get(other_, "x", false, &v).ok());
+  EXPECT_EQ(v, "9");
+  auto it = after->NewIterator(slice_, storage::KeyRange::All(), false);
+  int n = 0;
+  for (; it->Valid(); it->Next()) ++n;
+  EXPECT_EQ(n, 2000);
+  auto w = manager_->Begin({});
+  w->Put(slice_->id(), "k00007", "new");
+  ASSERT_TRUE(w->Commit().ok());
+  EXPECT_EQ(Read(after.get(), "k00007"), "7");
+  EXPECT_EQ(Read(manager_->Begin({}).get(), "k00007"), "new");
 }
 
 // A transaction prepared here whose share is not applied (HoldReads): a

@@ -357,4 +357,35 @@ Status TxnManager::CommitBatches(const std::vector<std::pair<storage::SliceId, c
   return CommitWrites(TxnKey{router_->self(), next_txn_id_.fetch_add(1)}, writes, *placement, &participants);
 }
 
+Status TxnManager::FillNewSlices(const std::vector<std::pair<storage::SliceId, SliceFill>>& entries,
+                                 const Placement* placement) {
+  if (router_ != nullptr && placement != nullptr && !placement->empty()) {
+    std::vector<storage::WriteBatch> batches(entries.size());
+    std::vector<std::pair<storage::SliceId, const storage::WriteBatch*>> refs;
+    for (size_t i = 0; i < entries.size(); ++i) {
+      for (const auto& [key, value] : entries[i].second) batches[i].Put(std::string(key), std::string(value));
+      refs.emplace_back(entries[i].first, &batches[i]);
+    }
+    return CommitBatches(refs, placement);
+  }
+  // As Apply, without the write set: no one-phase commit can hold keys of
+  // these slices (AwaitLocalWritable), and no key repeats an older version.
+  SHALE_ASSIGN_OR_RETURN(uint64_t ts, Oracle()->BeginCommit());
+  std::vector<storage::WriteBatch> versions(entries.size());
+  std::vector<std::pair<storage::SliceId, const storage::WriteBatch*>> refs;
+  storage::WriteOp op;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    versions[i].Reserve(entries[i].second.size());
+    for (const auto& [key, value] : entries[i].second) {
+      op.key.assign(key);
+      op.value.assign(value);
+      storage::AppendVersion(op, ts, &versions[i]);
+    }
+    if (!versions[i].empty()) refs.emplace_back(entries[i].first, &versions[i]);
+  }
+  Status st = refs.empty() ? Status::OK() : store_->Write(refs);
+  Oracle()->FinishCommit(ts);
+  return st;
+}
+
 }  // namespace shale::txn
