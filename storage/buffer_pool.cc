@@ -355,6 +355,8 @@ BufferPoolStats BufferPool::stats() const {
   s.cow_copies = cow_copies_.load(std::memory_order_relaxed);
   s.captured = captured_.load(std::memory_order_relaxed);
   s.released = released_.load(std::memory_order_relaxed);
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& fr : frames_) s.resident_frames += fr->resident ? 1 : 0;
   return s;
 }
 

@@ -70,6 +70,7 @@ struct BufferPoolStats {
   uint64_t cow_copies = 0; // owed pages copied by a writer about to change them (invariant 6)
   uint64_t captured = 0;   // owed pages handed over by CaptureOwed
   uint64_t released = 0;   // frames given back to the OS by ReleaseFreeFrames
+  uint64_t resident_frames = 0;  // frames in use since they were last given back (or ever)
 };
 
 class BufferPool;

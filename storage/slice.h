@@ -170,6 +170,9 @@ struct SliceStoreOptions {
 struct SliceStoreStats {
   WalStats wal;
   uint64_t pool_hits = 0, pool_misses = 0, pool_evictions = 0, pool_writebacks = 0;
+  // Frames holding pages (resident) and frames given back to the OS after
+  // dropped slices (BufferPool::ReleaseFreeFrames).
+  uint64_t pool_resident_frames = 0, pool_frames_released = 0;
   uint64_t checkpoints = 0;
   uint64_t checkpoint_lsn = 0;
   uint64_t overlay_pages = 0;  // pages changed since the last checkpoint and evicted

@@ -1456,6 +1456,8 @@ SliceStoreStats BTreeSliceStore::GetStoreStats() const {
   s.pool_hits = p.hits;
   s.pool_misses = p.misses;
   s.pool_evictions = p.evictions;
+  s.pool_resident_frames = p.resident_frames;
+  s.pool_frames_released = p.released;
   s.pool_writebacks = p.writebacks;
   s.checkpoint_cow_pages = p.cow_copies;
   s.checkpoint_captured_pages = p.captured;

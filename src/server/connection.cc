@@ -32,11 +32,14 @@
 #include "shale/version.h"
 #include "src/catalog/accounts.h"
 #include "src/catalog/credentials.h"
+#include "src/common/allocator_stats.h"
 #include "src/common/errors.h"
 #include "src/common/log.h"
 #include "src/common/module_profile.h"
 #include "src/exec/engine.h"
 #include "src/exec/memory_budget.h"
+#include "storage/page.h"
+#include "storage/slice.h"
 #include "src/server/compression.h"
 #include "src/server/messages.h"
 #include "src/server/native_password.h"
@@ -210,6 +213,19 @@ std::vector<std::pair<std::string, std::string>> ServerState::StatusVariables(ui
   // Time writers waited for room in the asynchronous WAL buffer (storage/wal.h).
   if (engine != nullptr && engine->slices() != nullptr) {
     add("Shale_wal_buffer_wait_us", engine->slices()->WalBufferWaitMicros());
+    // Memory of the buffer pool's frames in use, and frames given back
+    // after dropped slices (docs/storage.md "Memory given back").
+    const storage::SliceStoreStats store = engine->slices()->GetStoreStats();
+    add("Shale_buffer_pool_resident_bytes", store.pool_resident_frames * storage::kPageSize);
+    add("Shale_buffer_pool_frames_released", store.pool_frames_released);
+  }
+  // The allocator's figures (src/common/allocator_stats.h), when jemalloc
+  // is linked in.
+  if (const AllocatorStats heap = ReadAllocatorStats(); heap.available) {
+    add("Shale_heap_allocated_bytes", heap.allocated);
+    add("Shale_heap_metadata_bytes", heap.metadata);
+    add("Shale_heap_resident_bytes", heap.resident);
+    add("Shale_heap_retained_bytes", heap.retained);
   }
   // Rows read from or written to other nodes' replicas (docs/cluster.md "Data path").
   if (engine != nullptr && engine->txn() != nullptr) {

@@ -2,7 +2,9 @@
 on a real shaled with a 64 MiB buffer pool: a table that filled the pool
 is dropped, and within seconds the resident set falls by most of what the
 table's pages held (the checkpoint after the drop releases the frames of
-the freed pages, and jemalloc returns the freed heap). The tables that
+the freed pages, and jemalloc returns the freed heap), as SHOW GLOBAL
+STATUS also says (Shale_buffer_pool_resident_bytes,
+Shale_buffer_pool_frames_released, Shale_heap_*). The tables that
 stay are intact, the freed pages are reused by a new table, and all of it
 survives a restart."""
 import os
@@ -33,6 +35,10 @@ class MemoryTest(NodeTestCase):
             cur.execute("INSERT INTO %s VALUES " % table + ",".join(
                 "(%d, %d, '%s')" % (i, i * 7 % 1000, chr(97 + i % 26) * PAD) for i in range(start, start + 2000)))
 
+    def status(self, cur, like):
+        cur.execute("SHOW GLOBAL STATUS LIKE '%s'" % like)
+        return {name: int(value) for name, value in cur.fetchall()}
+
     def check(self, cur, table, rows):
         cur.execute("SELECT COUNT(*), SUM(k), MIN(LENGTH(pad)) FROM %s" % table)
         self.assertEqual(cur.fetchone(), (rows, sum(i * 7 % 1000 for i in range(rows)), PAD))
@@ -46,6 +52,13 @@ class MemoryTest(NodeTestCase):
         self.check(cur, "big", ROWS)
         time.sleep(2)  # the allocator's decay after the load's statements
         loaded = rss_mib(self.node.proc.pid)
+        pool_loaded = self.status(cur, "Shale_buffer_pool%")
+        self.assertEqual(pool_loaded["Shale_buffer_pool_frames_released"], 0)
+        self.assertGreaterEqual(pool_loaded["Shale_buffer_pool_resident_bytes"], 20 << 20)
+        heap = self.status(cur, "Shale_heap%")  # jemalloc's figures (shaled links it)
+        self.assertEqual(sorted(heap), ["Shale_heap_allocated_bytes", "Shale_heap_metadata_bytes",
+                                        "Shale_heap_resident_bytes", "Shale_heap_retained_bytes"])
+        self.assertGreater(heap["Shale_heap_allocated_bytes"], 64 << 20)  # the pool's 64 MiB at least
         cur.execute("DROP TABLE big")
         lowest = loaded
         deadline = time.time() + 20
@@ -61,6 +74,9 @@ class MemoryTest(NodeTestCase):
             before, loaded, lowest)
         self.assertGreaterEqual(loaded - before, 20, what)
         self.assertLessEqual(lowest - before, 10, what)
+        pool = self.status(cur, "Shale_buffer_pool%")
+        self.assertGreater(pool["Shale_buffer_pool_frames_released"], 1000)
+        self.assertLess(pool["Shale_buffer_pool_resident_bytes"], pool_loaded["Shale_buffer_pool_resident_bytes"] // 2)
         self.check(cur, "keep", 2000)
         # The freed pages (on the free list, their frames released) are
         # taken again by a new table; the data is intact after a restart.
