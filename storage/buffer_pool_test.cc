@@ -40,6 +40,18 @@ class BufferPoolTest : public ::testing::Test {
     file_ = std::move(*file);
     pool_ = std::make_unique<BufferPool>(file_.get(), BufferPoolOptions{frames});
   }
+  // `n` new leaf pages, each stamped with `version`; their ids.
+  std::vector<PageId> NewStampedPages(int n, uint32_t version) {
+    std::vector<PageId> ids;
+    for (int i = 0; i < n; ++i) {
+      auto g = pool_->NewPage(PageType::kLeaf);
+      EXPECT_TRUE(g.ok()) << g.status().ToString();
+      if (!g.ok()) break;
+      Stamp(g->mutable_data(), g->page_id(), version);
+      ids.push_back(g->page_id());
+    }
+    return ids;
+  }
 
   shale::testing::TempDir dir_;
   std::string path_;
@@ -49,13 +61,8 @@ class BufferPoolTest : public ::testing::Test {
 
 TEST_F(BufferPoolTest, EvictsAndReadsBackTenTimesThePool) {
   pool_ = std::make_unique<BufferPool>(file_.get(), BufferPoolOptions{8});
-  std::vector<PageId> ids;
-  for (int i = 0; i < 80; ++i) {
-    auto g = pool_->NewPage(PageType::kLeaf);
-    ASSERT_TRUE(g.ok()) << g.status().ToString();
-    Stamp(g->mutable_data(), g->page_id(), 1);
-    ids.push_back(g->page_id());
-  }
+  std::vector<PageId> ids = NewStampedPages(80, 1);
+  ASSERT_EQ(ids.size(), 80u);
   for (int round = 2; round < 4; ++round) {
     for (PageId id : ids) {
       auto g = pool_->Fetch(id, LatchMode::kExclusive);
@@ -120,13 +127,8 @@ TEST_F(BufferPoolTest, FreedPagesAreReused) {
 
 TEST_F(BufferPoolTest, ReleaseFreeFramesGivesBackOnlyCleanFreePages) {
   pool_ = std::make_unique<BufferPool>(file_.get(), BufferPoolOptions{16});
-  std::vector<PageId> ids;
-  for (int i = 0; i < 6; ++i) {
-    auto g = pool_->NewPage(PageType::kLeaf);
-    ASSERT_TRUE(g.ok());
-    Stamp(g->mutable_data(), g->page_id(), 7);
-    ids.push_back(g->page_id());
-  }
+  std::vector<PageId> ids = NewStampedPages(6, 7);
+  ASSERT_EQ(ids.size(), 6u);
   for (PageId id : {ids[0], ids[2], ids[4]}) {
     auto g = pool_->Fetch(id, LatchMode::kExclusive);
     ASSERT_TRUE(g.ok());
@@ -217,13 +219,8 @@ TEST_F(BufferPoolTest, CorruptPageIsNeverReturned) {
 
 TEST_F(BufferPoolTest, ConcurrentFetchersShareAndEvict) {
   pool_ = std::make_unique<BufferPool>(file_.get(), BufferPoolOptions{16});
-  std::vector<PageId> ids;
-  for (int i = 0; i < 64; ++i) {
-    auto g = pool_->NewPage(PageType::kLeaf);
-    ASSERT_TRUE(g.ok());
-    Stamp(g->mutable_data(), g->page_id(), 0);
-    ids.push_back(g->page_id());
-  }
+  std::vector<PageId> ids = NewStampedPages(64, 0);
+  ASSERT_EQ(ids.size(), 64u);
   // Each thread increments a counter stored on every page; the total must
   // come out exact, through eviction and write-back.
   constexpr int kThreads = 4, kRounds = 20;

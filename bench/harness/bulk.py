@@ -195,9 +195,6 @@ class Bulk(Workload):
                 out.append(Measurement(phase, "MiB", round(mib, 1), 1.0, []))
         return out
 
-    def cleanup(self, system):
-        super().cleanup(system)
-
     def __del__(self):
         if self.file is not None:
             try:
