@@ -272,8 +272,7 @@ void Wal::FlushLocked(std::unique_lock<std::mutex>& l) {
   const uint64_t start = buffer_lsn_;
   buffer_lsn_ += data.size();
   // Buffer space freed: wakes appenders waiting for room (asynchronous
-  // mode only; durable appenders wait for the sync below, and waking them
-  // now would only put them back to sleep).
+  // mode only; durable appenders wait for the sync below).
   if (options_.sync_mode == WalSyncMode::kAsync) cv_.notify_all();
   l.unlock();
   Status s = WriteAndSync(data, start);
@@ -285,7 +284,51 @@ void Wal::FlushLocked(std::unique_lock<std::mutex>& l) {
     log::Error("WAL {}: {}; refusing further writes", dir_, s.message());
     error_ = s;
   }
-  cv_.notify_all();
+  // Wake only whom this flush concerns: every waiter it made durable (all
+  // of them on an error), and the first one still waiting, which leads
+  // the next flush. The others sleep on: each wake-up is a context switch.
+  size_t covered = 0;
+  while (covered < waiters_.size() && (waiters_[covered]->end <= durable_lsn_ || !error_.ok())) ++covered;
+  const size_t wake = std::min(waiters_.size(), covered + 1);
+  std::vector<Waiter*> woken(waiters_.begin(), waiters_.begin() + static_cast<std::ptrdiff_t>(wake));
+  waiters_.erase(waiters_.begin(), waiters_.begin() + static_cast<std::ptrdiff_t>(wake));
+  const bool async = options_.sync_mode == WalSyncMode::kAsync;
+  l.unlock();
+  for (Waiter* w : woken) {
+    std::lock_guard<std::mutex> g(w->mu);
+    w->woken = true;
+    w->cv.notify_one();
+  }
+  if (async) cv_.notify_all();
+  l.lock();
+}
+
+Status Wal::WaitDurable(std::unique_lock<std::mutex>& l, uint64_t end) {
+  // Invariant: `self` is in waiters_ exactly while this thread sleeps
+  // below (a leader takes a waiter off the list when it wakes it).
+  Waiter self;
+  self.end = end;
+  while (durable_lsn_ < end && error_.ok()) {
+    if (!flushing_) {
+      FlushLocked(l);
+      continue;
+    }
+    // The running flush wakes this waiter if it covers `end`, or if this
+    // is the first waiter it does not cover; that one's flush takes the
+    // whole buffer, this record included. Records are appended in LSN
+    // order, so the list stays sorted by `end`.
+    self.woken = false;  // no leader holds `self` now: it is on no list
+    auto at = std::upper_bound(waiters_.begin(), waiters_.end(), end,
+                               [](uint64_t e, const Waiter* w) { return e < w->end; });
+    waiters_.insert(at, &self);
+    l.unlock();
+    {
+      std::unique_lock<std::mutex> g(self.mu);
+      self.cv.wait(g, [&] { return self.woken; });
+    }
+    l.lock();
+  }
+  return error_;
 }
 
 Result<uint64_t> Wal::Append(WalRecordType type, std::string_view payload) {
@@ -313,29 +356,14 @@ Result<uint64_t> Wal::Append(WalRecordType type, std::string_view payload) {
     if (buffer_.size() >= options_.buffer_bytes / 2) flush_cv_.notify_one();
     return end;
   }
-  while (durable_lsn_ < end && error_.ok()) {
-    if (!flushing_) {
-      FlushLocked(l);
-    } else {
-      cv_.wait(l);
-    }
-  }
-  if (!error_.ok()) return error_;
+  SHALE_RETURN_IF_ERROR(WaitDurable(l, end));
   return end;
 }
 
 Status Wal::Sync() {
   profile::ModuleScope profile_scope(profile::Module::kWal);
   std::unique_lock<std::mutex> l(mu_);
-  const uint64_t end = next_lsn_;
-  while (durable_lsn_ < end && error_.ok()) {
-    if (!flushing_) {
-      FlushLocked(l);
-    } else {
-      cv_.wait(l);
-    }
-  }
-  return error_;
+  return WaitDurable(l, next_lsn_);
 }
 
 void Wal::FlusherLoop() {

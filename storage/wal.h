@@ -123,7 +123,24 @@ class Wal {
   // and syncs it; rolls to a new segment afterwards if it is full.
   // Called by one flusher at a time (flushing_), without mu_.
   Status WriteAndSync(const std::string& data, uint64_t lsn);
-  // Leader flush: REQUIRES l holds mu_ and !flushing_.
+  // One appender waiting for its record to be durable (durable mode and
+  // Sync), on the waiter's own stack. A leader wakes it under its own
+  // mutex, after releasing mu_: the woken thread neither blocks on mu_
+  // nor can return (and free the waiter) before the leader is done with it.
+  struct Waiter {
+    uint64_t end = 0;  // durable once durable_lsn_ >= end
+    std::mutex mu;
+    std::condition_variable cv;
+    bool woken = false;  // GUARDED_BY(mu)
+  };
+  // Returns once everything before `end` is durable or the log failed:
+  // flushes as the leader when no flush is running, else waits to be woken
+  // by the leader whose sync covered `end` (or to lead the next group).
+  // REQUIRES l holds mu_.
+  Status WaitDurable(std::unique_lock<std::mutex>& l, uint64_t end);
+  // Leader flush: writes and syncs the buffer, then wakes the waiters the
+  // sync covered and the first one it did not (to lead the next flush).
+  // REQUIRES l holds mu_ and !flushing_; returns with l held.
   void FlushLocked(std::unique_lock<std::mutex>& l);
   void FlusherLoop();
 
@@ -131,7 +148,8 @@ class Wal {
   const WalOptions options_;
 
   mutable std::mutex mu_;
-  std::condition_variable cv_;       // durable_lsn_ advanced, flush ended, or space freed
+  std::condition_variable cv_;       // async mode: space freed or a flush ended
+  std::vector<Waiter*> waiters_;     // GUARDED_BY(mu_): asleep, in LSN order
   std::condition_variable flush_cv_; // wakes the async flusher
   std::string buffer_;               // GUARDED_BY(mu_): records not yet taken by a flusher
   uint64_t buffer_lsn_ = 0;          // GUARDED_BY(mu_): LSN of buffer_[0]

@@ -161,6 +161,46 @@ TEST(WalTest, GroupCommitSharesSyncs) {
   EXPECT_EQ(static_cast<size_t>(kThreads * kEach), ReadBack(dir.path(), 0).size());
 }
 
+// A flush wakes only the waiters it made durable and the first one it did
+// not (who leads the next flush): with appenders and Sync callers mixed,
+// in both modes, every call must still return, and return durable.
+TEST(WalTest, MixedAppendersAndSyncsAllReturnDurable) {
+  for (WalSyncMode mode : {WalSyncMode::kDurable, WalSyncMode::kAsync}) {
+    shale::testing::TempDir dir;
+    WalOptions options;
+    options.sync_mode = mode;
+    options.flush_interval_ms = 1;
+    options.buffer_bytes = 8192;
+    auto wal = Wal::Open(dir.path(), options, 0, [](uint64_t, WalRecordType, std::string_view) { return Status::OK(); });
+    ASSERT_TRUE(wal.ok());
+    constexpr int kThreads = 6, kEach = 300;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < kEach; ++i) {
+          auto end = (*wal)->Append(WalRecordType::kBatch, std::string(1 + (t * 37 + i) % 300, 'a' + t));
+          ASSERT_TRUE(end.ok());
+          if (mode == WalSyncMode::kDurable || (t + i) % 3 == 0) {
+            if (mode == WalSyncMode::kAsync) {
+              ASSERT_TRUE((*wal)->Sync().ok());
+            }
+            EXPECT_GE((*wal)->stats().durable_lsn, *end);
+          }
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    WalStats s = (*wal)->stats();
+    EXPECT_EQ(static_cast<uint64_t>(kThreads * kEach), s.appended_records);
+    if (mode == WalSyncMode::kDurable) {
+      EXPECT_EQ(s.next_lsn, s.durable_lsn);
+      EXPECT_LT(s.syncs, s.appended_records);  // six appenders share syncs
+    }
+    wal->reset();
+    EXPECT_EQ(static_cast<size_t>(kThreads * kEach), ReadBack(dir.path(), 0).size());
+  }
+}
+
 TEST(WalTest, AsyncModeFlushesWithinTheIntervalAndCountsBufferWaits) {
   shale::testing::TempDir dir;
   WalOptions async;
