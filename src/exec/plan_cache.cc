@@ -34,7 +34,7 @@ const std::set<std::string, std::less<>>& DeniedWords() {
       "CURRENT_DATE", "CURRENT_TIME", "CURRENT_TIMESTAMP", "CURRENT_USER", "CURRENT_ROLE",
       "LOCALTIME", "LOCALTIMESTAMP", "UTC_DATE", "UTC_TIME", "UTC_TIMESTAMP",
       "INFORMATION_SCHEMA", "SYSTEM", "MYSQL", "PERFORMANCE_SCHEMA", "SYS",
-      "SQL_CALC_FOUND_ROWS", "INTO", "NEXTVAL", "LASTVAL"};
+      "SQL_CALC_FOUND_ROWS", "NEXTVAL", "LASTVAL"};
   return kWords;
 }
 
@@ -45,6 +45,16 @@ const std::set<std::string, std::less<>>& ParenthesisWords() {
       "WHERE", "SELECT", "EXISTS", "HAVING", "BY", "AS", "USING", "WHEN", "THEN", "ELSE", "DISTINCT",
       "ALL", "ANY", "SOME", "UNION", "BETWEEN", "LIKE", "IS", "CASE"};
   return kWords;
+}
+
+// The statement kinds that are candidates (their first word).
+bool CandidateKind(std::string_view first) {
+  return first == "SELECT" || first == "INSERT" || first == "REPLACE" || first == "UPDATE" || first == "DELETE";
+}
+
+bool IsArithmeticOperator(const sql::Token& tok) {
+  return tok.kind == sql::TokenKind::kOperator &&
+         (tok.text == "+" || tok.text == "-" || tok.text == "*" || tok.text == "/" || tok.text == "%");
 }
 
 // Words after which a literal is part of a type or an interval, not a value.
@@ -155,35 +165,46 @@ void AppendOperator(const LogicalOperator& op, std::string* out) {
   *out += "}";
 }
 
-// Calls visit(expr, in_predicate) for every expression node of `op` and
-// its children (including subqueries).
-void VisitExprs(const LogicalOperator& op, const std::function<void(const Expr&, bool)>& visit) {
-  std::function<void(const ExprPtr&, bool)> walk = [&](const ExprPtr& e, bool in_predicate) {
+// Calls visit(expr, substitutable) for every expression node of `op` and
+// its children (including subqueries). Substitutable: a parameter's
+// constant may stand there, its value deciding nothing but itself: a
+// predicate (WHERE, ON, HAVING), a VALUES row of an INSERT, an assigned
+// value of UPDATE or ON DUPLICATE KEY UPDATE. Never a select list, GROUP
+// BY, ORDER BY or an aggregate: those name or type result columns.
+void VisitExprs(const LogicalOperator& op, const std::function<void(const Expr&, bool)>& visit,
+                const LogicalOperator* parent = nullptr) {
+  std::function<void(const ExprPtr&, bool)> walk = [&](const ExprPtr& e, bool substitutable) {
     if (!e) return;
-    visit(*e, in_predicate);
-    for (const ExprPtr& c : e->children) walk(c, in_predicate);
+    visit(*e, substitutable);
+    for (const ExprPtr& c : e->children) walk(c, substitutable);
   };
+  const bool insert_values = parent != nullptr && parent->kind == sierra::LogicalKind::kInsert &&
+                             op.kind == sierra::LogicalKind::kValues;
+  const bool assignments = op.kind == sierra::LogicalKind::kUpdate || op.kind == sierra::LogicalKind::kInsert;
   for (const auto& row : op.rows) {
-    for (const ExprPtr& e : row) walk(e, false);
+    for (const ExprPtr& e : row) walk(e, insert_values);
   }
   walk(op.predicate, true);
   for (const ExprPtr& e : op.group_by) walk(e, false);
   for (const auto& a : op.aggregates) {
     for (const ExprPtr& e : a.Exprs()) walk(e, false);
   }
-  for (const ExprPtr& e : op.exprs) walk(e, false);
+  for (const ExprPtr& e : op.exprs) walk(e, assignments);
   for (const auto& k : op.sort_keys) walk(k.expr, false);
-  for (const auto& child : op.children) VisitExprs(*child, visit);
+  for (const auto& child : op.children) VisitExprs(*child, visit, &op);
 }
 
-// The tables `op` reads; false if it has a kValues operator (rows made at
-// bind time, e.g. an information_schema table, which the text does not
-// determine).
-bool CollectTables(const LogicalOperator& op, std::vector<std::shared_ptr<const catalog::TableDef>>* out) {
-  if (op.kind == sierra::LogicalKind::kValues) return false;
+// The tables `op` reads or writes; false if it has a kValues operator
+// other than an INSERT's VALUES rows (rows made at bind time, e.g. an
+// information_schema table, which the text does not determine).
+bool CollectTables(const LogicalOperator& op, std::vector<std::shared_ptr<const catalog::TableDef>>* out,
+                   const LogicalOperator* parent = nullptr) {
+  if (op.kind == sierra::LogicalKind::kValues && (parent == nullptr || parent->kind != sierra::LogicalKind::kInsert)) {
+    return false;
+  }
   if (op.table && std::find(out->begin(), out->end(), op.table) == out->end()) out->push_back(op.table);
   for (const auto& child : op.children) {
-    if (!CollectTables(*child, out)) return false;
+    if (!CollectTables(*child, out, &op)) return false;
   }
   return true;
 }
@@ -197,7 +218,23 @@ std::optional<StatementShape> ShapeOf(std::string_view sql) {
   // Drop the end marker and one trailing ';'.
   while (!t.empty() && t.back().kind == sql::TokenKind::kEnd) t.pop_back();
   if (!t.empty() && t.back().kind == sql::TokenKind::kOperator && t.back().text == ";") t.pop_back();
-  if (t.empty() || t[0].kind != sql::TokenKind::kIdent || Upper(t[0].text) != "SELECT") return std::nullopt;
+  if (t.empty() || t[0].kind != sql::TokenKind::kIdent) return std::nullopt;
+  const std::string first = Upper(t[0].text);
+  if (!CandidateKind(first)) return std::nullopt;
+  const bool is_select = first == "SELECT";
+  const bool is_insert = first == "INSERT" || first == "REPLACE";
+  // The token after which an INSERT's table name stands (INTO, or the verb
+  // and its modifiers when INTO is left out): its column list's '(' is not
+  // a call.
+  auto names_insert_target = [&](size_t i) {
+    if (!is_insert) return false;
+    size_t name_start = i;
+    if (i >= 2 && t[i - 1].kind == sql::TokenKind::kOperator && t[i - 1].text == ".") name_start = i - 2;
+    if (name_start == 0) return false;
+    const std::string before = Upper(t[name_start - 1].text);
+    return before == "INTO" || before == "INSERT" || before == "REPLACE" || before == "IGNORE" ||
+           before == "LOW_PRIORITY" || before == "DELAYED" || before == "HIGH_PRIORITY";
+  };
   StatementShape shape;
   bool after_limit = false;
   for (size_t i = 0; i < t.size(); ++i) {
@@ -214,8 +251,11 @@ std::optional<StatementShape> ShapeOf(std::string_view sql) {
       case sql::TokenKind::kQuotedIdent:
         upper = Upper(tok.text);
         if (DeniedWords().count(upper) != 0) return std::nullopt;
-        if (tok.kind == sql::TokenKind::kIdent && i + 1 < t.size() && t[i + 1].kind == sql::TokenKind::kOperator &&
-            t[i + 1].text == "(" && ParenthesisWords().count(upper) == 0) {
+        if (is_select && upper == "INTO") return std::nullopt;  // SELECT ... INTO sets variables or writes files
+        if ((tok.kind == sql::TokenKind::kIdent || tok.kind == sql::TokenKind::kQuotedIdent) && i + 1 < t.size() &&
+            t[i + 1].kind == sql::TokenKind::kOperator && t[i + 1].text == "(" &&
+            ParenthesisWords().count(upper) == 0 && !names_insert_target(i) &&
+            !(is_insert && (upper == "VALUES" || upper == "VALUE") && tok.kind == sql::TokenKind::kIdent)) {
           return std::nullopt;  // a function call
         }
         if (upper == "LIMIT") after_limit = true;
@@ -233,7 +273,12 @@ std::optional<StatementShape> ShapeOf(std::string_view sql) {
       const bool adjacent_string = tok.kind == sql::TokenKind::kString &&
                                    ((i + 1 < t.size() && t[i + 1].kind == sql::TokenKind::kString) ||
                                     (prev != nullptr && prev->kind == sql::TokenKind::kString));
-      if (!prefixed && !adjacent_string) {
+      // An operand of arithmetic (k = k + 1) stays in the key: the result
+      // type of the operation depends on the literal's digits, so as a
+      // parameter it would make the whole shape uncacheable.
+      const bool arithmetic = (prev != nullptr && IsArithmeticOperator(*prev)) ||
+                              (i + 1 < t.size() && IsArithmeticOperator(t[i + 1]));
+      if (!prefixed && !adjacent_string && !arithmetic) {
         if (tok.kind == sql::TokenKind::kString) {
           param = true;
           value = Value::String(tok.text);
@@ -295,18 +340,18 @@ std::string PlanFingerprint(const LogicalOperator& plan) {
 std::optional<PlanTemplate> PlanTemplate::Make(sierra::LogicalPtr plan, const std::vector<Value>& sentinels) {
   PlanTemplate t;
   std::vector<size_t> found(sentinels.size(), 0);
-  bool outside_predicate = false;
-  VisitExprs(*plan, [&](const Expr& e, bool in_predicate) {
+  bool outside_substitutable = false;
+  VisitExprs(*plan, [&](const Expr& e, bool substitutable) {
     if (e.kind != sierra::ExprKind::kConstant) return;
     for (size_t i = 0; i < sentinels.size(); ++i) {
       const Value& s = sentinels[i];
       if (e.constant.is_int() != s.is_int() || e.constant.is_string() != s.is_string() || !(e.constant == s)) continue;
-      if (!in_predicate) outside_predicate = true;
+      if (!substitutable) outside_substitutable = true;
       t.sites_.emplace(&e, i);
       ++found[i];
     }
   });
-  if (outside_predicate || std::count(found.begin(), found.end(), 0) != 0) return std::nullopt;
+  if (outside_substitutable || std::count(found.begin(), found.end(), 0) != 0) return std::nullopt;
   // Only plans over stored tables: their definitions are what an entry
   // checks for changes.
   if (!CollectTables(*plan, &t.tables_) || t.tables_.empty()) return std::nullopt;
@@ -336,10 +381,15 @@ ExprPtr Substitute(const ExprPtr& e, const std::unordered_map<const Expr*, size_
   return copy;
 }
 
+// Replaces the sites in every place VisitExprs calls substitutable.
 void SubstituteInto(LogicalOperator* op, const std::unordered_map<const Expr*, size_t>& sites,
                     const std::vector<Value>& params) {
   bool changed = false;
   op->predicate = Substitute(op->predicate, sites, params, &changed);
+  for (auto& row : op->rows) {
+    for (ExprPtr& e : row) e = Substitute(e, sites, params, &changed);
+  }
+  for (ExprPtr& e : op->exprs) e = Substitute(e, sites, params, &changed);
   for (auto& child : op->children) SubstituteInto(child.get(), sites, params);
 }
 

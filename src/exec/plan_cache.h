@@ -1,28 +1,38 @@
-// The plan cache: a session keeps the bound plan of each SELECT it runs,
-// keyed by the statement's text with its literals taken out, so a
-// statement seen again (the same text with other numbers or strings, as
-// sysbench's prepared statements send them) skips parsing and binding: the
-// cached plan gets the new literals and goes to the planner. Design,
-// measurements and limits: docs/benchmarks.md, "The plan cache".
+// The plan cache: a session keeps the bound plan of each SELECT, INSERT,
+// REPLACE, UPDATE and DELETE it runs, keyed by the statement's text with
+// its literals taken out, so a statement seen again (the same text with
+// other numbers or strings, as sysbench's prepared statements send them)
+// skips parsing and binding: the cached plan gets the new literals and goes
+// to the planner. Design, measurements and limits: docs/benchmarks.md, "The
+// plan cache".
 //
 // How a statement becomes cacheable (Session::LookUpPlanCache in
 // session_plan_cache.cc):
-//  1. ShapeOf(sql) tokenizes it. Only one SELECT is a candidate, and only
-//     when nothing in it may evaluate differently from one run to the next
-//     without its text changing: no @variables or @@variables, no function
-//     call other than COUNT/SUM/MIN/MAX/AVG, no CURRENT_*/LOCALTIME*/UTC_*
-//     keyword, no information_schema, system, mysql or performance_schema
-//     name, no SQL_CALC_FOUND_ROWS, no INTO. Its integer literals (those
-//     that fit BIGINT) and plain string literals are parameters; LIMIT and
-//     OFFSET numbers, literals after an introducer or type keyword (X'..',
-//     _utf8mb4'..', DATE '..', INTERVAL 5) and adjacent strings stay in
-//     the key.
+//  1. ShapeOf(sql) tokenizes it. Only one statement of those kinds is a
+//     candidate, and only when nothing in it may evaluate differently from
+//     one run to the next without its text changing: no @variables or
+//     @@variables, no function call other than COUNT/SUM/MIN/MAX/AVG (an
+//     INSERT's table name before its column list, its VALUES and VALUES(c)
+//     in ON DUPLICATE KEY UPDATE are not calls), no
+//     CURRENT_*/LOCALTIME*/UTC_* keyword, no information_schema, system,
+//     mysql or performance_schema name, no SQL_CALC_FOUND_ROWS, no
+//     SELECT ... INTO. Its integer literals (those that fit BIGINT) and
+//     plain string literals are parameters; LIMIT and OFFSET numbers,
+//     operands of + - * / % (k = k + 1: the operation's type depends on
+//     the literal's digits), literals after an introducer or type keyword
+//     (X'..', _utf8mb4'..', DATE '..', INTERVAL 5) and adjacent strings
+//     stay in the key.
 //  2. The first time a shape is seen, the session binds the statement
 //     three times: as written, and with two sets of sentinel values in
 //     place of the parameters (different types of digit counts and string
 //     lengths). PlanTemplate::Make finds each sentinel as a constant of
-//     the sentinel plan, only inside `predicate` expressions (WHERE, ON,
-//     HAVING), never in a select list, VALUES row, GROUP BY or ORDER BY.
+//     the sentinel plan, only where its value decides nothing but itself:
+//     in `predicate` expressions (WHERE, ON, HAVING), an INSERT's VALUES
+//     rows and the assigned values of UPDATE and ON DUPLICATE KEY UPDATE;
+//     never in a select list, GROUP BY or ORDER BY (they name and type
+//     result columns). The binder leaves those literals as plain constants:
+//     converting a value to its column's type, and the errors and warnings
+//     that raises, happen when the statement executes, cached or not.
 //     The template is kept only if instantiating it with the written
 //     values gives exactly the plan bound from the written text, and with
 //     the second sentinel set exactly the plan bound from that text
@@ -97,8 +107,8 @@ std::string PlanFingerprint(const sierra::LogicalOperator& plan);
 class PlanTemplate {
  public:
   // The template of `plan`, bound from the statement with `sentinels` as
-  // its parameters; nullopt unless each sentinel is found, only in
-  // predicates (see 2. above).
+  // its parameters; nullopt unless each sentinel is found, only where a
+  // parameter may stand (see 2. above).
   static std::optional<PlanTemplate> Make(sierra::LogicalPtr plan, const std::vector<Value>& sentinels);
 
   // The plan with parameter i's constants holding params[i].

@@ -649,7 +649,7 @@ void SetOkInfo(const ast::Statement& stmt, StatementResult* r) {
 std::vector<Result<StatementResult>> Session::Execute(std::string_view sql) {
   std::vector<Result<StatementResult>> results;
   interrupted_.store(false, std::memory_order_relaxed);
-  // A cached SELECT (plan_cache.h) is not parsed: its statement and plan
+  // A cached statement (plan_cache.h) is not parsed: its statement and plan
   // come from the cache.
   std::shared_ptr<const ast::Statement> cached = LookUpPlanCache(sql);
   sql::Parser parser(cached ? std::string_view() : sql);

@@ -296,7 +296,7 @@ class Session {
   Result<StatementResult> ExecuteCalcFoundRows(const sierra::LogicalOperator& plan);
 
   // The plan cache (session_plan_cache.cc). LookUpPlanCache: when `sql`
-  // is one cacheable SELECT with a valid entry (or a new one it could
+  // is one cacheable statement with a valid entry (or a new one it could
   // make), the statement to run and, in cached_plan_, its plan with this
   // text's literals, which ExecuteStatement uses instead of binding; else
   // null. Switched off by the variable shale_plan_cache = OFF.
