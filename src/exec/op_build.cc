@@ -27,10 +27,7 @@ Result<std::unique_ptr<RowSource>> Build(Engine* engine, const PhysicalOperator&
     if (pushed.kind == Pushdown::Kind::kAggregate) {
       return NewPushedAggregateSource(engine, op, pushed);
     }
-    // Only remote slices use the fragment; none: nothing to serialize.
-    std::string filter;
-    if (engine->txn()->router() != nullptr) filter = SerializeFragment(pushed);
-    return NewFilterSource(op, NewSliceScanSource(engine, *pushed.scan, std::move(filter)));
+    return NewFilterSource(op, NewSliceScanSource(engine, *pushed.scan, pushed));
   }
   std::unique_ptr<RowSource> child;
   if (!op.children.empty()) {

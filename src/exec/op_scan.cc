@@ -54,13 +54,30 @@ class PointGetSource : public RowSource {
   bool done_ = false;
 };
 
+// A filter pushed to the slices a scan reads, serialized the first time a
+// remote slice is read: reads of this node's own slices never need it.
+class LazyFragment {
+ public:
+  explicit LazyFragment(const Pushdown& pushed) : pushed_(pushed) {}
+  // The fragment to send with a read of `slice` (null: none).
+  const std::string* For(const txn::SliceHandle& slice) {
+    if (pushed_.kind == Pushdown::Kind::kNone || !slice.remote()) return nullptr;
+    if (text_.empty()) text_ = SerializeFragment(pushed_);
+    return &text_;
+  }
+
+ private:
+  const Pushdown pushed_;
+  std::string text_;
+};
+
 // The stored entries an access path reads: for each of its key ranges in
 // order (`ranges`, else `range`), the entries of every listed slice —
 // merged into key order when `merge`, else one slice after another.
 class EntryStream {
  public:
-  // `filter` (null: none): a pushed filter fragment for remote slices.
-  EntryStream(Engine* engine, const PhysicalOperator& op, bool merge, const std::string* filter = nullptr)
+  // `filter` (null: none): a pushed filter for remote slices.
+  EntryStream(Engine* engine, const PhysicalOperator& op, bool merge, LazyFragment* filter = nullptr)
       : engine_(engine), op_(op), merge_(merge), latest_(LockingReadOf(*op.table).has_value()), filter_(filter) {}
 
   // The iterator positioned at the next entry, or null at the end. The
@@ -74,7 +91,7 @@ class EntryStream {
         // Merging needs every slice's iterator; otherwise one at a time.
         for (size_t i = 0; i < (merge_ ? op_.slices.size() : std::min<size_t>(1, op_.slices.size())); ++i) {
           SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, LocalSlice(engine_, *op_.table, op_.slices[i]));
-          iters_.push_back(ReadRange(slice, range, latest_, filter_));
+          iters_.push_back(ReadRange(slice, range, latest_, FilterFor(slice)));
         }
         open_ = true;
         pos_ = 0;
@@ -105,7 +122,7 @@ class EntryStream {
           iters_.clear();
           if (++pos_ < op_.slices.size()) {
             SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, LocalSlice(engine_, *op_.table, op_.slices[pos_]));
-            iters_.push_back(ReadRange(slice, range, latest_, filter_));
+            iters_.push_back(ReadRange(slice, range, latest_, FilterFor(slice)));
           }
         }
       }
@@ -123,9 +140,11 @@ class EntryStream {
   Engine* engine_;
   const PhysicalOperator& op_;
   const bool merge_;
+  const std::string* FilterFor(const txn::SliceHandle& slice) { return filter_ ? filter_->For(slice) : nullptr; }
+
   // Locking reads read the newest committed versions (InnoDB).
   const bool latest_;
-  const std::string* const filter_;
+  LazyFragment* const filter_;
   bool open_ = false;
   size_t next_range_ = 0;
   size_t pos_ = 0;
@@ -159,12 +178,13 @@ Result<std::deque<TailEntry>> LastEntries(EntryStream* stream, uint64_t keep) {
 
 class SliceScanSource : public RowSource {
  public:
-  // `filter`: a pushed filter fragment (the Filter above still applies it).
-  SliceScanSource(Engine* engine, const PhysicalOperator& op, std::string filter = {})
+  // `pushed`: a filter pushed to remote slices (the Filter above still
+  // applies it).
+  SliceScanSource(Engine* engine, const PhysicalOperator& op, const Pushdown& pushed)
       : engine_(engine),
         op_(op),
-        filter_(std::move(filter)),
-        stream_(engine, op, op.ordered || op.reverse, filter_.empty() ? nullptr : &filter_),
+        filter_(pushed),
+        stream_(engine, op, op.ordered || op.reverse, &filter_),
         lock_(LockingReadOf(*op.table)) {}
   Result<bool> Next(Row* row) override {
     while (true) {
@@ -211,7 +231,7 @@ class SliceScanSource : public RowSource {
  private:
   Engine* engine_;
   const PhysicalOperator& op_;
-  const std::string filter_;
+  LazyFragment filter_;
   EntryStream stream_;
   const std::optional<txn::LockMode> lock_;
   std::optional<std::deque<TailEntry>> tail_;  // reverse: the entries left, last first
@@ -281,8 +301,8 @@ std::unique_ptr<RowSource> NewPointGetSource(Engine* engine, const PhysicalOpera
   return std::unique_ptr<RowSource>(new PointGetSource(engine, op));
 }
 
-std::unique_ptr<RowSource> NewSliceScanSource(Engine* engine, const PhysicalOperator& op, std::string filter) {
-  return std::unique_ptr<RowSource>(new SliceScanSource(engine, op, std::move(filter)));
+std::unique_ptr<RowSource> NewSliceScanSource(Engine* engine, const PhysicalOperator& op, const Pushdown& pushed) {
+  return std::unique_ptr<RowSource>(new SliceScanSource(engine, op, pushed));
 }
 
 std::unique_ptr<RowSource> NewIndexScanSource(Engine* engine, const PhysicalOperator& op) {

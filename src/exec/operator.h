@@ -150,9 +150,10 @@ Result<std::unique_ptr<RowSource>> Build(Engine* engine, const planner::Physical
 // op_scan.cc: rows from the slices (or literal VALUES).
 std::unique_ptr<RowSource> NewValuesSource(const planner::PhysicalOperator& op);
 std::unique_ptr<RowSource> NewPointGetSource(Engine* engine, const planner::PhysicalOperator& op);
-// `filter`: a pushed filter fragment (the Filter above still applies it).
+// `pushed`: a filter pushed to remote slices (the Filter above still
+// applies it); serialized only once a remote slice is read.
 std::unique_ptr<RowSource> NewSliceScanSource(Engine* engine, const planner::PhysicalOperator& op,
-                                              std::string filter = {});
+                                              const Pushdown& pushed = {});
 std::unique_ptr<RowSource> NewIndexScanSource(Engine* engine, const planner::PhysicalOperator& op);
 
 // op_filter_project.cc: row-at-a-time operators.
