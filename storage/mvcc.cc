@@ -3,6 +3,7 @@
 #include "src/common/module_profile.h"
 
 #include <chrono>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -47,11 +48,14 @@ bool DecodeVersionKey(std::string_view v, std::string* user_key, uint64_t* commi
   user_key->clear();
   size_t i = 0;
   for (;;) {
+    // Copy the run up to the next NUL at once; a NUL is an escaped NUL
+    // (\0\xff) or the terminator (\0\x01).
+    const void* nul = i < v.size() ? std::memchr(v.data() + i, '\0', v.size() - i) : nullptr;
+    if (nul == nullptr) return false;
+    const size_t at = static_cast<size_t>(static_cast<const char*>(nul) - v.data());
+    user_key->append(v.data() + i, at - i);
+    i = at;
     if (i + 1 >= v.size()) return false;
-    if (v[i] != '\0') {
-      user_key->push_back(v[i++]);
-      continue;
-    }
     if (v[i + 1] == '\xff') {
       user_key->push_back('\0');
       i += 2;
@@ -220,35 +224,37 @@ class MvccIterator final : public SliceIterator {
     Settle();
   }
   std::string_view key() const override { return key_; }
-  std::string_view value() const override { return std::string_view(value_).substr(1); }
+  // The visible version's value, read where the inner iterator stands
+  // (Settle leaves it there until the next Next).
+  std::string_view value() const override { return inner_->value().substr(1); }
   Status status() const override { return status_.ok() ? inner_->status() : status_; }
 
  private:
-  // Past every remaining version of key_.
+  // Past every remaining version of key_: the entries that start with its
+  // version prefix (an escaped key cannot contain the terminator \0\x01,
+  // so only versions of key_ do).
   void SkipKey() {
-    std::string user;
-    uint64_t ts = 0;
-    while (inner_->Valid() && DecodeVersionKey(inner_->key(), &user, &ts) && user == key_) inner_->Next();
+    while (inner_->Valid() && inner_->key().starts_with(prefix_)) inner_->Next();
   }
   // To the next user key with a visible, live version inside the range.
   void Settle() {
     valid_ = false;
-    std::string user;
     uint64_t ts = 0;
     while (inner_->Valid()) {
-      if (!DecodeVersionKey(inner_->key(), &user, &ts)) {
+      const std::string_view raw = inner_->key();
+      if (!DecodeVersionKey(raw, &user_, &ts)) {
         status_ = Status::Corruption("a key that is not a version key");
         return;
       }
-      if (range_.has_end && !range_.Contains(user) && user > range_.end) return;
-      if (!range_.Contains(user) || ts > snapshot_) {
+      if (range_.has_end && !range_.Contains(user_) && user_ > range_.end) return;
+      if (!range_.Contains(user_) || ts > snapshot_) {
         inner_->Next();  // out of range (start side) or too new
         continue;
       }
-      key_ = user;
+      key_.swap(user_);  // user_ keeps the old capacity for the next decode
+      prefix_.assign(raw.substr(0, raw.size() - 8));
       std::string_view v = inner_->value();
       if (!v.empty() && v[0] == kPutTag) {
-        value_.assign(v.data(), v.size());
         valid_ = true;
         return;
       }
@@ -260,7 +266,9 @@ class MvccIterator final : public SliceIterator {
   const uint64_t snapshot_;
   const KeyRange range_;
   bool valid_ = false;
-  std::string key_, value_;
+  std::string key_;     // the current user key
+  std::string prefix_;  // the version prefix of key_ (its raw key less the timestamp)
+  std::string user_;    // scratch for decoding
   Status status_;
 };
 
