@@ -913,20 +913,22 @@ void EncodeRow(const Row& row, std::string* out) {
 Status DecodeRow(std::string_view in, Row* out) {
   uint64_t n = 0;
   if (!GetVarint64(&in, &n) || n > in.size()) return Status::Corruption("row: bad column count");
-  out->clear();
-  out->reserve(n);
+  // In place: a row buffer decoded into again keeps its strings' capacity
+  // (one allocation per string column per row saved on a scan).
+  out->resize(n);
   for (uint64_t i = 0; i < n; ++i) {
+    Value& slot = (*out)[i];
     if (in.empty()) return Status::Corruption("row: truncated");
     auto tag = static_cast<RowTag>(in[0]);
     in.remove_prefix(1);
     switch (tag) {
       case RowTag::kNull:
-        out->push_back(Value::Null());
+        slot = Value::Null();
         break;
       case RowTag::kInt: {
         uint64_t z = 0;
         if (!GetVarint64(&in, &z)) return Status::Corruption("row: bad integer");
-        out->push_back(Value::Int(static_cast<int64_t>((z >> 1) ^ (~(z & 1) + 1))));
+        slot = Value::Int(static_cast<int64_t>((z >> 1) ^ (~(z & 1) + 1)));
         break;
       }
       case RowTag::kString: {
@@ -934,7 +936,7 @@ Status DecodeRow(std::string_view in, Row* out) {
         if (!GetVarint64(&in, &len) || len > in.size()) {
           return Status::Corruption("row: bad string");
         }
-        out->push_back(Value::String(std::string(in.substr(0, len))));
+        slot.SetString(in.substr(0, len));
         in.remove_prefix(len);
         break;
       }
@@ -944,7 +946,7 @@ Status DecodeRow(std::string_view in, Row* out) {
         uint64_t bits = static_cast<uint64_t>(u);
         double d = 0;
         std::memcpy(&d, &bits, 8);
-        out->push_back(Value::Double(d));
+        slot = Value::Double(d);
         break;
       }
       case RowTag::kFloat: {
@@ -953,13 +955,13 @@ Status DecodeRow(std::string_view in, Row* out) {
         uint32_t bits = static_cast<uint32_t>(u);
         float f = 0;
         std::memcpy(&f, &bits, 4);
-        out->push_back(Value::Float(f));
+        slot = Value::Float(f);
         break;
       }
       case RowTag::kDecimal: {
         Decimal d;
         if (!Decimal::DecodeRowBytes(&in, &d)) return Status::Corruption("row: bad decimal");
-        out->push_back(Value::Dec(d));
+        slot = Value::Dec(d);
         break;
       }
       case RowTag::kTemporal: {
@@ -971,7 +973,7 @@ Status DecodeRow(std::string_view in, Row* out) {
         if (fsp > 6 || !SqlType{type}.is_temporal() || !GetVarint64(&in, &z)) {
           return Status::Corruption("row: bad temporal");
         }
-        out->push_back(Value::Temporal(type, static_cast<int64_t>((z >> 1) ^ (~(z & 1) + 1)), fsp));
+        slot = Value::Temporal(type, static_cast<int64_t>((z >> 1) ^ (~(z & 1) + 1)), fsp);
         break;
       }
       default:

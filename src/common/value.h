@@ -149,6 +149,15 @@ class Value {
   static Value Double(double d) { Value x; x.v_ = d == 0 ? 0.0 : d; return x; }  // no -0
   static Value Float(float f) { Value x; x.v_ = f == 0 ? 0.0f : f; return x; }
   static Value Dec(Decimal d) { Value x; x.v_ = d; return x; }
+  // Makes this value the string `s`, reusing the string it holds (and its
+  // capacity) if it holds one.
+  void SetString(std::string_view s) {
+    if (auto* held = std::get_if<2>(&v_)) {
+      held->assign(s.data(), s.size());
+    } else {
+      v_.emplace<2>(s);
+    }
+  }
   static Value Temporal(TypeId type, int64_t packed, int fsp) {
     Value x;
     x.v_ = TemporalValue{packed, type, static_cast<uint8_t>(fsp)};
@@ -284,6 +293,9 @@ Status DecodeKey(std::string_view* in, const SqlType& t, Value* out);
 // as 4 little-endian bytes, 6 temporal as a TypeId byte, an fsp byte and the
 // packed value as a zigzag varint).
 void EncodeRow(const Row& row, std::string* out);
+// DecodeRow replaces *out with the decoded row, reusing the strings *out
+// already holds (their capacity) for string columns; on an error *out is
+// unspecified.
 Status DecodeRow(std::string_view in, Row* out);
 
 // Varints (LEB128), shared by the encodings above and by log formats.
