@@ -478,16 +478,48 @@ std::string AliasOf(const std::string& name) {
 
 }  // namespace
 
-txn::TxnOptions Session::SessionTxnOptions() const {
-  txn::TxnOptions o;
-  auto iso = variables_.find("transaction_isolation");
-  if (iso != variables_.end() && iso->second.is_string()) {
-    (void)txn::ParseIsolation(iso->second.as_string(), &o.isolation);
-  }
-  auto ro = variables_.find("transaction_read_only");
-  o.read_only = ro != variables_.end() && sierra::IsTrue(ro->second);
-  return o;
+namespace {
+// "1"/"ON" and the like for a switch variable; absent or NULL: on.
+bool SwitchOn(const std::map<std::string, Value>& vars, const char* name) {
+  auto it = vars.find(name);
+  if (it == vars.end() || it->second.is_null()) return true;
+  if (it->second.is_int()) return it->second.as_int() != 0;
+  const std::string v = it->second.ToText();
+  return !(v == "0" || v == "OFF" || v == "off" || v == "Off");
 }
+}  // namespace
+
+const Session::DerivedSettings& Session::Derived() const {
+  if (derived_) return *derived_;
+  DerivedSettings d;
+  auto find = [&](const char* name) -> const Value* {
+    auto it = variables_.find(name);
+    return it == variables_.end() ? nullptr : &it->second;
+  };
+  if (const Value* v = find("autocommit")) d.autocommit = sierra::IsTrue(*v);
+  d.plan_cache = SwitchOn(variables_, "shale_plan_cache");
+  d.pushdown = SwitchOn(variables_, "shale_pushdown");
+  if (const Value* v = find("sql_mode"); v != nullptr && !v->is_null()) {
+    std::string mode = v->ToText();
+    for (char& c : mode) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    d.sql_mode = std::move(mode);
+  }
+  if (const Value* v = find("time_zone"); v != nullptr && !v->is_null()) ParseTimeZone(v->ToText(), &d.zone);
+  if (const Value* v = find("innodb_lock_wait_timeout"); v != nullptr && v->is_int()) {
+    d.lock_wait_timeout = std::chrono::milliseconds(v->as_int() * 1000);
+  }
+  if (const Value* v = find("shale_query_memory_limit"); v != nullptr && v->is_int()) {
+    d.query_memory_limit = v->as_int();
+  }
+  if (const Value* v = find("transaction_isolation"); v != nullptr && v->is_string()) {
+    (void)txn::ParseIsolation(v->as_string(), &d.txn_options.isolation);
+  }
+  if (const Value* v = find("transaction_read_only")) d.txn_options.read_only = sierra::IsTrue(*v);
+  derived_ = std::move(d);
+  return *derived_;
+}
+
+txn::TxnOptions Session::SessionTxnOptions() const { return Derived().txn_options; }
 
 txn::TxnOptions Session::TakeNextTxnOptions() {
   txn::TxnOptions o = next_txn_ ? *next_txn_ : SessionTxnOptions();
@@ -495,11 +527,7 @@ txn::TxnOptions Session::TakeNextTxnOptions() {
   return o;
 }
 
-std::chrono::milliseconds Session::LockWaitTimeout() const {
-  auto it = variables_.find("innodb_lock_wait_timeout");
-  int64_t seconds = it != variables_.end() && it->second.is_int() ? it->second.as_int() : 50;
-  return std::chrono::milliseconds(seconds * 1000);
-}
+std::chrono::milliseconds Session::LockWaitTimeout() const { return Derived().lock_wait_timeout; }
 
 Status Session::CommitChecked(txn::Transaction* t, const WrittenTables& tables) {
   // DDL holds a table's write mutex while it changes the table; a commit
@@ -572,8 +600,7 @@ Result<StatementResult> Session::RunInTransaction(const std::function<Result<Sta
   context.written_tables = tables;
   context.strict_mode = StrictSqlMode();
   context.division_by_zero_error = context.strict_mode && SqlModeHas("ERROR_FOR_DIVISION_BY_ZERO");
-  auto limit = variables_.find("shale_query_memory_limit");
-  MemoryBudget memory(limit != variables_.end() && limit->second.is_int() ? limit->second.as_int() : 0);
+  MemoryBudget memory(Derived().query_memory_limit);
   context.memory = &memory;
   context.spill_dir = engine_->options().data_dir + "/tmp";
   context.pushdown = PushdownEnabled();
@@ -599,10 +626,7 @@ Result<StatementResult> Session::RunInTransaction(const std::function<Result<Sta
   return r;
 }
 
-bool Session::autocommit() const {
-  auto it = variables_.find("autocommit");
-  return it == variables_.end() || sierra::IsTrue(it->second);
-}
+bool Session::autocommit() const { return Derived().autocommit; }
 
 Status Session::SetCurrentDatabase(std::string_view db) {
   std::string name(db);
@@ -704,10 +728,8 @@ std::vector<Result<StatementResult>> Session::Execute(std::string_view sql) {
 }
 
 TemporalContext Session::StatementClock() const {
-  TemporalContext ctx;
+  TemporalContext ctx = Derived().zone;
   ctx.now_micros = WallClockMicros();
-  auto it = variables_.find("time_zone");
-  if (it != variables_.end() && !it->second.is_null()) ParseTimeZone(it->second.ToText(), &ctx);
   return ctx;
 }
 
@@ -774,10 +796,9 @@ bool Session::StrictSqlMode() const {
 }
 
 bool Session::SqlModeHas(std::string_view flag) const {
-  auto it = variables_.find("sql_mode");
-  if (it == variables_.end() || it->second.is_null()) return true;  // the default has every flag asked for
-  std::string mode = it->second.ToText();
-  for (char& c : mode) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  const std::optional<std::string>& sql_mode = Derived().sql_mode;
+  if (!sql_mode) return true;  // the default has every flag asked for
+  const std::string& mode = *sql_mode;
   // SET sql_mode = TRADITIONAL is kept as written; it implies the strict
   // flags and ERROR_FOR_DIVISION_BY_ZERO.
   return mode.find(flag) != std::string::npos || mode.find("TRADITIONAL") != std::string::npos;
@@ -1036,6 +1057,7 @@ Result<StatementResult> Session::ExecuteBound(const ast::Statement& stmt, sql::B
             std::string alias = AliasOf(name);
             if (!alias.empty()) variables_[alias] = value;
             variables_[name] = value;
+            derived_.reset();
           }
           return Ok();
         } else {

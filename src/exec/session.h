@@ -159,6 +159,7 @@ class Session {
   // server sets wait_timeout to interactive_timeout for interactive clients.
   void SetVariable(const std::string& name, Value value) {
     variables_[name] = std::move(value);
+    derived_.reset();
     ++plan_cache_epoch_;
   }
 
@@ -318,6 +319,21 @@ class Session {
   sierra::LogicalPtr cached_plan_;  // for the statement about to run
   std::string current_db_;
   std::map<std::string, Value> variables_;
+  // What every statement reads of variables_, derived once per change of
+  // variables_ (each write resets it) instead of looked up by name per
+  // statement.
+  struct DerivedSettings {
+    bool autocommit = true;
+    bool plan_cache = true;
+    bool pushdown = true;
+    std::optional<std::string> sql_mode;  // upper-cased; nullopt: the default (every flag)
+    TemporalContext zone;                 // time_zone parsed (now_micros unset)
+    std::chrono::milliseconds lock_wait_timeout{50 * 1000};
+    int64_t query_memory_limit = 0;
+    txn::TxnOptions txn_options;
+  };
+  const DerivedSettings& Derived() const;
+  mutable std::optional<DerivedSettings> derived_;
   std::vector<Warning> warnings_;  // of the last statement, for SHOW WARNINGS
   std::unique_ptr<txn::Transaction> txn_;  // the open multi-statement transaction
   WrittenTables txn_tables_;               // tables txn_ wrote

@@ -19,21 +19,9 @@ namespace shale::exec {
 
 namespace ast = sql::ast;
 
-bool Session::PlanCacheEnabled() const {
-  auto it = variables_.find("shale_plan_cache");
-  if (it == variables_.end() || it->second.is_null()) return true;
-  if (it->second.is_int()) return it->second.as_int() != 0;
-  const std::string v = it->second.ToText();
-  return !(v == "0" || v == "OFF" || v == "off" || v == "Off");
-}
+bool Session::PlanCacheEnabled() const { return Derived().plan_cache; }
 
-bool Session::PushdownEnabled() const {
-  auto it = variables_.find("shale_pushdown");
-  if (it == variables_.end() || it->second.is_null()) return true;
-  if (it->second.is_int()) return it->second.as_int() != 0;
-  const std::string v = it->second.ToText();
-  return !(v == "0" || v == "OFF" || v == "off" || v == "Off");
-}
+bool Session::PushdownEnabled() const { return Derived().pushdown; }
 
 planner::PlanOptions Session::PlanOptionsOf() const {
   planner::PlanOptions options;

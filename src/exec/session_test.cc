@@ -733,5 +733,51 @@ TEST_F(SessionTest, RowCountFoundRowsLastInsertId) {
   EXPECT_EQ(Fail("SELECT LAST_INSERT_ID(id) FROM t").mysql_code(), 1235);
 }
 
+// The settings a statement reads from session variables are derived once
+// per change (Session::Derived): each SET must show on the very next
+// statement, and going back must too.
+TEST_F(SessionTest, EverySetShowsOnTheNextStatement) {
+  Run("CREATE DATABASE d; USE d; CREATE TABLE s (id INT PRIMARY KEY, c CHAR(3), ts TIMESTAMP NULL)");
+  // sql_mode: strict fails, non-strict truncates with a warning.
+  Run("SET sql_mode = ''");
+  Run("INSERT INTO s (id, c) VALUES (1, 'abcdef')");
+  EXPECT_EQ(session_->warnings().size(), 1u);
+  Run("SET sql_mode = 'STRICT_ALL_TABLES'");
+  EXPECT_EQ(Fail("INSERT INTO s (id, c) VALUES (2, 'abcdef')").mysql_code(), 1406);
+  Run("SET sql_mode = 'traditional'");
+  EXPECT_EQ(Fail("INSERT INTO s (id, c) VALUES (2, 'abcdef')").mysql_code(), 1406);
+  Run("SET sql_mode = ''");
+  Run("INSERT INTO s (id, c) VALUES (2, 'abcdef')");
+  // time_zone: a TIMESTAMP reads back in the session's zone.
+  Run("SET time_zone = '+00:00'");
+  Run("UPDATE s SET ts = '2020-01-01 00:00:00' WHERE id = 1");
+  EXPECT_EQ(Query("SELECT ts FROM s WHERE id = 1")[0][0], "2020-01-01 00:00:00");
+  Run("SET time_zone = '+05:00'");
+  EXPECT_EQ(Query("SELECT ts FROM s WHERE id = 1")[0][0], "2020-01-01 05:00:00");
+  Run("SET time_zone = '+00:00'");
+  EXPECT_EQ(Query("SELECT ts FROM s WHERE id = 1")[0][0], "2020-01-01 00:00:00");
+  // autocommit: off keeps the write in an open transaction until ROLLBACK.
+  Run("SET autocommit = 0");
+  EXPECT_FALSE(session_->autocommit());
+  Run("INSERT INTO s (id, c) VALUES (3, 'x')");
+  EXPECT_TRUE(session_->in_transaction());
+  Run("ROLLBACK");
+  Run("SET autocommit = 1");
+  EXPECT_TRUE(session_->autocommit());
+  EXPECT_EQ(Query("SELECT COUNT(*) FROM s")[0][0], "2");
+  // shale_plan_cache: off, a repeated statement no longer hits.
+  Query("SELECT c FROM s WHERE id = 1");
+  const uint64_t hits = session_->plan_cache_hits();
+  Query("SELECT c FROM s WHERE id = 2");
+  EXPECT_EQ(session_->plan_cache_hits(), hits + 1);
+  Run("SET shale_plan_cache = OFF");
+  Query("SELECT c FROM s WHERE id = 1");
+  EXPECT_EQ(session_->plan_cache_hits(), hits + 1);
+  Run("SET shale_plan_cache = 1");  // a SET starts a new epoch: one miss, then hits
+  Query("SELECT c FROM s WHERE id = 2");
+  Query("SELECT c FROM s WHERE id = 1");
+  EXPECT_EQ(session_->plan_cache_hits(), hits + 2);
+}
+
 }  // namespace
 }  // namespace shale::exec
