@@ -149,6 +149,11 @@ class Value {
   static Value Double(double d) { Value x; x.v_ = d == 0 ? 0.0 : d; return x; }  // no -0
   static Value Float(float f) { Value x; x.v_ = f == 0 ? 0.0f : f; return x; }
   static Value Dec(Decimal d) { Value x; x.v_ = d; return x; }
+  static Value Temporal(TypeId type, int64_t packed, int fsp) {
+    Value x;
+    x.v_ = TemporalValue{packed, type, static_cast<uint8_t>(fsp)};
+    return x;
+  }
   // Makes this value the string `s`, reusing the string it holds (and its
   // capacity) if it holds one.
   void SetString(std::string_view s) {
@@ -157,11 +162,6 @@ class Value {
     } else {
       v_.emplace<2>(s);
     }
-  }
-  static Value Temporal(TypeId type, int64_t packed, int fsp) {
-    Value x;
-    x.v_ = TemporalValue{packed, type, static_cast<uint8_t>(fsp)};
-    return x;
   }
 
   bool is_null() const { return v_.index() == 0; }

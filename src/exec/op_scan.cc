@@ -137,11 +137,11 @@ class EntryStream {
   size_t current_slice_index() const { return current_slice_; }
 
  private:
+  const std::string* FilterFor(const txn::SliceHandle& slice) { return filter_ ? filter_->For(slice) : nullptr; }
+
   Engine* engine_;
   const PhysicalOperator& op_;
   const bool merge_;
-  const std::string* FilterFor(const txn::SliceHandle& slice) { return filter_ ? filter_->For(slice) : nullptr; }
-
   // Locking reads read the newest committed versions (InnoDB).
   const bool latest_;
   LazyFragment* const filter_;

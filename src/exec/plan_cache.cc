@@ -165,6 +165,12 @@ void AppendOperator(const LogicalOperator& op, std::string* out) {
   *out += "}";
 }
 
+// Whether `op` (a child of `parent`, null at the root) is an INSERT's
+// VALUES rows: literals from the statement's text.
+bool IsInsertValues(const LogicalOperator& op, const LogicalOperator* parent) {
+  return parent != nullptr && parent->kind == sierra::LogicalKind::kInsert && op.kind == sierra::LogicalKind::kValues;
+}
+
 // Calls visit(expr, substitutable) for every expression node of `op` and
 // its children (including subqueries). Substitutable: a parameter's
 // constant may stand there, its value deciding nothing but itself: a
@@ -178,8 +184,7 @@ void VisitExprs(const LogicalOperator& op, const std::function<void(const Expr&,
     visit(*e, substitutable);
     for (const ExprPtr& c : e->children) walk(c, substitutable);
   };
-  const bool insert_values = parent != nullptr && parent->kind == sierra::LogicalKind::kInsert &&
-                             op.kind == sierra::LogicalKind::kValues;
+  const bool insert_values = IsInsertValues(op, parent);
   const bool assignments = op.kind == sierra::LogicalKind::kUpdate || op.kind == sierra::LogicalKind::kInsert;
   for (const auto& row : op.rows) {
     for (const ExprPtr& e : row) walk(e, insert_values);
@@ -199,9 +204,7 @@ void VisitExprs(const LogicalOperator& op, const std::function<void(const Expr&,
 // information_schema table, which the text does not determine).
 bool CollectTables(const LogicalOperator& op, std::vector<std::shared_ptr<const catalog::TableDef>>* out,
                    const LogicalOperator* parent = nullptr) {
-  if (op.kind == sierra::LogicalKind::kValues && (parent == nullptr || parent->kind != sierra::LogicalKind::kInsert)) {
-    return false;
-  }
+  if (op.kind == sierra::LogicalKind::kValues && !IsInsertValues(op, parent)) return false;
   if (op.table && std::find(out->begin(), out->end(), op.table) == out->end()) out->push_back(op.table);
   for (const auto& child : op.children) {
     if (!CollectTables(*child, out, &op)) return false;
@@ -223,17 +226,20 @@ std::optional<StatementShape> ShapeOf(std::string_view sql) {
   if (!CandidateKind(first)) return std::nullopt;
   const bool is_select = first == "SELECT";
   const bool is_insert = first == "INSERT" || first == "REPLACE";
-  // The token after which an INSERT's table name stands (INTO, or the verb
-  // and its modifiers when INTO is left out): its column list's '(' is not
-  // a call.
-  auto names_insert_target = [&](size_t i) {
-    if (!is_insert) return false;
+  // Whether name token i (upper-cased `upper`), followed by '(', calls a
+  // function. Not: the words of ParenthesisWords, and in an INSERT its
+  // VALUES (VALUE) and its table name before the column list (after INTO,
+  // or after the verb and its modifiers when INTO is left out).
+  auto calls = [&](size_t i, const std::string& upper) {
+    if (ParenthesisWords().count(upper) != 0) return false;
+    if (!is_insert) return true;
+    if ((upper == "VALUES" || upper == "VALUE") && t[i].kind == sql::TokenKind::kIdent) return false;
     size_t name_start = i;
     if (i >= 2 && t[i - 1].kind == sql::TokenKind::kOperator && t[i - 1].text == ".") name_start = i - 2;
-    if (name_start == 0) return false;
+    if (name_start == 0) return true;
     const std::string before = Upper(t[name_start - 1].text);
-    return before == "INTO" || before == "INSERT" || before == "REPLACE" || before == "IGNORE" ||
-           before == "LOW_PRIORITY" || before == "DELAYED" || before == "HIGH_PRIORITY";
+    return !(before == "INTO" || before == "INSERT" || before == "REPLACE" || before == "IGNORE" ||
+             before == "LOW_PRIORITY" || before == "DELAYED" || before == "HIGH_PRIORITY");
   };
   StatementShape shape;
   bool after_limit = false;
@@ -252,10 +258,7 @@ std::optional<StatementShape> ShapeOf(std::string_view sql) {
         upper = Upper(tok.text);
         if (DeniedWords().count(upper) != 0) return std::nullopt;
         if (is_select && upper == "INTO") return std::nullopt;  // SELECT ... INTO sets variables or writes files
-        if ((tok.kind == sql::TokenKind::kIdent || tok.kind == sql::TokenKind::kQuotedIdent) && i + 1 < t.size() &&
-            t[i + 1].kind == sql::TokenKind::kOperator && t[i + 1].text == "(" &&
-            ParenthesisWords().count(upper) == 0 && !names_insert_target(i) &&
-            !(is_insert && (upper == "VALUES" || upper == "VALUE") && tok.kind == sql::TokenKind::kIdent)) {
+        if (i + 1 < t.size() && t[i + 1].kind == sql::TokenKind::kOperator && t[i + 1].text == "(" && calls(i, upper)) {
           return std::nullopt;  // a function call
         }
         if (upper == "LIMIT") after_limit = true;

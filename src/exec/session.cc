@@ -1055,9 +1055,8 @@ Result<StatementResult> Session::ExecuteBound(const ast::Statement& stmt, sql::B
               SHALE_RETURN_IF_ERROR(EndTransaction());  // turning autocommit on commits
             }
             std::string alias = AliasOf(name);
-            if (!alias.empty()) variables_[alias] = value;
-            variables_[name] = value;
-            derived_.reset();
+            if (!alias.empty()) StoreVariable(alias, value);
+            StoreVariable(name, value);
           }
           return Ok();
         } else {

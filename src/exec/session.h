@@ -158,8 +158,7 @@ class Session {
   // Sets session variable `name` (as SET SESSION does, without checks): the
   // server sets wait_timeout to interactive_timeout for interactive clients.
   void SetVariable(const std::string& name, Value value) {
-    variables_[name] = std::move(value);
-    derived_.reset();
+    StoreVariable(name, std::move(value));
     ++plan_cache_epoch_;
   }
 
@@ -334,6 +333,11 @@ class Session {
   };
   const DerivedSettings& Derived() const;
   mutable std::optional<DerivedSettings> derived_;
+  // The one way variables_ is written: the derived settings go with it.
+  void StoreVariable(const std::string& name, Value value) {
+    variables_[name] = std::move(value);
+    derived_.reset();
+  }
   std::vector<Warning> warnings_;  // of the last statement, for SHOW WARNINGS
   std::unique_ptr<txn::Transaction> txn_;  // the open multi-statement transaction
   WrittenTables txn_tables_;               // tables txn_ wrote
