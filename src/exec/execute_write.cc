@@ -238,8 +238,10 @@ std::vector<Row> FirstMatchPerRow(const catalog::TableDef& table, std::vector<Ro
   return out;
 }
 
+// `read_locked`: every target row was read by a locking read of the table
+// (ReadRowsToWrite), so its primary key's lock is held already.
 Result<StatementResult> ApplyModify(Engine* engine, const PhysicalOperator& op, std::vector<Row> targets,
-                                    uint64_t* matched_rows = nullptr);
+                                    bool read_locked, uint64_t* matched_rows = nullptr);
 Result<StatementResult> ExecuteStackedModify(Engine* engine, const PhysicalOperator& op);
 
 // Reads every row `plan` yields as a locking read (InnoDB): inside a
@@ -285,7 +287,7 @@ Result<StatementResult> ExecuteModify(Engine* engine, const PhysicalOperator& op
 
   std::vector<Row> targets;
   SHALE_RETURN_IF_ERROR(ReadRowsToWrite(engine, *op.children[0], table.id, &targets));
-  return ApplyModify(engine, op, std::move(targets));
+  return ApplyModify(engine, op, std::move(targets), CurrentTxn() != nullptr);
 }
 
 namespace {
@@ -294,12 +296,14 @@ namespace {
 // read (REQUIRES: the caller holds what ExecuteModify takes: the table's
 // write lock without a transaction, the rows' locks with one).
 Result<StatementResult> ApplyModify(Engine* engine, const PhysicalOperator& op, std::vector<Row> targets,
-                                    uint64_t* matched_rows) {
+                                    bool read_locked, uint64_t* matched_rows) {
   const catalog::TableDef& table = *op.table;
   const bool is_update = op.kind == PhysicalKind::kUpdate;
   const size_t width = table.columns.size();
   const bool multi_table = !targets.empty() && targets[0].size() > width;
   if (multi_table) targets = FirstMatchPerRow(table, std::move(targets));
+  // Rows of a join may come from elsewhere than the table's locking scan.
+  const TableWriter::Held held = read_locked && !multi_table ? TableWriter::Held::kPrimaryKey : TableWriter::Held::kNone;
 
   TableWriter writer(engine, table);
   uint64_t matched = 0;
@@ -308,7 +312,7 @@ Result<StatementResult> ApplyModify(Engine* engine, const PhysicalOperator& op, 
     ++matched;
     if (!is_update) {
       if (multi_table) old_row.resize(width);
-      SHALE_RETURN_IF_ERROR(writer.LockRowKeys(old_row));
+      SHALE_RETURN_IF_ERROR(writer.LockRowKeys(old_row, held));
       writer.Delete(old_row);
       ++changed;
       continue;
@@ -341,8 +345,8 @@ Result<StatementResult> ApplyModify(Engine* engine, const PhysicalOperator& op, 
     std::vector<Value> old_pk = catalog::PrimaryKeyValues(table, old_row);
     std::vector<Value> new_pk = catalog::PrimaryKeyValues(table, new_row);
     // The old row's entries go first, so the new row may reuse its keys.
-    SHALE_RETURN_IF_ERROR(writer.LockRowKeys(old_row));
-    SHALE_RETURN_IF_ERROR(writer.LockRowKeys(new_row));
+    SHALE_RETURN_IF_ERROR(writer.LockRowKeys(old_row, held));
+    SHALE_RETURN_IF_ERROR(writer.LockRowKeys(new_row, TableWriter::Held::kNone, &old_row));
     writer.Delete(old_row);
     if (new_pk != old_pk) {
       SHALE_ASSIGN_OR_RETURN(bool taken, writer.RowExists(catalog::EncodeKey(new_pk),
@@ -398,7 +402,7 @@ Result<StatementResult> ExecuteStackedModify(Engine* engine, const PhysicalOpera
       targets.emplace_back(begin, begin + static_cast<std::ptrdiff_t>(o->limit));
     }
     uint64_t m = 0;
-    SHALE_ASSIGN_OR_RETURN(StatementResult r, ApplyModify(engine, *o, std::move(targets), &m));
+    SHALE_ASSIGN_OR_RETURN(StatementResult r, ApplyModify(engine, *o, std::move(targets), /*read_locked=*/false, &m));
     matched += m;
     changed += r.affected_rows;
   }

@@ -91,8 +91,12 @@ class TableWriter {
   // Exclusive locks on `row`'s primary key and on its values in every
   // UNIQUE index (none NULL), held to the end of the transaction: taken
   // before a row is checked and written, so concurrent writers of one key
-  // (or one unique value) go one after the other.
-  Status LockRowKeys(const Row& row);
+  // (or one unique value) go one after the other. Not asked for again: the
+  // primary key's lock when `held` says this statement's locking read took
+  // it, and the keys `row` shares with `locked` (a row whose keys were
+  // locked already, as the old row of an update).
+  enum class Held { kNone, kPrimaryKey };
+  Status LockRowKeys(const Row& row, Held held = Held::kNone, const Row* locked = nullptr);
 
   // Into the statement's transaction's write set (it reaches the slices at
   // COMMIT); without a transaction, every representation's batches to the

@@ -12,8 +12,10 @@ namespace shale::txn {
 
 const LockMode* LockManager::LockState::Find(uint64_t txn) const {
   if (has_first && first_txn == txn) return &first_mode;
-  for (const auto& [t, m] : more) {
-    if (t == txn) return &m;
+  if (more != nullptr) {
+    for (const auto& [t, m] : *more) {
+      if (t == txn) return &m;
+    }
   }
   return nullptr;
 }
@@ -23,10 +25,12 @@ void LockManager::LockState::Set(uint64_t txn, LockMode mode) {
     first_mode = mode;
     return;
   }
-  for (auto& [t, m] : more) {
-    if (t == txn) {
-      m = mode;
-      return;
+  if (more != nullptr) {
+    for (auto& [t, m] : *more) {
+      if (t == txn) {
+        m = mode;
+        return;
+      }
     }
   }
   if (!has_first) {
@@ -35,26 +39,28 @@ void LockManager::LockState::Set(uint64_t txn, LockMode mode) {
     first_mode = mode;
     return;
   }
-  more.emplace_back(txn, mode);
+  if (more == nullptr) more = std::make_unique<std::vector<std::pair<uint64_t, LockMode>>>();
+  more->emplace_back(txn, mode);
 }
 
 void LockManager::LockState::Erase(uint64_t txn) {
   if (has_first && first_txn == txn) {
-    if (more.empty()) {
+    if (more == nullptr) {
       has_first = false;
-    } else {
-      std::tie(first_txn, first_mode) = more.back();
-      more.pop_back();
-    }
-    return;
-  }
-  for (size_t i = 0; i < more.size(); ++i) {
-    if (more[i].first == txn) {
-      more[i] = more.back();
-      more.pop_back();
       return;
     }
+    std::tie(first_txn, first_mode) = more->back();
+    more->pop_back();
+  } else if (more != nullptr) {
+    for (size_t i = 0; i < more->size(); ++i) {
+      if ((*more)[i].first == txn) {
+        (*more)[i] = more->back();
+        more->pop_back();
+        break;
+      }
+    }
   }
+  if (more != nullptr && more->empty()) more.reset();
 }
 
 size_t LockManager::LockTable::SlotOf(uint64_t hash) const {
@@ -108,14 +114,28 @@ void LockManager::LockTable::Erase(uint64_t hash) {
   if (slots_.size() > kMinSlots && size_ * 8 < slots_.size()) Resize(std::max(kMinSlots, slots_.size() / 4));
 }
 
-void LockManager::LockTable::Resize(size_t capacity) {
+void LockManager::LockTable::Resize(size_t capacity) { Rebuild(std::move(slots_), capacity); }
+
+void LockManager::LockTable::Rebuild(std::vector<Slot> old, size_t capacity) {
   size_t n = kMinSlots;
   while (n < capacity) n *= 2;
-  std::vector<Slot> old = std::move(slots_);
   slots_ = std::vector<Slot>(n);
+  size_ = 0;
   for (Slot& slot : old) {
-    if (slot.hash != 0) slots_[SlotOf(slot.hash)] = std::move(slot);
+    if (slot.hash == 0 || slot.state.empty()) continue;
+    slots_[SlotOf(slot.hash)] = std::move(slot);
+    ++size_;
   }
+}
+
+void LockManager::LockTable::EraseHolder(uint64_t txn) {
+  size_t left = 0;
+  for (Slot& slot : slots_) {
+    if (slot.hash == 0) continue;
+    slot.state.Erase(txn);
+    if (!slot.state.empty()) ++left;
+  }
+  Rebuild(std::move(slots_), left * 2);
 }
 
 bool LockManager::Grantable(const LockState& s, uint64_t txn, LockMode mode) const {
@@ -149,8 +169,9 @@ bool LockManager::ClosesCycle(uint64_t start) const {
   return false;
 }
 
-Status LockManager::Lock(uint64_t txn, std::string name, LockMode mode, std::chrono::milliseconds timeout,
-                         const std::atomic<bool>* interrupt, int64_t txn_started_us) {
+Status LockManager::Lock(uint64_t txn, std::string_view name, LockMode mode, std::chrono::milliseconds timeout,
+                         const std::atomic<bool>* interrupt, int64_t txn_started_us, bool* acquired) {
+  if (acquired != nullptr) *acquired = false;
   profile::ModuleScope profile_scope(profile::Module::kLocks);
   const uint64_t hash = NameHash(name);
   std::unique_lock<std::mutex> l(mu_);
@@ -165,7 +186,7 @@ Status LockManager::Lock(uint64_t txn, std::string name, LockMode mode, std::chr
   if (!Grantable(*entry, txn, mode)) {
     waits_.fetch_add(1, std::memory_order_relaxed);
     const auto deadline = std::chrono::steady_clock::now() + timeout;
-    waiting_[txn] = Wait{name, hash, mode, next_wait_id_++, txn_started_us, false};
+    waiting_[txn] = Wait{std::string(name), hash, mode, next_wait_id_++, txn_started_us, false};
     while (true) {
       Status failure;
       if (waiting_[txn].victim) {
@@ -197,8 +218,13 @@ Status LockManager::Lock(uint64_t txn, std::string name, LockMode mode, std::chr
     waiting_.erase(txn);
   }
   // An upgrade (S to X) keeps its one entry in held_.
-  if (!upgrade) held_[txn].push_back(Held{hash, std::move(name)});
+  if (!upgrade) {
+    Held& held = held_[txn];
+    held.names.append(name);
+    held.locks.emplace_back(hash, held.names.size());
+  }
   entry->Set(txn, mode);
+  if (acquired != nullptr) *acquired = true;
   return Status::OK();
 }
 
@@ -207,11 +233,17 @@ void LockManager::ReleaseAll(uint64_t txn) {
     std::lock_guard<std::mutex> l(mu_);
     auto h = held_.find(txn);
     if (h == held_.end()) return;
-    for (const Held& held : h->second) {
-      LockState* lock = locks_.Find(held.hash);
-      if (lock == nullptr) continue;  // a second name with the same hash (invariant 3)
-      lock->Erase(txn);
-      if (lock->empty()) locks_.Erase(held.hash);
+    if (h->second.locks.size() >= kMinSlots && h->second.locks.size() * 4 >= locks_.size()) {
+      // Most of the table (a bulk UPDATE or DELETE): one pass over it costs
+      // less than a probe per lock.
+      locks_.EraseHolder(txn);
+    } else {
+      for (const auto& [hash, name_end] : h->second.locks) {
+        LockState* lock = locks_.Find(hash);
+        if (lock == nullptr) continue;  // a second name with the same hash (invariant 3)
+        lock->Erase(txn);
+        if (lock->empty()) locks_.Erase(hash);
+      }
     }
     held_.erase(h);
   }
@@ -231,11 +263,11 @@ std::vector<std::string> LockManager::ExclusiveLocksOf(uint64_t txn) const {
   std::vector<std::string> out;
   auto held = held_.find(txn);
   if (held == held_.end()) return out;
-  for (const Held& h : held->second) {
-    const LockState* lock = locks_.Find(h.hash);
+  for (size_t i = 0; i < held->second.locks.size(); ++i) {
+    const LockState* lock = locks_.Find(held->second.locks[i].first);
     if (lock == nullptr) continue;
     const LockMode* mode = lock->Find(txn);
-    if (mode != nullptr && *mode == LockMode::kExclusive) out.push_back(h.name);
+    if (mode != nullptr && *mode == LockMode::kExclusive) out.emplace_back(held->second.Name(i));
   }
   return out;
 }

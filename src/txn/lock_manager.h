@@ -42,6 +42,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -77,9 +78,11 @@ class LockManager {
   // `txn_started_us` (the transaction's start, microseconds since the
   // epoch) marks a wait of one of this node's own transactions, reported by
   // Waiters(); 0: a slice of a remote transaction's wait, which its
-  // coordinator reports.
-  Status Lock(uint64_t txn, std::string name, LockMode mode, std::chrono::milliseconds timeout,
-              const std::atomic<bool>* interrupt, int64_t txn_started_us = 0);
+  // coordinator reports. `*acquired` (when given) is set to whether this
+  // call took the lock or upgraded it (false: `txn` held it already in
+  // `mode` or stronger).
+  Status Lock(uint64_t txn, std::string_view name, LockMode mode, std::chrono::milliseconds timeout,
+              const std::atomic<bool>* interrupt, int64_t txn_started_us = 0, bool* acquired = nullptr);
   // Releases every lock `txn` holds and wakes waiters.
   void ReleaseAll(uint64_t txn);
   // Whether `txn` holds `name` in `mode` (or stronger).
@@ -108,11 +111,11 @@ class LockManager {
   // (no allocation); further shared holders go to `more`.
   struct LockState {
     bool has_first = false;
-    uint64_t first_txn = 0;
     LockMode first_mode = LockMode::kShared;
-    std::vector<std::pair<uint64_t, LockMode>> more;
+    uint64_t first_txn = 0;
+    std::unique_ptr<std::vector<std::pair<uint64_t, LockMode>>> more;  // null: none
 
-    bool empty() const { return !has_first && more.empty(); }
+    bool empty() const { return !has_first && more == nullptr; }
     // The mode `txn` holds, or null.
     const LockMode* Find(uint64_t txn) const;
     void Set(uint64_t txn, LockMode mode);
@@ -120,7 +123,9 @@ class LockManager {
     template <typename F>
     void ForEach(F&& f) const {
       if (has_first) f(first_txn, first_mode);
-      for (const auto& [t, m] : more) f(t, m);
+      if (more != nullptr) {
+        for (const auto& [t, m] : *more) f(t, m);
+      }
     }
   };
   // The locks by NameHash (invariant 3, never 0): open addressing with
@@ -135,6 +140,10 @@ class LockManager {
     // The lock's state, added (without holders) when missing.
     LockState* FindOrInsert(uint64_t hash);
     void Erase(uint64_t hash);
+    // Takes `txn` out of every lock's holders and drops the locks left
+    // with none: one pass over the table, for a transaction that holds a
+    // large share of it.
+    void EraseHolder(uint64_t txn);
     size_t size() const { return size_; }
 
    private:
@@ -144,6 +153,9 @@ class LockManager {
     };
     size_t SlotOf(uint64_t hash) const;  // its slot, or the empty one ending its probe
     void Resize(size_t capacity);
+    // Into fresh slots of at least `capacity`, the entries of `old` that
+    // have holders.
+    void Rebuild(std::vector<Slot> old, size_t capacity);
     std::vector<Slot> slots_;  // a power of two long, at most half full (or empty)
     size_t size_ = 0;
   };
@@ -159,12 +171,17 @@ class LockManager {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   LockTable locks_;  // GUARDED_BY(mu_)
-  // Each transaction's locks, once each, in the order taken.
+  // Each transaction's locks, once each, in the order taken: their hashes,
+  // and their names in one buffer (no allocation per lock).
   struct Held {
-    uint64_t hash;
-    std::string name;
+    std::vector<std::pair<uint64_t, size_t>> locks;  // hash, end of its name in `names`
+    std::string names;
+    std::string_view Name(size_t i) const {
+      const size_t begin = i == 0 ? 0 : locks[i - 1].second;
+      return std::string_view(names).substr(begin, locks[i].second - begin);
+    }
   };
-  std::unordered_map<uint64_t, std::vector<Held>> held_;  // GUARDED_BY(mu_)
+  std::unordered_map<uint64_t, Held> held_;  // GUARDED_BY(mu_)
   struct Wait {
     std::string name;
     uint64_t hash = 0;

@@ -675,18 +675,52 @@ Status Transaction::Lock(std::string name, LockMode mode, std::chrono::milliseco
     // Where the row was first locked stays: if the ranking replica moved
     // since, the commit is refused (the row may have been written at the
     // new one between the two locks).
-    if (mode == LockMode::kExclusive) held_locks_.try_emplace(name, HeldLock{name, at->id, node});
+    if (mode == LockMode::kExclusive) held_locks_.Add(name, at->id, node);
     return Status::OK();
   }
   // Only a transaction of a cluster node reports its local waits (the
   // detector needs a router to reach it).
   const int64_t reported = manager_->router_ != nullptr ? started_us_ : 0;
   if (mode == LockMode::kExclusive && at != nullptr && at->replicas != nullptr && !at->replicas->empty()) {
-    SHALE_RETURN_IF_ERROR(manager_->locks_.Lock(id_, name, mode, timeout, interrupt, reported));
-    held_locks_.try_emplace(name, HeldLock{name, at->id, at->ranking()});
+    bool acquired = false;
+    SHALE_RETURN_IF_ERROR(manager_->locks_.Lock(id_, name, mode, timeout, interrupt, reported, &acquired));
+    if (acquired) held_locks_.Add(name, at->id, at->ranking());
     return Status::OK();
   }
-  return manager_->locks_.Lock(id_, std::move(name), mode, timeout, interrupt, reported);
+  return manager_->locks_.Lock(id_, name, mode, timeout, interrupt, reported);
+}
+
+void Transaction::HeldLockLog::Add(std::string_view name, storage::SliceId slice, const std::string& node) {
+  size_t n = 0;
+  while (n < nodes_.size() && nodes_[n] != node) ++n;
+  if (n == nodes_.size()) nodes_.push_back(node);
+  names_.append(name);
+  entries_.push_back(Entry{names_.size(), slice, n});
+}
+
+std::string_view Transaction::HeldLockLog::NameOf(size_t i) const {
+  const size_t begin = i == 0 ? 0 : entries_[i - 1].name_end;
+  return std::string_view(names_).substr(begin, entries_[i].name_end - begin);
+}
+
+HeldLocks Transaction::HeldLockLog::List() const {
+  // By name, and for each name the entry taken first.
+  std::vector<size_t> order(entries_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return NameOf(a) < NameOf(b); });
+  HeldLocks out;
+  for (size_t k = 0; k < order.size(); ++k) {
+    const size_t i = order[k];
+    if (k > 0 && NameOf(order[k - 1]) == NameOf(i)) continue;
+    out.push_back(HeldLock{std::string(NameOf(i)), entries_[i].slice, nodes_[entries_[i].node]});
+  }
+  return out;
+}
+
+void Transaction::HeldLockLog::clear() {
+  names_.clear();
+  entries_.clear();
+  nodes_.clear();
 }
 
 uint64_t TxnManager::RegisterRemoteWait(RemoteWait* wait) {
@@ -756,7 +790,7 @@ Status Transaction::Commit() {
   }
   const bool writes = !writes_.empty();
   if (writes) {
-    if (placement_.empty() || manager_->router_ == nullptr) {
+    if (manager_->OnlyHere(writes_, placement_)) {
       // The undo log holds each key's first write; a fresh one whose last
       // write is a put needs no collection (FreshKeys).
       FreshKeys fresh;
@@ -768,9 +802,7 @@ Status Transaction::Commit() {
     } else {
       std::set<std::string> participants;
       bool in_doubt = false;
-      HeldLocks locks;
-      locks.reserve(held_locks_.size());
-      for (const auto& [name, lock] : held_locks_) locks.push_back(lock);
+      const HeldLocks locks = held_locks_.List();
       st = manager_->CommitWrites(key(), writes_, placement_, &participants, &in_doubt, &lock_nodes_, &locks);
       // The commit released our locks at the nodes that wrote (or they stay
       // with the prepared transaction until it is resolved).

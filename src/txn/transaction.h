@@ -306,6 +306,10 @@ class TxnManager {
   // where they were taken (null: none), sent with the writes so each node
   // checks them against the ranking replicas it knows (docs/transactions.md
   // "Row locks when the ranking replica changes").
+  // Whether every replica of every slice `writes` names (by `placement`;
+  // an unlisted slice is this node's) is on this node: its commit is a
+  // local Apply.
+  bool OnlyHere(const WriteSet& writes, const Placement& placement) const;
   Status CommitWrites(const TxnKey& key, const WriteSet& writes, const Placement& placement,
                       std::set<std::string>* participants, bool* in_doubt = nullptr,
                       const std::set<std::string>* lock_nodes = nullptr, const HeldLocks* locks = nullptr);
@@ -515,9 +519,29 @@ class Transaction {
   // Those where a lock request succeeded: a later request there says so,
   // and is refused if that node lost them (DataRouter::Lock).
   std::set<std::string> locked_at_;
-  // X locks on cluster slices, by name: the slice and the node (its
-  // ranking replica's) they were taken at.
-  std::map<std::string, HeldLock> held_locks_;
+  // X locks on cluster slices, in the order taken: the slice and the node
+  // (its ranking replica's) each was taken at. Appending costs no
+  // allocation per lock (names share one buffer); List() gives each name
+  // once, with where it was first taken, for a commit that involves other
+  // nodes.
+  class HeldLockLog {
+   public:
+    void Add(std::string_view name, storage::SliceId slice, const std::string& node);
+    HeldLocks List() const;
+    void clear();
+
+   private:
+    struct Entry {
+      size_t name_end;  // in names_; it begins where the previous entry's ends
+      storage::SliceId slice;
+      size_t node;      // index in nodes_
+    };
+    std::string_view NameOf(size_t i) const;
+    std::string names_;
+    std::vector<Entry> entries_;
+    std::vector<std::string> nodes_;  // distinct, few
+  };
+  HeldLockLog held_locks_;
   struct Undo {
     storage::SliceId slice;
     std::string key;

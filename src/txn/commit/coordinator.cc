@@ -55,12 +55,29 @@ bool TxnManager::Committing(uint64_t id) const {
   return committing_.count(id) > 0;
 }
 
+bool TxnManager::OnlyHere(const WriteSet& writes, const Placement& placement) const {
+  if (router_ == nullptr) return true;
+  const std::string& self = router_->self();
+  for (const auto& [slice, keys] : writes) {
+    auto p = placement.find(slice);
+    if (p == placement.end()) continue;
+    for (const std::string& node : p->second) {
+      if (node != self) return false;
+    }
+  }
+  return true;
+}
+
 Status TxnManager::CommitWrites(const TxnKey& key, const WriteSet& writes, const Placement& placement,
                                 std::set<std::string>* participants, bool* in_doubt,
                                 const std::set<std::string>* lock_nodes, const HeldLocks* locks) {
   const std::string& self = router_->self();
   static const HeldLocks kNoLocks;
   const HeldLocks& held = locks != nullptr ? *locks : kNoLocks;
+  if (OnlyHere(writes, placement)) {
+    participants->insert(self);
+    return Apply(writes);
+  }
   // Each node's share: the slices it holds a replica of.
   std::map<std::string, WriteSet> by_node;
   for (const auto& [slice, keys] : writes) {
