@@ -2,6 +2,7 @@
 #include "storage/mvcc.h"
 #include "src/common/module_profile.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -21,13 +22,15 @@ void AppendEscaped(std::string_view key, std::string* out) {
   }
 }
 
-// All versions of `key` sort at or after this (it is a prefix of each).
-std::string VersionPrefix(std::string_view key) {
-  std::string out;
-  AppendEscaped(key, &out);
-  out.append("\x00\x01", 2);
-  return out;
+// The escaped key followed by the terminator, into `out` sized for it
+// plus `extra` bytes.
+void AppendEscapedTerminated(std::string_view key, size_t extra, std::string* out) {
+  const size_t nuls = static_cast<size_t>(std::count(key.begin(), key.end(), '\0'));
+  out->reserve(out->size() + key.size() + nuls + 2 + extra);
+  AppendEscaped(key, out);
+  out->append("\x00\x01", 2);
 }
+
 
 // The decoded current entry of an underlying iterator.
 struct Version {
@@ -38,9 +41,12 @@ struct Version {
 }  // namespace
 
 std::string EncodeVersionKey(std::string_view user_key, uint64_t commit_ts) {
-  std::string out = VersionPrefix(user_key);
+  std::string out;
+  AppendEscapedTerminated(user_key, 8, &out);
   const uint64_t inv = ~commit_ts;
-  for (int i = 7; i >= 0; --i) out.push_back(static_cast<char>((inv >> (8 * i)) & 0xff));
+  char ts[8];
+  for (int i = 0; i < 8; ++i) ts[i] = static_cast<char>((inv >> (8 * (7 - i))) & 0xff);
+  out.append(ts, 8);
   return out;
 }
 
@@ -73,11 +79,16 @@ bool DecodeVersionKey(std::string_view v, std::string* user_key, uint64_t* commi
 }
 
 void AppendVersion(const WriteOp& op, uint64_t commit_ts, WriteBatch* out) {
-  std::string value;
-  value.reserve(op.value.size() + 1);
-  value.push_back(op.kind == WriteOp::Kind::kPut ? kPutTag : kTombstoneTag);
-  value.append(op.value);
-  out->Put(EncodeVersionKey(op.key, commit_ts), std::move(value));
+  AppendVersion(op.kind, op.key, op.value, commit_ts, out);
+}
+
+void AppendVersion(WriteOp::Kind kind, std::string_view key, std::string_view value, uint64_t commit_ts,
+                   WriteBatch* out) {
+  std::string tagged;
+  tagged.reserve(value.size() + 1);
+  tagged.push_back(kind == WriteOp::Kind::kPut ? kPutTag : kTombstoneTag);
+  tagged.append(value);
+  out->Put(EncodeVersionKey(key, commit_ts), std::move(tagged));
 }
 
 bool IsWriteConflict(const Status& s) {

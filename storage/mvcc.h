@@ -66,6 +66,8 @@ bool DecodeVersionKey(std::string_view versioned, std::string* user_key, uint64_
 // commit_ts), value tag + row. The transaction layer (src/txn) commits a
 // whole write set across slices with one SliceStore::Write of such batches.
 void AppendVersion(const WriteOp& op, uint64_t commit_ts, WriteBatch* out);
+void AppendVersion(WriteOp::Kind kind, std::string_view key, std::string_view value, uint64_t commit_ts,
+                   WriteBatch* out);
 
 // True for the status Write returns on a write-write conflict.
 bool IsWriteConflict(const Status& s);

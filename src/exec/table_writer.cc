@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "src/common/appending_map.h"
 #include "src/common/errors.h"
 #include "src/exec/operator.h"
 
@@ -62,7 +63,7 @@ TableWriter::TableWriter(Engine* engine, const catalog::TableDef& table)
 }
 
 Result<bool> TableWriter::RowExists(const std::string& key, size_t slice_index) {
-  auto it = changes_[0].find(key);
+  auto it = FindAppending(changes_[0], key);
   if (it != changes_[0].end()) return it->second.value.has_value();
   SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, SliceAt(0, slice_index));
   std::string existing;
@@ -75,7 +76,7 @@ Result<bool> TableWriter::RowExists(const std::string& key, size_t slice_index) 
 Result<std::optional<Row>> TableWriter::GetRow(const std::vector<Value>& pk) {
   std::string key = catalog::EncodeKey(pk);
   std::string value;
-  auto it = changes_[0].find(key);
+  auto it = FindAppending(changes_[0], key);
   if (it != changes_[0].end()) {
     if (!it->second.value) return std::optional<Row>();
     value = *it->second.value;
@@ -249,7 +250,7 @@ void TableWriter::Change(const Row& row, bool put, bool fresh) {
   // first change: what is stored under it is what that change saw.
   auto set = [](std::map<std::string, PendingChange>& changes, std::string key, size_t slice_index,
                 std::optional<std::string> v, bool fresh) {
-    auto [it, added] = changes.try_emplace(std::move(key));
+    auto [it, added] = TryEmplaceAppending(changes, std::move(key));
     it->second = PendingChange{slice_index, std::move(v), added ? fresh : it->second.fresh};
   };
   set(changes_[0], catalog::EncodeKey(pk), SliceIndexOf(table_.primary, pk), std::move(value), fresh);

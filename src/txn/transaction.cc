@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "src/common/appending_map.h"
 #include "src/common/errors.h"
 #include "src/common/log.h"
 
@@ -324,12 +325,10 @@ Status TxnManager::ApplyAt(uint64_t ts, const WriteSet& writes, const FreshKeys*
   std::vector<std::pair<storage::SliceId, const storage::WriteBatch*>> refs;
   size_t i = 0;
   for (const auto& [slice, keys] : writes) {
+    batches[i].Reserve(keys.size());
     for (const auto& [key, value] : keys) {
-      storage::WriteOp op;
-      op.kind = value ? storage::WriteOp::Kind::kPut : storage::WriteOp::Kind::kDelete;
-      op.key = key;
-      if (value) op.value = *value;
-      storage::AppendVersion(op, ts, &batches[i]);
+      storage::AppendVersion(value ? storage::WriteOp::Kind::kPut : storage::WriteOp::Kind::kDelete, key,
+                             value ? std::string_view(*value) : std::string_view(), ts, &batches[i]);
     }
     if (!batches[i].empty()) refs.emplace_back(slice, &batches[i]);
     ++i;
@@ -602,13 +601,13 @@ std::unique_ptr<storage::SliceIterator> Transaction::NewIterator(const SliceHand
 
 void Transaction::Buffer(storage::SliceId slice, std::string key, std::optional<std::string> value, bool fresh) {
   auto& keys = writes_[slice];
-  auto it = keys.find(key);
+  auto it = FindAppending(keys, key);
   Undo u{slice, key, it != keys.end(), std::nullopt, fresh && it == keys.end()};
   if (it != keys.end()) {
     u.previous = std::move(it->second);
     it->second = std::move(value);
   } else {
-    keys.emplace(std::move(key), std::move(value));
+    TryEmplaceAppending(keys, std::move(key)).first->second = std::move(value);
   }
   undo_.push_back(std::move(u));
 }

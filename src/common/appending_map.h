@@ -1,0 +1,35 @@
+// Lookups and inserts into a std::map keyed by std::string whose keys
+// usually arrive in increasing order (a scan in key order, rows loaded
+// sorted, a bulk UPDATE or DELETE): the last entry answers first, so an
+// append costs one key comparison instead of a search of log2(n).
+// Keys in any other order cost what std::map costs, plus that comparison.
+#pragma once
+
+#include <iterator>
+#include <string>
+#include <utility>
+
+namespace shale {
+
+// m.find(key), asking the last entry first.
+template <typename Map>
+typename Map::iterator FindAppending(Map& m, const std::string& key) {
+  if (m.empty()) return m.end();
+  auto last = std::prev(m.end());
+  const int c = last->first.compare(key);
+  if (c < 0) return m.end();
+  if (c == 0) return last;
+  return m.find(key);
+}
+
+// m.try_emplace(std::move(key)), appending without a search when `key`
+// is past the last entry.
+template <typename Map>
+std::pair<typename Map::iterator, bool> TryEmplaceAppending(Map& m, std::string&& key) {
+  if (m.empty() || std::prev(m.end())->first.compare(key) < 0) {
+    return {m.try_emplace(m.end(), std::move(key)), true};
+  }
+  return m.try_emplace(std::move(key));
+}
+
+}  // namespace shale
