@@ -59,12 +59,16 @@ TableWriter::TableWriter(Engine* engine, const catalog::TableDef& table)
     : engine_(engine), table_(table), published_(1 + table.indexes.size()),
       changes_(published_ + (table.ddl_allows_writes ? table.pending_indexes.size() : 0)),
       slices_(changes_.size()) {
-  for (size_t r = 0; r < slices_.size(); ++r) slices_[r].resize(Rep(r).slices.size());
+  for (size_t r = 0; r < slices_.size(); ++r) {
+    slices_[r].resize(Rep(r).slices.size());
+    changes_[r].resize(Rep(r).slices.size());
+  }
 }
 
 Result<bool> TableWriter::RowExists(const std::string& key, size_t slice_index) {
-  auto it = FindAppending(changes_[0], key);
-  if (it != changes_[0].end()) return it->second.value.has_value();
+  SliceChanges& pending = changes_[0][slice_index];
+  auto it = FindAppending(pending, key);
+  if (it != pending.end()) return it->second.value.has_value();
   SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, SliceAt(0, slice_index));
   std::string existing;
   Status st = ReadRow(slice, key, /*latest=*/true, &existing);
@@ -76,12 +80,13 @@ Result<bool> TableWriter::RowExists(const std::string& key, size_t slice_index) 
 Result<std::optional<Row>> TableWriter::GetRow(const std::vector<Value>& pk) {
   std::string key = catalog::EncodeKey(pk);
   std::string value;
-  auto it = FindAppending(changes_[0], key);
-  if (it != changes_[0].end()) {
+  const size_t index = SliceIndexOf(table_.primary, pk);
+  SliceChanges& pending = changes_[0][index];
+  auto it = FindAppending(pending, key);
+  if (it != pending.end()) {
     if (!it->second.value) return std::optional<Row>();
     value = *it->second.value;
   } else {
-    size_t index = SliceIndexOf(table_.primary, pk);
     SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, SliceAt(0, index));
     Status st = ReadRow(slice, key, /*latest=*/true, &value);
     if (st.IsNotFound()) return std::optional<Row>();
@@ -101,13 +106,14 @@ Result<std::optional<TableWriter::Conflict>> TableWriter::UniqueConflict(const R
     if (HasNull(values)) continue;
     std::string prefix = catalog::EncodeKey(values);
     std::string end = prefix + '\xff';  // no key component starts with 0xFF
-    auto& pending = changes_[r];
+    const size_t slice_index = SliceIndexOf(rep, values);
+    SliceChanges& pending = changes_[r][slice_index];
     std::optional<std::string> found;  // the entry's value: encoded pk
     for (auto it = pending.lower_bound(prefix); !found && it != pending.end() && it->first < end; ++it) {
       if (it->second.value) found = *it->second.value;
     }
     if (!found) {
-      SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, SliceAt(r, SliceIndexOf(rep, values)));
+      SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, SliceAt(r, slice_index));
       storage::KeyRange range;
       range.has_start = true;
       range.start = prefix;
@@ -173,12 +179,15 @@ Status TableWriter::Commit() {
     // Into the transaction's write set; it reaches the slices at COMMIT.
     bool any = false;
     for (size_t r = 0; r < changes_.size(); ++r) {
-      for (auto& [key, change] : changes_[r]) {
-        SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, SliceAt(r, change.slice_index));
-        if (change.value) {
-          t->Put(slice, key, std::move(*change.value), change.fresh);
-        } else {
-          t->Delete(slice, key);
+      for (size_t i = 0; i < changes_[r].size(); ++i) {
+        if (changes_[r][i].empty()) continue;
+        SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, SliceAt(r, i));
+        for (auto& [key, change] : changes_[r][i]) {
+          if (change.value) {
+            t->Put(slice, key, std::move(*change.value), change.fresh);
+          } else {
+            t->Delete(slice, key);
+          }
         }
         any = true;
       }
@@ -211,11 +220,14 @@ Status TableWriter::Commit() {
   txn::Placement placement;
   for (size_t r = 0; r < changes_.size(); ++r) {
     batches[r].resize(Rep(r).slices.size());
-    for (auto& [key, change] : changes_[r]) {
-      if (change.value) {
-        batches[r][change.slice_index].Put(key, std::move(*change.value));
-      } else {
-        batches[r][change.slice_index].Delete(key);
+    for (size_t i = 0; i < changes_[r].size(); ++i) {
+      batches[r][i].Reserve(changes_[r][i].size());
+      for (auto& [key, change] : changes_[r][i]) {
+        if (change.value) {
+          batches[r][i].Put(key, std::move(*change.value));
+        } else {
+          batches[r][i].Delete(key);
+        }
       }
     }
   }
@@ -248,17 +260,16 @@ void TableWriter::Change(const Row& row, bool put, bool fresh) {
   }
   // A key changed before in this statement keeps the freshness of its
   // first change: what is stored under it is what that change saw.
-  auto set = [](std::map<std::string, PendingChange>& changes, std::string key, size_t slice_index,
-                std::optional<std::string> v, bool fresh) {
+  auto set = [](SliceChanges& changes, std::string key, std::optional<std::string> v, bool fresh) {
     auto [it, added] = TryEmplaceAppending(changes, std::move(key));
-    it->second = PendingChange{slice_index, std::move(v), added ? fresh : it->second.fresh};
+    it->second = PendingChange{std::move(v), added ? fresh : it->second.fresh};
   };
-  set(changes_[0], catalog::EncodeKey(pk), SliceIndexOf(table_.primary, pk), std::move(value), fresh);
+  set(changes_[0][SliceIndexOf(table_.primary, pk)], catalog::EncodeKey(pk), std::move(value), fresh);
   std::string pk_row;
   EncodeRow(pk, &pk_row);
   for (size_t r = 1; r < changes_.size(); ++r) {
     std::vector<Value> values = catalog::RepresentationKeyValues(table_, Rep(r), row);
-    set(changes_[r], catalog::IndexEntryKey(values, pk), SliceIndexOf(Rep(r), values),
+    set(changes_[r][SliceIndexOf(Rep(r), values)], catalog::IndexEntryKey(values, pk),
         put ? std::optional<std::string>(pk_row) : std::nullopt, fresh);
   }
 }

@@ -105,10 +105,11 @@ class TableWriter {
 
  private:
   struct PendingChange {
-    size_t slice_index;
     std::optional<std::string> value;  // nullopt: delete
     bool fresh = false;                // see Put
   };
+  // One slice's changes, in key order.
+  using SliceChanges = std::map<std::string, PendingChange>;
 
   Result<txn::SliceHandle> SliceAt(size_t r, size_t index);
 
@@ -117,8 +118,10 @@ class TableWriter {
   Engine* engine_;
   const catalog::TableDef& table_;
   const size_t published_;  // the primary and the published indexes
-  // std::map keeps each batch in key order.
-  std::vector<std::map<std::string, PendingChange>> changes_;
+  // [representation][slice index]: one map per slice, so rows read slice
+  // by slice, each in key order, append to their map without a search
+  // (src/common/appending_map.h).
+  std::vector<std::vector<SliceChanges>> changes_;
   std::vector<std::vector<std::optional<txn::SliceHandle>>> slices_;
 };
 

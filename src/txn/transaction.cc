@@ -335,23 +335,41 @@ Status TxnManager::ApplyAt(uint64_t ts, const WriteSet& writes, const FreshKeys*
   }
   Status st = refs.empty() ? Status::OK() : store_->Write(refs);
   if (!st.ok()) return st;
-  std::lock_guard<std::mutex> l(gc_mu_);
+  std::vector<GarbageBatch> queued;
   for (const auto& [slice, keys] : writes) {
     const std::vector<std::string_view>* skip = nullptr;
     if (fresh != nullptr) {
       auto f = fresh->find(slice);
       if (f != fresh->end()) skip = &f->second;
     }
+    GarbageBatch batch;
+    batch.slice = slice;
+    batch.ts = ts;
     size_t next = 0;  // merge cursor into *skip (both ascending)
     for (const auto& [key, value] : keys) {
       if (skip != nullptr && value) {
         while (next < skip->size() && (*skip)[next] < key) ++next;
         if (next < skip->size() && (*skip)[next] == key) continue;
       }
-      if (garbage_.size() >= kMaxGarbageQueue) break;  // left for a later sweep (docs/transactions.md)
-      garbage_.push_back({slice, key, ts});
-      gc_queued_.fetch_add(1, std::memory_order_relaxed);
+      if (batch.ends.empty()) batch.ends.reserve(keys.size());
+      batch.keys.append(key);
+      batch.ends.push_back(batch.keys.size());
     }
+    if (batch.size() > 0) queued.push_back(std::move(batch));
+  }
+  if (queued.empty()) return Status::OK();
+  std::lock_guard<std::mutex> l(gc_mu_);
+  for (GarbageBatch& batch : queued) {
+    if (garbage_keys_ + batch.size() > options_.gc_queue_keys) {
+      // Too many to list (a snapshot held open under heavy writes, or one
+      // huge statement): the slice is swept whole instead.
+      uint64_t& at = sweeps_[batch.slice];
+      at = std::max(at, batch.ts);
+      continue;
+    }
+    garbage_keys_ += batch.size();
+    gc_queued_.fetch_add(batch.size(), std::memory_order_relaxed);
+    garbage_.push_back(std::move(batch));
   }
   return Status::OK();
 }
@@ -384,36 +402,53 @@ uint64_t TxnManager::CollectPass() {
   if (horizon > collected_horizon_.load(std::memory_order_relaxed)) {
     collected_horizon_.store(horizon, std::memory_order_release);
   }
-  std::deque<Garbage> work;
+  std::deque<GarbageBatch> work;
+  std::map<storage::SliceId, uint64_t> sweeps;
   {
     std::lock_guard<std::mutex> l(gc_mu_);
     work.swap(garbage_);
+    garbage_keys_ = 0;
+    sweeps.swap(sweeps_);
   }
-  std::deque<Garbage> keep;
-  // The keys at or below the horizon, per slice, sorted and once each
-  // (a key written many times since the last pass is collected once).
-  std::map<storage::SliceId, std::vector<std::string>> ready;
-  for (Garbage& g : work) {
-    if (g.ts <= horizon) {
-      ready[g.slice].push_back(std::move(g.key));
+  std::deque<GarbageBatch> keep;
+  std::map<storage::SliceId, uint64_t> keep_sweeps;
+  for (auto it = sweeps.begin(); it != sweeps.end();) {
+    if (it->second <= horizon) {
+      ++it;
     } else {
-      keep.push_back(std::move(g));
+      keep_sweeps.insert(*it);
+      it = sweeps.erase(it);
     }
   }
-  work.clear();
-  for (auto& [id, keys] : ready) {
-    std::sort(keys.begin(), keys.end());
-    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  // The keys at or below the horizon, per slice, sorted and once each
+  // (a key written many times since the last pass is collected once):
+  // views into the batches of `work`.
+  std::map<storage::SliceId, std::vector<std::string_view>> ready;
+  for (GarbageBatch& batch : work) {
+    if (batch.ts > horizon) {
+      keep.push_back(std::move(batch));
+      continue;
+    }
+    if (sweeps.count(batch.slice) > 0) continue;  // swept whole below
+    std::vector<std::string_view>& keys = ready[batch.slice];
+    keys.reserve(keys.size() + batch.size());
+    for (size_t i = 0; i < batch.size(); ++i) keys.push_back(batch.key(i));
   }
   uint64_t removed = 0;
   {
     std::shared_lock<std::shared_mutex> drop_guard(slice_drop_mu_);
-    for (const auto& [id, keys] : ready) {
+    for (auto& [id, keys] : ready) {
       auto slice = store_->GetSlice(id);
       if (!slice.ok()) continue;  // dropped
+      if (keys.size() >= kSweepAtKeys && keys.size() * 4 >= (*slice)->GetStats().rows) {
+        sweeps.emplace(id, horizon);  // a bulk UPDATE or DELETE: one pass over the slice costs less
+        continue;
+      }
+      if (!std::is_sorted(keys.begin(), keys.end())) std::sort(keys.begin(), keys.end());
+      keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
       storage::MvccSlice mvcc(*slice);
       storage::WriteBatch doomed;
-      for (const std::string& key : keys) {
+      for (std::string_view key : keys) {
         auto n = mvcc.CollectKeyGarbage(key, horizon, &doomed);
         if (!n.ok()) log::Warn("garbage collection of slice {}: {}", id, n.status().ToString());
       }
@@ -425,10 +460,27 @@ uint64_t TxnManager::CollectPass() {
       }
       removed += doomed.size();
     }
+    for (const auto& [id, ts] : sweeps) {
+      auto slice = store_->GetSlice(id);
+      if (!slice.ok()) continue;  // dropped
+      auto n = storage::MvccSlice(*slice).CollectGarbage(horizon);
+      if (!n.ok()) {
+        log::Warn("garbage collection of slice {}: {}", id, n.status().ToString());
+        continue;
+      }
+      removed += *n;
+    }
   }
-  if (!keep.empty()) {
+  if (!keep.empty() || !keep_sweeps.empty()) {
     std::lock_guard<std::mutex> l(gc_mu_);
-    for (Garbage& g : keep) garbage_.push_back(std::move(g));
+    for (GarbageBatch& batch : keep) {
+      garbage_keys_ += batch.size();
+      garbage_.push_back(std::move(batch));
+    }
+    for (const auto& [id, ts] : keep_sweeps) {
+      uint64_t& at = sweeps_[id];
+      at = std::max(at, ts);
+    }
   }
   gc_removed_.fetch_add(removed, std::memory_order_relaxed);
   gc_passes_.fetch_add(1, std::memory_order_relaxed);
@@ -442,7 +494,7 @@ void TxnManager::GcLoop() {
   while (!stop_) {
     gc_cv_.wait_for(l, std::chrono::milliseconds(options_.gc_interval_ms));
     if (stop_) break;
-    if (garbage_.empty()) continue;
+    if (garbage_.empty() && sweeps_.empty()) continue;
     l.unlock();
     CollectPass();
     l.lock();
@@ -796,7 +848,9 @@ Status Transaction::Commit() {
       for (const Undo& u : undo_) {
         if (u.fresh) fresh[u.slice].push_back(u.key);
       }
-      for (auto& [slice, keys] : fresh) std::sort(keys.begin(), keys.end());
+      for (auto& [slice, keys] : fresh) {
+        if (!std::is_sorted(keys.begin(), keys.end())) std::sort(keys.begin(), keys.end());
+      }
       st = manager_->Apply(writes_, fresh.empty() ? nullptr : &fresh);
     } else {
       std::set<std::string> participants;

@@ -82,6 +82,9 @@ struct TxnManagerOptions {
   // How often the garbage collector removes versions no snapshot can see.
   // Default: 200 ms.
   uint32_t gc_interval_ms = 200;
+  // At most this many keys wait for the collector; a commit's keys beyond
+  // it have their slice swept whole by a later pass. Default: 2^20.
+  size_t gc_queue_keys = size_t{1} << 20;
   // How long a read waits for a prepared transaction at or below its
   // snapshot to be applied here (HoldReads) before it fails with the
   // retryable 1047. Longer than a resolution after a restart (the
@@ -378,15 +381,28 @@ class TxnManager {
   std::multiset<uint64_t> snapshots_;  // GUARDED_BY(snap_mu_)
   std::multiset<uint64_t> collection_pins_;  // GUARDED_BY(snap_mu_): PinCollection
 
-  struct Garbage {
-    storage::SliceId slice;
-    std::string key;
-    uint64_t ts;
+  // The keys one commit wrote to one slice, whose older versions may be
+  // garbage once the horizon passes `ts`: in one buffer, in key order.
+  struct GarbageBatch {
+    storage::SliceId slice = 0;
+    uint64_t ts = 0;
+    std::string keys;
+    std::vector<size_t> ends;  // where each key ends in `keys`
+    size_t size() const { return ends.size(); }
+    std::string_view key(size_t i) const {
+      const size_t begin = i == 0 ? 0 : ends[i - 1];
+      return std::string_view(keys).substr(begin, ends[i] - begin);
+    }
   };
-  static constexpr size_t kMaxGarbageQueue = 1u << 20;
+  // A pass sweeps a whole slice instead of seeking each key when the keys
+  // to collect are at least this many and a quarter of its versions.
+  static constexpr size_t kSweepAtKeys = 1u << 14;
   std::mutex gc_mu_;
   std::condition_variable gc_cv_;
-  std::deque<Garbage> garbage_;  // GUARDED_BY(gc_mu_)
+  std::deque<GarbageBatch> garbage_;  // GUARDED_BY(gc_mu_)
+  size_t garbage_keys_ = 0;           // GUARDED_BY(gc_mu_): the keys in garbage_
+  // Slices to sweep whole once the horizon passes the timestamp.
+  std::map<storage::SliceId, uint64_t> sweeps_;  // GUARDED_BY(gc_mu_)
   bool stop_ = false;            // GUARDED_BY(gc_mu_)
   std::shared_mutex slice_drop_mu_;
   std::mutex pass_mu_;  // one collection pass at a time

@@ -559,6 +559,67 @@ TEST_F(TransactionTest, GarbageCollectionKeepsWhatASnapshotNeeds) {
   EXPECT_EQ(slice_->GetStats().rows, 0u);  // every version and the tombstone
 }
 
+// A commit of many keys of a slice is collected by one pass over the slice
+// (the keys are a large share of it), and a commit whose keys do not fit
+// the queue has its slice swept whole: either way every version a snapshot
+// can see stays and every other goes.
+TEST_F(TransactionTest, BulkCommitsAreSweptWholeAndKeepWhatSnapshotsNeed) {
+  constexpr int kKeys = 20000;  // past the pass's sweep threshold
+  auto key = [](int i) { return fmt::format("k{:06}", i); };
+  auto write_all = [&](const std::string& value) {
+    auto t = manager_->Begin({});
+    for (int i = 0; i < kKeys; ++i) t->Put(slice_->id(), key(i), value);
+    ASSERT_TRUE(t->Commit().ok());
+  };
+  write_all("1");
+  auto reader = manager_->Begin({});
+  EXPECT_EQ(Read(reader.get(), key(7)), "1");
+  write_all("2");
+  manager_->TEST_CollectGarbage();
+  EXPECT_EQ(slice_->GetStats().rows, 2u * kKeys);  // the reader needs every "1"
+  EXPECT_EQ(Read(reader.get(), key(kKeys - 1)), "1");
+  (void)reader->Commit();
+  manager_->TEST_CollectGarbage();
+  EXPECT_EQ(slice_->GetStats().rows, 1u * kKeys);
+  auto t = manager_->Begin({});
+  EXPECT_EQ(Read(t.get(), key(123)), "2");
+  (void)t->Commit();
+  auto d = manager_->Begin({});
+  for (int i = 0; i < kKeys; ++i) d->Delete(slice_->id(), key(i));
+  ASSERT_TRUE(d->Commit().ok());
+  manager_->TEST_CollectGarbage();
+  EXPECT_EQ(slice_->GetStats().rows, 0u);
+}
+
+TEST_F(TransactionTest, KeysBeyondTheQueueHaveTheirSliceSweptWhole) {
+  TxnManagerOptions o;
+  o.gc_interval_ms = 3600 * 1000;
+  o.gc_queue_keys = 10;
+  manager_.reset();
+  auto m = TxnManager::Open(store_.get(), meta_.get(), o);
+  ASSERT_TRUE(m.ok());
+  manager_ = std::move(*m);
+  auto put = [&](storage::Slice* slice, int keys, const std::string& value) {
+    auto t = manager_->Begin({});
+    for (int i = 0; i < keys; ++i) t->Put(slice->id(), fmt::format("k{:03}", i), value);
+    ASSERT_TRUE(t->Commit().ok());
+  };
+  put(slice_, 50, "1");
+  put(other_, 5, "1");  // fits the queue
+  auto reader = manager_->Begin({});
+  EXPECT_EQ(Read(reader.get(), "k049"), "1");
+  put(slice_, 50, "2");  // does not fit: swept once the reader is gone
+  put(other_, 5, "2");
+  manager_->TEST_CollectGarbage();
+  EXPECT_EQ(slice_->GetStats().rows, 100u);
+  EXPECT_EQ(other_->GetStats().rows, 10u);
+  EXPECT_EQ(Read(reader.get(), "k000"), "1");
+  (void)reader->Commit();
+  manager_->TEST_CollectGarbage();
+  EXPECT_EQ(slice_->GetStats().rows, 50u);
+  EXPECT_EQ(other_->GetStats().rows, 5u);
+}
+
 // A new row's put is not queued for collection (FreshKeys); every older
 // version of its key still goes, through the delete that queued it.
 TEST_F(TransactionTest, FreshPutsAreNotQueuedAndLeaveNoVersionBehind) {
