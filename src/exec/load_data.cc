@@ -298,10 +298,12 @@ Result<Value> ConvertField(const catalog::ColumnDef& c, const std::string& text,
   return ImplicitZero(c);
 }
 
+// A loaded value as a literal of the INSERT that writes it. The binder
+// reads a literal's value, not its text, which is left empty (formatting
+// every field back to text cost more than the insert of the row).
 ast::ExprPtr Literal(Value v) {
   auto e = std::make_unique<ast::Expr>();
   e->kind = ast::ExprKind::kLiteral;
-  e->text = v.is_null() ? "NULL" : v.ToText();
   e->value = std::move(v);
   return e;
 }
@@ -521,7 +523,7 @@ Result<StatementResult> Session::ExecuteLoadData(const ast::LoadDataStmt& s) {
         if (!converted.ok()) return fail(converted.status());
         v = std::move(converted).value();
       }
-      columns.emplace_back(col.name, v);
+      if (!s.set.empty()) columns.emplace_back(col.name, v);  // for SET's expressions
       values.push_back(Literal(std::move(v)));
     }
     for (const ast::Assignment& a : s.set) {

@@ -88,6 +88,7 @@ class EntryStream {
       if (next_range_ >= range_count) return nullptr;
       const storage::KeyRange& range = op_.ranges.empty() ? op_.range : op_.ranges[next_range_];
       if (!open_) {
+        if (!opened_at_) opened_at_ = engine_->txn()->applied_commits();
         // Merging needs every slice's iterator; otherwise one at a time.
         for (size_t i = 0; i < (merge_ ? op_.slices.size() : std::min<size_t>(1, op_.slices.size())); ++i) {
           SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, LocalSlice(engine_, *op_.table, op_.slices[i]));
@@ -121,6 +122,7 @@ class EntryStream {
           SHALE_RETURN_IF_ERROR(iters_[0]->status());
           iters_.clear();
           if (++pos_ < op_.slices.size()) {
+            if (!opened_at_) opened_at_ = engine_->txn()->applied_commits();
             SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, LocalSlice(engine_, *op_.table, op_.slices[pos_]));
             iters_.push_back(ReadRange(slice, range, latest_, FilterFor(slice)));
           }
@@ -135,6 +137,9 @@ class EntryStream {
   // The slice the current entry comes from (and its index in the operator's slices).
   const catalog::SliceDef& current_slice() const { return op_.slices[current_slice_]; }
   size_t current_slice_index() const { return current_slice_; }
+  // Whether no commit was applied on this node since the stream opened its
+  // first iterator (TxnManager::applied_commits).
+  bool NoCommitSinceOpen() const { return opened_at_ && *opened_at_ == engine_->txn()->applied_commits(); }
 
  private:
   const std::string* FilterFor(const txn::SliceHandle& slice) { return filter_ ? filter_->For(slice) : nullptr; }
@@ -151,6 +156,7 @@ class EntryStream {
   std::vector<std::unique_ptr<storage::SliceIterator>> iters_;
   storage::SliceIterator* current_ = nullptr;
   size_t current_slice_ = 0;
+  std::optional<uint64_t> opened_at_;  // applied_commits() before the first iterator opened
 };
 
 // One stored entry kept by a descending read.
@@ -213,13 +219,20 @@ class SliceScanSource : public RowSource {
       }
       if (lock_) {
         // Lock, then re-read: the row may have changed or gone meanwhile.
+        // Unless no commit was applied on this node since the stream
+        // opened (its slices rank here, so every writer of the row applies
+        // here before releasing the lock just granted): then the row read
+        // is still the newest.
         SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, LocalSlice(engine_, *op_.table, *def));
-        Status st = LockAndReadRow(*op_.table, slice, key, *lock_, &locked_);
-        if (from_stream) stream_.Advance();
-        from_stream = false;
-        if (st.IsNotFound()) continue;
-        SHALE_RETURN_IF_ERROR(st);
-        value = locked_;
+        SHALE_RETURN_IF_ERROR(LockRow(*op_.table, slice, key, *lock_));
+        if (!from_stream || slice.remote() || !stream_.NoCommitSinceOpen()) {
+          Status st = ReadRow(slice, key, /*latest=*/true, &locked_);
+          if (from_stream) stream_.Advance();
+          from_stream = false;
+          if (st.IsNotFound()) continue;
+          SHALE_RETURN_IF_ERROR(st);
+          value = locked_;
+        }
       }
       Status decoded = DecodeRow(value, row);
       if (from_stream) stream_.Advance();

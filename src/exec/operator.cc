@@ -37,9 +37,14 @@ Status AcquireLock(std::string name, txn::LockMode mode, const txn::SliceHandle*
   return t->Lock(std::move(name), mode, t_statement->lock_wait_timeout, t_statement->interrupt, at);
 }
 
+Status LockRow(const catalog::TableDef& table, const txn::SliceHandle& slice, std::string_view pk_key,
+               txn::LockMode mode) {
+  return AcquireLock(LockName('R', table.id, pk_key), mode, &slice);
+}
+
 Status LockAndReadRow(const catalog::TableDef& table, const txn::SliceHandle& slice, std::string_view pk_key,
                       txn::LockMode mode, std::string* value) {
-  SHALE_RETURN_IF_ERROR(AcquireLock(LockName('R', table.id, pk_key), mode, &slice));
+  SHALE_RETURN_IF_ERROR(LockRow(table, slice, pk_key, mode));
   return ReadRow(slice, pk_key, /*latest=*/true, value);
 }
 

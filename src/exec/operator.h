@@ -115,6 +115,11 @@ std::string LockName(char kind, uint64_t id, std::string_view key);
 // `at`: the slice whose ranking replica's node holds the lock (null: here).
 Status AcquireLock(std::string name, txn::LockMode mode, const txn::SliceHandle* at = nullptr);
 
+// Locks the row with primary key `pk_key` of `table` in `mode` (its lock
+// lives at the ranking replica's node of `slice`).
+Status LockRow(const catalog::TableDef& table, const txn::SliceHandle& slice, std::string_view pk_key,
+               txn::LockMode mode);
+
 // Locks the row with primary key `pk_key` of `table` in `mode`, then reads
 // its newest committed version (the lock keeps it from changing): NotFound
 // if it is gone.

@@ -334,6 +334,7 @@ Status TxnManager::ApplyAt(uint64_t ts, const WriteSet& writes, const FreshKeys*
     ++i;
   }
   Status st = refs.empty() ? Status::OK() : store_->Write(refs);
+  applied_commits_.fetch_add(1, std::memory_order_acq_rel);
   if (!st.ok()) return st;
   std::vector<GarbageBatch> queued;
   for (const auto& [slice, keys] : writes) {

@@ -242,6 +242,12 @@ class TxnManager {
   // none is in use (reported to the cluster timestamp service). Lock-free:
   // safe to call from inside the timestamp source.
   uint64_t OldestSnapshot() const;
+  // A count of the commits applied to this node's slices (every Apply,
+  // ApplyAt and FillNewSlices), raised after their versions are written and
+  // before their row locks are released. A locking read that saw no change
+  // between reading a row and getting its lock knows the row it read is
+  // still the newest (exec's SliceScanSource).
+  uint64_t applied_commits() const { return applied_commits_.load(std::memory_order_acquire); }
   // Held by a participant from before it applies a prepared transaction at
   // `ts` until its prepared record's delete (unsynced) has returned
   // (SliceService::LocalFinish): a garbage-collection pass whose horizon is
@@ -409,6 +415,7 @@ class TxnManager {
   std::thread gc_thread_;
   std::atomic<uint64_t> commits_{0}, rollbacks_{0}, gc_removed_{0}, gc_queued_{0};
   std::atomic<uint64_t> collected_horizon_{0};
+  std::atomic<uint64_t> applied_commits_{0};
   std::atomic<uint64_t> gc_passes_{0};
   std::atomic<uint64_t> one_phase_commits_{0}, two_phase_commits_{0};
   std::atomic<uint64_t> remote_deadlocks_{0};  // 1213 from a wait at another node

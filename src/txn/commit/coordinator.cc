@@ -401,6 +401,7 @@ Status TxnManager::FillNewSlices(const std::vector<std::pair<storage::SliceId, S
     if (!versions[i].empty()) refs.emplace_back(entries[i].first, &versions[i]);
   }
   Status st = refs.empty() ? Status::OK() : store_->Write(refs);
+  applied_commits_.fetch_add(1, std::memory_order_acq_rel);
   Oracle()->FinishCommit(ts);
   return st;
 }
