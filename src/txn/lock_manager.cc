@@ -116,10 +116,10 @@ void LockManager::LockTable::Erase(uint64_t hash) {
 
 void LockManager::LockTable::Resize(size_t capacity) { Rebuild(std::move(slots_), capacity); }
 
-void LockManager::LockTable::Rebuild(std::vector<Slot> old, size_t capacity) {
+void LockManager::LockTable::Rebuild(Slots old, size_t capacity) {
   size_t n = kMinSlots;
   while (n < capacity) n *= 2;
-  slots_ = std::vector<Slot>(n);
+  slots_ = Slots(n);
   size_ = 0;
   for (Slot& slot : old) {
     if (slot.hash == 0 || slot.state.empty()) continue;

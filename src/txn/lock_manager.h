@@ -51,6 +51,7 @@
 #include <utility>
 
 #include "shale/status.h"
+#include "src/common/huge_page_allocator.h"
 
 namespace shale::txn {
 
@@ -151,12 +152,13 @@ class LockManager {
       uint64_t hash = 0;  // 0: empty
       LockState state;
     };
+    using Slots = std::vector<Slot, HugePageAllocator<Slot>>;
     size_t SlotOf(uint64_t hash) const;  // its slot, or the empty one ending its probe
     void Resize(size_t capacity);
     // Into fresh slots of at least `capacity`, the entries of `old` that
     // have holders.
-    void Rebuild(std::vector<Slot> old, size_t capacity);
-    std::vector<Slot> slots_;  // a power of two long, at most half full (or empty)
+    void Rebuild(Slots old, size_t capacity);
+    Slots slots_;  // a power of two long, at most half full (or empty)
     size_t size_ = 0;
   };
   static constexpr size_t kMinSlots = 1024;
