@@ -4,8 +4,9 @@
 // transparent huge pages (Debian's default THP mode, "madvise", uses them
 // only where asked). A probe then costs a cache miss rather than a cache
 // and a TLB miss, and a table of 64 MiB faults in 32 pages instead of
-// 16,384. Smaller allocations use operator new. Without THP the mapping
-// is ordinary pages and nothing else changes.
+// 16,384. Smaller allocations use operator new, aligned to 4 KiB (so
+// either kind can be given back page by page with madvise). Without THP
+// the mapping is ordinary pages and nothing else changes.
 #pragma once
 
 #include <sys/mman.h>
@@ -18,6 +19,7 @@ namespace shale {
 
 inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 inline constexpr size_t kHugePageMinBytes = size_t{4} << 20;
+inline constexpr std::align_val_t kSmallPageAlign{4096};
 
 template <typename T>
 class HugePageAllocator {
@@ -29,7 +31,7 @@ class HugePageAllocator {
 
   T* allocate(size_t n) {
     const size_t bytes = n * sizeof(T);
-    if (bytes < kHugePageMinBytes) return static_cast<T*>(::operator new(bytes));
+    if (bytes < kHugePageMinBytes) return static_cast<T*>(::operator new(bytes, kSmallPageAlign));
     // Map one huge page more than needed and trim both ends to the 2 MiB
     // boundaries inside it.
     const size_t mapped = RoundUp(bytes) + kHugePageBytes;
@@ -48,7 +50,7 @@ class HugePageAllocator {
   void deallocate(T* p, size_t n) {
     const size_t bytes = n * sizeof(T);
     if (bytes < kHugePageMinBytes) {
-      ::operator delete(p);
+      ::operator delete(p, kSmallPageAlign);
       return;
     }
     ::munmap(p, RoundUp(bytes));
