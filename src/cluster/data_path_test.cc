@@ -2090,6 +2090,10 @@ TEST_F(DataPathTest, SweepKeepsTheRecordsAPreparedParticipantNeeds) {
   txn::DeciderPair deciders;
   nodes_[0]->engine->txn()->TEST_SetAfterDecide([&](const txn::DeciderPair& d) {
     deciders = d;
+    // The decision is chosen by a majority; the third acceptor's accept may
+    // still be on its way (a detached call): let it land, so every acceptor
+    // holds the record, before n3 stops answering.
+    nodes_[0]->data->TEST_DrainPaxosCalls();
     nodes_[0]->data->TEST_SetUnreachable("n3", true);  // n3 misses Finish
   });
   std::string insert = InsertRows(1, 30);
