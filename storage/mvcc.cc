@@ -31,7 +31,6 @@ void AppendEscapedTerminated(std::string_view key, size_t extra, std::string* ou
   out->append("\x00\x01", 2);
 }
 
-
 // The decoded current entry of an underlying iterator.
 struct Version {
   std::string key;

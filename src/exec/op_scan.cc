@@ -122,7 +122,6 @@ class EntryStream {
           SHALE_RETURN_IF_ERROR(iters_[0]->status());
           iters_.clear();
           if (++pos_ < op_.slices.size()) {
-            if (!opened_at_) opened_at_ = engine_->txn()->applied_commits();
             SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, LocalSlice(engine_, *op_.table, op_.slices[pos_]));
             iters_.push_back(ReadRange(slice, range, latest_, FilterFor(slice)));
           }

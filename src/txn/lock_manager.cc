@@ -220,8 +220,8 @@ Status LockManager::Lock(uint64_t txn, std::string_view name, LockMode mode, std
   // An upgrade (S to X) keeps its one entry in held_.
   if (!upgrade) {
     Held& held = held_[txn];
-    held.names.append(name);
-    held.locks.emplace_back(hash, held.names.size());
+    held.hashes.push_back(hash);
+    held.names.Append(name);
   }
   entry->Set(txn, mode);
   if (acquired != nullptr) *acquired = true;
@@ -233,12 +233,12 @@ void LockManager::ReleaseAll(uint64_t txn) {
     std::lock_guard<std::mutex> l(mu_);
     auto h = held_.find(txn);
     if (h == held_.end()) return;
-    if (h->second.locks.size() >= kMinSlots && h->second.locks.size() * 4 >= locks_.size()) {
+    if (h->second.hashes.size() >= kMinSlots && h->second.hashes.size() * 4 >= locks_.size()) {
       // Most of the table (a bulk UPDATE or DELETE): one pass over it costs
       // less than a probe per lock.
       locks_.EraseHolder(txn);
     } else {
-      for (const auto& [hash, name_end] : h->second.locks) {
+      for (const uint64_t hash : h->second.hashes) {
         LockState* lock = locks_.Find(hash);
         if (lock == nullptr) continue;  // a second name with the same hash (invariant 3)
         lock->Erase(txn);
@@ -263,11 +263,11 @@ std::vector<std::string> LockManager::ExclusiveLocksOf(uint64_t txn) const {
   std::vector<std::string> out;
   auto held = held_.find(txn);
   if (held == held_.end()) return out;
-  for (size_t i = 0; i < held->second.locks.size(); ++i) {
-    const LockState* lock = locks_.Find(held->second.locks[i].first);
+  for (size_t i = 0; i < held->second.hashes.size(); ++i) {
+    const LockState* lock = locks_.Find(held->second.hashes[i]);
     if (lock == nullptr) continue;
     const LockMode* mode = lock->Find(txn);
-    if (mode != nullptr && *mode == LockMode::kExclusive) out.emplace_back(held->second.Name(i));
+    if (mode != nullptr && *mode == LockMode::kExclusive) out.emplace_back(held->second.names[i]);
   }
   return out;
 }

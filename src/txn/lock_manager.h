@@ -52,6 +52,7 @@
 
 #include "shale/status.h"
 #include "src/common/huge_page_allocator.h"
+#include "src/common/packed_strings.h"
 
 namespace shale::txn {
 
@@ -173,15 +174,11 @@ class LockManager {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   LockTable locks_;  // GUARDED_BY(mu_)
-  // Each transaction's locks, once each, in the order taken: their hashes,
-  // and their names in one buffer (no allocation per lock).
+  // Each transaction's locks, once each, in the order taken: their hashes
+  // and names (hashes[i] is names[i]'s).
   struct Held {
-    std::vector<std::pair<uint64_t, size_t>> locks;  // hash, end of its name in `names`
-    std::string names;
-    std::string_view Name(size_t i) const {
-      const size_t begin = i == 0 ? 0 : locks[i - 1].second;
-      return std::string_view(names).substr(begin, locks[i].second - begin);
-    }
+    std::vector<uint64_t> hashes;
+    PackedStrings names;
   };
   std::unordered_map<uint64_t, Held> held_;  // GUARDED_BY(mu_)
   struct Wait {

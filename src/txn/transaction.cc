@@ -346,30 +346,29 @@ Status TxnManager::ApplyAt(uint64_t ts, const WriteSet& writes, const FreshKeys*
     GarbageBatch batch;
     batch.slice = slice;
     batch.ts = ts;
+    batch.keys.Reserve(keys.size());
     size_t next = 0;  // merge cursor into *skip (both ascending)
     for (const auto& [key, value] : keys) {
       if (skip != nullptr && value) {
         while (next < skip->size() && (*skip)[next] < key) ++next;
         if (next < skip->size() && (*skip)[next] == key) continue;
       }
-      if (batch.ends.empty()) batch.ends.reserve(keys.size());
-      batch.keys.append(key);
-      batch.ends.push_back(batch.keys.size());
+      batch.keys.Append(key);
     }
-    if (batch.size() > 0) queued.push_back(std::move(batch));
+    if (!batch.keys.empty()) queued.push_back(std::move(batch));
   }
   if (queued.empty()) return Status::OK();
   std::lock_guard<std::mutex> l(gc_mu_);
   for (GarbageBatch& batch : queued) {
-    if (garbage_keys_ + batch.size() > options_.gc_queue_keys) {
+    if (garbage_keys_ + batch.keys.size() > options_.gc_queue_keys) {
       // Too many to list (a snapshot held open under heavy writes, or one
       // huge statement): the slice is swept whole instead.
       uint64_t& at = sweeps_[batch.slice];
       at = std::max(at, batch.ts);
       continue;
     }
-    garbage_keys_ += batch.size();
-    gc_queued_.fetch_add(batch.size(), std::memory_order_relaxed);
+    garbage_keys_ += batch.keys.size();
+    gc_queued_.fetch_add(batch.keys.size(), std::memory_order_relaxed);
     garbage_.push_back(std::move(batch));
   }
   return Status::OK();
@@ -432,8 +431,8 @@ uint64_t TxnManager::CollectPass() {
     }
     if (sweeps.count(batch.slice) > 0) continue;  // swept whole below
     std::vector<std::string_view>& keys = ready[batch.slice];
-    keys.reserve(keys.size() + batch.size());
-    for (size_t i = 0; i < batch.size(); ++i) keys.push_back(batch.key(i));
+    keys.reserve(keys.size() + batch.keys.size());
+    for (size_t i = 0; i < batch.keys.size(); ++i) keys.push_back(batch.keys[i]);
   }
   uint64_t removed = 0;
   {
@@ -475,7 +474,7 @@ uint64_t TxnManager::CollectPass() {
   if (!keep.empty() || !keep_sweeps.empty()) {
     std::lock_guard<std::mutex> l(gc_mu_);
     for (GarbageBatch& batch : keep) {
-      garbage_keys_ += batch.size();
+      garbage_keys_ += batch.keys.size();
       garbage_.push_back(std::move(batch));
     }
     for (const auto& [id, ts] : keep_sweeps) {
@@ -746,25 +745,20 @@ void Transaction::HeldLockLog::Add(std::string_view name, storage::SliceId slice
   size_t n = 0;
   while (n < nodes_.size() && nodes_[n] != node) ++n;
   if (n == nodes_.size()) nodes_.push_back(node);
-  names_.append(name);
-  entries_.push_back(Entry{names_.size(), slice, n});
-}
-
-std::string_view Transaction::HeldLockLog::NameOf(size_t i) const {
-  const size_t begin = i == 0 ? 0 : entries_[i - 1].name_end;
-  return std::string_view(names_).substr(begin, entries_[i].name_end - begin);
+  names_.Append(name);
+  entries_.push_back(Entry{slice, n});
 }
 
 HeldLocks Transaction::HeldLockLog::List() const {
   // By name, and for each name the entry taken first.
   std::vector<size_t> order(entries_.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return NameOf(a) < NameOf(b); });
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return names_[a] < names_[b]; });
   HeldLocks out;
   for (size_t k = 0; k < order.size(); ++k) {
     const size_t i = order[k];
-    if (k > 0 && NameOf(order[k - 1]) == NameOf(i)) continue;
-    out.push_back(HeldLock{std::string(NameOf(i)), entries_[i].slice, nodes_[entries_[i].node]});
+    if (k > 0 && names_[order[k - 1]] == names_[i]) continue;
+    out.push_back(HeldLock{std::string(names_[i]), entries_[i].slice, nodes_[entries_[i].node]});
   }
   return out;
 }

@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "shale/status.h"
+#include "src/common/packed_strings.h"
 #include "src/txn/data_router.h"
 #include "src/txn/lock_manager.h"
 #include "src/txn/timestamp_oracle.h"
@@ -392,13 +393,7 @@ class TxnManager {
   struct GarbageBatch {
     storage::SliceId slice = 0;
     uint64_t ts = 0;
-    std::string keys;
-    std::vector<size_t> ends;  // where each key ends in `keys`
-    size_t size() const { return ends.size(); }
-    std::string_view key(size_t i) const {
-      const size_t begin = i == 0 ? 0 : ends[i - 1];
-      return std::string_view(keys).substr(begin, ends[i] - begin);
-    }
+    PackedStrings keys;
   };
   // A pass sweeps a whole slice instead of seeking each key when the keys
   // to collect are at least this many and a quarter of its versions.
@@ -555,12 +550,10 @@ class Transaction {
 
    private:
     struct Entry {
-      size_t name_end;  // in names_; it begins where the previous entry's ends
       storage::SliceId slice;
-      size_t node;      // index in nodes_
+      size_t node;  // index in nodes_
     };
-    std::string_view NameOf(size_t i) const;
-    std::string names_;
+    PackedStrings names_;  // names_[i] is entries_[i]'s
     std::vector<Entry> entries_;
     std::vector<std::string> nodes_;  // distinct, few
   };
