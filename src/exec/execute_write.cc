@@ -347,8 +347,13 @@ Result<StatementResult> ApplyModify(Engine* engine, const PhysicalOperator& op, 
     // The old row's entries go first, so the new row may reuse its keys.
     SHALE_RETURN_IF_ERROR(writer.LockRowKeys(old_row, held));
     SHALE_RETURN_IF_ERROR(writer.LockRowKeys(new_row, TableWriter::Held::kNone, &old_row));
+    if (new_pk == old_pk) {
+      SHALE_RETURN_IF_ERROR(writer.CheckUnique(new_row, &old_row));
+      writer.Update(old_row, new_row);
+      continue;
+    }
     writer.Delete(old_row);
-    if (new_pk != old_pk) {
+    {
       SHALE_ASSIGN_OR_RETURN(bool taken, writer.RowExists(catalog::EncodeKey(new_pk),
                                                           SliceIndexOf(table.primary, new_pk)));
       if (taken) {

@@ -98,12 +98,13 @@ Result<std::optional<Row>> TableWriter::GetRow(const std::vector<Value>& pk) {
   return std::optional<Row>(std::move(row));
 }
 
-Result<std::optional<TableWriter::Conflict>> TableWriter::UniqueConflict(const Row& row) {
+Result<std::optional<TableWriter::Conflict>> TableWriter::UniqueConflict(const Row& row, const Row* replaced) {
   for (size_t r = 1; r < published_; ++r) {
     const catalog::RepresentationDef& rep = Rep(r);
     if (!rep.unique) continue;
     std::vector<Value> values = catalog::RepresentationKeyValues(table_, rep, row);
     if (HasNull(values)) continue;
+    if (replaced != nullptr && values == catalog::RepresentationKeyValues(table_, rep, *replaced)) continue;
     std::string prefix = catalog::EncodeKey(values);
     std::string end = prefix + '\xff';  // no key component starts with 0xFF
     const size_t slice_index = SliceIndexOf(rep, values);
@@ -146,8 +147,8 @@ Status TableWriter::DupEntry(size_t r, const Row& row) const {
                   DupEntryText(catalog::RepresentationKeyValues(rep, row)), table_.name, rep.name);
 }
 
-Status TableWriter::CheckUnique(const Row& row) {
-  SHALE_ASSIGN_OR_RETURN(auto conflict, UniqueConflict(row));
+Status TableWriter::CheckUnique(const Row& row, const Row* replaced) {
+  SHALE_ASSIGN_OR_RETURN(auto conflict, UniqueConflict(row, replaced));
   if (conflict) return DupEntry(conflict->rep, row);
   return Status::OK();
 }
@@ -251,6 +252,12 @@ Result<txn::SliceHandle> TableWriter::SliceAt(size_t r, size_t index) {
   return *s;
 }
 
+void TableWriter::Set(SliceChanges& changes, std::string key, std::optional<std::string> value, bool fresh) {
+  // What is stored under a key changed before is what that change saw.
+  auto [it, added] = TryEmplaceAppending(changes, std::move(key));
+  it->second = PendingChange{std::move(value), added ? fresh : it->second.fresh};
+}
+
 void TableWriter::Change(const Row& row, bool put, bool fresh) {
   std::vector<Value> pk = catalog::PrimaryKeyValues(table_, row);
   std::optional<std::string> value;
@@ -258,19 +265,31 @@ void TableWriter::Change(const Row& row, bool put, bool fresh) {
     value.emplace();
     EncodeRow(row, &*value);
   }
-  // A key changed before in this statement keeps the freshness of its
-  // first change: what is stored under it is what that change saw.
-  auto set = [](SliceChanges& changes, std::string key, std::optional<std::string> v, bool fresh) {
-    auto [it, added] = TryEmplaceAppending(changes, std::move(key));
-    it->second = PendingChange{std::move(v), added ? fresh : it->second.fresh};
-  };
-  set(changes_[0][SliceIndexOf(table_.primary, pk)], catalog::EncodeKey(pk), std::move(value), fresh);
+  Set(changes_[0][SliceIndexOf(table_.primary, pk)], catalog::EncodeKey(pk), std::move(value), fresh);
   std::string pk_row;
   EncodeRow(pk, &pk_row);
   for (size_t r = 1; r < changes_.size(); ++r) {
     std::vector<Value> values = catalog::RepresentationKeyValues(table_, Rep(r), row);
-    set(changes_[r][SliceIndexOf(Rep(r), values)], catalog::IndexEntryKey(values, pk),
+    Set(changes_[r][SliceIndexOf(Rep(r), values)], catalog::IndexEntryKey(values, pk),
         put ? std::optional<std::string>(pk_row) : std::nullopt, fresh);
+  }
+}
+
+void TableWriter::Update(const Row& old_row, const Row& new_row) {
+  std::vector<Value> pk = catalog::PrimaryKeyValues(table_, new_row);
+  std::string value;
+  EncodeRow(new_row, &value);
+  Set(changes_[0][SliceIndexOf(table_.primary, pk)], catalog::EncodeKey(pk), std::move(value), false);
+  std::string pk_row;
+  for (size_t r = 1; r < changes_.size(); ++r) {
+    std::vector<Value> old_values = catalog::RepresentationKeyValues(table_, Rep(r), old_row);
+    std::vector<Value> new_values = catalog::RepresentationKeyValues(table_, Rep(r), new_row);
+    std::string old_key = catalog::IndexEntryKey(old_values, pk);
+    std::string new_key = catalog::IndexEntryKey(new_values, pk);
+    if (r < published_ && old_key == new_key) continue;
+    if (pk_row.empty()) EncodeRow(pk, &pk_row);
+    Set(changes_[r][SliceIndexOf(Rep(r), old_values)], std::move(old_key), std::nullopt, false);
+    Set(changes_[r][SliceIndexOf(Rep(r), new_values)], std::move(new_key), pk_row, false);
   }
 }
 

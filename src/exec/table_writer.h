@@ -70,14 +70,16 @@ class TableWriter {
     size_t rep;
     std::vector<Value> pk;
   };
-  Result<std::optional<Conflict>> UniqueConflict(const Row& row);
+  // `replaced`: the row `row` replaces (same primary key), whose entries
+  // stay where its index key values are unchanged; those are not checked.
+  Result<std::optional<Conflict>> UniqueConflict(const Row& row, const Row* replaced = nullptr);
 
   // ER_DUP_ENTRY for `row`'s key in representation r.
   Status DupEntry(size_t r, const Row& row) const;
 
   // ER_DUP_ENTRY if a UNIQUE index already has an entry with the index key
   // values of `row` (none NULL).
-  Status CheckUnique(const Row& row);
+  Status CheckUnique(const Row& row, const Row* replaced = nullptr);
 
   // Adds or removes `row` (a full, converted table row) in every
   // representation. `fresh`: the caller found no stored row under `row`'s
@@ -87,6 +89,12 @@ class TableWriter {
   // key the statement changed before keeps that change's freshness.
   void Put(const Row& row, bool fresh = false) { Change(row, true, fresh); }
   void Delete(const Row& row) { Change(row, false, false); }
+  // Replaces `old_row` by `new_row` (full, converted table rows with the
+  // same primary key): the primary key's entry gets the new row, and a
+  // published index whose encoded entry key `new_row` leaves unchanged is
+  // not written (its entry, key and primary-key value, stays as stored).
+  // Pending indexes are written as by Delete then Put.
+  void Update(const Row& old_row, const Row& new_row);
 
   // Exclusive locks on `row`'s primary key and on its values in every
   // UNIQUE index (none NULL), held to the end of the transaction: taken
@@ -114,6 +122,9 @@ class TableWriter {
   Result<txn::SliceHandle> SliceAt(size_t r, size_t index);
 
   void Change(const Row& row, bool put, bool fresh);
+  // Records a change of `key` in `changes`; a key changed before in this
+  // statement keeps the freshness of its first change.
+  static void Set(SliceChanges& changes, std::string key, std::optional<std::string> value, bool fresh);
 
   Engine* engine_;
   const catalog::TableDef& table_;

@@ -196,5 +196,44 @@ class IndexTest(NodeTestCase):
         self.assertSqlError(cur, "INSERT INTO t VALUES (7, 'A')", 1062)
 
 
+    def test_updates_keep_every_index_matching_the_table(self):
+        # An UPDATE that leaves an index's key unchanged does not rewrite its
+        # entry; one that changes it moves the entry. Every index must still
+        # answer as a scan of the table does, UNIQUE must still hold, and a
+        # row must not collide with its own unchanged UNIQUE entry.
+        conn, cur = self.fresh_db("ix_update")
+        cur.execute("CREATE TABLE t (id INT PRIMARY KEY, k INT NOT NULL, u INT, c VARCHAR(10), v INT NOT NULL, "
+                    "KEY k_idx (k), UNIQUE KEY u_uq (u), UNIQUE KEY c_uq (c))")
+        n = 300
+        cur.execute("INSERT INTO t VALUES " + ", ".join(
+            "(%d, %d, %d, 'c%d', 0)" % (i, i % 7, i, i) for i in range(n)))
+        cur.execute("UPDATE t SET v = v + 1")                       # no index key changes
+        self.assertEqual(cur.rowcount, n)
+        cur.execute("UPDATE t SET k = k + 1, v = v + 1 WHERE id % 3 = 0")   # k moves, u and c stay
+        cur.execute("UPDATE t SET u = u + 1000 WHERE id % 5 = 0")   # unique values move
+        cur.execute("UPDATE t SET c = UPPER(c) WHERE id % 2 = 0")   # equal under the collation
+        self.assertSqlError(cur, "UPDATE t SET u = 1 WHERE id = 2", 1062)
+        self.assertSqlError(cur, "UPDATE t SET c = 'C3' WHERE id = 4", 1062)
+        cur.execute("UPDATE t SET u = 1, v = v WHERE id = 1")       # its own value: no conflict
+        self.assertEqual(cur.rowcount, 0)
+        cur.execute("UPDATE t SET c = 'c1', v = 7 WHERE id = 1")
+        self.assertEqual(cur.rowcount, 1)
+        for k in range(8):
+            cur.execute("SELECT id FROM t WHERE k = %d ORDER BY id" % k)
+            via_index = [r[0] for r in cur.fetchall()]
+            expect = [i for i in range(n) if (i % 7) + (1 if i % 3 == 0 else 0) == k]
+            self.assertEqual(via_index, expect, k)
+        for i in range(0, n, 10):
+            u = i + 1000 if i % 5 == 0 else i
+            cur.execute("SELECT id FROM t WHERE u = %d" % u)
+            self.assertEqual(cur.fetchall(), ((i,),), u)
+            cur.execute("SELECT id, c FROM t WHERE c = 'c%d'" % i)
+            self.assertEqual(cur.fetchall(), ((i, ("C%d" if i % 2 == 0 else "c%d") % i),), i)
+        cur.execute("SELECT COUNT(*), SUM(v) FROM t")
+        self.assertEqual(cur.fetchall(), ((n, n + n // 3 + (1 if n % 3 else 0) + 6),))
+        self.assertSqlError(cur, "INSERT INTO t VALUES (1000, 0, 1005, 'x', 0)", 1062)
+        self.assertSqlError(cur, "INSERT INTO t VALUES (1000, 0, 5000, 'C4', 0)", 1062)
+        cur.execute("INSERT INTO t VALUES (1000, 0, 5, 'x', 0)")    # 5's value moved to 1005
+
 if __name__ == "__main__":
     main()
