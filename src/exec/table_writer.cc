@@ -66,9 +66,9 @@ TableWriter::TableWriter(Engine* engine, const catalog::TableDef& table)
 }
 
 Result<bool> TableWriter::RowExists(const std::string& key, size_t slice_index) {
-  SliceChanges& pending = changes_[0][slice_index];
+  SliceChanges& pending = changes_[0][slice_index].changes;
   auto it = FindAppending(pending, key);
-  if (it != pending.end()) return it->second.value.has_value();
+  if (it != pending.end()) return it->second.has_value();
   SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, SliceAt(0, slice_index));
   std::string existing;
   Status st = ReadRow(slice, key, /*latest=*/true, &existing);
@@ -81,11 +81,11 @@ Result<std::optional<Row>> TableWriter::GetRow(const std::vector<Value>& pk) {
   std::string key = catalog::EncodeKey(pk);
   std::string value;
   const size_t index = SliceIndexOf(table_.primary, pk);
-  SliceChanges& pending = changes_[0][index];
+  SliceChanges& pending = changes_[0][index].changes;
   auto it = FindAppending(pending, key);
   if (it != pending.end()) {
-    if (!it->second.value) return std::optional<Row>();
-    value = *it->second.value;
+    if (!it->second) return std::optional<Row>();
+    value = *it->second;
   } else {
     SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, SliceAt(0, index));
     Status st = ReadRow(slice, key, /*latest=*/true, &value);
@@ -108,10 +108,10 @@ Result<std::optional<TableWriter::Conflict>> TableWriter::UniqueConflict(const R
     std::string prefix = catalog::EncodeKey(values);
     std::string end = prefix + '\xff';  // no key component starts with 0xFF
     const size_t slice_index = SliceIndexOf(rep, values);
-    SliceChanges& pending = changes_[r][slice_index];
+    SliceChanges& pending = changes_[r][slice_index].changes;
     std::optional<std::string> found;  // the entry's value: encoded pk
     for (auto it = pending.lower_bound(prefix); !found && it != pending.end() && it->first < end; ++it) {
-      if (it->second.value) found = *it->second.value;
+      if (it->second) found = *it->second;
     }
     if (!found) {
       SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, SliceAt(r, slice_index));
@@ -124,7 +124,7 @@ Result<std::optional<TableWriter::Conflict>> TableWriter::UniqueConflict(const R
       auto it = ReadRange(slice, range, /*latest=*/true);
       for (; it->Valid(); it->Next()) {
         auto c = pending.find(std::string(it->key()));
-        if (c == pending.end() || c->second.value) {
+        if (c == pending.end() || c->second) {
           found = std::string(it->value());
           break;
         }
@@ -181,15 +181,12 @@ Status TableWriter::Commit() {
     bool any = false;
     for (size_t r = 0; r < changes_.size(); ++r) {
       for (size_t i = 0; i < changes_[r].size(); ++i) {
-        if (changes_[r][i].empty()) continue;
+        SliceState& state = changes_[r][i];
+        if (state.changes.empty()) continue;
         SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, SliceAt(r, i));
-        for (auto& [key, change] : changes_[r][i]) {
-          if (change.value) {
-            t->Put(slice, key, std::move(*change.value), change.fresh);
-          } else {
-            t->Delete(slice, key);
-          }
-        }
+        t->PutAll(slice, std::move(state.changes), std::move(state.fresh));
+        state.changes.clear();
+        state.fresh.clear();
         any = true;
       }
     }
@@ -222,10 +219,10 @@ Status TableWriter::Commit() {
   for (size_t r = 0; r < changes_.size(); ++r) {
     batches[r].resize(Rep(r).slices.size());
     for (size_t i = 0; i < changes_[r].size(); ++i) {
-      batches[r][i].Reserve(changes_[r][i].size());
-      for (auto& [key, change] : changes_[r][i]) {
-        if (change.value) {
-          batches[r][i].Put(key, std::move(*change.value));
+      batches[r][i].Reserve(changes_[r][i].changes.size());
+      for (auto& [key, change] : changes_[r][i].changes) {
+        if (change) {
+          batches[r][i].Put(key, std::move(*change));
         } else {
           batches[r][i].Delete(key);
         }
@@ -252,10 +249,12 @@ Result<txn::SliceHandle> TableWriter::SliceAt(size_t r, size_t index) {
   return *s;
 }
 
-void TableWriter::Set(SliceChanges& changes, std::string key, std::optional<std::string> value, bool fresh) {
-  // What is stored under a key changed before is what that change saw.
-  auto [it, added] = TryEmplaceAppending(changes, std::move(key));
-  it->second = PendingChange{std::move(value), added ? fresh : it->second.fresh};
+void TableWriter::Set(SliceState& slice, std::string key, std::optional<std::string> value, bool fresh) {
+  // A key changed before keeps the freshness of its first change: what is
+  // stored under it is what that change saw.
+  auto [it, added] = TryEmplaceAppending(slice.changes, std::move(key));
+  it->second = std::move(value);
+  if (added && fresh) slice.fresh.push_back(it->first);
 }
 
 void TableWriter::Change(const Row& row, bool put, bool fresh) {

@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "shale/status.h"
@@ -112,19 +113,21 @@ class TableWriter {
   Status Commit();
 
  private:
-  struct PendingChange {
-    std::optional<std::string> value;  // nullopt: delete
-    bool fresh = false;                // see Put
+  // One slice's changes, in key order (nullopt: delete), and the keys
+  // whose first change in the statement was a fresh put (see Put; views
+  // of the map's keys).
+  using SliceChanges = txn::SliceWrites;
+  struct SliceState {
+    SliceChanges changes;
+    std::vector<std::string_view> fresh;
   };
-  // One slice's changes, in key order.
-  using SliceChanges = std::map<std::string, PendingChange>;
 
   Result<txn::SliceHandle> SliceAt(size_t r, size_t index);
 
   void Change(const Row& row, bool put, bool fresh);
   // Records a change of `key` in `changes`; a key changed before in this
   // statement keeps the freshness of its first change.
-  static void Set(SliceChanges& changes, std::string key, std::optional<std::string> value, bool fresh);
+  static void Set(SliceState& slice, std::string key, std::optional<std::string> value, bool fresh);
 
   Engine* engine_;
   const catalog::TableDef& table_;
@@ -132,7 +135,7 @@ class TableWriter {
   // [representation][slice index]: one map per slice, so rows read slice
   // by slice, each in key order, append to their map without a search
   // (src/common/appending_map.h).
-  std::vector<std::vector<SliceChanges>> changes_;
+  std::vector<std::vector<SliceState>> changes_;
   std::vector<std::vector<std::optional<txn::SliceHandle>>> slices_;
 };
 

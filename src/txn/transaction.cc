@@ -536,6 +536,11 @@ void Transaction::RollbackStatement() { UndoTo(statement_mark_); }
 void Transaction::UndoTo(size_t mark) {
   while (undo_.size() > mark) {
     Undo& u = undo_.back();
+    if (u.whole_slice) {
+      writes_.erase(u.slice);
+      undo_.pop_back();
+      continue;
+    }
     auto& keys = writes_[u.slice];
     if (u.existed) {
       keys[u.key] = std::move(u.previous);
@@ -684,6 +689,29 @@ void Transaction::Put(const SliceHandle& slice, std::string key, std::string val
 void Transaction::Delete(const SliceHandle& slice, std::string key) {
   NotePlacement(slice);
   Buffer(slice.id, std::move(key), std::nullopt);
+}
+
+void Transaction::PutAll(const SliceHandle& slice, SliceWrites&& writes, std::vector<std::string_view>&& fresh) {
+  if (writes.empty()) return;
+  NotePlacement(slice);
+  SliceWrites& keys = writes_[slice.id];
+  if (keys.empty()) {
+    // No live undo entry names this slice (an entry's key stays in the map
+    // until that entry is undone), so dropping the map undoes exactly this.
+    keys = std::move(writes);
+    Undo u{slice.id, std::string(), false, std::nullopt};
+    u.whole_slice = true;
+    u.fresh_keys = std::move(fresh);
+    undo_.push_back(std::move(u));
+    return;
+  }
+  if (!std::is_sorted(fresh.begin(), fresh.end())) std::sort(fresh.begin(), fresh.end());
+  size_t next = 0;  // merge cursor into `fresh` (both ascending)
+  for (auto& [key, value] : writes) {
+    while (next < fresh.size() && fresh[next] < key) ++next;
+    const bool is_fresh = next < fresh.size() && fresh[next] == key;
+    Buffer(slice.id, key, std::move(value), is_fresh);
+  }
 }
 
 std::string Transaction::LocalName() const {
@@ -842,6 +870,10 @@ Status Transaction::Commit() {
       FreshKeys fresh;
       for (const Undo& u : undo_) {
         if (u.fresh) fresh[u.slice].push_back(u.key);
+        if (!u.fresh_keys.empty()) {
+          std::vector<std::string_view>& keys = fresh[u.slice];
+          keys.insert(keys.end(), u.fresh_keys.begin(), u.fresh_keys.end());
+        }
       }
       for (auto& [slice, keys] : fresh) {
         if (!std::is_sorted(keys.begin(), keys.end())) std::sort(keys.begin(), keys.end());

@@ -485,6 +485,12 @@ class Transaction {
   void Delete(storage::SliceId slice, std::string key);
   void Put(const SliceHandle& slice, std::string key, std::string value, bool fresh = false);
   void Delete(const SliceHandle& slice, std::string key);
+  // Buffers every write of `writes` (a statement's changes to one slice),
+  // as Put/Delete of each would, `fresh` listing the keys whose first write
+  // in `writes` was a fresh put (views of `writes`' keys). When the
+  // transaction has no write in the slice yet, the map is taken whole, with
+  // one undo entry for all of it: no copy or allocation per key.
+  void PutAll(const SliceHandle& slice, SliceWrites&& writes, std::vector<std::string_view>&& fresh);
 
   // Takes a row lock: in this node's LockManager (at once when already
   // held strongly enough), or at the ranking replica's node when `at` is a
@@ -564,6 +570,11 @@ class Transaction {
     bool existed;                         // the key was in the write set before
     std::optional<std::string> previous;  // its value then
     bool fresh = false;                   // first write of the key, and Put(..., fresh)
+    // PutAll took the slice's whole map (the slice had no write before):
+    // undone by dropping the slice's writes; `fresh_keys` are its fresh
+    // puts (views of the map's keys, which stay put while it lives).
+    bool whole_slice = false;
+    std::vector<std::string_view> fresh_keys = {};
   };
   std::vector<Undo> undo_;
   size_t statement_mark_ = 0;

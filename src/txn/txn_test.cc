@@ -660,6 +660,74 @@ TEST_F(TransactionTest, FreshPutsAreNotQueuedAndLeaveNoVersionBehind) {
   EXPECT_EQ(slice_->GetStats().rows, 2u);  // a=2, b=2
 }
 
+// PutAll takes a statement's map whole when the slice has no write yet
+// (one undo entry: a rollback drops the slice's writes, later statements'
+// keys first), else key by key; either way its fresh puts are not queued
+// for collection and every other key is.
+TEST_F(TransactionTest, PutAllBuffersAStatementsWritesAndUndoesThemWhole) {
+  auto queued = [&] { return manager_->stats().gc_queued; };
+  auto statement = [](std::initializer_list<std::pair<const char*, const char*>> writes,
+                      std::initializer_list<const char*> fresh, SliceWrites* map, std::vector<std::string_view>* views) {
+    for (const auto& [k, v] : writes) {
+      (*map)[k] = v == nullptr ? std::nullopt : std::optional<std::string>(v);
+    }
+    for (const char* k : fresh) views->push_back(map->find(k)->first);
+  };
+  auto t = manager_->Begin({});
+  SliceHandle h{slice_->id(), slice_, nullptr, nullptr};
+  t->BeginStatement();
+  {
+    SliceWrites m;
+    std::vector<std::string_view> f;
+    statement({{"a", "1"}, {"b", "1"}, {"c", "1"}}, {"a", "c"}, &m, &f);
+    t->PutAll(h, std::move(m), std::move(f));  // whole
+  }
+  t->SetSavepoint("s");
+  t->BeginStatement();
+  {
+    SliceWrites m;
+    std::vector<std::string_view> f;
+    statement({{"b", "2"}, {"d", "2"}, {"e", "2"}, {"a", nullptr}}, {"e", "d"}, &m, &f);
+    t->PutAll(h, std::move(m), std::move(f));  // key by key, fresh unsorted
+  }
+  EXPECT_EQ(Scan(t.get()), "b=2;c=1;d=2;e=2;");
+  t->RollbackStatement();
+  EXPECT_EQ(Scan(t.get()), "a=1;b=1;c=1;");
+  t->BeginStatement();
+  {
+    SliceWrites m;
+    std::vector<std::string_view> f;
+    statement({{"x", "3"}}, {"x"}, &m, &f);
+    t->PutAll(h, std::move(m), std::move(f));
+  }
+  ASSERT_TRUE(t->RollbackToSavepoint("s").ok());
+  EXPECT_EQ(Scan(t.get()), "a=1;b=1;c=1;");
+  t->BeginStatement();
+  {
+    SliceWrites m;
+    std::vector<std::string_view> f;
+    statement({{"d", "4"}, {"e", "4"}}, {"e"}, &m, &f);
+    t->PutAll(h, std::move(m), std::move(f));
+  }
+  ASSERT_TRUE(t->Commit().ok());
+  auto r = manager_->Begin({});
+  EXPECT_EQ(Scan(r.get()), "a=1;b=1;c=1;d=4;e=4;");
+  EXPECT_EQ(queued(), 2u);  // b and d; a, c and e were fresh
+  {
+    // A whole map rolled back by its statement leaves nothing.
+    auto u = manager_->Begin({});
+    u->BeginStatement();
+    SliceWrites m;
+    std::vector<std::string_view> f;
+    statement({{"z", "9"}}, {}, &m, &f);
+    u->PutAll(h, std::move(m), std::move(f));
+    u->RollbackStatement();
+    EXPECT_FALSE(u->HasWritesIn(slice_->id()));
+    ASSERT_TRUE(u->Commit().ok());
+  }
+  EXPECT_EQ(Scan(manager_->Begin({}).get()), "a=1;b=1;c=1;d=4;e=4;");
+}
+
 // A participant applying a prepared commit at T pins collection below T
 // until its prepared record's (unsynced) delete returned: a pass meanwhile
 // keeps every version a second apply of T could bring back alongside.
