@@ -32,4 +32,19 @@ std::pair<typename Map::iterator, bool> TryEmplaceAppending(Map& m, std::string&
   return m.try_emplace(std::move(key));
 }
 
+// Moves the node at `from` (in another map) into `m` if its key is not in
+// `m` yet, appending without a search when it is past the last entry; the
+// node itself moves (no copy, no allocation), so views of its key and
+// value stay valid. Returns the node's place in `m`, or m.end() (and
+// leaves the node where it was) when `m` had the key.
+template <typename Map>
+typename Map::iterator MoveNodeAppending(Map& m, Map& source, typename Map::iterator from) {
+  if (m.empty() || std::prev(m.end())->first.compare(from->first) < 0) {
+    return m.insert(m.end(), source.extract(from));
+  }
+  auto at = m.lower_bound(from->first);
+  if (at != m.end() && at->first == from->first) return m.end();
+  return m.insert(at, source.extract(from));
+}
+
 }  // namespace shale

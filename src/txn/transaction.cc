@@ -541,6 +541,13 @@ void Transaction::UndoTo(size_t mark) {
       undo_.pop_back();
       continue;
     }
+    if (!u.moved.empty()) {
+      auto& keys = writes_[u.slice];
+      for (SliceWrites::iterator it : u.moved) keys.erase(it);
+      if (keys.empty()) writes_.erase(u.slice);
+      undo_.pop_back();
+      continue;
+    }
     auto& keys = writes_[u.slice];
     if (u.existed) {
       keys[u.key] = std::move(u.previous);
@@ -706,12 +713,22 @@ void Transaction::PutAll(const SliceHandle& slice, SliceWrites&& writes, std::ve
     return;
   }
   if (!std::is_sorted(fresh.begin(), fresh.end())) std::sort(fresh.begin(), fresh.end());
+  Undo u{slice.id, std::string(), false, std::nullopt};
   size_t next = 0;  // merge cursor into `fresh` (both ascending)
-  for (auto& [key, value] : writes) {
-    while (next < fresh.size() && fresh[next] < key) ++next;
-    const bool is_fresh = next < fresh.size() && fresh[next] == key;
-    Buffer(slice.id, key, std::move(value), is_fresh);
+  for (auto it = writes.begin(); it != writes.end();) {
+    const auto from = it++;
+    while (next < fresh.size() && fresh[next] < from->first) ++next;
+    const bool is_fresh = next < fresh.size() && fresh[next] == from->first;
+    auto placed = MoveNodeAppending(keys, writes, from);
+    if (placed == keys.end()) {
+      // Written before in this transaction: its undo entry keeps the value.
+      Buffer(slice.id, from->first, std::move(from->second), is_fresh);
+      continue;
+    }
+    u.moved.push_back(placed);
+    if (is_fresh) u.fresh_keys.push_back(placed->first);
   }
+  if (!u.moved.empty()) undo_.push_back(std::move(u));
 }
 
 std::string Transaction::LocalName() const {

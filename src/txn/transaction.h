@@ -489,7 +489,10 @@ class Transaction {
   // as Put/Delete of each would, `fresh` listing the keys whose first write
   // in `writes` was a fresh put (views of `writes`' keys). When the
   // transaction has no write in the slice yet, the map is taken whole, with
-  // one undo entry for all of it: no copy or allocation per key.
+  // one undo entry for all of it; else the entries of keys new to the
+  // slice move over node by node, also under one undo entry, and only keys
+  // written before are buffered one by one: no copy or allocation per new
+  // key.
   void PutAll(const SliceHandle& slice, SliceWrites&& writes, std::vector<std::string_view>&& fresh);
 
   // Takes a row lock: in this node's LockManager (at once when already
@@ -571,9 +574,12 @@ class Transaction {
     std::optional<std::string> previous;  // its value then
     bool fresh = false;                   // first write of the key, and Put(..., fresh)
     // PutAll took the slice's whole map (the slice had no write before):
-    // undone by dropping the slice's writes; `fresh_keys` are its fresh
-    // puts (views of the map's keys, which stay put while it lives).
+    // undone by dropping the slice's writes. Or it moved in the map nodes
+    // of the keys new to the slice, `moved`: undone by erasing them.
+    // `fresh_keys` are the fresh puts among them (views of the nodes' keys,
+    // which stay put while the nodes live).
     bool whole_slice = false;
+    std::vector<SliceWrites::iterator> moved = {};
     std::vector<std::string_view> fresh_keys = {};
   };
   std::vector<Undo> undo_;
