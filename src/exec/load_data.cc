@@ -444,12 +444,27 @@ Result<StatementResult> Session::ExecuteLoadData(const ast::LoadDataStmt& s) {
   };
 
   StatementResult total;
-  auto run_chunk = [&](std::vector<std::vector<ast::ExprPtr>> rows) -> Status {
-    if (rows.empty()) return Status::OK();
+  // Rows go to the INSERT as converted values (InsertStmt::value_rows)
+  // while every field is a value; a SET clause, or a missing field whose
+  // default is CURRENT_TIMESTAMP, needs expressions (rows of literals).
+  bool typed = s.set.empty();
+  std::vector<std::vector<Value>> typed_chunk;
+  std::vector<std::vector<ast::ExprPtr>> chunk;
+  auto literals = [](std::vector<Value> values) {
+    std::vector<ast::ExprPtr> out;
+    out.reserve(values.size());
+    for (Value& v : values) out.push_back(Literal(std::move(v)));
+    return out;
+  };
+  auto run_chunk = [&]() -> Status {
+    if (chunk.empty() && typed_chunk.empty()) return Status::OK();
     ast::InsertStmt insert;
     insert.table = {db, table->name};
     insert.columns = insert_columns;
-    insert.rows = std::move(rows);
+    insert.rows = std::move(chunk);
+    insert.value_rows = std::move(typed_chunk);
+    chunk.clear();
+    typed_chunk.clear();
     insert.replace = s.replace;
     insert.ignore = lenient && !s.replace;
     const ast::Statement stmt(std::move(insert));
@@ -465,7 +480,6 @@ Result<StatementResult> Session::ExecuteLoadData(const ast::LoadDataStmt& s) {
   std::vector<Field> fields;
   for (uint64_t skipped = 0; skipped < s.ignore_lines && reader.Next(&fields); ++skipped) {
   }
-  std::vector<std::vector<ast::ExprPtr>> chunk;
   std::vector<std::pair<std::string, Value>> vars;
   std::vector<std::pair<std::string, Value>> columns;
   uint64_t row = 0;
@@ -477,6 +491,7 @@ Result<StatementResult> Session::ExecuteLoadData(const ast::LoadDataStmt& s) {
     vars.clear();
     columns.clear();
     std::vector<ast::ExprPtr> values;
+    std::vector<Value> typed_values;
     if (fields.size() < targets.size()) {
       Status short_row = SqlError(ErrorCode::kWarnTooFewRecords, "Row {} doesn't contain data for all columns", row);
       if (!lenient) return fail(short_row);
@@ -500,6 +515,13 @@ Result<StatementResult> Session::ExecuteLoadData(const ast::LoadDataStmt& s) {
         if (col.default_value) {
           v = *col.default_value;
         } else if (col.default_now) {
+          if (typed) {
+            // From here on, rows of literals.
+            for (std::vector<Value>& r : typed_chunk) chunk.push_back(literals(std::move(r)));
+            typed_chunk.clear();
+            values = literals(std::move(typed_values));
+            typed = false;
+          }
           auto d = std::make_unique<ast::Expr>();
           d->kind = ast::ExprKind::kDefault;
           d->text = "DEFAULT";
@@ -524,7 +546,11 @@ Result<StatementResult> Session::ExecuteLoadData(const ast::LoadDataStmt& s) {
         v = std::move(converted).value();
       }
       if (!s.set.empty()) columns.emplace_back(col.name, v);  // for SET's expressions
-      values.push_back(Literal(std::move(v)));
+      if (typed) {
+        typed_values.push_back(std::move(v));
+      } else {
+        values.push_back(Literal(std::move(v)));
+      }
     }
     for (const ast::Assignment& a : s.set) {
       if (a.value->kind == ast::ExprKind::kDefault) {
@@ -536,16 +562,18 @@ Result<StatementResult> Session::ExecuteLoadData(const ast::LoadDataStmt& s) {
         values.push_back(Substitute(*a.value, vars, columns));
       }
     }
-    chunk.push_back(std::move(values));
+    if (typed) {
+      typed_chunk.push_back(std::move(typed_values));
+    } else {
+      chunk.push_back(std::move(values));
+    }
     // Inside a transaction the file is one statement (one chunk), so a
     // failure undoes all of it.
-    if (own_transaction && chunk.size() >= kRowsPerChunk) {
-      Status st = run_chunk(std::move(chunk));
-      chunk.clear();
-      if (!st.ok()) return fail(st);
+    if (own_transaction && chunk.size() + typed_chunk.size() >= kRowsPerChunk) {
+      if (Status st = run_chunk(); !st.ok()) return fail(st);
     }
   }
-  if (Status st = run_chunk(std::move(chunk)); !st.ok()) return fail(st);
+  if (Status st = run_chunk(); !st.ok()) return fail(st);
   if (own_transaction) SHALE_RETURN_IF_ERROR(EndTransaction());
   // The variables keep the last record's values, as in MySQL.
   for (auto& [name, value] : vars) user_variables_[name] = std::move(value);

@@ -163,6 +163,10 @@ struct InsertStmt {
   TableName table;
   std::vector<std::string> columns;            // empty: all, in table order
   std::vector<std::vector<ExprPtr>> rows;
+  // Rows of values already converted (LOAD DATA), one per column named,
+  // each stored as given: what `rows` of literals would say, without an
+  // expression per field. A statement has `rows` or `value_rows`, not both.
+  std::vector<std::vector<Value>> value_rows;
   std::shared_ptr<const SelectStmt> select;    // INSERT ... SELECT (rows empty)
   bool ignore = false;                         // INSERT IGNORE: skip rows with duplicate keys
   bool replace = false;                        // REPLACE: delete the rows with duplicate keys first

@@ -2199,6 +2199,28 @@ Result<LogicalPtr> Binder::BindInsert(const ast::InsertStmt& s) {
     }
     source = LogicalOperator::Project(std::move(query), std::move(exprs), scan->columns);
   }
+  if (!s.value_rows.empty()) {
+    // Converted values: constants, the other columns their defaults (one
+    // expression per column, shared by the rows).
+    std::vector<ExprPtr> defaults(ncols);
+    std::vector<bool> given(ncols, false);
+    for (int c : targets) given[c] = true;
+    for (size_t c = 0; c < ncols; ++c) {
+      if (!given[c]) {
+        SHALE_ASSIGN_OR_RETURN(defaults[c], default_for(static_cast<int>(c)));
+      }
+    }
+    rows.reserve(s.value_rows.size());
+    for (size_t r = 0; r < s.value_rows.size(); ++r) {
+      const std::vector<Value>& values = s.value_rows[r];
+      if (values.size() != targets.size()) {
+        return SqlError(ErrorCode::kWrongValueCount, "Column count doesn't match value count at row {}", r + 1);
+      }
+      std::vector<ExprPtr> row = defaults;
+      for (size_t i = 0; i < values.size(); ++i) row[targets[i]] = Expr::Constant(values[i]);
+      rows.push_back(std::move(row));
+    }
+  }
   // VALUES with subqueries: each row is its own one-row query (the
   // subqueries are Applies over one empty row), the rows a UNION ALL.
   bool with_subqueries = false;

@@ -114,6 +114,20 @@ class PyMySQLLoadTest(LoadDataTestCase):
         cur.execute("SELECT id, v, w FROM d ORDER BY id")
         self.assertEqual(cur.fetchall(), ((1, "dflt", None), (2, "dflt", None)))
 
+    def test_short_row_mid_file_takes_current_timestamp_default(self):
+        # Rows go to the INSERT as converted values until a short row needs
+        # its CURRENT_TIMESTAMP default; the rows before and after it load
+        # as given.
+        conn, cur = self.local("ld")
+        cur.execute("CREATE TABLE s (id INT PRIMARY KEY, ts TIMESTAMP DEFAULT CURRENT_TIMESTAMP, n INT)")
+        path = self.file("1\t2020-01-02 03:04:05\t5\n2\n3\t2021-06-07 08:09:10\t7\n")
+        cur.execute("LOAD DATA LOCAL INFILE %s INTO TABLE s", (path,))
+        self.assertEqual(conn.affected_rows(), 3)
+        cur.execute("SELECT id, CAST(ts AS CHAR), n FROM s WHERE id <> 2 ORDER BY id")
+        self.assertEqual(cur.fetchall(), ((1, "2020-01-02 03:04:05", 5), (3, "2021-06-07 08:09:10", 7)))
+        cur.execute("SELECT n, TIMESTAMPDIFF(SECOND, ts, NOW()) BETWEEN 0 AND 60 FROM s WHERE id = 2")
+        self.assertEqual(cur.fetchall(), ((None, 1),))
+
     def test_duplicates_skipped_with_warnings_or_replaced(self):
         conn, cur = self.local("ld")
         cur.execute("INSERT INTO t VALUES (1, 'old', 0)")
