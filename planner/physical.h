@@ -92,6 +92,7 @@ struct PhysicalOperator {
   std::vector<PhysicalPtr> children;
 
   std::vector<std::vector<sierra::ExprPtr>> rows;   // kValues
+  std::shared_ptr<const std::vector<std::vector<Value>>> value_rows;  // kValues: then these constant rows
   std::shared_ptr<const catalog::TableDef> table;   // kPointGet, kSliceScan, kInsert, kUpdate, kDelete
   std::string key;                                  // kPointGet: encoded primary key
   std::vector<catalog::SliceDef> slices;            // kPointGet (one), kSliceScan, kIndexScan

@@ -585,6 +585,7 @@ Result<PhysicalPtr> Plan(const LogicalOperator& logical) {
     case LogicalKind::kValues: {
       auto op = Make(PhysicalKind::kValues, logical);
       op->rows = logical.rows;
+      op->value_rows = logical.value_rows;
       return op;
     }
     case LogicalKind::kScan:
@@ -809,7 +810,8 @@ std::string PhysicalOperator::Describe() const {
     return s;
   };
   switch (kind) {
-    case PhysicalKind::kValues: return fmt::format("Values rows={}", rows.size());
+    case PhysicalKind::kValues:
+      return fmt::format("Values rows={}", rows.size() + (value_rows ? value_rows->size() : 0));
     case PhysicalKind::kPointGet:
       return fmt::format("PointGet {}.{} slice={}", table->db, table->name, slice_list());
     case PhysicalKind::kSliceScan:

@@ -30,6 +30,14 @@ LogicalPtr LogicalOperator::Values(std::vector<ColumnInfo> columns,
   return op;
 }
 
+LogicalPtr LogicalOperator::ValueRows(std::vector<ColumnInfo> columns,
+                                      std::shared_ptr<const std::vector<std::vector<Value>>> rows) {
+  auto op = Make(LogicalKind::kValues);
+  op->columns = std::move(columns);
+  op->value_rows = std::move(rows);
+  return op;
+}
+
 LogicalPtr LogicalOperator::Scan(std::shared_ptr<const catalog::TableDef> table,
                                  const std::string& alias) {
   auto op = Make(LogicalKind::kScan);
@@ -170,7 +178,7 @@ std::string DescribeAssignments(const catalog::TableDef& table, const std::vecto
 std::string LogicalOperator::Describe() const {
   switch (kind) {
     case LogicalKind::kValues:
-      return fmt::format("Values rows={} columns={}", rows.size(), columns.size());
+      return fmt::format("Values rows={} columns={}", values_count(), columns.size());
     case LogicalKind::kScan:
       return fmt::format("Scan {}.{}", table->db, table->name);
     case LogicalKind::kFilter:
@@ -269,6 +277,7 @@ LogicalPtr CopyOperator(const LogicalOperator& op, const F& rewrite) {
     for (const ExprPtr& e : row) r.push_back(rewrite(e));
     out->rows.push_back(std::move(r));
   }
+  out->value_rows = op.value_rows;
   out->predicate = op.predicate ? rewrite(op.predicate) : nullptr;
   for (const ExprPtr& e : op.group_by) out->group_by.push_back(rewrite(e));
   for (AggregateCall call : op.aggregates) {

@@ -119,6 +119,9 @@ struct LogicalOperator {
   std::vector<LogicalPtr> children;
 
   std::vector<std::vector<ExprPtr>> rows;         // kValues
+  // kValues: rows of constants (an INSERT of LOAD DATA's converted
+  // fields), yielded after `rows` without an expression per value.
+  std::shared_ptr<const std::vector<std::vector<Value>>> value_rows;
   std::shared_ptr<const catalog::TableDef> table; // kScan, kInsert, kUpdate, kDelete
   ExprPtr predicate;                              // kFilter, kJoin (ON)
   std::vector<ExprPtr> group_by;                  // kAggregate
@@ -141,6 +144,11 @@ struct LogicalOperator {
   bool stacked_target = false;
 
   static LogicalPtr Values(std::vector<ColumnInfo> columns, std::vector<std::vector<ExprPtr>> rows);
+  // kValues of constant rows (value_rows).
+  static LogicalPtr ValueRows(std::vector<ColumnInfo> columns,
+                              std::shared_ptr<const std::vector<std::vector<Value>>> rows);
+  // How many rows a kValues operator yields.
+  size_t values_count() const { return rows.size() + (value_rows ? value_rows->size() : 0); }
   static LogicalPtr Scan(std::shared_ptr<const catalog::TableDef> table, const std::string& alias);
   static LogicalPtr Filter(LogicalPtr child, ExprPtr predicate);
   static LogicalPtr Project(LogicalPtr child, std::vector<ExprPtr> exprs,

@@ -134,6 +134,12 @@ void ToProto(const LogicalOperator& op, pb::Operator* m) {
     pb::ValuesRow* r = m->add_rows();
     for (const ExprPtr& e : row) ToProto(*e, r->add_values());
   }
+  if (op.value_rows) {
+    for (const auto& row : *op.value_rows) {
+      pb::ValuesRow* r = m->add_rows();
+      for (const Value& v : row) ToProto(*Expr::Constant(v), r->add_values());
+    }
+  }
   if (op.table) {
     pb::TableRef* t = m->mutable_table();
     t->set_id(op.table->id);

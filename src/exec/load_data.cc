@@ -462,7 +462,9 @@ Result<StatementResult> Session::ExecuteLoadData(const ast::LoadDataStmt& s) {
     insert.table = {db, table->name};
     insert.columns = insert_columns;
     insert.rows = std::move(chunk);
-    insert.value_rows = std::move(typed_chunk);
+    if (!typed_chunk.empty()) {
+      insert.value_rows = std::make_shared<const std::vector<std::vector<Value>>>(std::move(typed_chunk));
+    }
     chunk.clear();
     typed_chunk.clear();
     insert.replace = s.replace;

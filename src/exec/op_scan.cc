@@ -14,7 +14,13 @@ class ValuesSource : public RowSource {
  public:
   explicit ValuesSource(const PhysicalOperator& op) : op_(op) {}
   Result<bool> Next(Row* row) override {
-    if (next_ >= op_.rows.size()) return false;
+    if (next_ >= op_.rows.size()) {
+      const size_t i = next_ - op_.rows.size();
+      if (op_.value_rows == nullptr || i >= op_.value_rows->size()) return false;
+      ++next_;
+      *row = (*op_.value_rows)[i];
+      return true;
+    }
     const auto& exprs = op_.rows[next_++];
     row->clear();
     static const Row kEmpty;

@@ -204,7 +204,7 @@ void VisitExprs(const LogicalOperator& op, const std::function<void(const Expr&,
 // information_schema table, which the text does not determine).
 bool CollectTables(const LogicalOperator& op, std::vector<std::shared_ptr<const catalog::TableDef>>* out,
                    const LogicalOperator* parent = nullptr) {
-  if (op.kind == sierra::LogicalKind::kValues && !IsInsertValues(op, parent)) return false;
+  if (op.kind == sierra::LogicalKind::kValues && (!IsInsertValues(op, parent) || op.value_rows)) return false;
   if (op.table && std::find(out->begin(), out->end(), op.table) == out->end()) out->push_back(op.table);
   for (const auto& child : op.children) {
     if (!CollectTables(*child, out, &op)) return false;

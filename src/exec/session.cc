@@ -656,7 +656,7 @@ void LocalizeTimestamps(std::vector<Row>* rows) {
 void SetOkInfo(const ast::Statement& stmt, StatementResult* r) {
   if (r->is_result_set) return;
   if (const auto* insert = std::get_if<ast::InsertStmt>(&stmt)) {
-    if (insert->select != nullptr || insert->rows.size() + insert->value_rows.size() > 1) {
+    if (insert->select != nullptr || insert->rows.size() + (insert->value_rows ? insert->value_rows->size() : 0) > 1) {
       r->info = fmt::format("Records: {}  Duplicates: {}  Warnings: {}", r->records, r->duplicates, r->warnings);
     }
     return;

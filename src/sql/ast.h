@@ -166,7 +166,7 @@ struct InsertStmt {
   // Rows of values already converted (LOAD DATA), one per column named,
   // each stored as given: what `rows` of literals would say, without an
   // expression per field. A statement has `rows` or `value_rows`, not both.
-  std::vector<std::vector<Value>> value_rows;
+  std::shared_ptr<const std::vector<std::vector<Value>>> value_rows;
   std::shared_ptr<const SelectStmt> select;    // INSERT ... SELECT (rows empty)
   bool ignore = false;                         // INSERT IGNORE: skip rows with duplicate keys
   bool replace = false;                        // REPLACE: delete the rows with duplicate keys first

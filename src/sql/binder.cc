@@ -2199,26 +2199,49 @@ Result<LogicalPtr> Binder::BindInsert(const ast::InsertStmt& s) {
     }
     source = LogicalOperator::Project(std::move(query), std::move(exprs), scan->columns);
   }
-  if (!s.value_rows.empty()) {
-    // Converted values: constants, the other columns their defaults (one
-    // expression per column, shared by the rows).
+  if (s.value_rows != nullptr) {
+    // Converted values: rows of constants. When they name every column in
+    // table order they are the rows themselves, shared with the statement;
+    // else each is laid out with the other columns' defaults (expressions
+    // then, where a default is not a constant).
     std::vector<ExprPtr> defaults(ncols);
     std::vector<bool> given(ncols, false);
     for (int c : targets) given[c] = true;
+    bool constant = true;
     for (size_t c = 0; c < ncols; ++c) {
       if (!given[c]) {
         SHALE_ASSIGN_OR_RETURN(defaults[c], default_for(static_cast<int>(c)));
+        constant &= defaults[c]->kind == sierra::ExprKind::kConstant;
       }
     }
-    rows.reserve(s.value_rows.size());
-    for (size_t r = 0; r < s.value_rows.size(); ++r) {
-      const std::vector<Value>& values = s.value_rows[r];
-      if (values.size() != targets.size()) {
+    const std::vector<std::vector<Value>>& value_rows = *s.value_rows;
+    for (size_t r = 0; r < value_rows.size(); ++r) {
+      if (value_rows[r].size() != targets.size()) {
         return SqlError(ErrorCode::kWrongValueCount, "Column count doesn't match value count at row {}", r + 1);
       }
-      std::vector<ExprPtr> row = defaults;
-      for (size_t i = 0; i < values.size(); ++i) row[targets[i]] = Expr::Constant(values[i]);
-      rows.push_back(std::move(row));
+    }
+    bool in_order = targets.size() == ncols;
+    for (size_t i = 0; in_order && i < targets.size(); ++i) in_order = targets[i] == static_cast<int>(i);
+    if (in_order) {
+      source = LogicalOperator::ValueRows(scan->columns, s.value_rows);
+    } else if (constant) {
+      auto laid_out = std::make_shared<std::vector<std::vector<Value>>>();
+      laid_out->reserve(value_rows.size());
+      for (const std::vector<Value>& values : value_rows) {
+        std::vector<Value>& row = laid_out->emplace_back(ncols);
+        for (size_t c = 0; c < ncols; ++c) {
+          if (!given[c]) row[c] = defaults[c]->constant;
+        }
+        for (size_t i = 0; i < values.size(); ++i) row[targets[i]] = values[i];
+      }
+      source = LogicalOperator::ValueRows(scan->columns, std::move(laid_out));
+    } else {
+      rows.reserve(value_rows.size());
+      for (const std::vector<Value>& values : value_rows) {
+        std::vector<ExprPtr> row = defaults;
+        for (size_t i = 0; i < values.size(); ++i) row[targets[i]] = Expr::Constant(values[i]);
+        rows.push_back(std::move(row));
+      }
     }
   }
   // VALUES with subqueries: each row is its own one-row query (the

@@ -127,6 +127,17 @@ class PyMySQLLoadTest(LoadDataTestCase):
         self.assertEqual(cur.fetchall(), ((1, "2020-01-02 03:04:05", 5), (3, "2021-06-07 08:09:10", 7)))
         cur.execute("SELECT n, TIMESTAMPDIFF(SECOND, ts, NOW()) BETWEEN 0 AND 60 FROM s WHERE id = 2")
         self.assertEqual(cur.fetchall(), ((None, 1),))
+        # A column list out of table order, leaving out a column whose
+        # default is CURRENT_TIMESTAMP and one whose default is a constant.
+        cur.execute("CREATE TABLE s2 (id INT PRIMARY KEY, ts TIMESTAMP DEFAULT CURRENT_TIMESTAMP, n INT, "
+                    "c VARCHAR(5) DEFAULT 'z')")
+        path = self.file("5\t1\n6\t2\n")
+        cur.execute("LOAD DATA LOCAL INFILE %s INTO TABLE s2 (n, id)", (path,))
+        cur.execute("SELECT id, n, c, TIMESTAMPDIFF(SECOND, ts, NOW()) BETWEEN 0 AND 60 FROM s2 ORDER BY id")
+        self.assertEqual(cur.fetchall(), ((1, 5, "z", 1), (2, 6, "z", 1)))
+        cur.execute("LOAD DATA LOCAL INFILE %s INTO TABLE s (n, id)", (self.file("8\t9\n"),))
+        cur.execute("SELECT id, n FROM s WHERE id = 9")
+        self.assertEqual(cur.fetchall(), ((9, 8),))
 
     def test_duplicates_skipped_with_warnings_or_replaced(self):
         conn, cur = self.local("ld")
