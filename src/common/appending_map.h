@@ -7,6 +7,7 @@
 
 #include <iterator>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace shale {
@@ -20,6 +21,18 @@ typename Map::iterator FindAppending(Map& m, const std::string& key) {
   if (c < 0) return m.end();
   if (c == 0) return last;
   return m.find(key);
+}
+
+// The same for a key given as a view: no copy of it unless the last
+// entry is past it and the map must be searched.
+template <typename Map>
+typename Map::iterator FindAppending(Map& m, std::string_view key) {
+  if (m.empty()) return m.end();
+  auto last = std::prev(m.end());
+  const int c = std::string_view(last->first).compare(key);
+  if (c < 0) return m.end();
+  if (c == 0) return last;
+  return m.find(std::string(key));
 }
 
 // m.try_emplace(std::move(key)), appending without a search when `key`

@@ -618,7 +618,7 @@ Result<uint64_t> Transaction::Snapshot() {
 Status Transaction::Get(const SliceHandle& slice, std::string_view key, bool latest, std::string* value) {
   auto s = writes_.find(slice.id);
   if (s != writes_.end()) {
-    auto it = s->second.find(std::string(key));
+    auto it = FindAppending(s->second, key);
     if (it != s->second.end()) {
       if (!it->second) return Status::NotFound("deleted by this transaction");
       *value = *it->second;
