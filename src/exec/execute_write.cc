@@ -216,6 +216,15 @@ Result<StatementResult> ExecuteInsert(Engine* engine, const PhysicalOperator& op
 
 namespace {
 
+// Whether two full rows of `table` have one primary key: equal values in
+// its columns, or else equal key forms (values equal under the columns'
+// collations, as 'a' and 'A').
+bool SamePrimaryKey(const catalog::TableDef& table, const Row& a, const Row& b) {
+  bool equal = true;
+  for (int c : table.primary.key_columns) equal = equal && a[c] == b[c];
+  return equal || catalog::PrimaryKeyValues(table, a) == catalog::PrimaryKeyValues(table, b);
+}
+
 // UPDATE and DELETE. The whole statement runs under the table's write lock:
 // read the target rows, compute every change and check every new key, then
 // write one batch per slice. Rows are processed in the child's order and
@@ -342,18 +351,20 @@ Result<StatementResult> ApplyModify(Engine* engine, const PhysicalOperator& op, 
     if (new_row == old_row) continue;  // matched, not changed
     ApplyOnUpdateNow(table, op.update_columns, &new_row);
     ++changed;
-    std::vector<Value> old_pk = catalog::PrimaryKeyValues(table, old_row);
-    std::vector<Value> new_pk = catalog::PrimaryKeyValues(table, new_row);
-    // The old row's entries go first, so the new row may reuse its keys.
+    const bool same_pk = SamePrimaryKey(table, old_row, new_row);
+    // The old row's entries go first, so the new row may reuse its keys
+    // (its primary key's lock, just taken or held, when that is the same).
     SHALE_RETURN_IF_ERROR(writer.LockRowKeys(old_row, held));
-    SHALE_RETURN_IF_ERROR(writer.LockRowKeys(new_row, TableWriter::Held::kNone, &old_row));
-    if (new_pk == old_pk) {
+    SHALE_RETURN_IF_ERROR(
+        writer.LockRowKeys(new_row, same_pk ? TableWriter::Held::kPrimaryKey : TableWriter::Held::kNone, &old_row));
+    if (same_pk) {
       SHALE_RETURN_IF_ERROR(writer.CheckUnique(new_row, &old_row));
       writer.Update(old_row, new_row);
       continue;
     }
     writer.Delete(old_row);
     {
+      std::vector<Value> new_pk = catalog::PrimaryKeyValues(table, new_row);
       SHALE_ASSIGN_OR_RETURN(bool taken, writer.RowExists(catalog::EncodeKey(new_pk),
                                                           SliceIndexOf(table.primary, new_pk)));
       if (taken) {

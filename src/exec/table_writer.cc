@@ -156,11 +156,13 @@ Status TableWriter::CheckUnique(const Row& row, const Row* replaced) {
 Status TableWriter::LockRowKeys(const Row& row, Held held, const Row* locked) {
   if (!CurrentTxn()) return Status::OK();
   // Each lock lives at the ranking replica's node of the slice it names.
-  std::vector<Value> pk = catalog::PrimaryKeyValues(table_, row);
-  if (held != Held::kPrimaryKey && (locked == nullptr || pk != catalog::PrimaryKeyValues(table_, *locked))) {
-    SHALE_ASSIGN_OR_RETURN(txn::SliceHandle pk_slice, SliceAt(0, SliceIndexOf(table_.primary, pk)));
-    SHALE_RETURN_IF_ERROR(AcquireLock(LockName('R', table_.id, catalog::EncodeKey(pk)), txn::LockMode::kExclusive,
-                                      &pk_slice));
+  if (held != Held::kPrimaryKey) {
+    std::vector<Value> pk = catalog::PrimaryKeyValues(table_, row);
+    if (locked == nullptr || pk != catalog::PrimaryKeyValues(table_, *locked)) {
+      SHALE_ASSIGN_OR_RETURN(txn::SliceHandle pk_slice, SliceAt(0, SliceIndexOf(table_.primary, pk)));
+      SHALE_RETURN_IF_ERROR(AcquireLock(LockName('R', table_.id, catalog::EncodeKey(pk)), txn::LockMode::kExclusive,
+                                        &pk_slice));
+    }
   }
   for (size_t r = 1; r < published_; ++r) {
     const catalog::RepresentationDef& rep = Rep(r);
