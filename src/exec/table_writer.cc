@@ -62,6 +62,10 @@ TableWriter::TableWriter(Engine* engine, const catalog::TableDef& table)
   for (size_t r = 0; r < slices_.size(); ++r) {
     slices_[r].resize(Rep(r).slices.size());
     changes_[r].resize(Rep(r).slices.size());
+    // Only the primary key (RowExists, GetRow) and the published UNIQUE
+    // indexes (UniqueConflict) are read back during the statement.
+    const bool write_only = r >= published_ || (r > 0 && !Rep(r).unique);
+    for (SliceState& state : changes_[r]) state.write_only = write_only;
   }
 }
 
@@ -184,6 +188,7 @@ Status TableWriter::Commit() {
     for (size_t r = 0; r < changes_.size(); ++r) {
       for (size_t i = 0; i < changes_[r].size(); ++i) {
         SliceState& state = changes_[r][i];
+        MergeDeferred(state);
         if (state.changes.empty()) continue;
         SHALE_ASSIGN_OR_RETURN(txn::SliceHandle slice, SliceAt(r, i));
         t->PutAll(slice, std::move(state.changes), std::move(state.fresh));
@@ -221,6 +226,7 @@ Status TableWriter::Commit() {
   for (size_t r = 0; r < changes_.size(); ++r) {
     batches[r].resize(Rep(r).slices.size());
     for (size_t i = 0; i < changes_[r].size(); ++i) {
+      MergeDeferred(changes_[r][i]);
       batches[r][i].Reserve(changes_[r][i].changes.size());
       for (auto& [key, change] : changes_[r][i].changes) {
         if (change) {
@@ -252,11 +258,34 @@ Result<txn::SliceHandle> TableWriter::SliceAt(size_t r, size_t index) {
 }
 
 void TableWriter::Set(SliceState& slice, std::string key, std::optional<std::string> value, bool fresh) {
+  if (slice.write_only && !slice.changes.empty() && !(std::prev(slice.changes.end())->first < key)) {
+    slice.deferred.push_back(Deferred{std::move(key), std::move(value), fresh});
+    return;
+  }
   // A key changed before keeps the freshness of its first change: what is
   // stored under it is what that change saw.
   auto [it, added] = TryEmplaceAppending(slice.changes, std::move(key));
   it->second = std::move(value);
   if (added && fresh) slice.fresh.push_back(it->first);
+}
+
+void TableWriter::MergeDeferred(SliceState& slice) {
+  if (slice.deferred.empty()) return;
+  // Stable: a key's changes stay in the order made, the last one wins.
+  std::stable_sort(slice.deferred.begin(), slice.deferred.end(),
+                   [](const Deferred& a, const Deferred& b) { return a.key < b.key; });
+  SliceChanges& changes = slice.changes;
+  auto at = changes.begin();  // walks the map once, alongside the sorted changes
+  for (Deferred& d : slice.deferred) {
+    while (at != changes.end() && at->first < d.key) ++at;
+    if (at != changes.end() && at->first == d.key) {
+      at->second = std::move(d.value);  // a later change: the first one's freshness stays
+      continue;
+    }
+    at = changes.emplace_hint(at, std::move(d.key), std::move(d.value));
+    if (d.fresh) slice.fresh.push_back(at->first);
+  }
+  slice.deferred.clear();
 }
 
 void TableWriter::Change(const Row& row, bool put, bool fresh) {

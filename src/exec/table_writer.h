@@ -117,9 +117,22 @@ class TableWriter {
   // whose first change in the statement was a fresh put (see Put; views
   // of the map's keys).
   using SliceChanges = txn::SliceWrites;
+  struct Deferred {
+    std::string key;
+    std::optional<std::string> value;
+    bool fresh;
+  };
   struct SliceState {
     SliceChanges changes;
     std::vector<std::string_view> fresh;
+    // A representation the statement never reads back (a non-UNIQUE or a
+    // pending index): changes to keys below the map's last one wait in
+    // `deferred`, in the order made, and join the map sorted at Commit
+    // (MergeDeferred) instead of a search of the map each. Every change of
+    // a deferred key is deferred (the map's last key only grows), so the
+    // deferred ones are the later ones.
+    bool write_only = false;
+    std::vector<Deferred> deferred;
   };
 
   Result<txn::SliceHandle> SliceAt(size_t r, size_t index);
@@ -128,6 +141,7 @@ class TableWriter {
   // Records a change of `key` in `changes`; a key changed before in this
   // statement keeps the freshness of its first change.
   static void Set(SliceState& slice, std::string key, std::optional<std::string> value, bool fresh);
+  static void MergeDeferred(SliceState& slice);
 
   Engine* engine_;
   const catalog::TableDef& table_;

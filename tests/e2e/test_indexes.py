@@ -234,6 +234,19 @@ class IndexTest(NodeTestCase):
         self.assertSqlError(cur, "INSERT INTO t VALUES (1000, 0, 1005, 'x', 0)", 1062)
         self.assertSqlError(cur, "INSERT INTO t VALUES (1000, 0, 5000, 'C4', 0)", 1062)
         cur.execute("INSERT INTO t VALUES (1000, 0, 5, 'x', 0)")    # 5's value moved to 1005
+        # One statement changing one row's k_idx entry twice, and rows
+        # deleted in an order their k_idx entries are not in.
+        cur.execute("INSERT INTO t VALUES (500, 1, 500, 'c500', 0), (500, 1, 500, 'c500', 0), (501, 6, 501, 'c501', 0) "
+                    "ON DUPLICATE KEY UPDATE k = k + 5")
+        cur.execute("DELETE FROM t WHERE id % 4 = 1 AND id < 300")
+        cur.execute("EXPLAIN SELECT k, id FROM t WHERE k BETWEEN 0 AND 10")
+        self.assertIn("k_idx", " ".join(str(c) for row in cur.fetchall() for c in row))
+        cur.execute("SELECT k, id FROM t WHERE k BETWEEN 0 AND 10 ORDER BY k, id")
+        via_index = list(cur.fetchall())
+        cur.execute("SELECT k, id FROM t WHERE k + 0 BETWEEN 0 AND 10 ORDER BY k, id")  # a scan
+        self.assertEqual(via_index, list(cur.fetchall()))
+        self.assertIn((6, 500), via_index)
+        self.assertNotIn((1, 500), via_index)
 
 if __name__ == "__main__":
     main()
