@@ -93,6 +93,8 @@ struct PhysicalOperator {
 
   std::vector<std::vector<sierra::ExprPtr>> rows;   // kValues
   std::shared_ptr<const std::vector<std::vector<Value>>> value_rows;  // kValues: then these constant rows
+  // How many rows a kValues operator yields.
+  size_t values_count() const { return rows.size() + (value_rows ? value_rows->size() : 0); }
   std::shared_ptr<const catalog::TableDef> table;   // kPointGet, kSliceScan, kInsert, kUpdate, kDelete
   std::string key;                                  // kPointGet: encoded primary key
   std::vector<catalog::SliceDef> slices;            // kPointGet (one), kSliceScan, kIndexScan

@@ -810,8 +810,7 @@ std::string PhysicalOperator::Describe() const {
     return s;
   };
   switch (kind) {
-    case PhysicalKind::kValues:
-      return fmt::format("Values rows={}", rows.size() + (value_rows ? value_rows->size() : 0));
+    case PhysicalKind::kValues: return fmt::format("Values rows={}", values_count());
     case PhysicalKind::kPointGet:
       return fmt::format("PointGet {}.{} slice={}", table->db, table->name, slice_list());
     case PhysicalKind::kSliceScan:

@@ -8,31 +8,25 @@
 #include <iterator>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 namespace shale {
 
-// m.find(key), asking the last entry first.
-template <typename Map>
-typename Map::iterator FindAppending(Map& m, const std::string& key) {
+// m.find(key), asking the last entry first. `key` is a std::string or a
+// view; a view is copied only when the map must be searched.
+template <typename Map, typename Key>
+typename Map::iterator FindAppending(Map& m, const Key& key) {
   if (m.empty()) return m.end();
   auto last = std::prev(m.end());
-  const int c = last->first.compare(key);
+  const int c = std::string_view(last->first).compare(std::string_view(key));
   if (c < 0) return m.end();
   if (c == 0) return last;
-  return m.find(key);
-}
-
-// The same for a key given as a view: no copy of it unless the last
-// entry is past it and the map must be searched.
-template <typename Map>
-typename Map::iterator FindAppending(Map& m, std::string_view key) {
-  if (m.empty()) return m.end();
-  auto last = std::prev(m.end());
-  const int c = std::string_view(last->first).compare(key);
-  if (c < 0) return m.end();
-  if (c == 0) return last;
-  return m.find(std::string(key));
+  if constexpr (std::is_same_v<Key, std::string>) {
+    return m.find(key);
+  } else {
+    return m.find(std::string(key));
+  }
 }
 
 // m.try_emplace(std::move(key)), appending without a search when `key`

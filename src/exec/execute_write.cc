@@ -363,14 +363,12 @@ Result<StatementResult> ApplyModify(Engine* engine, const PhysicalOperator& op, 
       continue;
     }
     writer.Delete(old_row);
-    {
-      std::vector<Value> new_pk = catalog::PrimaryKeyValues(table, new_row);
-      SHALE_ASSIGN_OR_RETURN(bool taken, writer.RowExists(catalog::EncodeKey(new_pk),
-                                                          SliceIndexOf(table.primary, new_pk)));
-      if (taken) {
-        return SqlError(ErrorCode::kDupEntry, "Duplicate entry '{}' for key '{}.PRIMARY'",
-                        DupEntryText(catalog::RepresentationKeyValues(table.primary, new_row)), table.name);
-      }
+    const std::vector<Value> new_pk = catalog::PrimaryKeyValues(table, new_row);
+    SHALE_ASSIGN_OR_RETURN(bool taken,
+                           writer.RowExists(catalog::EncodeKey(new_pk), SliceIndexOf(table.primary, new_pk)));
+    if (taken) {
+      return SqlError(ErrorCode::kDupEntry, "Duplicate entry '{}' for key '{}.PRIMARY'",
+                      DupEntryText(catalog::RepresentationKeyValues(table.primary, new_row)), table.name);
     }
     SHALE_RETURN_IF_ERROR(writer.CheckUnique(new_row));
     writer.Put(new_row);

@@ -87,7 +87,7 @@ std::optional<uint64_t> EstimateRows(Engine* engine, const PhysicalOperator& op)
     return rows;
   };
   switch (op.kind) {
-    case PhysicalKind::kValues: return op.rows.size() + (op.value_rows ? op.value_rows->size() : 0);
+    case PhysicalKind::kValues: return op.values_count();
     case PhysicalKind::kPointGet: return 1;
     case PhysicalKind::kSliceScan:
     case PhysicalKind::kIndexScan: return slice_rows();
