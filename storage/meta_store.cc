@@ -9,6 +9,8 @@
 #include <rocksdb/options.h>
 #include <rocksdb/write_batch.h>
 
+#include "src/common/critical_path.h"
+
 namespace shale::storage {
 namespace {
 
@@ -35,10 +37,12 @@ class RocksMetaStore final : public MetaStore {
   }
 
   Status Put(std::string_view key, std::string_view value) override {
+    CountSynced();
     return FromRocks(db_->Put(sync_, ToRocks(key), ToRocks(value)), path_, "put");
   }
 
   Status Delete(std::string_view key) override {
+    CountSynced();
     return FromRocks(db_->Delete(sync_, ToRocks(key)), path_, "delete");
   }
 
@@ -55,6 +59,7 @@ class RocksMetaStore final : public MetaStore {
   Status SyncUnsynced() override {
     const uint64_t seen = unsynced_.load(std::memory_order_acquire);
     if (seen == synced_.load(std::memory_order_acquire)) return Status::OK();
+    CountSynced();
     SHALE_RETURN_IF_ERROR(FromRocks(db_->SyncWAL(), path_, "sync wal"));
     // Only forward: a concurrent sync may have covered more.
     uint64_t prev = synced_.load(std::memory_order_acquire);
@@ -76,6 +81,7 @@ class RocksMetaStore final : public MetaStore {
                                             : wb.Delete(ToRocks(key));
       SHALE_RETURN_IF_ERROR(FromRocks(s, path_, "build batch"));
     }
+    CountSynced();
     return FromRocks(db_->Write(sync_, &wb), path_, "write batch");
   }
 
@@ -91,6 +97,13 @@ class RocksMetaStore final : public MetaStore {
   }
 
  private:
+  // A synced write this thread waits for (docs/cluster.md "Counters of the
+  // data path").
+  static void CountSynced() {
+    critical_path::Node().metastore_synced_writes.fetch_add(1, std::memory_order_relaxed);
+    critical_path::CountSyncedWrite();
+  }
+
   const std::string path_;
   const std::unique_ptr<rocksdb::DB> db_;
   rocksdb::WriteOptions sync_;

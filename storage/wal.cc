@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "src/common/critical_path.h"
 #include "src/common/log.h"
 #include "storage/crc32c.h"
 #include "storage/file_io.h"
@@ -241,6 +242,7 @@ Status Wal::WriteAndSync(const std::string& data, uint64_t lsn) {
   SHALE_RETURN_IF_ERROR(WriteAllAt(fd_, path, data.data(), data.size(), segment_size_));
   SHALE_RETURN_IF_ERROR(SyncFile(fd_, path));
   syncs_.fetch_add(1, std::memory_order_relaxed);
+  critical_path::Node().wal_syncs.fetch_add(1, std::memory_order_relaxed);
   segment_size_ += data.size();
   if (segment_size_ >= options_.segment_bytes) {
     const uint64_t next = lsn + data.size();
@@ -308,6 +310,8 @@ Status Wal::WaitDurable(std::unique_lock<std::mutex>& l, uint64_t end) {
   // below (a leader takes a waiter off the list when it wakes it).
   Waiter self;
   self.end = end;
+  // This thread waits for a sync (its own or the one a group shares).
+  if (durable_lsn_ < end) critical_path::CountSyncedWrite();
   while (durable_lsn_ < end && error_.ok()) {
     if (!flushing_) {
       FlushLocked(l);

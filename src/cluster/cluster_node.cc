@@ -14,6 +14,7 @@
 #include "src/cluster/raft.grpc.pb.h"
 #include "src/cluster/raft_codec.h"
 #include "src/cluster/raft_storage.h"
+#include "src/cluster/rpc_stats.h"
 #include "src/cluster/timestamp_service.h"
 #include "src/common/errors.h"
 #include "src/common/log.h"
@@ -65,16 +66,6 @@ Status FromPb(const StatusPb& pb) {
 Status NotOrdered(const std::string& node, const std::string& why) {
   return Status::Sql(static_cast<uint16_t>(ErrorCode::kUnknownCom),
                      fmt::format("Cluster metadata change not applied on node '{}': {}; retry", node, why));
-}
-
-std::shared_ptr<grpc::Channel> Dial(const std::string& address) {
-  grpc::ChannelArguments args;
-  // Reconnect quickly to a restarted peer (gRPC's default backoff grows to
-  // minutes).
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
 }
 
 std::vector<std::string> SplitLines(const std::string& s) {

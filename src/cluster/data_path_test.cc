@@ -115,6 +115,7 @@ class DataPathTest : public ::testing::Test {
   void StartServer(TestNode* n, const std::string& address) {
     n->rpc = std::make_unique<RpcServer>(NodeIdentity{NewNodeId(), n->name});
     n->rpc->AddService(n->data->service());
+    n->data->RegisterLink(n->rpc->link());
     ASSERT_TRUE(n->rpc->Start(address).ok());
     n->port = n->rpc->port();
     SetAddress(n->name, "127.0.0.1:" + std::to_string(n->port));
@@ -412,6 +413,8 @@ TEST_F(DataPathTest, WritesThroughOneNodeReadIdenticallyOnEvery) {
   // Some of those rows came from or went to other nodes.
   EXPECT_GT(nodes_[0]->data->rows_moved(), 0u);
   EXPECT_GT(nodes_[1]->data->rows_moved(), 0u);
+  // Over the nodes' links (node_link.h), not gRPC.
+  for (const auto& n : nodes_) EXPECT_GT(n->rpc->link()->calls_served(), 0u) << n->name;
 }
 
 TEST_F(DataPathTest, TransactionSeesOwnWritesAndCommitsAtomically) {

@@ -10,6 +10,7 @@
 #include <shared_mutex>
 
 #include "src/cluster/replica_copy.grpc.pb.h"
+#include "src/cluster/rpc_stats.h"
 #include "src/common/log.h"
 #include "storage/slice_stream.h"
 
@@ -57,14 +58,7 @@ grpc::Status ToGrpc(const Status& st) {
                       st.message());
 }
 
-std::shared_ptr<grpc::Channel> PeerChannel(const std::string& address) {
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  args.SetMaxReceiveMessageSize(64 << 20);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
-}
+std::shared_ptr<grpc::Channel> PeerChannel(const std::string& address) { return Dial(address, 64 << 20); }
 
 }  // namespace
 

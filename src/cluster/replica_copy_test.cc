@@ -72,6 +72,7 @@ class ReplicaCopyTest : public ::testing::Test {
       n->copy = std::make_unique<ReplicaCopy>(n->engine->catalog(), n->engine->slices(), n->engine->txn(), co);
       n->rpc = std::make_unique<RpcServer>(NodeIdentity{NewNodeId(), n->name});
       n->rpc->AddService(n->data->service());
+      n->data->RegisterLink(n->rpc->link());
       n->rpc->AddService(n->copy->service());
       ASSERT_TRUE(n->rpc->Start("127.0.0.1:0").ok());
       addresses_.Set(n->name, "127.0.0.1:" + std::to_string(n->rpc->port()));

@@ -4,6 +4,7 @@
 
 #include "shale/version.h"
 #include "src/cluster/node.grpc.pb.h"
+#include "src/cluster/rpc_stats.h"
 #include "src/common/log.h"
 
 namespace shale::cluster {
@@ -15,8 +16,8 @@ constexpr std::chrono::milliseconds kShutdownGrace{500};
 
 class NodeServiceImpl final : public NodeService::Service {
  public:
-  NodeServiceImpl(const NodeIdentity* identity, const std::function<uint64_t()>* epoch)
-      : identity_(identity), epoch_(epoch) {}
+  NodeServiceImpl(const NodeIdentity* identity, const std::function<uint64_t()>* epoch, const int* link_port)
+      : identity_(identity), epoch_(epoch), link_port_(link_port) {}
 
   grpc::Status Ping(grpc::ServerContext* /*context*/, const PingRequest* /*request*/,
                     PingResponse* response) override {
@@ -24,16 +25,18 @@ class NodeServiceImpl final : public NodeService::Service {
     response->set_node_name(identity_->name);
     response->set_epoch(*epoch_ ? (*epoch_)() : 0);
     response->set_version(kServerVersion);
+    response->set_link_port(static_cast<uint32_t>(*link_port_));
     return grpc::Status::OK;
   }
 
  private:
   const NodeIdentity* identity_;  // owned by the RpcServer, outlives us
   const std::function<uint64_t()>* epoch_;  // likewise
+  const int* link_port_;                    // likewise
 };
 
 RpcServer::RpcServer(NodeIdentity identity)
-    : identity_(std::move(identity)), service_(std::make_unique<NodeServiceImpl>(&identity_, &epoch_)) {}
+    : identity_(std::move(identity)), service_(std::make_unique<NodeServiceImpl>(&identity_, &epoch_, &link_port_)) {}
 
 RpcServer::~RpcServer() { Shutdown(); }
 
@@ -45,12 +48,22 @@ Status RpcServer::Start(const std::string& address) {
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &selected_port);
   builder.RegisterService(service_.get());
+  // Every call served is counted (rpc_stats.h).
+  builder.experimental().SetInterceptorCreators(ServerInterceptors());
   for (grpc::Service* service : extra_services_) builder.RegisterService(service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || selected_port == 0) {
     if (server != nullptr) server->Shutdown();
     return Status::Unavailable(fmt::format("node {}: cannot listen on {}", identity_.id, address));
   }
+  // The link listens on the same host ("host:port", "[v6]:port").
+  std::string host = address.substr(0, address.rfind(':'));
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (Status linked = link_.Start(host); !linked.ok()) {
+    server->Shutdown();
+    return linked;
+  }
+  link_port_ = link_.port();
   server_ = std::move(server);
   port_ = selected_port;
   log::Info("node {} ({}): RPC server listening on {} (port {})", identity_.id, identity_.name, address,
@@ -59,6 +72,7 @@ Status RpcServer::Start(const std::string& address) {
 }
 
 void RpcServer::Shutdown() {
+  link_.Shutdown();
   if (server_ == nullptr) return;
   server_->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
   server_->Wait();
@@ -70,7 +84,7 @@ Result<PingResponse> PingNode(const std::string& address, std::chrono::milliseco
                               std::string_view from_node) {
   // A channel per call is fine for a health probe; long-lived peers will keep
   // their channels in a connection cache.
-  std::shared_ptr<grpc::Channel> channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  std::shared_ptr<grpc::Channel> channel = Dial(address);
   std::unique_ptr<NodeService::Stub> stub = NodeService::NewStub(channel);
 
   grpc::ClientContext context;

@@ -1,7 +1,8 @@
 // RpcServer: this node's gRPC endpoint for its peers. It serves NodeService
 // (node.proto) and whatever services are added before Start (RaftService
-// from ClusterNode); fragment dispatch, row streams and replication services
-// will be registered on the same server later.
+// from ClusterNode, DataService, ReplicaCopyService), and the node's link
+// (node_link.h: the data path's calls over plain TCP, on a free port of the
+// same host, which Ping tells).
 //
 // PingNode is the matching client call, used by tools, tests and (later) the
 // failure detector.
@@ -21,6 +22,7 @@
 #include "shale/status.h"
 #include "src/cluster/node.pb.h"
 #include "src/cluster/node_identity.h"
+#include "src/cluster/node_link.h"
 
 namespace grpc {
 class Server;
@@ -44,6 +46,9 @@ class RpcServer {
   // Where Ping's epoch comes from (ClusterNode::epoch). Default: 0.
   // REQUIRES: not started; callable from any thread.
   void SetEpochSource(std::function<uint64_t()> epoch) { epoch_ = std::move(epoch); }
+  // The link's server, for handlers to register on (SliceService::
+  // RegisterLink). REQUIRES: not started.
+  LinkServer* link() { return &link_; }
   // Listens on `address` ("host:port"; port 0 picks a free port, see port())
   // and starts serving. Errors: Unavailable if the address cannot be bound.
   // REQUIRES: not started.
@@ -59,6 +64,8 @@ class RpcServer {
   std::unique_ptr<NodeServiceImpl> service_;
   std::vector<grpc::Service*> extra_services_;
   std::function<uint64_t()> epoch_;
+  LinkServer link_;
+  int link_port_ = 0;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
 };

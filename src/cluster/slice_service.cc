@@ -7,6 +7,10 @@
 #include <grpcpp/grpcpp.h>
 
 #include "src/cluster/data.grpc.pb.h"
+#include "src/cluster/node.grpc.pb.h"
+#include "src/cluster/node_link.h"
+#include "src/cluster/rpc_stats.h"
+#include "src/common/critical_path.h"
 #include "src/common/errors.h"
 #include "src/common/log.h"
 #include "src/txn/fan_out.h"
@@ -224,31 +228,122 @@ class RemoteIterator final : public storage::SliceIterator {
 
 }  // namespace
 
+// The calls to one peer node: over its link (node_link.h) once its Ping
+// told the link's port, else (and for a call the link could not send) over
+// gRPC. The methods have the gRPC stub's signatures.
 class PeerStubs {
  public:
-  explicit PeerStubs(const std::string& address) : stub_(DataService::NewStub(Channel(address))) {}
-  DataService::Stub* stub() { return stub_.get(); }
+  explicit PeerStubs(const std::string& address)
+      : host_(address.substr(0, address.rfind(':'))),
+        channel_(Dial(address)),
+        stub_(DataService::NewStub(channel_)),
+        node_(NodeService::NewStub(channel_)) {
+    if (host_.size() >= 2 && host_.front() == '[' && host_.back() == ']') host_ = host_.substr(1, host_.size() - 2);
+  }
+  PeerStubs* stub() { return this; }
+
+#define SHALE_DATA_CALL(Name)                                                                       \
+  grpc::Status Name(grpc::ClientContext* ctx, const Name##Request& req, Name##Response* resp) {     \
+    return Call(LinkMethod::k##Name, &DataService::Stub::Name, ctx, req, resp);                      \
+  }
+  SHALE_DATA_CALL(Get)
+  SHALE_DATA_CALL(Scan)
+  SHALE_DATA_CALL(Fragment)
+  SHALE_DATA_CALL(Lock)
+  SHALE_DATA_CALL(Unlock)
+  SHALE_DATA_CALL(Prepare)
+  SHALE_DATA_CALL(Decide)
+  SHALE_DATA_CALL(Finish)
+  SHALE_DATA_CALL(Apply)
+  SHALE_DATA_CALL(DecisionNeeded)
+  SHALE_DATA_CALL(Paxos)
+  SHALE_DATA_CALL(LockWaits)
+  SHALE_DATA_CALL(LockHolders)
+  SHALE_DATA_CALL(AbortLockWait)
+#undef SHALE_DATA_CALL
 
  private:
-  // A node back from a restart is reached again within a second (gRPC's
-  // default reconnect backoff grows to two minutes).
-  static std::shared_ptr<grpc::Channel> Channel(const std::string& address) {
-    grpc::ChannelArguments args;
-    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-    return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  template <typename Request, typename Response>
+  grpc::Status Call(LinkMethod m,
+                    grpc::Status (DataService::Stub::*grpc_method)(grpc::ClientContext*, const Request&, Response*),
+                    grpc::ClientContext* ctx, const Request& req, Response* resp) {
+    if (std::shared_ptr<LinkClient> link = Link()) {
+      std::string request;
+      req.SerializeToString(&request);
+      const auto deadline = std::chrono::steady_clock::now() +
+                            std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                ctx->deadline() - std::chrono::system_clock::now());
+      uint8_t code = 0;
+      std::string answer;
+      switch (link->Call(m, request, deadline, &code, &answer)) {
+        case LinkResult::kOk:
+          if (code != 0) return grpc::Status(static_cast<grpc::StatusCode>(code), answer);
+          if (!resp->ParseFromString(answer)) return grpc::Status(grpc::StatusCode::INTERNAL, "malformed answer");
+          return grpc::Status::OK;
+        case LinkResult::kFailed:
+          return grpc::Status(static_cast<grpc::StatusCode>(code), answer);
+        case LinkResult::kNotSent:
+          // The peer's link is gone (a restart moves it): ask its port again
+          // later; this call goes over gRPC, which reconnects by itself.
+          DropLink(link);
+          break;
+      }
+    }
+    return (stub_.get()->*grpc_method)(ctx, req, resp);
   }
+
+  // The peer's link, asked for with a Ping (at most once a second while it
+  // has none).
+  std::shared_ptr<LinkClient> Link() {
+    const auto now = std::chrono::steady_clock::now();
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (link_ || now < next_probe_ || probing_) return link_;
+      probing_ = true;
+      next_probe_ = now + std::chrono::seconds(1);
+    }
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+    PingRequest ping;
+    PingResponse pong;
+    const grpc::Status g = node_->Ping(&ctx, ping, &pong);
+    std::lock_guard<std::mutex> l(mu_);
+    probing_ = false;
+    if (g.ok() && pong.link_port() != 0) link_ = std::make_shared<LinkClient>(host_, static_cast<int>(pong.link_port()));
+    return link_;
+  }
+  void DropLink(const std::shared_ptr<LinkClient>& failed) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (link_ == failed) link_.reset();
+  }
+
+  std::string host_;
+  std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<DataService::Stub> stub_;
+  std::unique_ptr<NodeService::Stub> node_;
+  std::mutex mu_;
+  std::shared_ptr<LinkClient> link_;                  // GUARDED_BY(mu_)
+  std::chrono::steady_clock::time_point next_probe_;  // GUARDED_BY(mu_)
+  bool probing_ = false;                              // GUARDED_BY(mu_)
 };
 
 // ---- server -------------------------------------------------------------
 
-class SliceServiceGrpc final : public DataService::Service {
+// What a handler knows of its call, whichever transport brought it.
+class CallInfo {
  public:
-  explicit SliceServiceGrpc(cluster::SliceService* owner) : s_(owner) {}
+  virtual ~CallInfo() = default;
+  // The caller gave up (its deadline passed, or it hung up).
+  virtual bool Cancelled() const = 0;
+};
 
-  grpc::Status Get(grpc::ServerContext*, const GetRequest* req, GetResponse* resp) override {
+// DataService's handlers, shared by both transports: gRPC (SliceServiceGrpc
+// below) and the node link (SliceService::RegisterLink).
+class DataHandlers {
+ public:
+  explicit DataHandlers(cluster::SliceService* owner) : s_(owner) {}
+
+  grpc::Status Get(const CallInfo&, const GetRequest* req, GetResponse* resp) {
   profile::ModuleScope profile_scope(profile::Module::kRpc);
     if (auto refused = Epoch(req->header())) return *refused;
     std::string value;
@@ -260,7 +355,7 @@ class SliceServiceGrpc final : public DataService::Service {
     }
     return grpc::Status::OK;
   }
-  grpc::Status Scan(grpc::ServerContext*, const ScanRequest* req, ScanResponse* resp) override {
+  grpc::Status Scan(const CallInfo&, const ScanRequest* req, ScanResponse* resp) {
   profile::ModuleScope profile_scope(profile::Module::kRpc);
     if (auto refused = Epoch(req->header())) return *refused;
     Status st = s_->LocalScan(req->slice(), FromPb(req->range()), req->snapshot(), req->limit(), resp,
@@ -269,7 +364,7 @@ class SliceServiceGrpc final : public DataService::Service {
     s_->rows_sent_.fetch_add(static_cast<uint64_t>(resp->keys_size()), std::memory_order_relaxed);
     return grpc::Status::OK;
   }
-  grpc::Status Fragment(grpc::ServerContext*, const FragmentRequest* req, FragmentResponse* resp) override {
+  grpc::Status Fragment(const CallInfo&, const FragmentRequest* req, FragmentResponse* resp) {
   profile::ModuleScope profile_scope(profile::Module::kRpc);
     if (auto refused = Epoch(req->header())) return *refused;
     std::vector<std::string> lookup_keys(req->lookup_keys().begin(), req->lookup_keys().end());
@@ -283,7 +378,7 @@ class SliceServiceGrpc final : public DataService::Service {
     s_->rows_received_.fetch_add(static_cast<uint64_t>(req->lookup_keys_size()), std::memory_order_relaxed);
     return grpc::Status::OK;
   }
-  grpc::Status Lock(grpc::ServerContext*, const LockRequest* req, LockResponse* resp) override {
+  grpc::Status Lock(const CallInfo&, const LockRequest* req, LockResponse* resp) {
   profile::ModuleScope profile_scope(profile::Module::kRpc);
     if (auto refused = Epoch(req->header())) return *refused;
     Status st = s_->participant_->Lock(KeyOf(req->txn()), req->name(), static_cast<txn::LockMode>(req->mode()),
@@ -291,14 +386,14 @@ class SliceServiceGrpc final : public DataService::Service {
     ToPb(st, resp->mutable_status());
     return grpc::Status::OK;
   }
-  grpc::Status LockWaits(grpc::ServerContext*, const LockWaitsRequest* req, LockWaitsResponse* resp) override {
+  grpc::Status LockWaits(const CallInfo&, const LockWaitsRequest* req, LockWaitsResponse* resp) {
   profile::ModuleScope profile_scope(profile::Module::kRpc);
     if (auto refused = Epoch(req->header())) return *refused;
     for (const txn::LockWaitInfo& w : s_->txn_->LockWaits(s_->self())) ToPb(w, resp->add_waits());
     ToPb(Status::OK(), resp->mutable_status());
     return grpc::Status::OK;
   }
-  grpc::Status LockHolders(grpc::ServerContext*, const LockHoldersRequest* req, LockHoldersResponse* resp) override {
+  grpc::Status LockHolders(const CallInfo&, const LockHoldersRequest* req, LockHoldersResponse* resp) {
   profile::ModuleScope profile_scope(profile::Module::kRpc);
     if (auto refused = Epoch(req->header())) return *refused;
     std::vector<std::string> names(req->names().begin(), req->names().end());
@@ -311,8 +406,8 @@ class SliceServiceGrpc final : public DataService::Service {
     ToPb(Status::OK(), resp->mutable_status());
     return grpc::Status::OK;
   }
-  grpc::Status AbortLockWait(grpc::ServerContext*, const AbortLockWaitRequest* req,
-                             AbortLockWaitResponse* resp) override {
+  grpc::Status AbortLockWait(const CallInfo&, const AbortLockWaitRequest* req,
+                             AbortLockWaitResponse* resp) {
   profile::ModuleScope profile_scope(profile::Module::kRpc);
     if (auto refused = Epoch(req->header())) return *refused;
     Result<bool> r = s_->AbortLockWait(FromPb(req->wait()));
@@ -320,14 +415,14 @@ class SliceServiceGrpc final : public DataService::Service {
     if (r.ok()) resp->set_aborted(*r);
     return grpc::Status::OK;
   }
-  grpc::Status Unlock(grpc::ServerContext*, const UnlockRequest* req, UnlockResponse* resp) override {
+  grpc::Status Unlock(const CallInfo&, const UnlockRequest* req, UnlockResponse* resp) {
   profile::ModuleScope profile_scope(profile::Module::kRpc);
     if (auto refused = Epoch(req->header())) return *refused;
     s_->participant_->Unlock(KeyOf(req->txn()));
     ToPb(Status::OK(), resp->mutable_status());
     return grpc::Status::OK;
   }
-  grpc::Status Prepare(grpc::ServerContext*, const PrepareRequest* req, PrepareResponse* resp) override {
+  grpc::Status Prepare(const CallInfo&, const PrepareRequest* req, PrepareResponse* resp) {
   profile::ModuleScope profile_scope(profile::Module::kRpc);
     if (auto refused = Epoch(req->header())) return *refused;
     s_->rows_received_.fetch_add(WriteRows(req->writes()), std::memory_order_relaxed);
@@ -336,13 +431,13 @@ class SliceServiceGrpc final : public DataService::Service {
          resp->mutable_status());
     return grpc::Status::OK;
   }
-  grpc::Status Decide(grpc::ServerContext* ctx, const DecideRequest* req, DecideResponse* resp) override {
+  grpc::Status Decide(const CallInfo& call, const DecideRequest* req, DecideResponse* resp) {
   profile::ModuleScope profile_scope(profile::Module::kRpc);
     if (auto refused = Epoch(req->header())) return *refused;
     // A request its caller gave up on (past its deadline) records nothing:
     // a coordinator whose CommitWrites returned sends no commit any more,
     // which the sweep of decision records relies on (SweepDecisions).
-    if (ctx->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "the caller gave up");
+    if (call.Cancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "the caller gave up");
     if (req->forget()) {
       std::vector<std::string> txns{KeyOf(req->txn())};
       for (const TxnKeyPb& more : req->forget_more()) txns.push_back(KeyOf(more));
@@ -363,13 +458,13 @@ class SliceServiceGrpc final : public DataService::Service {
     if (r.ok()) resp->set_committed(*r);
     return grpc::Status::OK;
   }
-  grpc::Status Paxos(grpc::ServerContext* ctx, const PaxosRequest* req, PaxosResponse* resp) override {
+  grpc::Status Paxos(const CallInfo& call, const PaxosRequest* req, PaxosResponse* resp) {
   profile::ModuleScope profile_scope(profile::Module::kRpc);
     if (auto refused = Epoch(req->header())) return *refused;
     // As Decide: a request its caller gave up on changes nothing (the
     // sweep of decision records relies on a coordinator that returned
     // proposing nothing any more).
-    if (ctx->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "the caller gave up");
+    if (call.Cancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "the caller gave up");
     txn::commit::Request request;
     request.phase = static_cast<txn::commit::Phase>(req->phase());
     if (request.phase != txn::commit::Phase::kPrepare && request.phase != txn::commit::Phase::kAccept) {
@@ -384,8 +479,8 @@ class SliceServiceGrpc final : public DataService::Service {
     if (r.ok()) ToPb(*r, resp);
     return grpc::Status::OK;
   }
-  grpc::Status DecisionNeeded(grpc::ServerContext*, const DecisionNeededRequest* req,
-                              DecisionNeededResponse* resp) override {
+  grpc::Status DecisionNeeded(const CallInfo&, const DecisionNeededRequest* req,
+                              DecisionNeededResponse* resp) {
   profile::ModuleScope profile_scope(profile::Module::kRpc);
     if (auto refused = Epoch(req->header())) return *refused;
     std::vector<txn::TxnKey> txns;
@@ -395,19 +490,19 @@ class SliceServiceGrpc final : public DataService::Service {
     ToPb(Status::OK(), resp->mutable_status());
     return grpc::Status::OK;
   }
-  grpc::Status Finish(grpc::ServerContext*, const FinishRequest* req, FinishResponse* resp) override {
+  grpc::Status Finish(const CallInfo&, const FinishRequest* req, FinishResponse* resp) {
   profile::ModuleScope profile_scope(profile::Module::kRpc);
     if (auto refused = Epoch(req->header())) return *refused;
     ToPb(s_->participant_->Finish(KeyOf(req->txn()), req->commit()), resp->mutable_status());
     return grpc::Status::OK;
   }
-  grpc::Status Apply(grpc::ServerContext* ctx, const ApplyRequest* req, ApplyResponse* resp) override {
+  grpc::Status Apply(const CallInfo& call, const ApplyRequest* req, ApplyResponse* resp) {
   profile::ModuleScope profile_scope(profile::Module::kRpc);
     if (auto refused = Epoch(req->header())) return *refused;
     // A one-phase applier's apply its coordinator gave up on (past its
     // deadline) writes nothing: once the coordinator's CommitWrites has
     // returned, the applier's refusal may be swept (SweepDecisions).
-    if (req->decides() && ctx->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "the caller gave up");
+    if (req->decides() && call.Cancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "the caller gave up");
     auto writes = txn::commit::WritesFromPb(req->writes());
     if (!writes.ok()) {
       ToPb(writes.status(), resp->mutable_status());
@@ -431,6 +526,76 @@ class SliceServiceGrpc final : public DataService::Service {
   }
   cluster::SliceService* s_;
 };
+
+// DataService over gRPC: each method hands its call to DataHandlers.
+class SliceServiceGrpc final : public DataService::Service {
+ public:
+  explicit SliceServiceGrpc(cluster::SliceService* owner) : handlers_(owner) {}
+
+#define SHALE_DATA_GRPC_METHOD(Name)                                                                 \
+  grpc::Status Name(grpc::ServerContext* ctx, const Name##Request* req, Name##Response* resp) override { \
+    return handlers_.Name(GrpcCall(ctx), req, resp);                                                  \
+  }
+  SHALE_DATA_GRPC_METHOD(Get)
+  SHALE_DATA_GRPC_METHOD(Scan)
+  SHALE_DATA_GRPC_METHOD(Fragment)
+  SHALE_DATA_GRPC_METHOD(Lock)
+  SHALE_DATA_GRPC_METHOD(Unlock)
+  SHALE_DATA_GRPC_METHOD(Prepare)
+  SHALE_DATA_GRPC_METHOD(Decide)
+  SHALE_DATA_GRPC_METHOD(Finish)
+  SHALE_DATA_GRPC_METHOD(Apply)
+  SHALE_DATA_GRPC_METHOD(DecisionNeeded)
+  SHALE_DATA_GRPC_METHOD(Paxos)
+  SHALE_DATA_GRPC_METHOD(LockWaits)
+  SHALE_DATA_GRPC_METHOD(LockHolders)
+  SHALE_DATA_GRPC_METHOD(AbortLockWait)
+#undef SHALE_DATA_GRPC_METHOD
+
+ private:
+  class GrpcCall final : public CallInfo {
+   public:
+    explicit GrpcCall(grpc::ServerContext* ctx) : ctx_(ctx) {}
+    bool Cancelled() const override { return ctx_->IsCancelled(); }
+
+   private:
+    grpc::ServerContext* ctx_;
+  };
+  DataHandlers handlers_;
+};
+
+// DataService over the node link (node_link.h).
+class LinkCallInfo final : public CallInfo {
+ public:
+  explicit LinkCallInfo(const LinkCall& call) : call_(call) {}
+  bool Cancelled() const override { return call_.Cancelled(); }
+
+ private:
+  const LinkCall& call_;
+};
+
+template <typename Request, typename Response>
+void ServeOnLink(LinkServer* link, LinkMethod m, DataHandlers* handlers,
+                 grpc::Status (DataHandlers::*method)(const CallInfo&, const Request*, Response*)) {
+  link->Register(m, [handlers, method](const LinkCall& call, std::string_view in) {
+    LinkReply reply;
+    Request req;
+    if (!req.ParseFromArray(in.data(), static_cast<int>(in.size()))) {
+      reply.code = static_cast<uint8_t>(grpc::StatusCode::INTERNAL);
+      reply.payload = "malformed request";
+      return reply;
+    }
+    Response resp;
+    const grpc::Status g = (handlers->*method)(LinkCallInfo(call), &req, &resp);
+    if (!g.ok()) {
+      reply.code = static_cast<uint8_t>(g.error_code());
+      reply.payload = g.error_message();
+      return reply;
+    }
+    resp.SerializeToString(&reply.payload);
+    return reply;
+  });
+}
 
 SliceService::SliceService(txn::TxnManager* txn, storage::SliceStore* store, storage::MetaStore* meta,
                            SliceServiceOptions options)
@@ -534,6 +699,25 @@ void SliceService::TEST_SetUnreachable(const std::string& node, bool unreachable
 }
 
 grpc::Service* SliceService::service() { return grpc_.get(); }
+
+void SliceService::RegisterLink(LinkServer* link) {
+  if (!link_handlers_) link_handlers_ = std::make_unique<DataHandlers>(this);
+  DataHandlers* h = link_handlers_.get();
+  ServeOnLink(link, LinkMethod::kGet, h, &DataHandlers::Get);
+  ServeOnLink(link, LinkMethod::kScan, h, &DataHandlers::Scan);
+  ServeOnLink(link, LinkMethod::kFragment, h, &DataHandlers::Fragment);
+  ServeOnLink(link, LinkMethod::kLock, h, &DataHandlers::Lock);
+  ServeOnLink(link, LinkMethod::kUnlock, h, &DataHandlers::Unlock);
+  ServeOnLink(link, LinkMethod::kPrepare, h, &DataHandlers::Prepare);
+  ServeOnLink(link, LinkMethod::kDecide, h, &DataHandlers::Decide);
+  ServeOnLink(link, LinkMethod::kFinish, h, &DataHandlers::Finish);
+  ServeOnLink(link, LinkMethod::kApply, h, &DataHandlers::Apply);
+  ServeOnLink(link, LinkMethod::kDecisionNeeded, h, &DataHandlers::DecisionNeeded);
+  ServeOnLink(link, LinkMethod::kPaxos, h, &DataHandlers::Paxos);
+  ServeOnLink(link, LinkMethod::kLockWaits, h, &DataHandlers::LockWaits);
+  ServeOnLink(link, LinkMethod::kLockHolders, h, &DataHandlers::LockHolders);
+  ServeOnLink(link, LinkMethod::kAbortLockWait, h, &DataHandlers::AbortLockWait);
+}
 
 Status SliceService::CheckEpoch(const DataHeaderPb& header) const {
   uint64_t mine = options_.epoch ? options_.epoch() : 0;
@@ -846,7 +1030,7 @@ grpc::Status ReadWithReconnect(std::chrono::milliseconds timeout, const Call& ca
 // retryable 1047 (FromGrpc); OK means *resp holds the receiver's reply.
 template <typename Request, typename Response>
 Status Rpc(PeerStubs* peer, const std::string& node, std::chrono::milliseconds timeout,
-           grpc::Status (DataService::Stub::*method)(grpc::ClientContext*, const Request&, Response*),
+           grpc::Status (PeerStubs::*method)(grpc::ClientContext*, const Request&, Response*),
            const Request& req, Response* resp) {
   profile::ModuleScope profile_scope(profile::Module::kRpc);
   grpc::ClientContext ctx;
@@ -1119,7 +1303,7 @@ Status SliceService::Prepare(const std::string& node, const txn::TxnKey& txn, ui
   SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
   Header(req.mutable_header());
   PrepareResponse resp;
-  SHALE_RETURN_IF_ERROR(Rpc(peer, node, RpcTimeout(), &DataService::Stub::Prepare, req, &resp));
+  SHALE_RETURN_IF_ERROR(Rpc(peer, node, RpcTimeout(), &PeerStubs::Prepare, req, &resp));
   CountSent(rows);
   return FromPb(resp.status());
 }
@@ -1140,7 +1324,7 @@ Result<bool> SliceService::DecideAt(const std::string& node, const txn::TxnKey& 
   req.set_probe_key(args.probe_key);
   for (const std::string& p : args.participants) req.add_participants(p);
   DecideResponse resp;
-  SHALE_RETURN_IF_ERROR(Rpc(peer, node, RpcTimeout(), &DataService::Stub::Decide, req, &resp));
+  SHALE_RETURN_IF_ERROR(Rpc(peer, node, RpcTimeout(), &PeerStubs::Decide, req, &resp));
   SHALE_RETURN_IF_ERROR(FromPb(resp.status()));
   return resp.committed();
 }
@@ -1159,7 +1343,7 @@ Result<txn::commit::Reply> SliceService::PaxosAt(const std::string& node, const 
   req.set_commit_ts(request.value.ts);
   for (const std::string& p : participants) req.add_participants(p);
   PaxosResponse resp;
-  SHALE_RETURN_IF_ERROR(Rpc(peer, node, RpcTimeout(), &DataService::Stub::Paxos, req, &resp));
+  SHALE_RETURN_IF_ERROR(Rpc(peer, node, RpcTimeout(), &PeerStubs::Paxos, req, &resp));
   SHALE_RETURN_IF_ERROR(FromPb(resp.status()));
   return FromPb(resp);
 }
@@ -1222,6 +1406,9 @@ class SliceService::PaxosTransport final : public txn::commit::Transport {
         s->paxos_calls_cv_.notify_all();
       }).detach();
     }
+    // The caller waits for the other acceptors' answers: one round trip on
+    // its path (each call is counted on its own thread, rpc_stats.h).
+    if (expected > 0) critical_path::CountRound();
     if (local) {
       Result<txn::commit::Reply> r = s_->participant_->Paxos(txn_.ToString(), request, participants_);
       if (!on_reply(s_->self(), r.ok() ? std::optional<txn::commit::Reply>(*r) : std::nullopt)) return;
@@ -1318,7 +1505,7 @@ Status SliceService::ForgetAt(const std::string& node, const std::vector<txn::Tx
   for (size_t i = 1; i < txns.size(); ++i) ToPb(txns[i], req.add_forget_more());
   req.set_forget(true);
   DecideResponse resp;
-  SHALE_RETURN_IF_ERROR(Rpc(peer, node, RpcTimeout(), &DataService::Stub::Decide, req, &resp));
+  SHALE_RETURN_IF_ERROR(Rpc(peer, node, RpcTimeout(), &PeerStubs::Decide, req, &resp));
   return FromPb(resp.status());
 }
 
@@ -1454,7 +1641,7 @@ Result<std::vector<bool>> SliceService::DecisionNeededAt(const std::string& node
     for (size_t i = from; i < to; ++i) ToPb(txns[i], req.add_txns());
     DecisionNeededResponse resp;
     SHALE_RETURN_IF_ERROR(Rpc(peer, node, std::min(RpcTimeout(), kSweepRpcTimeout),
-                              &DataService::Stub::DecisionNeeded, req, &resp));
+                              &PeerStubs::DecisionNeeded, req, &resp));
     SHALE_RETURN_IF_ERROR(FromPb(resp.status()));
     if (static_cast<size_t>(resp.needed_size()) != to - from) {
       return Status::Internal(fmt::format("node '{}' answered {} of {} decision-record questions", node,
@@ -1615,7 +1802,7 @@ Status SliceService::Finish(const std::string& node, const txn::TxnKey& txn, boo
   ToPb(txn, req.mutable_txn());
   req.set_commit(commit);
   FinishResponse resp;
-  SHALE_RETURN_IF_ERROR(Rpc(peer, node, RpcTimeout(), &DataService::Stub::Finish, req, &resp));
+  SHALE_RETURN_IF_ERROR(Rpc(peer, node, RpcTimeout(), &PeerStubs::Finish, req, &resp));
   return FromPb(resp.status());
 }
 
@@ -1633,7 +1820,7 @@ Status SliceService::Apply(const std::string& node, const txn::TxnKey* txn, uint
   const uint64_t rows = txn::commit::WritesToPb(writes, req.mutable_writes());
   ToPb(locks, req.mutable_held_locks());
   ApplyResponse resp;
-  SHALE_RETURN_IF_ERROR(Rpc(peer, node, RpcTimeout(), &DataService::Stub::Apply, req, &resp));
+  SHALE_RETURN_IF_ERROR(Rpc(peer, node, RpcTimeout(), &PeerStubs::Apply, req, &resp));
   CountSent(rows);
   return FromPb(resp.status());
 }
@@ -1684,7 +1871,7 @@ Result<std::vector<txn::LockWaitInfo>> SliceService::LockWaits(const std::string
   Header(req.mutable_header());
   LockWaitsResponse resp;
   SHALE_RETURN_IF_ERROR(
-      Rpc(peer, node, std::min(RpcTimeout(), kDeadlockRpcTimeout), &DataService::Stub::LockWaits, req, &resp));
+      Rpc(peer, node, std::min(RpcTimeout(), kDeadlockRpcTimeout), &PeerStubs::LockWaits, req, &resp));
   SHALE_RETURN_IF_ERROR(FromPb(resp.status()));
   std::vector<txn::LockWaitInfo> out;
   out.reserve(static_cast<size_t>(resp.waits_size()));
@@ -1701,7 +1888,7 @@ Result<std::vector<txn::LockHolderInfo>> SliceService::LockHolders(const std::st
   for (const std::string& name : names) req.add_names(name);
   LockHoldersResponse resp;
   SHALE_RETURN_IF_ERROR(
-      Rpc(peer, node, std::min(RpcTimeout(), kDeadlockRpcTimeout), &DataService::Stub::LockHolders, req, &resp));
+      Rpc(peer, node, std::min(RpcTimeout(), kDeadlockRpcTimeout), &PeerStubs::LockHolders, req, &resp));
   SHALE_RETURN_IF_ERROR(FromPb(resp.status()));
   std::vector<txn::LockHolderInfo> out;
   out.reserve(static_cast<size_t>(resp.holders_size()));
@@ -1722,7 +1909,7 @@ Result<bool> SliceService::AbortLockWait(const txn::LockWaitInfo& wait) {
   ToPb(wait, req.mutable_wait());
   AbortLockWaitResponse resp;
   SHALE_RETURN_IF_ERROR(Rpc(peer, wait.txn.coordinator, std::min(RpcTimeout(), kDeadlockRpcTimeout),
-                            &DataService::Stub::AbortLockWait, req, &resp));
+                            &PeerStubs::AbortLockWait, req, &resp));
   SHALE_RETURN_IF_ERROR(FromPb(resp.status()));
   return resp.aborted();
 }

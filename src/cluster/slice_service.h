@@ -72,6 +72,8 @@ class Service;
 namespace shale::cluster {
 
 class SliceServiceGrpc;
+class DataHandlers;
+class LinkServer;
 class SliceWritesPb;
 class DataHeaderPb;
 class ScanResponse;
@@ -155,6 +157,9 @@ class SliceService final : public txn::DataRouter {
 
   // The gRPC service to register on the node's RpcServer (before Start).
   grpc::Service* service();
+  // Serves the same calls on the node's link (node_link.h; RpcServer::link).
+  // REQUIRES: before the link starts; this service outlives it.
+  void RegisterLink(LinkServer* link);
 
   // txn::DataRouter.
   const std::string& self() const override { return options_.node_name; }
@@ -235,6 +240,7 @@ class SliceService final : public txn::DataRouter {
 
  private:
   friend class SliceServiceGrpc;
+  friend class DataHandlers;
   SliceService(txn::TxnManager* txn, storage::SliceStore* store, storage::MetaStore* meta,
                SliceServiceOptions options);
 
@@ -322,6 +328,7 @@ class SliceService final : public txn::DataRouter {
   storage::MetaStore* const meta_;
   const SliceServiceOptions options_;
   std::unique_ptr<SliceServiceGrpc> grpc_;
+  std::unique_ptr<DataHandlers> link_handlers_;
   // This node's part in other nodes' commits (src/txn/commit/participant.h),
   // and what it asks of this object (Host).
   class Host;

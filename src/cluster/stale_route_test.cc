@@ -91,6 +91,7 @@ class StaleRouteTest : public ::testing::Test {
           [raw](storage::SliceId id) { return raw->engine->ServingToken(id); });
       n->rpc = std::make_unique<RpcServer>(NodeIdentity{NewNodeId(), n->name});
       n->rpc->AddService(n->data->service());
+      n->data->RegisterLink(n->rpc->link());
       ASSERT_TRUE(n->rpc->Start("127.0.0.1:0").ok());
       addresses_.Set(n->name, "127.0.0.1:" + std::to_string(n->rpc->port()));
     }

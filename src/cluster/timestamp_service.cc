@@ -8,6 +8,8 @@
 
 #include "src/cluster/cluster_node.h"
 #include "src/cluster/raft.grpc.pb.h"
+#include "src/cluster/rpc_stats.h"
+#include "src/common/critical_path.h"
 #include "src/common/errors.h"
 #include "src/common/log.h"
 #include "src/common/module_profile.h"
@@ -432,8 +434,13 @@ void ClusterTimestamps::Call(Pending* p) {
   }
   std::unique_lock lock(mu_);
   queue_.push_back(p);
+  bool waited = false;
   while (!p->done) {
     if (sending_) {
+      // Another caller's batch is on its way: a round trip this one waits
+      // for (its own send is counted by the channel, rpc_stats.h).
+      if (!waited) critical_path::CountRound();
+      waited = true;
       cv_.wait(lock);
       continue;
     }
@@ -486,7 +493,7 @@ void ClusterTimestamps::Call(Pending* p) {
         std::lock_guard stub_lock(stub_mu_);
         if (stub_address_ != *leader || stub_ == nullptr) {
           stub_address_ = *leader;
-          stub_ = RaftService::NewStub(grpc::CreateChannel(*leader, grpc::InsecureChannelCredentials()));
+          stub_ = RaftService::NewStub(Dial(*leader));
         }
         stub = stub_;
       }

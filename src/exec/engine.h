@@ -82,6 +82,10 @@ struct ClusterHooks {
   // (online_ddl.h) runs it after fencing a table. Empty function: this
   // node alone, where the table's write mutex does it.
   std::function<Status(uint64_t table_id, uint64_t version)> table_barrier;
+  // Adds the cluster's counters to SHOW STATUS (name, value): the RPCs this
+  // node sent and served, per method, and the bytes it sent
+  // (src/cluster/rpc_stats.h). Empty function: none.
+  std::function<void(std::vector<std::pair<std::string, uint64_t>>*)> status_counters;
 };
 
 // How well the slices are protected (system.protection,

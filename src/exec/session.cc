@@ -10,6 +10,7 @@
 #include "planner/planner.h"
 #include "sierra/eval.h"
 #include "rebalancer/placement.h"
+#include "src/common/critical_path.h"
 #include "src/common/errors.h"
 #include "src/common/log.h"
 #include "src/exec/auto_increment.h"
@@ -670,6 +671,36 @@ void SetOkInfo(const ast::Statement& stmt, StatementResult* r) {
 }
 }  // namespace
 
+namespace {
+struct PathTotals {
+  std::atomic<uint64_t> reads{0}, read_rounds{0}, writes{0}, write_rounds{0}, write_synced_writes{0};
+};
+PathTotals g_paths;
+
+// Adds what a statement waited for (`path`) to its kind's totals.
+void CountPath(const ast::Statement& stmt, const critical_path::PathCounts& path) {
+  if (std::holds_alternative<ast::SelectStmt>(stmt)) {
+    g_paths.reads.fetch_add(1, std::memory_order_relaxed);
+    g_paths.read_rounds.fetch_add(path.rounds, std::memory_order_relaxed);
+  } else if (std::holds_alternative<ast::InsertStmt>(stmt) || std::holds_alternative<ast::UpdateStmt>(stmt) ||
+             std::holds_alternative<ast::DeleteStmt>(stmt)) {
+    g_paths.writes.fetch_add(1, std::memory_order_relaxed);
+    g_paths.write_rounds.fetch_add(path.rounds, std::memory_order_relaxed);
+    g_paths.write_synced_writes.fetch_add(path.synced_writes, std::memory_order_relaxed);
+  }
+}
+}  // namespace
+
+Session::PathStats Session::StatementPaths() {
+  PathStats s;
+  s.reads = g_paths.reads.load(std::memory_order_relaxed);
+  s.read_rounds = g_paths.read_rounds.load(std::memory_order_relaxed);
+  s.writes = g_paths.writes.load(std::memory_order_relaxed);
+  s.write_rounds = g_paths.write_rounds.load(std::memory_order_relaxed);
+  s.write_synced_writes = g_paths.write_synced_writes.load(std::memory_order_relaxed);
+  return s;
+}
+
 std::vector<Result<StatementResult>> Session::Execute(std::string_view sql) {
   std::vector<Result<StatementResult>> results;
   interrupted_.store(false, std::memory_order_relaxed);
@@ -693,6 +724,7 @@ std::vector<Result<StatementResult>> Session::Execute(std::string_view sql) {
     warnings_.clear();
     // Warnings raised while evaluating (1365 division by zero, 1265 ...).
     std::vector<SqlWarning> raised;
+    const critical_path::PathCounts path_before = critical_path::This();
     Result<StatementResult> result = [&] {
       ScopedWarningSink sink(&raised);
       ScopedUserVariables user_variables(&user_variables_);
@@ -703,6 +735,7 @@ std::vector<Result<StatementResult>> Session::Execute(std::string_view sql) {
       if (r.ok()) LocalizeTimestamps(&r->rows);
       return r;
     }();
+    CountPath(stmt, critical_path::This() - path_before);
     if (is_show_warnings) warnings_ = std::move(previous);
     for (SqlWarning& w : raised) warnings_.push_back({std::move(w.level), w.code, std::move(w.message)});
     if (!result.ok()) {

@@ -204,6 +204,16 @@ class Session {
   // Autocommit statements this process ran again after a retryable cluster
   // error (SHOW STATUS Shale_statement_retries; session_retry.cc).
   static uint64_t StatementRetries();
+  // What this process's statements waited for, by kind: SELECTs (reads) and
+  // INSERT, REPLACE, UPDATE and DELETE (writes, with their commit when
+  // autocommit): how many, and the RPC round trips and synced
+  // writes on their path (src/common/critical_path.h; SHOW STATUS
+  // Shale_read_statements, Shale_read_rpc_rounds, Shale_write_statements,
+  // Shale_write_rpc_rounds, Shale_write_synced_writes).
+  struct PathStats {
+    uint64_t reads = 0, read_rounds = 0, writes = 0, write_rounds = 0, write_synced_writes = 0;
+  };
+  static PathStats StatementPaths();
 
   // Statements run, by kind (any thread may read).
   uint64_t com_count(ComCounter c) const {

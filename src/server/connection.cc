@@ -4,6 +4,7 @@
 #include "src/server/connection.h"
 
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -33,6 +34,7 @@
 #include "src/catalog/accounts.h"
 #include "src/catalog/credentials.h"
 #include "src/common/allocator_stats.h"
+#include "src/common/critical_path.h"
 #include "src/common/errors.h"
 #include "src/common/log.h"
 #include "src/common/module_profile.h"
@@ -255,6 +257,32 @@ std::vector<std::pair<std::string, std::string>> ServerState::StatusVariables(ui
     add("Shale_rows_sent_to_other_nodes", router ? router->rows_sent() : 0);
     // Autocommit statements run again after a retryable cluster error.
     add("Shale_statement_retries", exec::Session::StatementRetries());
+    // What commits and statements waited for, and the node's synced writes
+    // (docs/cluster.md "Counters of the data path").
+    add("Shale_write_commits", txn_stats.write_commits);
+    add("Shale_write_commit_rpc_rounds", txn_stats.write_commit_rounds);
+    add("Shale_write_commit_synced_writes", txn_stats.write_commit_synced_writes);
+    const exec::Session::PathStats paths = exec::Session::StatementPaths();
+    add("Shale_read_statements", paths.reads);
+    add("Shale_read_rpc_rounds", paths.read_rounds);
+    add("Shale_write_statements", paths.writes);
+    add("Shale_write_rpc_rounds", paths.write_rounds);
+    add("Shale_write_synced_writes", paths.write_synced_writes);
+    add("Shale_wal_syncs", critical_path::Node().wal_syncs.load(std::memory_order_relaxed));
+    add("Shale_metastore_synced_writes", critical_path::Node().metastore_synced_writes.load(std::memory_order_relaxed));
+    if (const exec::ClusterHooks& hooks = engine->cluster_hooks(); hooks.status_counters) {
+      std::vector<std::pair<std::string, uint64_t>> counters;
+      hooks.status_counters(&counters);
+      for (auto& [name, value] : counters) add(std::move(name), value);
+    }
+  }
+  // CPU time of the whole process, user and system (getrusage), in µs.
+  {
+    struct rusage usage {};
+    if (getrusage(RUSAGE_SELF, &usage) == 0) {
+      auto us = [](const timeval& t) { return static_cast<uint64_t>(t.tv_sec) * 1000000 + t.tv_usec; };
+      add("Shale_cpu_us", us(usage.ru_utime) + us(usage.ru_stime));
+    }
   }
   // Sorts that spilled and statements stopped by shale_query_memory_limit
   // (src/exec/memory_budget.h).

@@ -14,6 +14,7 @@
 #include "rebalancer/rebalancer.h"
 #include "shale/version.h"
 #include "src/catalog/catalog_command.h"
+#include "src/cluster/rpc_stats.h"
 #include "src/cluster/cluster_node.h"
 #include "src/cluster/node_identity.h"
 #include "src/cluster/replica_copy.h"
@@ -173,6 +174,7 @@ int main(int argc, char** argv) {
   cluster::RpcServer rpc(*identity);
   rpc.AddService(cluster_node.service());
   rpc.AddService((*data_service)->service());
+  (*data_service)->RegisterLink(rpc.link());
   rpc.AddService(replica_copy.service());
   rpc.SetEpochSource([&cluster_node] { return cluster_node.epoch(); });
   st = rpc.Start(fmt::format("{}:{}", opts.bind_address, opts.rpc_port));
@@ -243,7 +245,17 @@ int main(int argc, char** argv) {
         Result<uint64_t> index = ts->MetadataReadIndex();
         return index.ok() && node->AwaitApplied(*index, std::chrono::seconds(2));
       },
-      [rc = &replica_copy](uint64_t table_id, uint64_t version) { return rc->ClusterBarrier(table_id, version); }});
+      [rc = &replica_copy](uint64_t table_id, uint64_t version) { return rc->ClusterBarrier(table_id, version); },
+      [](std::vector<std::pair<std::string, uint64_t>>* out) {
+        const cluster::RpcCounts rpcs = cluster::GetRpcCounts();
+        out->emplace_back("Shale_rpcs_sent", rpcs.sent);
+        out->emplace_back("Shale_rpcs_received", rpcs.received);
+        out->emplace_back("Shale_rpc_bytes_sent", rpcs.bytes_sent);
+        for (const cluster::RpcMethodCounts& m : rpcs.methods) {
+          out->emplace_back("Shale_rpcs_sent_" + m.method, m.sent);
+          out->emplace_back("Shale_rpcs_received_" + m.method, m.received);
+        }
+      }});
 
   boost::asio::io_context io;
   server::ServerOptions so;

@@ -3,6 +3,7 @@
 #include <future>
 #include <system_error>
 
+#include "src/common/critical_path.h"
 #include "src/txn/data_router.h"
 
 namespace shale::txn {
@@ -18,6 +19,7 @@ std::vector<Status> CallEachNode(const std::vector<std::string>& nodes, const st
   struct Outcome {
     Status status;
     uint64_t rows_moved = 0;
+    critical_path::PathCounts path;  // the branch's round trips and synced writes
   };
   std::vector<std::future<Outcome>> others(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -26,7 +28,9 @@ std::vector<Status> CallEachNode(const std::vector<std::string>& nodes, const st
     try {
       others[i] = std::async(std::launch::async, [&call, &node] {
         Outcome o;
+        const critical_path::Branch branch;
         o.status = call(node);
+        o.path = branch.End();
         o.rows_moved = StatementRowsMoved();  // this new thread's count started at 0
         return o;
       });
@@ -34,7 +38,11 @@ std::vector<Status> CallEachNode(const std::vector<std::string>& nodes, const st
       // No thread to be had: this node's call is made here, in turn.
     }
   }
+  // The calls run at once: the caller's path grows by the deepest of them
+  // (the ones made here, in turn, are one chain).
+  const critical_path::PathCounts start = critical_path::This();
   out[here] = call(nodes[here]);
+  critical_path::PathCounts deepest;
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (i == here) continue;
     if (!others[i].valid()) {
@@ -44,7 +52,12 @@ std::vector<Status> CallEachNode(const std::vector<std::string>& nodes, const st
     Outcome o = others[i].get();
     out[i] = std::move(o.status);
     StatementRowsMoved() += o.rows_moved;
+    deepest = critical_path::Deepest(deepest, o.path);
   }
+  critical_path::PathCounts& path = critical_path::This();
+  const critical_path::PathCounts chain = path - start;
+  path = start;
+  path += critical_path::Deepest(chain, deepest);
   return out;
 }
 

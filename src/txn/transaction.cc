@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "src/common/appending_map.h"
+#include "src/common/critical_path.h"
 #include "src/common/errors.h"
 #include "src/common/log.h"
 
@@ -510,6 +511,9 @@ TxnStats TxnManager::stats() const {
   s.gc_passes = gc_passes_.load();
   s.one_phase_commits = one_phase_commits_.load();
   s.two_phase_commits = two_phase_commits_.load();
+  s.write_commits = write_commits_.load();
+  s.write_commit_rounds = write_commit_rounds_.load();
+  s.write_commit_synced_writes = write_commit_synced_writes_.load();
   s.deadlocks = locks_.deadlocks() + remote_deadlocks_.load();
   s.row_locks_held = locks_.locks_held();
   s.stale_snapshot_waits = Oracle()->StaleWaits();
@@ -880,6 +884,7 @@ Status Transaction::Commit() {
     it = it->second.empty() ? writes_.erase(it) : std::next(it);
   }
   const bool writes = !writes_.empty();
+  const critical_path::PathCounts path_before = critical_path::This();
   if (writes) {
     if (manager_->OnlyHere(writes_, placement_)) {
       // The undo log holds each key's first write; a fresh one whose last
@@ -911,6 +916,13 @@ Status Transaction::Commit() {
   }
   if (st.ok()) {
     manager_->commits_.fetch_add(1, std::memory_order_relaxed);
+    if (writes) {
+      // What the commit waited for (docs/cluster.md "Counters of the data path").
+      const critical_path::PathCounts path = critical_path::This() - path_before;
+      manager_->write_commits_.fetch_add(1, std::memory_order_relaxed);
+      manager_->write_commit_rounds_.fetch_add(path.rounds, std::memory_order_relaxed);
+      manager_->write_commit_synced_writes_.fetch_add(path.synced_writes, std::memory_order_relaxed);
+    }
   } else {
     manager_->rollbacks_.fetch_add(1, std::memory_order_relaxed);
   }

@@ -109,6 +109,12 @@ struct TxnStats {
   // two-phase commit (SHOW STATUS Shale_one_phase_commits,
   // Shale_two_phase_commits).
   uint64_t one_phase_commits = 0, two_phase_commits = 0;
+  // Commits with writes this node coordinated (local ones included), and
+  // the RPC round trips and synced writes here their commits waited for,
+  // one after another (src/common/critical_path.h; SHOW STATUS
+  // Shale_write_commits, Shale_write_commit_rpc_rounds,
+  // Shale_write_commit_synced_writes).
+  uint64_t write_commits = 0, write_commit_rounds = 0, write_commit_synced_writes = 0;
   // Snapshots (and acknowledgements after newest-version reads) that
   // waited snapshot_wait_ms for the commits in flight and failed with the
   // retryable 1047 (SHOW STATUS Shale_stale_snapshot_waits; docs/transactions.md
@@ -413,6 +419,7 @@ class TxnManager {
   std::atomic<uint64_t> applied_commits_{0};
   std::atomic<uint64_t> gc_passes_{0};
   std::atomic<uint64_t> one_phase_commits_{0}, two_phase_commits_{0};
+  std::atomic<uint64_t> write_commits_{0}, write_commit_rounds_{0}, write_commit_synced_writes_{0};
   std::atomic<uint64_t> remote_deadlocks_{0};  // 1213 from a wait at another node
   std::atomic<uint64_t> oldest_snapshot_{UINT64_MAX};  // min of snapshots_, written under snap_mu_
 };
