@@ -103,6 +103,7 @@ std::string_view LinkMethodName(LinkMethod m) {
     case LinkMethod::kLockWaits: return "LockWaits";
     case LinkMethod::kLockHolders: return "LockHolders";
     case LinkMethod::kAbortLockWait: return "AbortLockWait";
+    case LinkMethod::kTimestamps: return "Timestamps";
     case LinkMethod::kCount: break;
   }
   return "unknown";

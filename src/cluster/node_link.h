@@ -52,7 +52,8 @@
 
 namespace shale::cluster {
 
-// The calls that go over a link: DataService's unary methods.
+// The calls that go over a link: DataService's unary methods, and
+// RaftService.Timestamps (the cluster timestamps from the leader).
 enum class LinkMethod : uint16_t {
   kGet = 1,
   kScan,
@@ -68,6 +69,7 @@ enum class LinkMethod : uint16_t {
   kLockWaits,
   kLockHolders,
   kAbortLockWait,
+  kTimestamps,
   kCount,
 };
 // "Get", "Prepare", ...: the gRPC method's name (the counters share it).

@@ -7,8 +7,8 @@
 #include <grpcpp/grpcpp.h>
 
 #include "src/cluster/data.grpc.pb.h"
-#include "src/cluster/node.grpc.pb.h"
 #include "src/cluster/node_link.h"
+#include "src/cluster/peer_channel.h"
 #include "src/cluster/rpc_stats.h"
 #include "src/common/critical_path.h"
 #include "src/common/errors.h"
@@ -16,6 +16,7 @@
 #include "src/txn/fan_out.h"
 #include "storage/mvcc.h"
 #include "src/common/module_profile.h"
+#include "src/common/task_threads.h"
 
 namespace shale::cluster {
 namespace {
@@ -228,23 +229,16 @@ class RemoteIterator final : public storage::SliceIterator {
 
 }  // namespace
 
-// The calls to one peer node: over its link (node_link.h) once its Ping
-// told the link's port, else (and for a call the link could not send) over
-// gRPC. The methods have the gRPC stub's signatures.
+// The calls to one peer node, with the gRPC stub's signatures: over its
+// link when it has one (peer_channel.h).
 class PeerStubs {
  public:
-  explicit PeerStubs(const std::string& address)
-      : host_(address.substr(0, address.rfind(':'))),
-        channel_(Dial(address)),
-        stub_(DataService::NewStub(channel_)),
-        node_(NodeService::NewStub(channel_)) {
-    if (host_.size() >= 2 && host_.front() == '[' && host_.back() == ']') host_ = host_.substr(1, host_.size() - 2);
-  }
+  explicit PeerStubs(const std::string& address) : peer_(address), stub_(DataService::NewStub(peer_.channel())) {}
   PeerStubs* stub() { return this; }
 
-#define SHALE_DATA_CALL(Name)                                                                       \
-  grpc::Status Name(grpc::ClientContext* ctx, const Name##Request& req, Name##Response* resp) {     \
-    return Call(LinkMethod::k##Name, &DataService::Stub::Name, ctx, req, resp);                      \
+#define SHALE_DATA_CALL(Name)                                                                   \
+  grpc::Status Name(grpc::ClientContext* ctx, const Name##Request& req, Name##Response* resp) { \
+    return peer_.Call(LinkMethod::k##Name, stub_.get(), &DataService::Stub::Name, ctx, req, resp); \
   }
   SHALE_DATA_CALL(Get)
   SHALE_DATA_CALL(Scan)
@@ -263,68 +257,8 @@ class PeerStubs {
 #undef SHALE_DATA_CALL
 
  private:
-  template <typename Request, typename Response>
-  grpc::Status Call(LinkMethod m,
-                    grpc::Status (DataService::Stub::*grpc_method)(grpc::ClientContext*, const Request&, Response*),
-                    grpc::ClientContext* ctx, const Request& req, Response* resp) {
-    if (std::shared_ptr<LinkClient> link = Link()) {
-      std::string request;
-      req.SerializeToString(&request);
-      const auto deadline = std::chrono::steady_clock::now() +
-                            std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                ctx->deadline() - std::chrono::system_clock::now());
-      uint8_t code = 0;
-      std::string answer;
-      switch (link->Call(m, request, deadline, &code, &answer)) {
-        case LinkResult::kOk:
-          if (code != 0) return grpc::Status(static_cast<grpc::StatusCode>(code), answer);
-          if (!resp->ParseFromString(answer)) return grpc::Status(grpc::StatusCode::INTERNAL, "malformed answer");
-          return grpc::Status::OK;
-        case LinkResult::kFailed:
-          return grpc::Status(static_cast<grpc::StatusCode>(code), answer);
-        case LinkResult::kNotSent:
-          // The peer's link is gone (a restart moves it): ask its port again
-          // later; this call goes over gRPC, which reconnects by itself.
-          DropLink(link);
-          break;
-      }
-    }
-    return (stub_.get()->*grpc_method)(ctx, req, resp);
-  }
-
-  // The peer's link, asked for with a Ping (at most once a second while it
-  // has none).
-  std::shared_ptr<LinkClient> Link() {
-    const auto now = std::chrono::steady_clock::now();
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      if (link_ || now < next_probe_ || probing_) return link_;
-      probing_ = true;
-      next_probe_ = now + std::chrono::seconds(1);
-    }
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
-    PingRequest ping;
-    PingResponse pong;
-    const grpc::Status g = node_->Ping(&ctx, ping, &pong);
-    std::lock_guard<std::mutex> l(mu_);
-    probing_ = false;
-    if (g.ok() && pong.link_port() != 0) link_ = std::make_shared<LinkClient>(host_, static_cast<int>(pong.link_port()));
-    return link_;
-  }
-  void DropLink(const std::shared_ptr<LinkClient>& failed) {
-    std::lock_guard<std::mutex> l(mu_);
-    if (link_ == failed) link_.reset();
-  }
-
-  std::string host_;
-  std::shared_ptr<grpc::Channel> channel_;
+  PeerChannel peer_;
   std::unique_ptr<DataService::Stub> stub_;
-  std::unique_ptr<NodeService::Stub> node_;
-  std::mutex mu_;
-  std::shared_ptr<LinkClient> link_;                  // GUARDED_BY(mu_)
-  std::chrono::steady_clock::time_point next_probe_;  // GUARDED_BY(mu_)
-  bool probing_ = false;                              // GUARDED_BY(mu_)
 };
 
 // ---- server -------------------------------------------------------------
@@ -575,25 +509,10 @@ class LinkCallInfo final : public CallInfo {
 };
 
 template <typename Request, typename Response>
-void ServeOnLink(LinkServer* link, LinkMethod m, DataHandlers* handlers,
-                 grpc::Status (DataHandlers::*method)(const CallInfo&, const Request*, Response*)) {
-  link->Register(m, [handlers, method](const LinkCall& call, std::string_view in) {
-    LinkReply reply;
-    Request req;
-    if (!req.ParseFromArray(in.data(), static_cast<int>(in.size()))) {
-      reply.code = static_cast<uint8_t>(grpc::StatusCode::INTERNAL);
-      reply.payload = "malformed request";
-      return reply;
-    }
-    Response resp;
-    const grpc::Status g = (handlers->*method)(LinkCallInfo(call), &req, &resp);
-    if (!g.ok()) {
-      reply.code = static_cast<uint8_t>(g.error_code());
-      reply.payload = g.error_message();
-      return reply;
-    }
-    resp.SerializeToString(&reply.payload);
-    return reply;
+void ServeHandler(LinkServer* link, LinkMethod m, DataHandlers* handlers,
+                  grpc::Status (DataHandlers::*method)(const CallInfo&, const Request*, Response*)) {
+  ServeOnLink<Request, Response>(link, m, [handlers, method](const LinkCall& call, const Request* req, Response* resp) {
+    return (handlers->*method)(LinkCallInfo(call), req, resp);
   });
 }
 
@@ -703,20 +622,20 @@ grpc::Service* SliceService::service() { return grpc_.get(); }
 void SliceService::RegisterLink(LinkServer* link) {
   if (!link_handlers_) link_handlers_ = std::make_unique<DataHandlers>(this);
   DataHandlers* h = link_handlers_.get();
-  ServeOnLink(link, LinkMethod::kGet, h, &DataHandlers::Get);
-  ServeOnLink(link, LinkMethod::kScan, h, &DataHandlers::Scan);
-  ServeOnLink(link, LinkMethod::kFragment, h, &DataHandlers::Fragment);
-  ServeOnLink(link, LinkMethod::kLock, h, &DataHandlers::Lock);
-  ServeOnLink(link, LinkMethod::kUnlock, h, &DataHandlers::Unlock);
-  ServeOnLink(link, LinkMethod::kPrepare, h, &DataHandlers::Prepare);
-  ServeOnLink(link, LinkMethod::kDecide, h, &DataHandlers::Decide);
-  ServeOnLink(link, LinkMethod::kFinish, h, &DataHandlers::Finish);
-  ServeOnLink(link, LinkMethod::kApply, h, &DataHandlers::Apply);
-  ServeOnLink(link, LinkMethod::kDecisionNeeded, h, &DataHandlers::DecisionNeeded);
-  ServeOnLink(link, LinkMethod::kPaxos, h, &DataHandlers::Paxos);
-  ServeOnLink(link, LinkMethod::kLockWaits, h, &DataHandlers::LockWaits);
-  ServeOnLink(link, LinkMethod::kLockHolders, h, &DataHandlers::LockHolders);
-  ServeOnLink(link, LinkMethod::kAbortLockWait, h, &DataHandlers::AbortLockWait);
+  ServeHandler(link, LinkMethod::kGet, h, &DataHandlers::Get);
+  ServeHandler(link, LinkMethod::kScan, h, &DataHandlers::Scan);
+  ServeHandler(link, LinkMethod::kFragment, h, &DataHandlers::Fragment);
+  ServeHandler(link, LinkMethod::kLock, h, &DataHandlers::Lock);
+  ServeHandler(link, LinkMethod::kUnlock, h, &DataHandlers::Unlock);
+  ServeHandler(link, LinkMethod::kPrepare, h, &DataHandlers::Prepare);
+  ServeHandler(link, LinkMethod::kDecide, h, &DataHandlers::Decide);
+  ServeHandler(link, LinkMethod::kFinish, h, &DataHandlers::Finish);
+  ServeHandler(link, LinkMethod::kApply, h, &DataHandlers::Apply);
+  ServeHandler(link, LinkMethod::kDecisionNeeded, h, &DataHandlers::DecisionNeeded);
+  ServeHandler(link, LinkMethod::kPaxos, h, &DataHandlers::Paxos);
+  ServeHandler(link, LinkMethod::kLockWaits, h, &DataHandlers::LockWaits);
+  ServeHandler(link, LinkMethod::kLockHolders, h, &DataHandlers::LockHolders);
+  ServeHandler(link, LinkMethod::kAbortLockWait, h, &DataHandlers::AbortLockWait);
 }
 
 Status SliceService::CheckEpoch(const DataHeaderPb& header) const {
@@ -1386,7 +1305,7 @@ class SliceService::PaxosTransport final : public txn::commit::Transport {
         ++s_->paxos_calls_;
         ++s_->paxos_in_flight_[txn_.ToString()];
       }
-      std::thread([s = s_, answers, a, request, txn = txn_, participants = participants_] {
+      TaskThreads::Shared().Run([s = s_, answers, a, request, txn = txn_, participants = participants_] {
         Result<txn::commit::Reply> r = s->PaxosAt(a, txn, request, participants);
         if (!r.ok()) {
           log::Debug("transaction {}: Paxos {} at node {}: {}", txn.ToString(), request.ballot.ToString(), a,
@@ -1404,7 +1323,7 @@ class SliceService::PaxosTransport final : public txn::commit::Transport {
           if (it != s->paxos_in_flight_.end() && --it->second == 0) s->paxos_in_flight_.erase(it);
         }
         s->paxos_calls_cv_.notify_all();
-      }).detach();
+      });
     }
     // The caller waits for the other acceptors' answers: one round trip on
     // its path (each call is counted on its own thread, rpc_stats.h).
@@ -1517,6 +1436,12 @@ constexpr size_t kForgetBatch = 256;
 // A node's share that failed is tried again this many times, 1 s, 2 s, ...
 // apart; then its records are left behind.
 constexpr int kForgetAttempts = 5;
+// A Forget waits this long for others to share its request and synced
+// write (a batch full sooner goes at once): sent as each came, they were
+// one request and one synced write per transaction and acceptor, 1.3
+// requests per three-node insert (docs/benchmarks.md "The cluster's data
+// path").
+constexpr std::chrono::milliseconds kForgetLinger{20};
 
 void SliceService::Forget(const txn::DeciderPair& deciders, const txn::TxnKey& txn) {
   // The client is answered without waiting for this (the records are only
@@ -1533,7 +1458,8 @@ void SliceService::Forget(const txn::DeciderPair& deciders, const txn::TxnKey& t
                   txn.ToString(), node);
         continue;
       }
-      forgets_.push_back(PendingForget{node, txn, 0, std::chrono::steady_clock::time_point{}});
+      forgets_.push_back(
+          PendingForget{node, txn, 0, std::chrono::steady_clock::now() + kForgetLinger});
     }
   }
   forget_cv_.notify_all();
@@ -1550,8 +1476,11 @@ void SliceService::ForgetLoop() {
         std::lock_guard<std::mutex> p(paxos_calls_mu_);
         for (const auto& [txn, calls] : paxos_in_flight_) in_flight.insert(txn);
       }
+      // A full batch goes before its entries' time.
+      const bool full = forgets_.size() >= kForgetBatch;
       for (auto it = forgets_.begin(); it != forgets_.end() && ready.size() < kForgetBatch;) {
-        if (it->not_before <= now && (in_flight.empty() || in_flight.count(it->txn.ToString()) == 0)) {
+        if ((it->not_before <= now || (full && it->attempts == 0)) &&
+            (in_flight.empty() || in_flight.count(it->txn.ToString()) == 0)) {
           ready.push_back(std::move(*it));
           it = forgets_.erase(it);
         } else {
@@ -1560,8 +1489,13 @@ void SliceService::ForgetLoop() {
       }
     }
     if (ready.empty()) {
-      // Woken by a new entry; the timeout brings retries due.
-      forget_cv_.wait_for(l, std::chrono::milliseconds(100));
+      // Woken by a new entry (or a full batch); the timeout brings the
+      // entries due, new ones after their linger and retries.
+      auto next = now + std::chrono::milliseconds(100);
+      for (const PendingForget& f : forgets_) {
+        if (f.not_before > now) next = std::min(next, f.not_before);
+      }
+      forget_cv_.wait_until(l, next);
       continue;
     }
     forgets_busy_ = ready.size();

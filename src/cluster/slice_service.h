@@ -376,6 +376,7 @@ class SliceService final : public txn::DataRouter {
     std::string node;  // the decider or the backup
     txn::TxnKey txn;
     int attempts = 0;
+    // Sent at or after this: its linger (kForgetLinger) or a retry's wait.
     std::chrono::steady_clock::time_point not_before;
   };
   mutable std::mutex forget_mu_;

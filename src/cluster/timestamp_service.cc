@@ -488,16 +488,21 @@ void ClusterTimestamps::Call(Pending* p) {
       context.set_deadline(std::chrono::system_clock::now() + kRpcDeadline);
       TimestampResponse response;
       std::shared_ptr<RaftService::Stub> stub;
+      std::shared_ptr<PeerChannel> channel;
       {
-        // One channel per leader, kept while it leads.
+        // One channel per leader, kept while it leads: its link when it has
+        // one (peer_channel.h).
         std::lock_guard stub_lock(stub_mu_);
         if (stub_address_ != *leader || stub_ == nullptr) {
           stub_address_ = *leader;
-          stub_ = RaftService::NewStub(Dial(*leader));
+          leader_channel_ = std::make_shared<PeerChannel>(*leader);
+          stub_ = RaftService::NewStub(leader_channel_->channel());
         }
         stub = stub_;
+        channel = leader_channel_;
       }
-      grpc::Status rpc = stub->Timestamps(&context, request, &response);
+      grpc::Status rpc = channel->Call(LinkMethod::kTimestamps, stub.get(), &RaftService::Stub::Timestamps, &context,
+                                       request, &response);
       if (!rpc.ok()) {
         st = NoTimestamps(fmt::format("leader {}: {}", *leader, rpc.error_message()));
       } else {
@@ -532,6 +537,14 @@ void ClusterTimestamps::Call(Pending* p) {
     sending_ = false;
     cv_.notify_all();
   }
+}
+
+void ClusterTimestamps::RegisterLink(LinkServer* link) {
+  ServeOnLink<TimestampRequest, TimestampResponse>(
+      link, LinkMethod::kTimestamps,
+      [this](const LinkCall&, const TimestampRequest* request, TimestampResponse* response) {
+        return Handle(*request, response);
+      });
 }
 
 void ClusterTimestamps::ReportBarrier() {

@@ -58,6 +58,7 @@
 
 #include "shale/status.h"
 #include "src/cluster/raft.grpc.pb.h"
+#include "src/cluster/peer_channel.h"
 #include "src/cluster/raft.pb.h"
 #include "src/txn/timestamp_oracle.h"
 
@@ -160,6 +161,10 @@ class ClusterTimestamps final : public txn::TimestampSource {
 
   // RaftService.Timestamps on the leader.
   grpc::Status Handle(const TimestampRequest& request, TimestampResponse* response);
+  // Serves Handle on the node's link too (node_link.h), which followers use
+  // when the leader has one. REQUIRES: before the link starts; this object
+  // outlives it.
+  void RegisterLink(LinkServer* link);
 
  private:
   struct Pending;
@@ -239,7 +244,8 @@ class ClusterTimestamps final : public txn::TimestampSource {
   std::multiset<uint64_t> reports_active_;  // GUARDED_BY(mu_): reports not answered yet
   std::mutex stub_mu_;
   std::string stub_address_;                         // GUARDED_BY(stub_mu_)
-  std::shared_ptr<RaftService::Stub> stub_;          // GUARDED_BY(stub_mu_)
+  std::shared_ptr<PeerChannel> leader_channel_;      // GUARDED_BY(stub_mu_)
+  std::shared_ptr<RaftService::Stub> stub_;          // GUARDED_BY(stub_mu_), on leader_channel_
   std::mutex source_mu_;
   std::function<uint64_t()> oldest_snapshot_;  // GUARDED_BY(source_mu_)
   std::function<std::vector<uint64_t>()> prepared_;  // GUARDED_BY(source_mu_)

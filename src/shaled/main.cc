@@ -175,6 +175,7 @@ int main(int argc, char** argv) {
   rpc.AddService(cluster_node.service());
   rpc.AddService((*data_service)->service());
   (*data_service)->RegisterLink(rpc.link());
+  timestamps.RegisterLink(rpc.link());
   rpc.AddService(replica_copy.service());
   rpc.SetEpochSource([&cluster_node] { return cluster_node.epoch(); });
   st = rpc.Start(fmt::format("{}:{}", opts.bind_address, opts.rpc_port));

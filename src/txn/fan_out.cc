@@ -1,9 +1,11 @@
 #include "src/txn/fan_out.h"
 
 #include <future>
+#include <memory>
 #include <system_error>
 
 #include "src/common/critical_path.h"
+#include "src/common/task_threads.h"
 #include "src/txn/data_router.h"
 
 namespace shale::txn {
@@ -25,17 +27,21 @@ std::vector<Status> CallEachNode(const std::vector<std::string>& nodes, const st
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (i == here) continue;
     const std::string& node = nodes[i];
+    auto done = std::make_shared<std::promise<Outcome>>();
+    others[i] = done->get_future();
     try {
-      others[i] = std::async(std::launch::async, [&call, &node] {
+      TaskThreads::Shared().Run([&call, &node, done] {
         Outcome o;
         const critical_path::Branch branch;
+        const uint64_t moved_before = StatementRowsMoved();  // a reused thread's count
         o.status = call(node);
         o.path = branch.End();
-        o.rows_moved = StatementRowsMoved();  // this new thread's count started at 0
-        return o;
+        o.rows_moved = StatementRowsMoved() - moved_before;
+        done->set_value(std::move(o));
       });
     } catch (const std::system_error&) {
       // No thread to be had: this node's call is made here, in turn.
+      others[i] = std::future<Outcome>();
     }
   }
   // The calls run at once: the caller's path grows by the deepest of them

@@ -19,7 +19,7 @@ namespace shale::txn {
 
 // Runs call(node) for every node of `nodes`, all at the same time: `self`
 // (or, when `self` is not among them, the last node) on this thread, each
-// other node on a thread of its own. Returns once every call returned,
+// other node on a thread of its own (TaskThreads: kept for reuse). Returns once every call returned,
 // their statuses in the order of `nodes`. The rows the calls count in
 // StatementRowsMoved() (a thread-local) are added to this thread's count.
 std::vector<Status> CallEachNode(const std::vector<std::string>& nodes, const std::string& self,
