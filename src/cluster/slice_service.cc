@@ -1476,10 +1476,12 @@ void SliceService::ForgetLoop() {
         std::lock_guard<std::mutex> p(paxos_calls_mu_);
         for (const auto& [txn, calls] : paxos_in_flight_) in_flight.insert(txn);
       }
-      // A full batch goes before its entries' time.
-      const bool full = forgets_.size() >= kForgetBatch;
+      // Once the oldest new entry's linger is over (or a batch is full),
+      // every new entry goes with it.
+      bool flush = forgets_.size() >= kForgetBatch;
+      for (const PendingForget& f : forgets_) flush = flush || (f.attempts == 0 && f.not_before <= now);
       for (auto it = forgets_.begin(); it != forgets_.end() && ready.size() < kForgetBatch;) {
-        if ((it->not_before <= now || (full && it->attempts == 0)) &&
+        if ((it->not_before <= now || (flush && it->attempts == 0)) &&
             (in_flight.empty() || in_flight.count(it->txn.ToString()) == 0)) {
           ready.push_back(std::move(*it));
           it = forgets_.erase(it);
