@@ -53,7 +53,9 @@
 namespace shale::cluster {
 
 // The calls that go over a link: DataService's unary methods, and
-// RaftService.Timestamps (the cluster timestamps from the leader).
+// RaftService.Timestamps (the cluster timestamps from the leader). The
+// numbers are on the wire (docs/formats/node-link.md): add new methods
+// before kCount, never renumber.
 enum class LinkMethod : uint16_t {
   kGet = 1,
   kScan,
