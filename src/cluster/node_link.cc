@@ -109,6 +109,12 @@ std::string_view LinkMethodName(LinkMethod m) {
   return "unknown";
 }
 
+std::string HostOf(std::string_view address) {
+  std::string_view host = address.substr(0, address.rfind(':'));
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  return std::string(host);
+}
+
 bool LinkCall::Cancelled() const {
   if (std::chrono::steady_clock::now() > deadline_) return true;
   // The caller sends nothing more on this connection before the answer, so

@@ -77,6 +77,10 @@ enum class LinkMethod : uint16_t {
 // "Get", "Prepare", ...: the gRPC method's name (the counters share it).
 std::string_view LinkMethodName(LinkMethod m);
 
+// The host of a gRPC address: "h" of "h:port", "::1" of "[::1]:port". A
+// node's link listens on the host of its gRPC address.
+std::string HostOf(std::string_view address);
+
 // What a server handler knows of its call.
 class LinkCall {
  public:

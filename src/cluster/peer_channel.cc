@@ -3,11 +3,7 @@
 namespace shale::cluster {
 
 PeerChannel::PeerChannel(const std::string& address)
-    : host_(address.substr(0, address.rfind(':'))),
-      channel_(Dial(address)),
-      node_(NodeService::NewStub(channel_)) {
-  if (host_.size() >= 2 && host_.front() == '[' && host_.back() == ']') host_ = host_.substr(1, host_.size() - 2);
-}
+    : host_(HostOf(address)), channel_(Dial(address)), node_(NodeService::NewStub(channel_)) {}
 
 std::shared_ptr<LinkClient> PeerChannel::Link() {
   const auto now = std::chrono::steady_clock::now();

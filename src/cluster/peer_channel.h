@@ -68,7 +68,7 @@ class PeerChannel {
   std::shared_ptr<LinkClient> Link();
   void DropLink(const std::shared_ptr<LinkClient>& failed);
 
-  std::string host_;
+  const std::string host_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<NodeService::Stub> node_;
   std::mutex mu_;

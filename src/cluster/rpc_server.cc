@@ -57,9 +57,7 @@ Status RpcServer::Start(const std::string& address) {
     return Status::Unavailable(fmt::format("node {}: cannot listen on {}", identity_.id, address));
   }
   // The link listens on the same host ("host:port", "[v6]:port").
-  std::string host = address.substr(0, address.rfind(':'));
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  if (Status linked = link_.Start(host); !linked.ok()) {
+  if (Status linked = link_.Start(HostOf(address)); !linked.ok()) {
     server->Shutdown();
     return linked;
   }

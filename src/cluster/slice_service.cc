@@ -9,7 +9,6 @@
 #include "src/cluster/data.grpc.pb.h"
 #include "src/cluster/node_link.h"
 #include "src/cluster/peer_channel.h"
-#include "src/cluster/rpc_stats.h"
 #include "src/common/critical_path.h"
 #include "src/common/errors.h"
 #include "src/common/log.h"
@@ -234,7 +233,6 @@ class RemoteIterator final : public storage::SliceIterator {
 class PeerStubs {
  public:
   explicit PeerStubs(const std::string& address) : peer_(address), stub_(DataService::NewStub(peer_.channel())) {}
-  PeerStubs* stub() { return this; }
 
 #define SHALE_DATA_CALL(Name)                                                                   \
   grpc::Status Name(grpc::ClientContext* ctx, const Name##Request& req, Name##Response* resp) { \
@@ -954,7 +952,7 @@ Status Rpc(PeerStubs* peer, const std::string& node, std::chrono::milliseconds t
   profile::ModuleScope profile_scope(profile::Module::kRpc);
   grpc::ClientContext ctx;
   SetDeadline(&ctx, timeout);
-  grpc::Status g = (peer->stub()->*method)(&ctx, req, resp);
+  grpc::Status g = (peer->*method)(&ctx, req, resp);
   return g.ok() ? Status::OK() : FromGrpc(g, node);
 }
 }  // namespace
@@ -971,7 +969,7 @@ Status SliceService::Get(const std::string& node, storage::SliceId slice, std::s
   GetResponse resp;
   const grpc::Status g =
       ReadWithReconnect(std::chrono::milliseconds(options_.rpc_timeout_ms),
-                        [&](grpc::ClientContext* ctx) { return peer->stub()->Get(ctx, req, &resp); });
+                        [&](grpc::ClientContext* ctx) { return peer->Get(ctx, req, &resp); });
   if (!g.ok()) return FromGrpc(g, node);
   Status st = FromPb(resp.status());
   if (st.ok()) {
@@ -1004,7 +1002,7 @@ std::unique_ptr<storage::SliceIterator> SliceService::Scan(const std::string& no
     req.set_limit(options_.scan_page_rows);
     const grpc::Status g =
         ReadWithReconnect(std::chrono::milliseconds(options_.rpc_timeout_ms),
-                          [&](grpc::ClientContext* ctx) { return stub->stub()->Scan(ctx, req, page); });
+                          [&](grpc::ClientContext* ctx) { return stub->Scan(ctx, req, page); });
     if (!g.ok()) return FromGrpc(g, node);
     CountReceived(static_cast<uint64_t>(page->keys_size()));
     return FromPb(page->status());
@@ -1025,7 +1023,7 @@ Status SliceService::FragmentPage(const std::string& node, storage::SliceId slic
   req.set_fragment(fragment);
   const grpc::Status g =
       ReadWithReconnect(std::chrono::milliseconds(options_.rpc_timeout_ms),
-                        [&](grpc::ClientContext* ctx) { return peer->stub()->Fragment(ctx, req, page); });
+                        [&](grpc::ClientContext* ctx) { return peer->Fragment(ctx, req, page); });
   if (!g.ok()) return FromGrpc(g, node);
   CountReceived(static_cast<uint64_t>(page->keys_size() + page->partials_size()));
   return FromPb(page->status());
@@ -1077,7 +1075,7 @@ Status SliceService::LookupFiltered(const std::string& node, storage::SliceId sl
     for (const std::string& k : keys) req.add_lookup_keys(k);
     const grpc::Status g =
         ReadWithReconnect(std::chrono::milliseconds(options_.rpc_timeout_ms),
-                          [&](grpc::ClientContext* ctx) { return peer->stub()->Fragment(ctx, req, &page); });
+                          [&](grpc::ClientContext* ctx) { return peer->Fragment(ctx, req, &page); });
     if (!g.ok()) return FromGrpc(g, node);
     // The keys sent count as rows moved too: they are the outer side's
     // share of the join that crossed the network.
@@ -1121,7 +1119,7 @@ Status SliceService::LookupPrefixes(const std::string& node, storage::SliceId sl
       for (const std::string& k : sending) req.add_lookup_keys(k);
       const grpc::Status g =
           ReadWithReconnect(std::chrono::milliseconds(options_.rpc_timeout_ms),
-                            [&](grpc::ClientContext* ctx) { return peer->stub()->Fragment(ctx, req, &page); });
+                            [&](grpc::ClientContext* ctx) { return peer->Fragment(ctx, req, &page); });
       if (!g.ok()) return FromGrpc(g, node);
       // The prefixes sent count as rows moved, as LookupFiltered's keys do.
       CountSent(sending.size());
@@ -1168,7 +1166,7 @@ Status SliceService::Lock(const std::string& node, const txn::TxnKey& txn, const
       LockResponse resp;
       grpc::ClientContext ctx;
       SetDeadline(&ctx, wait + std::chrono::milliseconds(options_.rpc_timeout_ms));
-      grpc::Status g = peer->stub()->Lock(&ctx, req, &resp);
+      grpc::Status g = peer->Lock(&ctx, req, &resp);
       if (!g.ok()) return FromGrpc(g, node);
       st = FromPb(resp.status());
     }
@@ -1198,7 +1196,7 @@ void SliceService::Unlock(const std::string& node, const txn::TxnKey& txn) {
   UnlockResponse resp;
   grpc::ClientContext ctx;
   SetDeadline(&ctx, std::chrono::milliseconds(options_.rpc_timeout_ms));
-  grpc::Status g = (*peer)->stub()->Unlock(&ctx, req, &resp);
+  grpc::Status g = (*peer)->Unlock(&ctx, req, &resp);
   if (!g.ok()) log::Warn("unlock of transaction {} at node '{}': {}", txn.ToString(), node, g.error_message());
 }
 
@@ -1777,7 +1775,7 @@ Status SliceService::ApplyDecision(const std::string& node, const txn::TxnKey& t
   ApplyResponse resp;
   grpc::ClientContext ctx;
   SetDeadline(&ctx, RpcTimeout());
-  grpc::Status g = peer->stub()->Apply(&ctx, req, &resp);
+  grpc::Status g = peer->Apply(&ctx, req, &resp);
   if (!g.ok()) {
     // The receiver's epoch check refuses before anything is done (FAILED_PRECONDITION
     // comes only from there); any other failure (no answer) leaves the

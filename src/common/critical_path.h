@@ -13,8 +13,8 @@
 //    MetaStore write, its own or one a group commit shared with it). A
 //    synced write at another node is inside that node's round trip and is
 //    counted there, in its totals. The session reads the difference before
-//    and after a statement (src/exec/session.cc) and the commit coordinator
-//    before and after a commit (src/txn/commit/coordinator.cc).
+//    and after a statement (src/exec/session.cc) and Transaction::Commit
+//    before and after a commit with writes (src/txn/transaction.cc).
 //  - Node totals (NodeTotals): fdatasync calls of the WAL, synced
 //    MetaStore writes (RocksDB write groups can share one sync; a write is
 //    counted once either way), and their sum over the nodes divided by the

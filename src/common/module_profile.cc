@@ -87,14 +87,6 @@ void OnProfSignal(int) {
   errno = saved_errno;
 }
 
-uint64_t ProcessCpuMicros() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  auto us = [](const timeval& t) {
-    return static_cast<uint64_t>(t.tv_sec) * 1000000 + static_cast<uint64_t>(t.tv_usec);
-  };
-  return us(u.ru_utime) + us(u.ru_stime);
-}
 
 Totals CurrentLocked(Registry& r) {
   Totals t = r.retired;
@@ -214,6 +206,15 @@ void Reset() {
   r.baseline = CurrentLocked(r);
   r.baseline_cpu_us = ProcessCpuMicros();
   r.baseline_wall = std::chrono::steady_clock::now();
+}
+
+uint64_t ProcessCpuMicros() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  auto us = [](const timeval& t) {
+    return static_cast<uint64_t>(t.tv_sec) * 1000000 + static_cast<uint64_t>(t.tv_usec);
+  };
+  return us(u.ru_utime) + us(u.ru_stime);
 }
 
 }  // namespace shale::profile

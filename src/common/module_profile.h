@@ -134,4 +134,8 @@ Figures Snapshot();
 // Starts the figures again from zero.
 void Reset();
 
+// The process's CPU time since it started, user and system (getrusage), in
+// microseconds (also SHOW STATUS Shale_cpu_us).
+uint64_t ProcessCpuMicros();
+
 }  // namespace shale::profile

@@ -4,7 +4,6 @@
 #include "src/server/connection.h"
 
 #include <poll.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -276,14 +275,8 @@ std::vector<std::pair<std::string, std::string>> ServerState::StatusVariables(ui
       for (auto& [name, value] : counters) add(std::move(name), value);
     }
   }
-  // CPU time of the whole process, user and system (getrusage), in µs.
-  {
-    struct rusage usage {};
-    if (getrusage(RUSAGE_SELF, &usage) == 0) {
-      auto us = [](const timeval& t) { return static_cast<uint64_t>(t.tv_sec) * 1000000 + t.tv_usec; };
-      add("Shale_cpu_us", us(usage.ru_utime) + us(usage.ru_stime));
-    }
-  }
+  // CPU time of the whole process, user and system, in µs.
+  add("Shale_cpu_us", profile::ProcessCpuMicros());
   // Sorts that spilled and statements stopped by shale_query_memory_limit
   // (src/exec/memory_budget.h).
   const exec::SpillStats& spill = exec::GlobalSpillStats();
