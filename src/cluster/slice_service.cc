@@ -316,6 +316,17 @@ class DataHandlers {
     Status st = s_->participant_->Lock(KeyOf(req->txn()), req->name(), static_cast<txn::LockMode>(req->mode()),
                                        std::chrono::milliseconds(req->wait_ms()), req->holds_locks_here());
     ToPb(st, resp->mutable_status());
+    if (st.ok() && req->read()) {
+      // The row read under the lock just granted (GetRequest's checks).
+      std::string value;
+      Status read = s_->LocalGet(req->read_slice(), req->read_key(), storage::kLatestSnapshot, &value,
+                                 req->header().applied_index());
+      ToPb(read, resp->mutable_read_status());
+      if (read.ok()) {
+        resp->set_read_value(std::move(value));
+        s_->rows_sent_.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
     return grpc::Status::OK;
   }
   grpc::Status LockWaits(const CallInfo&, const LockWaitsRequest* req, LockWaitsResponse* resp) {
@@ -1145,7 +1156,7 @@ Status SliceService::LookupPrefixes(const std::string& node, storage::SliceId sl
 
 Status SliceService::Lock(const std::string& node, const txn::TxnKey& txn, const std::string& name,
                           txn::LockMode mode, std::chrono::milliseconds timeout, const std::atomic<bool>* interrupt,
-                          const std::atomic<bool>* victim, bool holds_locks_there) {
+                          const std::atomic<bool>* victim, bool holds_locks_there, LatestRead* read) {
   const std::string k = txn.ToString();
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (true) {
@@ -1163,12 +1174,26 @@ Status SliceService::Lock(const std::string& node, const txn::TxnKey& txn, const
       req.set_mode(static_cast<uint32_t>(mode));
       req.set_wait_ms(static_cast<uint32_t>(wait.count()));
       req.set_holds_locks_here(holds_locks_there);
+      if (read != nullptr) {
+        req.set_read(true);
+        req.set_read_slice(read->slice);
+        req.set_read_key(read->key);
+      }
       LockResponse resp;
       grpc::ClientContext ctx;
       SetDeadline(&ctx, wait + std::chrono::milliseconds(options_.rpc_timeout_ms));
       grpc::Status g = peer->Lock(&ctx, req, &resp);
       if (!g.ok()) return FromGrpc(g, node);
       st = FromPb(resp.status());
+      // An older peer answers no read (no read_status): the caller reads.
+      if (st.ok() && read != nullptr && resp.has_read_status()) {
+        read->done = true;
+        read->status = FromPb(resp.read_status());
+        if (read->status.ok()) {
+          read->value = std::move(*resp.mutable_read_value());
+          CountReceived(1);
+        }
+      }
     }
     const bool timed_out = st.code() == StatusCode::kSqlError &&
                            st.mysql_code() == static_cast<uint16_t>(ErrorCode::kLockWaitTimeout);

@@ -180,7 +180,7 @@ class SliceService final : public txn::DataRouter {
                         std::vector<std::pair<std::string, std::string>>* rows) override;
   Status Lock(const std::string& node, const txn::TxnKey& txn, const std::string& name, txn::LockMode mode,
               std::chrono::milliseconds timeout, const std::atomic<bool>* interrupt,
-              const std::atomic<bool>* victim, bool holds_locks_there) override;
+              const std::atomic<bool>* victim, bool holds_locks_there, LatestRead* read = nullptr) override;
   void Unlock(const std::string& node, const txn::TxnKey& txn) override;
   Status Prepare(const std::string& node, const txn::TxnKey& txn, uint64_t ts, const txn::WriteSet& writes,
                  const txn::DeciderPair& deciders) override;

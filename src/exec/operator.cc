@@ -31,10 +31,10 @@ std::string LockName(char kind, uint64_t id, std::string_view key) {
   return name;
 }
 
-Status AcquireLock(std::string name, txn::LockMode mode, const txn::SliceHandle* at) {
+Status AcquireLock(std::string name, txn::LockMode mode, const txn::SliceHandle* at, const std::string* read_key) {
   txn::Transaction* t = CurrentTxn();
   if (!t) return Status::OK();
-  return t->Lock(std::move(name), mode, t_statement->lock_wait_timeout, t_statement->interrupt, at);
+  return t->Lock(std::move(name), mode, t_statement->lock_wait_timeout, t_statement->interrupt, at, read_key);
 }
 
 Status LockRow(const catalog::TableDef& table, const txn::SliceHandle& slice, std::string_view pk_key,
@@ -44,7 +44,8 @@ Status LockRow(const catalog::TableDef& table, const txn::SliceHandle& slice, st
 
 Status LockAndReadRow(const catalog::TableDef& table, const txn::SliceHandle& slice, std::string_view pk_key,
                       txn::LockMode mode, std::string* value) {
-  SHALE_RETURN_IF_ERROR(LockRow(table, slice, pk_key, mode));
+  const std::string key(pk_key);
+  SHALE_RETURN_IF_ERROR(AcquireLock(LockName('R', table.id, pk_key), mode, &slice, &key));
   return ReadRow(slice, pk_key, /*latest=*/true, value);
 }
 

@@ -113,7 +113,11 @@ std::optional<txn::LockMode> LockingReadOf(const catalog::TableDef& table);
 std::string LockName(char kind, uint64_t id, std::string_view key);
 
 // `at`: the slice whose ranking replica's node holds the lock (null: here).
-Status AcquireLock(std::string name, txn::LockMode mode, const txn::SliceHandle* at = nullptr);
+// `read_key`: a key of `at` the caller reads next with ReadRow(latest):
+// when the lock is remote, that read comes back with it
+// (txn::Transaction::Lock).
+Status AcquireLock(std::string name, txn::LockMode mode, const txn::SliceHandle* at = nullptr,
+                   const std::string* read_key = nullptr);
 
 // Locks the row with primary key `pk_key` of `table` in `mode` (its lock
 // lives at the ranking replica's node of `slice`).

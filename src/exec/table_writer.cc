@@ -164,8 +164,10 @@ Status TableWriter::LockRowKeys(const Row& row, Held held, const Row* locked) {
     std::vector<Value> pk = catalog::PrimaryKeyValues(table_, row);
     if (locked == nullptr || pk != catalog::PrimaryKeyValues(table_, *locked)) {
       SHALE_ASSIGN_OR_RETURN(txn::SliceHandle pk_slice, SliceAt(0, SliceIndexOf(table_.primary, pk)));
-      SHALE_RETURN_IF_ERROR(AcquireLock(LockName('R', table_.id, catalog::EncodeKey(pk)), txn::LockMode::kExclusive,
-                                        &pk_slice));
+      // The row's newest version comes back with a remote lock: the key
+      // checks (GetRow, RowExists) read it next.
+      const std::string key = catalog::EncodeKey(pk);
+      SHALE_RETURN_IF_ERROR(AcquireLock(LockName('R', table_.id, key), txn::LockMode::kExclusive, &pk_slice, &key));
     }
   }
   for (size_t r = 1; r < published_; ++r) {

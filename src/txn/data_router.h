@@ -228,10 +228,22 @@ class DataRouter {
   // holds locks at `node`; if that node has none of it (it restarted and
   // lost them, and another transaction may have written those rows since)
   // the request is refused with the retryable 1047 (the session rolls the
-  // transaction back) instead of locking afresh.
+  // transaction back) instead of locking afresh. `read` (optional): once
+  // the lock is granted at a node other than this one, the newest committed
+  // version of read->key in read->slice there, read after the grant as
+  // Get(node, slice, key, kLatestSnapshot) would (read->done set; its
+  // status and value), so a lock and the row read under it cost one round
+  // trip.
+  struct LatestRead {
+    storage::SliceId slice = 0;
+    std::string key;
+    bool done = false;
+    Status status;
+    std::string value;
+  };
   virtual Status Lock(const std::string& node, const TxnKey& txn, const std::string& name, LockMode mode,
                       std::chrono::milliseconds timeout, const std::atomic<bool>* interrupt,
-                      const std::atomic<bool>* victim, bool holds_locks_there) = 0;
+                      const std::atomic<bool>* victim, bool holds_locks_there, LatestRead* read = nullptr) = 0;
   // Releases every lock `txn` holds at `node`. Best effort: a lock the
   // release does not reach ends with its lease.
   virtual void Unlock(const std::string& node, const TxnKey& txn) = 0;

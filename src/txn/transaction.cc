@@ -529,13 +529,17 @@ Transaction::~Transaction() {
 void Transaction::BeginStatement() {
   statement_mark_ = undo_.size();
   routing_synced_ = false;
+  locked_read_.reset();
   if (stmt_snapshot_) {
     manager_->ReleaseSnapshot(*stmt_snapshot_);
     stmt_snapshot_.reset();
   }
 }
 
-void Transaction::RollbackStatement() { UndoTo(statement_mark_); }
+void Transaction::RollbackStatement() {
+  UndoTo(statement_mark_);
+  locked_read_.reset();
+}
 
 void Transaction::UndoTo(size_t mark) {
   while (undo_.size() > mark) {
@@ -633,6 +637,14 @@ Status Transaction::Get(const SliceHandle& slice, std::string_view key, bool lat
   if (latest) {
     ro.snapshot = storage::kLatestSnapshot;
     SyncRoutingForLatest();
+    if (locked_read_ && slice.remote() && locked_read_->read.slice == slice.id && locked_read_->read.key == key &&
+        locked_read_->node == slice.ranking()) {
+      // Read at the ranking replica when its lock was granted (Lock).
+      DataRouter::LatestRead read = std::move(locked_read_->read);
+      locked_read_.reset();
+      if (read.status.ok()) *value = std::move(read.value);
+      return read.status;
+    }
   } else {
     SHALE_ASSIGN_OR_RETURN(ro.snapshot, Snapshot());
   }
@@ -750,7 +762,8 @@ int64_t Transaction::NowMicros() {
 }
 
 Status Transaction::Lock(std::string name, LockMode mode, std::chrono::milliseconds timeout,
-                         const std::atomic<bool>* interrupt, const SliceHandle* at) {
+                         const std::atomic<bool>* interrupt, const SliceHandle* at, const std::string* read_key) {
+  locked_read_.reset();
   if (at != nullptr && at->replicas != nullptr && at->router != nullptr && !at->replicas->empty() &&
       at->ranking() != at->router->self()) {
     const std::string& node = at->ranking();
@@ -764,14 +777,23 @@ Status Transaction::Lock(std::string name, LockMode mode, std::chrono::milliseco
     wait.name = name;
     wait.mode = mode;
     const uint64_t wait_id = manager_->RegisterRemoteWait(&wait);
+    std::optional<DataRouter::LatestRead> read;
+    if (read_key != nullptr) {
+      // As the newest-version Get it stands for would, before it reads.
+      SyncRoutingForLatest();
+      read.emplace();
+      read->slice = at->id;
+      read->key = *read_key;
+    }
     Status st = at->router->Lock(node, key(), name, mode, timeout, interrupt, &wait.victim,
-                                 locked_at_.count(node) > 0);
+                                 locked_at_.count(node) > 0, read ? &*read : nullptr);
     manager_->UnregisterRemoteWait(wait_id);
     if (st.code() == StatusCode::kSqlError && st.mysql_code() == static_cast<uint16_t>(ErrorCode::kLockDeadlock)) {
       manager_->remote_deadlocks_.fetch_add(1, std::memory_order_relaxed);
     }
     SHALE_RETURN_IF_ERROR(st);
     locked_at_.insert(node);
+    if (read && read->done) locked_read_ = LockedRead{node, std::move(*read)};
     // Where the row was first locked stays: if the ranking replica moved
     // since, the commit is refused (the row may have been written at the
     // new one between the two locks).

@@ -508,8 +508,14 @@ class Transaction {
   // that node may have restarted and lost it, and another transaction
   // written the row since; the request then fails, Participant::Lock,
   // instead of the newest-version read after it reading past that write).
+  // `read_key` (a user key of `at`): when the lock is taken at another
+  // node, the row read under it comes back with the grant (one round trip,
+  // DataRouter::LatestRead) and answers this statement's next newest-version
+  // Get of that key in `at` (the lock held, no one else can have changed
+  // the key's newest version in between).
   Status Lock(std::string name, LockMode mode, std::chrono::milliseconds timeout,
-              const std::atomic<bool>* interrupt, const SliceHandle* at = nullptr);
+              const std::atomic<bool>* interrupt, const SliceHandle* at = nullptr,
+              const std::string* read_key = nullptr);
   // The transaction's cluster-wide name.
   TxnKey key() const;
   std::string LocalName() const;  // this node's name in messages
@@ -543,6 +549,15 @@ class Transaction {
   std::optional<uint64_t> txn_snapshot_;   // REPEATABLE READ
   std::optional<uint64_t> stmt_snapshot_;  // READ COMMITTED
   bool routing_synced_ = false;            // this statement's SyncRoutingForLatest ran
+  // The row read that came back with the last remote lock (Lock's
+  // `read_key`) and the node it was read at; taken by the next
+  // newest-version Get of that key in that slice, dropped by the next Lock
+  // and at each statement's start.
+  struct LockedRead {
+    std::string node;
+    DataRouter::LatestRead read;
+  };
+  std::optional<LockedRead> locked_read_;
   // A newest-version read ran (locking reads, UPDATE/DELETE row reads): it
   // may have seen a commit not finished yet, so ending without a commit of
   // our own waits for the commits in flight (Commit, Rollback).

@@ -354,7 +354,7 @@ class SimRouter final : public DataRouter {
     return Unused();
   }
   Status Lock(const std::string&, const TxnKey&, const std::string&, LockMode, std::chrono::milliseconds,
-              const std::atomic<bool>*, const std::atomic<bool>*, bool) override {
+              const std::atomic<bool>*, const std::atomic<bool>*, bool, LatestRead*) override {
     return Unused();
   }
   void Unlock(const std::string&, const TxnKey&) override {}
