@@ -76,13 +76,18 @@ class RocksMetaStore final : public MetaStore {
 
   Status Write(const std::vector<Change>& batch) override {
     rocksdb::WriteBatch wb;
-    for (const auto& [key, value] : batch) {
-      rocksdb::Status s = value.has_value() ? wb.Put(ToRocks(key), ToRocks(*value))
-                                            : wb.Delete(ToRocks(key));
-      SHALE_RETURN_IF_ERROR(FromRocks(s, path_, "build batch"));
-    }
+    SHALE_RETURN_IF_ERROR(Build(batch, &wb));
     CountSynced();
     return FromRocks(db_->Write(sync_, &wb), path_, "write batch");
+  }
+
+  Status WriteUnsynced(const std::vector<Change>& batch) override {
+    rocksdb::WriteBatch wb;
+    SHALE_RETURN_IF_ERROR(Build(batch, &wb));
+    // Counted once written, as DeleteUnsynced.
+    SHALE_RETURN_IF_ERROR(FromRocks(db_->Write(rocksdb::WriteOptions(), &wb), path_, "write batch"));
+    unsynced_.fetch_add(1, std::memory_order_acq_rel);
+    return Status::OK();
   }
 
   Status Scan(std::string_view prefix,
@@ -97,6 +102,14 @@ class RocksMetaStore final : public MetaStore {
   }
 
  private:
+  Status Build(const std::vector<Change>& batch, rocksdb::WriteBatch* wb) const {
+    for (const auto& [key, value] : batch) {
+      rocksdb::Status s = value.has_value() ? wb->Put(ToRocks(key), ToRocks(*value)) : wb->Delete(ToRocks(key));
+      SHALE_RETURN_IF_ERROR(FromRocks(s, path_, "build batch"));
+    }
+    return Status::OK();
+  }
+
   // A synced write this thread waits for (docs/cluster.md "Counters of the
   // data path").
   static void CountSynced() {
@@ -107,7 +120,8 @@ class RocksMetaStore final : public MetaStore {
   const std::string path_;
   const std::unique_ptr<rocksdb::DB> db_;
   rocksdb::WriteOptions sync_;
-  // DeleteUnsynced calls made, and how many of them SyncUnsynced covered.
+  // DeleteUnsynced and WriteUnsynced calls made, and how many of them
+  // SyncUnsynced covered.
   std::atomic<uint64_t> unsynced_{0};
   std::atomic<uint64_t> synced_{0};
 };

@@ -45,6 +45,11 @@ class MetaStore {
   // Status::NotFound when absent.
   virtual Status Get(std::string_view key, std::string* value) const = 0;
   virtual Status Write(const std::vector<Change>& batch) = 0;
+  // Write without the fsync: atomic, in RocksDB's WAL file when it returns
+  // (it survives kill -9 of the process); after a power loss all of it or
+  // none may be back, until SyncUnsynced has run. For batches whose loss is
+  // harmless.
+  virtual Status WriteUnsynced(const std::vector<Change>& batch) = 0;
   // Calls fn(key, value) for every key starting with `prefix`, in key order,
   // until fn returns false.
   virtual Status Scan(std::string_view prefix,

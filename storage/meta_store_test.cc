@@ -125,5 +125,33 @@ TEST(MetaStoreTest, UnsyncedDeleteSurvivesTheProcessDying) {
   EXPECT_TRUE(ScanAll(**store, "txn/").empty());
 }
 
+TEST(MetaStoreTest, UnsyncedBatchSurvivesTheProcessDying) {
+  shale::testing::TempDir dir;
+  {
+    auto store = MetaStore::Open(dir.path());
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->Put("txn/decision/a", "1").ok());
+    ASSERT_TRUE((*store)->Put("txn/decision/b", "2").ok());
+  }
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto store = MetaStore::Open(dir.path());
+    if (!store.ok()) _exit(1);
+    const std::vector<MetaStore::Change> batch = {{"txn/decision/a", std::nullopt}, {"txn/decision/c", "3"}};
+    if (!(*store)->WriteUnsynced(batch).ok()) _exit(2);
+    std::string v;
+    if (!(*store)->Get("txn/decision/a", &v).IsNotFound()) _exit(3);
+    _exit(0);  // as kill -9: the store is never closed
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  auto store = MetaStore::Open(dir.path());
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  EXPECT_EQ((Pairs{{"txn/decision/b", "2"}, {"txn/decision/c", "3"}}), ScanAll(**store, "txn/"));
+}
+
 }  // namespace
 }  // namespace shale::storage

@@ -74,8 +74,16 @@ Status Participant::Forget(const std::vector<std::string>& txns, uint64_t* dropp
     });
     for (const std::string& txn : txns) deciding_.insert(txn);
   }
-  // One synced write for the whole batch. The records there are counted
-  // first (decision_records(); a transaction may be forgotten twice: by its
+  // One write for the whole batch, without an fsync: every participant of
+  // these transactions has applied its share (or, from the sweep, none
+  // needs the outcome), so no one asks for these records any more. A power
+  // loss may bring them back, as the state they had before the Forget —
+  // which a Forget already makes every acceptor go back from: a
+  // participant's prepared record that comes back too (its delete is
+  // unsynced as well) is resolved from what remains, and either outcome is
+  // harmless then (docs/transactions.md "One synced write in Finish"); the
+  // sweep collects the rest. The records there are counted first
+  // (decision_records(); a transaction may be forgotten twice: by its
   // coordinator and by the sweep).
   std::vector<storage::MetaStore::Change> batch;
   batch.reserve(txns.size());
@@ -91,7 +99,7 @@ Status Participant::Forget(const std::vector<std::string>& txns, uint64_t* dropp
     }
     batch.emplace_back(kDecisionPrefix + txn, std::nullopt);
   }
-  if (st.ok()) st = meta_->Write(batch);
+  if (st.ok()) st = meta_->WriteUnsynced(batch);
   if (st.ok()) {
     decision_records_.fetch_sub(present, std::memory_order_relaxed);
     if (dropped != nullptr) *dropped += present;
