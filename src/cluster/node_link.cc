@@ -46,31 +46,53 @@ bool SendAll(int fd, const char* data, size_t n) {
   return true;
 }
 
-// Reads exactly n bytes. With a deadline, waits for each part at most until
-// it; *timed_out says whether that ended it.
-bool RecvAll(int fd, char* data, size_t n, const std::chrono::steady_clock::time_point* deadline,
-             bool* timed_out) {
-  while (n > 0) {
+// One frame: u32 length | `head_len` bytes into head | the rest into *body.
+// The first recv takes whatever has arrived (up to a page), so a frame that
+// came in one segment — most of them — costs one recv, not one for the
+// length and one for the rest. With a deadline, waits (poll) for each part
+// at most until it. Nothing follows a frame on a link connection before
+// its answer (one call at a time), so bytes past the frame are a broken
+// peer: kMalformed.
+enum class FrameRead { kOk, kClosed, kTimedOut, kMalformed };
+FrameRead RecvFrame(int fd, char* head, size_t head_len, std::string* body,
+                    const std::chrono::steady_clock::time_point* deadline) {
+  char first[4096];
+  size_t got = 0;  // bytes of the frame read so far (length prefix included)
+  uint64_t total = 0;  // the whole frame's size once its length is known
+  char* into = first;
+  size_t room = sizeof(first);
+  while (total == 0 || got < total) {
     if (deadline != nullptr) {
       const auto left =
           std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0) {
-        *timed_out = true;
-        return false;
-      }
+      if (left.count() <= 0) return FrameRead::kTimedOut;
       pollfd p{fd, POLLIN, 0};
       int r = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count() + 1, 1 << 30)));
       if (r < 0 && errno == EINTR) continue;
       if (r == 0) continue;  // the deadline is checked above
-      if (r < 0) return false;
+      if (r < 0) return FrameRead::kClosed;
     }
-    ssize_t got = ::recv(fd, data, n, 0);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return false;
-    data += got;
-    n -= static_cast<size_t>(got);
+    ssize_t n = ::recv(fd, into, room, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return FrameRead::kClosed;
+    got += static_cast<size_t>(n);
+    into += n;
+    room -= static_cast<size_t>(n);
+    if (total == 0 && got >= 4 + head_len) {
+      // The length is known (read from the first buffer, where it always is).
+      const uint32_t len = GetU32(first);
+      if (len < head_len || len > kMaxFrame) return FrameRead::kMalformed;
+      total = 4ull + len;
+      if (got > total) return FrameRead::kMalformed;
+      std::memcpy(head, first + 4, head_len);
+      body->resize(len - head_len);
+      const size_t have = got - 4 - head_len;  // of the body, in `first`
+      std::memcpy(body->data(), first + 4 + head_len, have);
+      into = body->data() + have;
+      room = body->size() - have;
+    }
   }
-  return true;
+  return FrameRead::kOk;
 }
 
 void NoDelay(int fd) {
@@ -200,17 +222,12 @@ void LinkServer::Serve(int fd) {
   std::string frame;
   std::string out;
   while (!stop_.load(std::memory_order_acquire)) {
-    char head[4];
-    bool timed_out = false;
-    if (!RecvAll(fd, head, 4, nullptr, &timed_out)) return;
-    const uint32_t len = GetU32(head);
-    if (len < 6 || len > kMaxFrame) return;
-    frame.resize(len);
-    if (!RecvAll(fd, frame.data(), len, nullptr, &timed_out)) return;
+    char head[6];  // u16 method | u32 timeout_ms
+    if (RecvFrame(fd, head, sizeof(head), &frame, nullptr) != FrameRead::kOk) return;
     const auto received = std::chrono::steady_clock::now();
-    const uint16_t method = static_cast<uint16_t>(static_cast<uint8_t>(frame[0]) |
-                                                  (static_cast<uint8_t>(frame[1]) << 8));
-    const uint32_t timeout_ms = GetU32(frame.data() + 2);
+    const uint16_t method = static_cast<uint16_t>(static_cast<uint8_t>(head[0]) |
+                                                  (static_cast<uint8_t>(head[1]) << 8));
+    const uint32_t timeout_ms = GetU32(head + 2);
     LinkReply reply;
     if (method == 0 || method >= static_cast<uint16_t>(LinkMethod::kCount) || !handlers_[method]) {
       reply.code = 12;  // grpc::StatusCode::UNIMPLEMENTED
@@ -218,7 +235,7 @@ void LinkServer::Serve(int fd) {
     } else {
       CountLinkServed(LinkMethodName(static_cast<LinkMethod>(method)));
       const LinkCall call(fd, received + std::chrono::milliseconds(timeout_ms));
-      reply = handlers_[method](call, std::string_view(frame).substr(6));
+      reply = handlers_[method](call, frame);
       served_.fetch_add(1, std::memory_order_relaxed);
     }
     out.clear();
@@ -351,31 +368,27 @@ LinkResult LinkClient::Call(LinkMethod m, std::string_view request, std::chrono:
     }
   }
   CountLinkCall(LinkMethodName(m), frame.size());
-  char head[5];
-  bool timed_out = false;
-  if (!RecvAll(fd, head, 5, &deadline, &timed_out)) {
-    ::close(fd);
-    *payload = timed_out ? std::string("Deadline Exceeded") : fmt::format("connection to {}:{} closed", host_, port_);
-    *code = timed_out ? 4 /* DEADLINE_EXCEEDED */ : 14 /* UNAVAILABLE */;
-    return LinkResult::kFailed;
+  char head[1];  // u8 code
+  switch (RecvFrame(fd, head, sizeof(head), payload, &deadline)) {
+    case FrameRead::kOk:
+      *code = static_cast<uint8_t>(head[0]);
+      Release(fd);
+      return LinkResult::kOk;
+    case FrameRead::kTimedOut:
+      *payload = "Deadline Exceeded";
+      *code = 4;  // DEADLINE_EXCEEDED
+      break;
+    case FrameRead::kClosed:
+      *payload = fmt::format("connection to {}:{} closed", host_, port_);
+      *code = 14;  // UNAVAILABLE
+      break;
+    case FrameRead::kMalformed:
+      *payload = fmt::format("malformed answer from {}:{}", host_, port_);
+      *code = 14;
+      break;
   }
-  const uint32_t len = GetU32(head);
-  if (len < 1 || len > kMaxFrame) {
-    ::close(fd);
-    *payload = fmt::format("malformed answer from {}:{}", host_, port_);
-    *code = 14;
-    return LinkResult::kFailed;
-  }
-  *code = static_cast<uint8_t>(head[4]);
-  payload->resize(len - 1);
-  if (!RecvAll(fd, payload->data(), len - 1, &deadline, &timed_out)) {
-    ::close(fd);
-    *payload = timed_out ? std::string("Deadline Exceeded") : fmt::format("connection to {}:{} closed", host_, port_);
-    *code = timed_out ? 4 : 14;
-    return LinkResult::kFailed;
-  }
-  Release(fd);
-  return LinkResult::kOk;
+  ::close(fd);
+  return LinkResult::kFailed;
 }
 
 }  // namespace shale::cluster

@@ -68,6 +68,10 @@ TEST(NodeLinkTest, ACallPastItsDeadlineFailsAndTheHandlerSeesItCancelled) {
     const auto until = steady_clock::now() + milliseconds(2000);
     while (!call.Cancelled() && steady_clock::now() < until) std::this_thread::sleep_for(milliseconds(5));
     saw_cancelled = call.Cancelled();
+    // The handler's deadline is the caller's: an answer sent the moment it
+    // passes races the caller's own timeout (and may be read in time, an
+    // answer like any other). This one comes well after the caller gave up.
+    std::this_thread::sleep_for(milliseconds(300));
     return Echo(in);
   });
   server.Register(LinkMethod::kGet, [](const LinkCall&, std::string_view in) { return Echo(in); });
