@@ -1296,78 +1296,118 @@ txn::commit::Ballot SliceService::NextBallot(const txn::commit::Ballot& above) {
                                          ballot_counter_.fetch_add(1, std::memory_order_relaxed) + 1)};
 }
 
-// Sends a Paxos message to every acceptor at once, each other node's on a
-// thread of its own, and hands the answers to the caller's thread as they
-// come: a round ends as soon as a majority answered, without waiting for
-// an acceptor that is down (its call ends with the RPC timeout, after the
+// Sends a Paxos message to the acceptors, each other node's on a thread of
+// its own, and hands the answers to the caller's thread as they come: a
+// round ends as soon as a majority answered, without waiting for an
+// acceptor that is down (its call ends with the RPC timeout, after the
 // round; the SliceService outlives it).
+//
+// The coordinator's accept at ballot 0 goes first to a majority only (this
+// node when it is an acceptor, then the list's next ones: the other
+// participants, which have just answered the prepare): the third
+// acceptor's synced record and message are spared while those answer. It
+// gets the request too as soon as one of them fails, or when they have not
+// all answered within kThriftyHedge (a paused or slow node), so the round
+// still ends with any majority. Safety does not depend on who is asked
+// (paxos.h invariants); resolvers ask every acceptor.
 class SliceService::PaxosTransport final : public txn::commit::Transport {
  public:
+  static constexpr std::chrono::milliseconds kThriftyHedge{50};
+
   PaxosTransport(SliceService* s, txn::TxnKey txn, std::vector<std::string> participants)
       : s_(s), txn_(std::move(txn)), participants_(std::move(participants)) {}
 
   void SendToAll(const std::vector<std::string>& acceptors, const txn::commit::Request& request,
                  const std::function<bool(const std::string&, const std::optional<txn::commit::Reply>&)>& on_reply)
       override {
-    struct Answers {
-      std::mutex mu;
-      std::condition_variable cv;
-      std::deque<std::pair<std::string, std::optional<txn::commit::Reply>>> got;
-    };
     auto answers = std::make_shared<Answers>();
-    size_t expected = 0;
     bool local = false;
+    std::vector<std::string> remote;
     for (const std::string& a : acceptors) {
       if (a == s_->self()) {
         local = true;
-        continue;
+      } else {
+        remote.push_back(a);
       }
-      ++expected;
-      {
-        std::lock_guard<std::mutex> l(s_->paxos_calls_mu_);
-        ++s_->paxos_calls_;
-        ++s_->paxos_in_flight_[txn_.ToString()];
-      }
-      TaskThreads::Shared().Run([s = s_, answers, a, request, txn = txn_, participants = participants_] {
-        Result<txn::commit::Reply> r = s->PaxosAt(a, txn, request, participants);
-        if (!r.ok()) {
-          log::Debug("transaction {}: Paxos {} at node {}: {}", txn.ToString(), request.ballot.ToString(), a,
-                     r.status().ToString());
-        }
-        {
-          std::lock_guard<std::mutex> l(answers->mu);
-          answers->got.emplace_back(a, r.ok() ? std::optional<txn::commit::Reply>(*r) : std::nullopt);
-        }
-        answers->cv.notify_all();
-        {
-          std::lock_guard<std::mutex> l(s->paxos_calls_mu_);
-          --s->paxos_calls_;
-          auto it = s->paxos_in_flight_.find(txn.ToString());
-          if (it != s->paxos_in_flight_.end() && --it->second == 0) s->paxos_in_flight_.erase(it);
-        }
-        s->paxos_calls_cv_.notify_all();
-      });
     }
+    const bool thrifty = request.ballot.coordinators() && request.phase == txn::commit::Phase::kAccept;
+    const size_t majority = txn::commit::Majority(acceptors.size());
+    size_t first = remote.size();
+    if (thrifty) first = std::min(remote.size(), majority - (local ? 1 : 0));
+    for (size_t i = 0; i < first; ++i) Send(answers, remote[i], request);
+    size_t expected = first;
     // The caller waits for the other acceptors' answers: one round trip on
     // its path (each call is counted on its own thread, rpc_stats.h).
     if (expected > 0) critical_path::CountRound();
     if (local) {
       Result<txn::commit::Reply> r = s_->participant_->Paxos(txn_.ToString(), request, participants_);
+      if (!r.ok()) {
+        // A majority is out of reach without the others: ask them now.
+        for (; expected < remote.size(); ++expected) Send(answers, remote[expected], request);
+      }
       if (!on_reply(s_->self(), r.ok() ? std::optional<txn::commit::Reply>(*r) : std::nullopt)) return;
     }
+    const auto hedge_at = std::chrono::steady_clock::now() + kThriftyHedge;
     for (size_t heard = 0; heard < expected; ++heard) {
       std::pair<std::string, std::optional<txn::commit::Reply>> answer;
       {
         std::unique_lock<std::mutex> l(answers->mu);
-        answers->cv.wait(l, [&] { return !answers->got.empty(); });
+        while (answers->got.empty()) {
+          if (expected < remote.size()) {
+            if (answers->cv.wait_until(l, hedge_at) == std::cv_status::timeout && answers->got.empty()) {
+              // Slow or paused: the held-back acceptors are asked too.
+              l.unlock();
+              for (; expected < remote.size(); ++expected) Send(answers, remote[expected], request);
+              l.lock();
+            }
+          } else {
+            answers->cv.wait(l);
+          }
+        }
         answer = std::move(answers->got.front());
         answers->got.pop_front();
+      }
+      if (!answer.second.has_value()) {
+        for (; expected < remote.size(); ++expected) Send(answers, remote[expected], request);
       }
       if (!on_reply(answer.first, answer.second)) return;
     }
   }
 
  private:
+  struct Answers {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<std::pair<std::string, std::optional<txn::commit::Reply>>> got;
+  };
+
+  void Send(const std::shared_ptr<Answers>& answers, const std::string& a, const txn::commit::Request& request) {
+    {
+      std::lock_guard<std::mutex> l(s_->paxos_calls_mu_);
+      ++s_->paxos_calls_;
+      ++s_->paxos_in_flight_[txn_.ToString()];
+    }
+    TaskThreads::Shared().Run([s = s_, answers, a, request, txn = txn_, participants = participants_] {
+      Result<txn::commit::Reply> r = s->PaxosAt(a, txn, request, participants);
+      if (!r.ok()) {
+        log::Debug("transaction {}: Paxos {} at node {}: {}", txn.ToString(), request.ballot.ToString(), a,
+                   r.status().ToString());
+      }
+      {
+        std::lock_guard<std::mutex> l(answers->mu);
+        answers->got.emplace_back(a, r.ok() ? std::optional<txn::commit::Reply>(*r) : std::nullopt);
+      }
+      answers->cv.notify_all();
+      {
+        std::lock_guard<std::mutex> l(s->paxos_calls_mu_);
+        --s->paxos_calls_;
+        auto it = s->paxos_in_flight_.find(txn.ToString());
+        if (it != s->paxos_in_flight_.end() && --it->second == 0) s->paxos_in_flight_.erase(it);
+      }
+      s->paxos_calls_cv_.notify_all();
+    });
+  }
+
   SliceService* const s_;
   const txn::TxnKey txn_;
   const std::vector<std::string> participants_;

@@ -11,9 +11,10 @@
 //    keeps durably (synced) per transaction; the node stores the new state
 //    before the reply leaves it.
 //  - Proposer: the coordinator owns ballot 0 (Paxos Commit's initial
-//    leader): it skips phase 1 and asks every acceptor at once to accept
-//    "commit at T" — one round of parallel messages; the outcome is chosen
-//    once a majority accepted. A resolver (a participant prepared for too
+//    leader): it skips phase 1 and asks the acceptors at once to accept
+//    "commit at T" — one round of parallel messages (a Transport may ask a
+//    majority first and the rest only if one of those fails or is slow);
+//    the outcome is chosen once a majority accepted. A resolver (a participant prepared for too
 //    long, or restarted, or whose coordinator left the cluster), and a
 //    coordinator that met a higher ballot, run phase 1 with a fresh ballot
 //    above every ballot seen, propose the value accepted at the highest
