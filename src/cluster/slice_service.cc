@@ -794,16 +794,22 @@ Status SliceService::LocalFragment(storage::SliceId slice, const storage::KeyRan
   if (lookup_prefixes && lookup_keys == nullptr) {
     return Status::InvalidArgument("pushed fragment: a prefix lookup without prefixes");
   }
-  if (!options_.compile_fragment) {
-    return Status::InvalidArgument(fmt::format("node '{}' runs no pushed fragments", options_.node_name));
+  // A key lookup without a fragment passes every row it finds (an index
+  // scan's batch of rows by primary key): nothing to compile.
+  const bool pass_all = fragment.empty() && lookup_keys != nullptr && !lookup_prefixes;
+  std::unique_ptr<txn::RowFragment> run;
+  if (!pass_all) {
+    if (!options_.compile_fragment) {
+      return Status::InvalidArgument(fmt::format("node '{}' runs no pushed fragments", options_.node_name));
+    }
+    SHALE_ASSIGN_OR_RETURN(run, options_.compile_fragment(fragment, slice));
   }
-  SHALE_ASSIGN_OR_RETURN(std::unique_ptr<txn::RowFragment> run, options_.compile_fragment(fragment, slice));
   storage::ReadOptions ro;
   ro.snapshot = snapshot;
   if (lookup_keys != nullptr) {
     // A join's batch of inner keys: each one read by key, the filter run
     // over the rows found; one answer (the sender bounds the batch).
-    if (run->aggregates()) return Status::InvalidArgument("pushed fragment: a key lookup that aggregates");
+    if (run && run->aggregates()) return Status::InvalidArgument("pushed fragment: a key lookup that aggregates");
     if (lookup_keys->size() > txn::DataRouter::kMaxLookupKeys) {
       return Status::InvalidArgument(fmt::format("pushed fragment: {} lookup keys (at most {})",
                                                  lookup_keys->size(), txn::DataRouter::kMaxLookupKeys));
@@ -858,9 +864,11 @@ Status SliceService::LocalFragment(storage::SliceId slice, const storage::KeyRan
       Status got = mvcc.Get(ro, key, &value);
       if (got.IsNotFound()) continue;
       SHALE_RETURN_IF_ERROR(got);
-      bool pass = false;
-      SHALE_RETURN_IF_ERROR(run->Add(value, &pass));
-      if (!pass) continue;
+      if (run) {
+        bool pass = false;
+        SHALE_RETURN_IF_ERROR(run->Add(value, &pass));
+        if (!pass) continue;
+      }
       out->add_keys(key);
       out->add_values(value);
     }

@@ -1,6 +1,10 @@
 // The operators that produce rows from the slices (or from literal
 // VALUES): point gets, slice scans and secondary index scans (operator.h).
+#include <algorithm>
 #include <deque>
+#include <map>
+#include <optional>
+#include <unordered_map>
 
 #include "sierra/eval.h"
 #include "src/exec/operator.h"
@@ -260,11 +264,21 @@ class SliceScanSource : public RowSource {
 // Reads a secondary index's entries in its range(s) from every listed
 // slice, merged into index-key order, and returns the primary-representation
 // row each entry points to.
+// A secondary index's entries in index order, and each entry's row by its
+// primary key. A plain (not locking) forward read fetches the rows a batch
+// at a time: the rows of a remote slice (without this transaction's own
+// writes in it) come in one batched lookup per slice at the transaction's
+// snapshot (DataRouter::LookupFiltered), not one Get per row; the batches
+// start at the LIMIT hint (or 16 rows) and grow fourfold up to 256, so a
+// LIMIT 1 reads one row and a long scan few requests. Locking reads lock
+// and read each row in turn; descending ones look up the last rows only.
 class IndexScanSource : public RowSource {
  public:
   IndexScanSource(Engine* engine, const PhysicalOperator& op)
-      : engine_(engine), op_(op), stream_(engine, op, /*merge=*/true), lock_(LockingReadOf(*op.table)) {}
+      : engine_(engine), op_(op), stream_(engine, op, /*merge=*/true), lock_(LockingReadOf(*op.table)),
+        batch_rows_(std::clamp<uint64_t>(op.limit_hint, 1, kFirstBatch)) {}
   Result<bool> Next(Row* row) override {
+    if (!lock_ && !op_.reverse) return NextBatched(row);
     const catalog::TableDef& table = *op_.table;
     while (true) {
       Row pk;
@@ -302,11 +316,103 @@ class IndexScanSource : public RowSource {
   }
 
  private:
+  static constexpr uint64_t kFirstBatch = 16;
+  static constexpr uint64_t kMaxBatch = 256;  // <= DataRouter::kMaxLookupKeys
+
+  Result<bool> NextBatched(Row* row) {
+    while (ready_.empty()) {
+      if (exhausted_) return false;
+      SHALE_RETURN_IF_ERROR(FetchBatch());
+    }
+    *row = std::move(ready_.front());
+    ready_.pop_front();
+    return true;
+  }
+
+  // The next batch of index entries, and their rows (in index order) into
+  // ready_; a row deleted since its entry was read is left out.
+  Status FetchBatch() {
+    const catalog::TableDef& table = *op_.table;
+    struct Entry {
+      std::string key;  // encoded primary key
+      const catalog::SliceDef* def;
+    };
+    std::vector<Entry> entries;
+    while (entries.size() < batch_rows_) {
+      SHALE_ASSIGN_OR_RETURN(storage::SliceIterator * it, stream_.Current());
+      if (it == nullptr) {
+        exhausted_ = true;
+        break;
+      }
+      Row pk;
+      Status decoded = DecodeRow(it->value(), &pk);
+      if (!decoded.ok()) return RowCorrupt(table, stream_.current_slice(), decoded);
+      stream_.Advance();
+      entries.push_back(Entry{catalog::EncodeKey(pk),
+                              &table.primary.SliceForHash(catalog::DistributionHash(table.primary, pk))});
+    }
+    batch_rows_ = std::min(batch_rows_ * 4, kMaxBatch);
+    if (entries.empty()) return Status::OK();
+    SHALE_RETURN_IF_ERROR(CheckInterrupted());
+    txn::Transaction* t = CurrentTxn();
+    // The keys of each remote slice, for one lookup each; the rows found.
+    std::map<std::pair<std::string, storage::SliceId>, std::vector<std::string>> remote;
+    std::unordered_map<std::string, std::optional<std::string>> found;  // key -> value (nullopt: no row)
+    std::unordered_map<storage::SliceId, txn::SliceHandle> handles;
+    for (const Entry& e : entries) {
+      auto [at, added] = handles.try_emplace(e.def->id);
+      if (added) {
+        SHALE_ASSIGN_OR_RETURN(at->second, LocalSlice(engine_, table, *e.def));
+      }
+      const txn::SliceHandle& slice = at->second;
+      if (!found.emplace(e.key, std::nullopt).second) continue;  // the same row twice (overlapping ranges)
+      if (slice.remote() && !(t != nullptr && t->HasWritesIn(slice.id))) {
+        remote[{slice.ranking(), slice.id}].push_back(e.key);
+        continue;
+      }
+      std::string value;
+      Status st = ReadRow(slice, e.key, /*latest=*/false, &value);
+      if (st.ok()) {
+        found[e.key] = std::move(value);
+      } else if (!st.IsNotFound()) {
+        return st;
+      }
+    }
+    if (!remote.empty()) {
+      uint64_t snapshot = storage::kLatestSnapshot;
+      if (t != nullptr) {
+        SHALE_ASSIGN_OR_RETURN(snapshot, t->Snapshot());
+      }
+      std::vector<std::pair<std::string, std::string>> rows;
+      for (const auto& [where, keys] : remote) {
+        rows.clear();
+        const txn::SliceHandle& h = handles.at(where.second);
+        // No fragment: every row found comes back.
+        SHALE_RETURN_IF_ERROR(h.router->LookupFiltered(where.first, where.second, keys, snapshot, "", &rows));
+        for (auto& [key, value] : rows) found[key] = std::move(value);
+      }
+    }
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const std::optional<std::string>& value = found[entries[i].key];
+      if (!value) continue;  // deleted since the index was read
+      Row out;
+      Status decoded = DecodeRow(*value, &out);
+      if (!decoded.ok()) return RowCorrupt(table, *entries[i].def, decoded);
+      ready_.push_back(std::move(out));
+    }
+    return Status::OK();
+  }
+
   Engine* engine_;
   const PhysicalOperator& op_;
   EntryStream stream_;
   std::optional<std::deque<TailEntry>> tail_;  // reverse: the entries left, last first
   const std::optional<txn::LockMode> lock_;
+  // Batched reads: the rows fetched and not returned yet, in index order;
+  // the next batch's size; whether the index was read to its end.
+  std::deque<Row> ready_;
+  uint64_t batch_rows_;
+  bool exhausted_ = false;
 };
 
 }  // namespace

@@ -196,11 +196,12 @@ class DataRouter {
                                 uint64_t snapshot, const std::string& fragment,
                                 std::vector<std::string>* partials) = 0;
 
-  // Batched key lookup (a join's inner side, docs/cluster.md "Query
-  // path"): the rows with primary keys `keys` (encoded, at most
-  // kMaxLookupKeys) of `slice` at `snapshot` that exist and pass the filter
-  // fragment `fragment`, evaluated at `node` with the same checks as Scan;
-  // appended to *rows as (key, value) in the order of `keys`.
+  // Batched key lookup (a join's inner side, an index scan's rows,
+  // docs/cluster.md "Query path"): the rows with primary keys `keys`
+  // (encoded, at most kMaxLookupKeys) of `slice` at `snapshot` that exist
+  // and pass the filter fragment `fragment` (empty: every row passes),
+  // evaluated at `node` with the same checks as Scan; appended to *rows as
+  // (key, value) in the order of `keys`.
   static constexpr size_t kMaxLookupKeys = 1024;
   virtual Status LookupFiltered(const std::string& node, storage::SliceId slice,
                                 const std::vector<std::string>& keys, uint64_t snapshot,
