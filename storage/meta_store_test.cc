@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -94,27 +95,37 @@ TEST(MetaStoreTest, ReopenKeepsData) {
 // process killed right after it (no close, no flush, no sync) leaves it
 // done. (A power loss may undo it until SyncUnsynced; that a test cannot
 // show.)
-TEST(MetaStoreTest, UnsyncedDeleteSurvivesTheProcessDying) {
-  shale::testing::TempDir dir;
-  {
-    auto store = MetaStore::Open(dir.path());
-    ASSERT_TRUE(store.ok());
-    ASSERT_TRUE((*store)->Put("txn/prepared/a", "1").ok());
-    ASSERT_TRUE((*store)->Put("txn/prepared/b", "2").ok());
-  }
+// A store at `path` holding `records`, closed.
+void Seed(const std::string& path, const Pairs& records) {
+  auto store = MetaStore::Open(path);
+  ASSERT_TRUE(store.ok());
+  for (const auto& [k, v] : records) ASSERT_TRUE((*store)->Put(k, v).ok());
+}
+
+// Runs `write` on the store at `path` in a child process that then exits
+// without closing it (as kill -9 would leave it); `write` returns the exit
+// code (0: done). Returns the child's exit code.
+int WriteAndDie(const std::string& path, const std::function<int(MetaStore*)>& write) {
   const pid_t child = fork();
-  ASSERT_GE(child, 0);
   if (child == 0) {
-    auto store = MetaStore::Open(dir.path());
-    if (!store.ok() || !(*store)->DeleteUnsynced("txn/prepared/a").ok()) _exit(1);
-    std::string v;
-    if (!(*store)->Get("txn/prepared/a", &v).IsNotFound()) _exit(2);
-    _exit(0);  // as kill -9: the store is never closed
+    auto store = MetaStore::Open(path);
+    _exit(store.ok() ? write(store->get()) : 100);
   }
   int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status));
-  ASSERT_EQ(WEXITSTATUS(status), 0);
+  if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+
+TEST(MetaStoreTest, UnsyncedDeleteSurvivesTheProcessDying) {
+  shale::testing::TempDir dir;
+  Seed(dir.path(), {{"txn/prepared/a", "1"}, {"txn/prepared/b", "2"}});
+  ASSERT_EQ(WriteAndDie(dir.path(),
+                        [](MetaStore* store) {
+                          if (!store->DeleteUnsynced("txn/prepared/a").ok()) return 1;
+                          std::string v;
+                          return store->Get("txn/prepared/a", &v).IsNotFound() ? 0 : 2;
+                        }),
+            0);
   auto store = MetaStore::Open(dir.path());
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   EXPECT_EQ((Pairs{{"txn/prepared/b", "2"}}), ScanAll(**store, "txn/"));
@@ -127,27 +138,16 @@ TEST(MetaStoreTest, UnsyncedDeleteSurvivesTheProcessDying) {
 
 TEST(MetaStoreTest, UnsyncedBatchSurvivesTheProcessDying) {
   shale::testing::TempDir dir;
-  {
-    auto store = MetaStore::Open(dir.path());
-    ASSERT_TRUE(store.ok());
-    ASSERT_TRUE((*store)->Put("txn/decision/a", "1").ok());
-    ASSERT_TRUE((*store)->Put("txn/decision/b", "2").ok());
-  }
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    auto store = MetaStore::Open(dir.path());
-    if (!store.ok()) _exit(1);
-    const std::vector<MetaStore::Change> batch = {{"txn/decision/a", std::nullopt}, {"txn/decision/c", "3"}};
-    if (!(*store)->WriteUnsynced(batch).ok()) _exit(2);
-    std::string v;
-    if (!(*store)->Get("txn/decision/a", &v).IsNotFound()) _exit(3);
-    _exit(0);  // as kill -9: the store is never closed
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status));
-  ASSERT_EQ(WEXITSTATUS(status), 0);
+  Seed(dir.path(), {{"txn/decision/a", "1"}, {"txn/decision/b", "2"}});
+  ASSERT_EQ(WriteAndDie(dir.path(),
+                        [](MetaStore* store) {
+                          const std::vector<MetaStore::Change> batch = {{"txn/decision/a", std::nullopt},
+                                                                        {"txn/decision/c", "3"}};
+                          if (!store->WriteUnsynced(batch).ok()) return 2;
+                          std::string v;
+                          return store->Get("txn/decision/a", &v).IsNotFound() ? 0 : 3;
+                        }),
+            0);
   auto store = MetaStore::Open(dir.path());
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   EXPECT_EQ((Pairs{{"txn/decision/b", "2"}, {"txn/decision/c", "3"}}), ScanAll(**store, "txn/"));

@@ -1512,21 +1512,14 @@ TEST_F(DataPathTest, TheCoordinatorsAcceptGoesToAMajorityFirst) {
   nodes_[0]->data->TEST_PauseForgets(true);  // the decision records stay, to be counted
   std::vector<txn::DeciderPair> decided;
   nodes_[0]->engine->txn()->TEST_SetAfterDecide([&](const txn::DeciderPair& d) { decided.push_back(d); });
-  auto node = [&](const std::string& name) -> TestNode* {
-    for (auto& n : nodes_) {
-      if (n->name == name) return n.get();
+  auto index = [&](const std::string& name) {
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (nodes_[i]->name == name) return static_cast<int>(i);
     }
     ADD_FAILURE() << name;
-    return nodes_[0].get();
+    return 0;
   };
-  auto records = [&](const std::string& name) {
-    size_t n = 0;
-    EXPECT_TRUE(node(name)->engine->meta()->Scan("txn/decision/", [&](std::string_view, std::string_view) {
-      ++n;
-      return true;
-    }).ok());
-    return n;
-  };
+  auto records = [&](const std::string& name) { return DecisionRecords(index(name)); };
   Run(s1, InsertRows(1, 30));  // every node a participant: two-phase
   nodes_[0]->data->TEST_DrainPaxosCalls();
   ASSERT_EQ(decided.size(), 1u);
@@ -1550,7 +1543,7 @@ TEST_F(DataPathTest, TheCoordinatorsAcceptGoesToAMajorityFirst) {
   EXPECT_EQ(records(acceptors[0]), 2u);
   EXPECT_EQ(records(acceptors[2]), 1u);
   // The cut-off participant missed Finish: it resolves from the acceptors.
-  node(acceptors[1])->data->TEST_ResolveNow();
+  nodes_[index(acceptors[1])]->data->TEST_ResolveNow();
   for (auto& n : nodes_) EXPECT_EQ(n->data->prepared_count(), 0u) << n->name;
   for (int n = 0; n < 3; ++n) {
     EXPECT_EQ(Query(SessionOn(n), "SELECT COUNT(*), SUM(n) FROM d.t"), std::vector<std::string>{"60|1830"})

@@ -263,9 +263,7 @@ class SliceScanSource : public RowSource {
 
 // Reads a secondary index's entries in its range(s) from every listed
 // slice, merged into index-key order, and returns the primary-representation
-// row each entry points to.
-// A secondary index's entries in index order, and each entry's row by its
-// primary key. A plain (not locking) forward read fetches the rows a batch
+// row each entry points to, found by its primary key. A plain (not locking) forward read fetches the rows a batch
 // at a time: the rows of a remote slice (without this transaction's own
 // writes in it) come in one batched lookup per slice at the transaction's
 // snapshot (DataRouter::LookupFiltered), not one Get per row; the batches
