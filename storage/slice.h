@@ -199,6 +199,16 @@ class SliceStore {
   // 1): one WAL record carries all of them. NotFound if a slice does not
   // exist; InvalidArgument for a key over the limit (nothing is written).
   virtual Status Write(const std::vector<std::pair<SliceId, const WriteBatch*>>& batches) = 0;
+  // Write, except that it returns before the WAL record is durable
+  // (Wal::AppendDeferred): the changes are applied and readable, and
+  // `*lsn` is the LSN that SyncWal must reach to make them durable. A crash
+  // before then may lose them: for a writer that keeps what it needs to
+  // write them again until SyncWal(*lsn) returned.
+  virtual Status WriteDeferred(const std::vector<std::pair<SliceId, const WriteBatch*>>& batches,
+                               uint64_t* lsn) = 0;
+  // Returns once every write before WAL position `lsn` is durable (one
+  // group commit at most; at once when it is already).
+  virtual Status SyncWal(uint64_t lsn) = 0;
   // Runs a checkpoint now (also done in the background).
   virtual Status Checkpoint() = 0;
   // Reads every page of the data file from disk, checking its checksum, and

@@ -371,7 +371,16 @@ class BTreeSliceStore final : public SliceStore {
   Result<SliceBuildState> GetBuildState(SliceId id) const override;
   Status SplitSlice(SliceId source, uint64_t split_hash, const KeyHashFn& hash, SliceId low, SliceId high,
                     const SliceOptions& options) override;
-  Status Write(const std::vector<std::pair<SliceId, const WriteBatch*>>& batches) override;
+  Status Write(const std::vector<std::pair<SliceId, const WriteBatch*>>& batches) override {
+    return WriteBatches(batches, nullptr);
+  }
+  Status WriteDeferred(const std::vector<std::pair<SliceId, const WriteBatch*>>& batches,
+                       uint64_t* lsn) override {
+    return WriteBatches(batches, lsn);
+  }
+  Status SyncWal(uint64_t lsn) override { return wal_->SyncTo(lsn); }
+  // Write and WriteDeferred (`deferred_lsn` set): the WAL record's end there.
+  Status WriteBatches(const std::vector<std::pair<SliceId, const WriteBatch*>>& batches, uint64_t* deferred_lsn);
   Status Checkpoint() override;
   Status Verify(uint64_t* pages_checked) override;
   SliceStoreStats GetStoreStats() const override;
@@ -1273,7 +1282,9 @@ std::vector<SliceId> BTreeSliceStore::ListSlices() const {
   return ids;
 }
 
-Status BTreeSliceStore::Write(const std::vector<std::pair<SliceId, const WriteBatch*>>& batches) {
+Status BTreeSliceStore::WriteBatches(const std::vector<std::pair<SliceId, const WriteBatch*>>& batches,
+                                     uint64_t* deferred_lsn) {
+  if (deferred_lsn != nullptr) *deferred_lsn = 0;
   bool any = false;
   for (const auto& [id, batch] : batches) {
     for (const WriteOp& op : batch->ops()) {
@@ -1317,10 +1328,12 @@ Status BTreeSliceStore::Write(const std::vector<std::pair<SliceId, const WriteBa
     }
   }
   if (s.ok()) {
-    auto lsn = wal_->Append(WalRecordType::kBatch, payload);
+    auto lsn = deferred_lsn != nullptr ? wal_->AppendDeferred(WalRecordType::kBatch, payload)
+                                       : wal_->Append(WalRecordType::kBatch, payload);
     if (!lsn.ok()) {
       s = lsn.status();
     } else {
+      if (deferred_lsn != nullptr) *deferred_lsn = *lsn;
       s = ApplyBatches(*apply);
       if (!s.ok()) {
         std::lock_guard<std::mutex> l(gate_mu_);

@@ -336,6 +336,14 @@ Status Wal::WaitDurable(std::unique_lock<std::mutex>& l, uint64_t end) {
 }
 
 Result<uint64_t> Wal::Append(WalRecordType type, std::string_view payload) {
+  return AppendRecord(type, payload, /*wait=*/true);
+}
+
+Result<uint64_t> Wal::AppendDeferred(WalRecordType type, std::string_view payload) {
+  return AppendRecord(type, payload, /*wait=*/false);
+}
+
+Result<uint64_t> Wal::AppendRecord(WalRecordType type, std::string_view payload, bool wait) {
   profile::ModuleScope profile_scope(profile::Module::kWal);
   std::unique_lock<std::mutex> l(mu_);
   if (!error_.ok()) return error_;
@@ -360,7 +368,7 @@ Result<uint64_t> Wal::Append(WalRecordType type, std::string_view payload) {
     if (buffer_.size() >= options_.buffer_bytes / 2) flush_cv_.notify_one();
     return end;
   }
-  SHALE_RETURN_IF_ERROR(WaitDurable(l, end));
+  if (wait) SHALE_RETURN_IF_ERROR(WaitDurable(l, end));
   return end;
 }
 
@@ -368,6 +376,12 @@ Status Wal::Sync() {
   profile::ModuleScope profile_scope(profile::Module::kWal);
   std::unique_lock<std::mutex> l(mu_);
   return WaitDurable(l, next_lsn_);
+}
+
+Status Wal::SyncTo(uint64_t lsn) {
+  profile::ModuleScope profile_scope(profile::Module::kWal);
+  std::unique_lock<std::mutex> l(mu_);
+  return WaitDurable(l, std::min(lsn, next_lsn_));
 }
 
 void Wal::FlusherLoop() {

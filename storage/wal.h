@@ -94,8 +94,17 @@ class Wal {
 
   // Appends one record; returns the LSN just past it (invariants 2 and 3).
   Result<uint64_t> Append(WalRecordType type, std::string_view payload);
+  // Appends one record without waiting for it to be durable, in either
+  // mode; returns the LSN just past it. It becomes durable with the next
+  // group commit (any durable Append's flush, Sync, SyncTo; async mode: the
+  // flusher). For a writer that keeps what it needs to redo the record
+  // until SyncTo(its LSN) returned.
+  Result<uint64_t> AppendDeferred(WalRecordType type, std::string_view payload);
   // Writes and syncs everything appended so far (both modes).
   Status Sync();
+  // Returns once every record before `lsn` is durable: at once when it is
+  // already, else it leads or joins a group commit.
+  Status SyncTo(uint64_t lsn);
   // The LSN the next record will get.
   uint64_t next_lsn() const;
   // Deletes segments that hold only records before `lsn` (they are covered
@@ -138,6 +147,8 @@ class Wal {
   // by the leader whose sync covered `end` (or to lead the next group).
   // REQUIRES l holds mu_.
   Status WaitDurable(std::unique_lock<std::mutex>& l, uint64_t end);
+  // Append and AppendDeferred: waits for durability when `wait`.
+  Result<uint64_t> AppendRecord(WalRecordType type, std::string_view payload, bool wait);
   // Leader flush: writes and syncs the buffer, then wakes the waiters the
   // sync covered and the first one it did not (to lead the next flush).
   // REQUIRES l holds mu_ and !flushing_; returns with l held.

@@ -161,6 +161,31 @@ TEST(WalTest, GroupCommitSharesSyncs) {
   EXPECT_EQ(static_cast<size_t>(kThreads * kEach), ReadBack(dir.path(), 0).size());
 }
 
+// A deferred append returns before its sync; it is durable after SyncTo of
+// its end, or after a later durable append's group commit took it along,
+// and a SyncTo of what is durable already syncs nothing.
+TEST(WalTest, DeferredAppendsAreDurableOnceSyncedTo) {
+  shale::testing::TempDir dir;
+  auto wal = Wal::Open(dir.path(), {}, 0, [](uint64_t, WalRecordType, std::string_view) { return Status::OK(); });
+  ASSERT_TRUE(wal.ok());
+  auto first = (*wal)->AppendDeferred(WalRecordType::kBatch, "first");
+  ASSERT_TRUE(first.ok());
+  EXPECT_LT((*wal)->stats().durable_lsn, *first);
+  EXPECT_EQ((*wal)->stats().syncs, 0u);
+  ASSERT_TRUE((*wal)->SyncTo(*first).ok());
+  EXPECT_GE((*wal)->stats().durable_lsn, *first);
+  EXPECT_EQ((*wal)->stats().syncs, 1u);
+  ASSERT_TRUE((*wal)->SyncTo(*first).ok());
+  EXPECT_EQ((*wal)->stats().syncs, 1u) << "nothing left to sync";
+  auto second = (*wal)->AppendDeferred(WalRecordType::kBatch, "second");
+  auto third = (*wal)->Append(WalRecordType::kBatch, "third");
+  ASSERT_TRUE(second.ok() && third.ok());
+  EXPECT_GE((*wal)->stats().durable_lsn, *second) << "the durable append's sync took it along";
+  EXPECT_EQ((*wal)->stats().syncs, 2u);
+  wal->reset();
+  EXPECT_EQ(ReadBack(dir.path(), 0).size(), 3u);
+}
+
 // A flush wakes only the waiters it made durable and the first one it did
 // not (who leads the next flush): with appenders and Sync callers mixed,
 // in both modes, every call must still return, and return durable.

@@ -34,6 +34,7 @@
 #include "src/exec/session.h"
 #include "src/txn/commit/paxos.h"
 #include "src/txn/deadlock_detector.h"
+#include "storage/mvcc.h"
 
 namespace shale::cluster {
 namespace {
@@ -283,6 +284,7 @@ class DataPathTest : public ::testing::Test {
   // garbage collector has run at the same horizon: they share one oracle
   // and hold no snapshot).
   void ExpectReplicasIdentical() {
+    SyncFinishedEverywhere();  // their collection pins go
     for (auto& n : nodes_) n->engine->txn()->TEST_CollectGarbage();
     auto check = [&](const catalog::RepresentationDef& rep) {
       for (const auto& sd : rep.slices) {
@@ -312,9 +314,17 @@ class DataPathTest : public ::testing::Test {
     return records;
   }
 
+  // Every node makes the commits it applied without their WAL sync durable
+  // and drops their prepared records (its sync thread does so within
+  // kFinishSyncDelay; a check of the records, pins or versions right after
+  // a commit does it first).
+  void SyncFinishedEverywhere() {
+    for (auto& n : nodes_) EXPECT_TRUE(n->data->TEST_SyncFinished().ok()) << n->name;
+  }
   // The prepared records (txn/prepared/..., key and value) in node n's
-  // MetaStore.
+  // MetaStore, once the finished ones were dropped.
   std::vector<std::pair<std::string, std::string>> PreparedRecords(TestNode* n) {
+    EXPECT_TRUE(n->data->TEST_SyncFinished().ok());
     std::vector<std::pair<std::string, std::string>> records;
     EXPECT_TRUE(n->engine->meta()
                     ->Scan("txn/prepared/",
@@ -342,6 +352,7 @@ class DataPathTest : public ::testing::Test {
   // and the last acceptor's record may be written a moment after.
   size_t AwaitDecisionRecords() {
     for (auto& n : nodes_) n->data->TEST_DrainPaxosCalls();
+    SyncFinishedEverywhere();
     return TotalDecisionRecords();
   }
   // The values the acceptors of the one transaction with decision records
@@ -368,6 +379,7 @@ class DataPathTest : public ::testing::Test {
   }
   // One sweep of the decision records at every node; the records dropped.
   size_t SweepEveryNode() {
+    SyncFinishedEverywhere();
     size_t dropped = 0;
     for (auto& n : nodes_) dropped += n->data->TEST_SweepDecisions();
     return dropped;
@@ -2163,6 +2175,7 @@ TEST_F(DataPathTest, FinishedRecordBackAfterPowerLossAppliesNothingTwice) {
     ASSERT_EQ(records.size(), 1u);
     EXPECT_EQ(participant->data->prepared_count(), 0u);
     // The power loss: the unsynced delete is lost, the record is back.
+    ASSERT_TRUE(participant->data->TEST_SyncFinished().ok());  // deleted first
     ASSERT_TRUE(participant->engine->meta()->Put(records[0].first, records[0].second).ok());
     RestartDataPath(participant, [] {});
     EXPECT_EQ(participant->data->prepared_count(), 1u);
@@ -2178,6 +2191,75 @@ TEST_F(DataPathTest, FinishedRecordBackAfterPowerLossAppliesNothingTwice) {
     // Byte-identical replicas: no version was written twice differently.
     ExpectReplicasIdentical();
   }
+}
+
+// A commit's Finish applies its share without waiting for the WAL sync
+// (docs/transactions.md, step 4): its prepared record stays until the apply
+// is durable, and the coordinator drops the acceptors' records only after
+// every participant said its applies are. A crash before that sync loses
+// the apply; the record comes back, and the restarted node resolves it from
+// the acceptors and applies it again. Two such records of one row (the
+// second transaction locked the row after the first's Finish) load
+// together: the newer takes the row lock.
+TEST_F(DataPathTest, CommitsAppliedWithoutTheirSyncAreResolvedAgainAfterACrash) {
+  CreatePlacedTable("CREATE TABLE d.t (id INT PRIMARY KEY, n INT) SLICES=6");
+  exec::Session* s1 = SessionOn(0);
+  Run(s1, InsertRows(1, 30));
+  ASSERT_TRUE(nodes_[0]->data->TEST_DrainForgets(std::chrono::seconds(10)));
+  ASSERT_EQ(AwaitDecisionRecords(), 0u);
+  TestNode* p = nodes_[1].get();
+  p->data->TEST_HoldSyncs(true);
+  Run(s1, "UPDATE d.t SET n = n + 1");
+  Run(s1, "UPDATE d.t SET n = n + 1");
+  // Acknowledged; past the Forget's linger, nothing is dropped.
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  for (auto& n : nodes_) n->data->TEST_DrainPaxosCalls();
+  std::vector<txn::commit::PreparedRecordPb> records;
+  ASSERT_TRUE(p->engine->meta()
+                  ->Scan("txn/prepared/",
+                         [&](std::string_view, std::string_view v) {
+                           records.emplace_back();
+                           EXPECT_TRUE(records.back().ParseFromArray(v.data(), static_cast<int>(v.size())));
+                           return true;
+                         })
+                  .ok());
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(p->data->prepared_count(), 0u) << "applied, only not synced";
+  EXPECT_EQ(TotalDecisionRecords(), 4u) << "two acceptors' records per transaction, kept";
+  std::set<std::string> common;
+  for (const std::string& lock : records[0].locks()) {
+    if (std::count(records[1].locks().begin(), records[1].locks().end(), lock) > 0) common.insert(lock);
+  }
+  EXPECT_FALSE(common.empty()) << "both records name the rows ranked here";
+  // The crash loses both applies (their WAL records were never synced):
+  // their versions go from p's replicas.
+  const std::set<uint64_t> lost{records[0].commit_ts(), records[1].commit_ts()};
+  size_t removed = 0;
+  for (const auto& sd : def_.primary.slices) {
+    if (std::find(sd.replicas.begin(), sd.replicas.end(), p->name) == sd.replicas.end()) continue;
+    storage::WriteBatch batch;
+    for (const auto& [raw, value] : RawSlice(NodeIndex(p->name), sd.id)) {
+      std::string user_key;
+      uint64_t ts = 0;
+      if (storage::DecodeVersionKey(raw, &user_key, &ts) && lost.count(ts)) batch.Delete(raw);
+    }
+    removed += batch.size();
+    ASSERT_TRUE(p->engine->slices()->Write({{sd.id, &batch}}).ok());
+  }
+  EXPECT_GT(removed, 0u);
+  RestartDataPath(p, [] {});  // its Stop's sync is refused too: the records stay
+  EXPECT_EQ(p->data->prepared_count(), 2u);
+  p->data->TEST_ResolveNow();
+  EXPECT_EQ(p->data->prepared_count(), 0u);
+  EXPECT_EQ(p->engine->txn()->locks()->locks_held(), 0u);
+  for (int n = 0; n < 3; ++n) {
+    EXPECT_EQ(Query(SessionOn(n), "SELECT COUNT(*), SUM(n) FROM d.t"), std::vector<std::string>{"30|525"})
+        << nodes_[n]->name;
+  }
+  ExpectReplicasIdentical();
+  // The coordinator's Forget, tried again, goes through now.
+  ASSERT_TRUE(nodes_[0]->data->TEST_DrainForgets(std::chrono::seconds(15)));
+  EXPECT_EQ(AwaitDecisionRecords(), 0u);
 }
 
 // Decision records a coordinator left behind (Forget given up, or the
@@ -2465,6 +2547,7 @@ class OnePhaseTest : public DataPathTest {
   }
   // The one prepared record at node n (its transaction, timestamp, writes).
   PrepareRequest PreparedRecord(int n) {
+    EXPECT_TRUE(nodes_[n]->data->TEST_SyncFinished().ok());  // finished ones go
     PrepareRequest record;
     size_t count = 0;
     EXPECT_TRUE(nodes_[n]

@@ -381,6 +381,10 @@ class DataHandlers {
     // a coordinator whose CommitWrites returned sends no commit any more,
     // which the sweep of decision records relies on (SweepDecisions).
     if (call.Cancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "the caller gave up");
+    if (req->sync_finished()) {
+      ToPb(s_->participant_->SyncFinished(), resp->mutable_status());
+      return grpc::Status::OK;
+    }
     if (req->forget()) {
       std::vector<std::string> txns{KeyOf(req->txn())};
       for (const TxnKeyPb& more : req->forget_more()) txns.push_back(KeyOf(more));
@@ -611,6 +615,8 @@ std::map<std::string, uint64_t> SliceService::PreparedOn(storage::SliceId slice)
 Status SliceService::AwaitLocalWritable(const txn::WriteSet& writes) { return participant_->AwaitWritable(writes); }
 
 void SliceService::TEST_ResolveNow() { participant_->TEST_ResolveNow(); }
+Status SliceService::TEST_SyncFinished() { return participant_->SyncFinished(); }
+void SliceService::TEST_HoldSyncs(bool held) { participant_->TEST_HoldSyncs(held); }
 
 void SliceService::TEST_DrainPaxosCalls() {
   std::unique_lock<std::mutex> l(paxos_calls_mu_);
@@ -1499,6 +1505,17 @@ Status SliceService::ForgetAt(const std::string& node, const std::vector<txn::Tx
   return FromPb(resp.status());
 }
 
+Status SliceService::SyncFinishedAt(const std::string& node) {
+  if (node == self()) return participant_->SyncFinished();
+  SHALE_ASSIGN_OR_RETURN(PeerStubs * peer, Peer(node));
+  DecideRequest req;
+  Header(req.mutable_header());
+  req.set_sync_finished(true);
+  DecideResponse resp;
+  SHALE_RETURN_IF_ERROR(Rpc(peer, node, RpcTimeout(), &PeerStubs::Decide, req, &resp));
+  return FromPb(resp.status());
+}
+
 // At most this many Forgets wait in a coordinator's queue; beyond it (the
 // deciders have been unreachable for long) a record is left behind.
 constexpr size_t kMaxQueuedForgets = 1 << 16;
@@ -1507,12 +1524,13 @@ constexpr size_t kForgetBatch = 256;
 // A node's share that failed is tried again this many times, 1 s, 2 s, ...
 // apart; then its records are left behind.
 constexpr int kForgetAttempts = 5;
-// A Forget waits this long for others to share its request and synced
-// write (a batch full sooner goes at once): sent as each came, they were
-// one request and one synced write per transaction and acceptor, 1.3
-// requests per three-node insert (docs/benchmarks.md "The cluster's data
-// path").
-constexpr std::chrono::milliseconds kForgetLinger{20};
+// A Forget waits this long for others to share its requests (one to make
+// each participant's applies durable, one to drop each acceptor's records;
+// a batch full sooner goes at once): sent as each came, they were one
+// request and one synced write per transaction and acceptor, 1.3 requests
+// per three-node insert (docs/benchmarks.md "The cluster's data path");
+// at 20 ms, with the participants' syncs, 1.1.
+constexpr std::chrono::milliseconds kForgetLinger{100};
 
 void SliceService::Forget(const txn::DeciderPair& deciders, const txn::TxnKey& txn) {
   // The client is answered without waiting for this (the records are only
@@ -1521,6 +1539,7 @@ void SliceService::Forget(const txn::DeciderPair& deciders, const txn::TxnKey& t
   std::vector<std::string> nodes = deciders.acceptors;
   if (nodes.empty()) nodes.push_back(deciders.decider);
   if (!deciders.backup.empty() && deciders.backup != deciders.decider) nodes.push_back(deciders.backup);
+  auto participants = std::make_shared<const std::vector<std::string>>(deciders.participants);
   {
     std::lock_guard<std::mutex> l(forget_mu_);
     for (const std::string& node : nodes) {
@@ -1529,8 +1548,7 @@ void SliceService::Forget(const txn::DeciderPair& deciders, const txn::TxnKey& t
                   txn.ToString(), node);
         continue;
       }
-      forgets_.push_back(
-          PendingForget{node, txn, 0, std::chrono::steady_clock::now() + kForgetLinger});
+      forgets_.push_back(PendingForget{node, txn, participants, 0, std::chrono::steady_clock::now() + kForgetLinger});
     }
   }
   forget_cv_.notify_all();
@@ -1573,23 +1591,55 @@ void SliceService::ForgetLoop() {
     }
     forgets_busy_ = ready.size();
     l.unlock();
+    // First every participant makes its applies durable (they were not
+    // synced at Finish): a participant's prepared record back after a
+    // crash must still find the acceptors' commit. One request per node.
+    std::set<std::string> to_sync;
+    for (const PendingForget& f : ready) {
+      if (f.participants) to_sync.insert(f.participants->begin(), f.participants->end());
+    }
+    const std::vector<std::string> sync_nodes(to_sync.begin(), to_sync.end());
+    const std::vector<Status> synced =
+        txn::CallEachNode(sync_nodes, self(), [&](const std::string& node) { return SyncFinishedAt(node); });
+    std::map<std::string, Status> unsynced;  // participant -> why its sync failed
+    for (size_t i = 0; i < sync_nodes.size(); ++i) {
+      if (!synced[i].ok()) unsynced.emplace(sync_nodes[i], synced[i]);
+    }
+    auto sync_failure = [&](const PendingForget& f) -> const Status* {
+      if (unsynced.empty() || !f.participants) return nullptr;
+      for (const std::string& p : *f.participants) {
+        auto it = unsynced.find(p);
+        if (it != unsynced.end()) return &it->second;
+      }
+      return nullptr;
+    };
     std::map<std::string, std::vector<txn::TxnKey>> by_node;
-    for (const PendingForget& f : ready) by_node[f.node].push_back(f.txn);
+    for (const PendingForget& f : ready) {
+      if (sync_failure(f) == nullptr) by_node[f.node].push_back(f.txn);
+    }
     std::vector<std::string> nodes;
     for (const auto& [node, txns] : by_node) nodes.push_back(node);
     // Every node's share at the same time (one request, one synced write
     // each).
     const std::vector<Status> done = txn::CallEachNode(
         nodes, self(), [&](const std::string& node) { return ForgetAt(node, by_node.at(node)); });
-    l.lock();
+    std::map<std::string, Status> failed;  // acceptor -> why its Forget failed
     for (size_t i = 0; i < nodes.size(); ++i) {
-      if (done[i].ok()) continue;
+      if (!done[i].ok()) failed.emplace(nodes[i], done[i]);
+    }
+    l.lock();
+    if (!failed.empty() || !unsynced.empty()) {
       for (PendingForget& f : ready) {
-        if (f.node != nodes[i]) continue;
+        const Status* why = sync_failure(f);
+        if (why == nullptr) {
+          auto it = failed.find(f.node);
+          if (it == failed.end()) continue;
+          why = &it->second;
+        }
         if (++f.attempts >= kForgetAttempts) {
           // A record left behind costs a few bytes of that node's MetaStore.
-          log::Warn("transaction {}: dropping its decision record at node {}: {}", f.txn.ToString(), f.node,
-                    done[i].ToString());
+          log::Warn("transaction {}: leaving its decision record at node {}: {}", f.txn.ToString(), f.node,
+                    why->ToString());
           continue;
         }
         f.not_before = std::chrono::steady_clock::now() + std::chrono::seconds(f.attempts);

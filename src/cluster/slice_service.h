@@ -215,6 +215,11 @@ class SliceService final : public txn::DataRouter {
   // Runs one resolver pass now, treating every prepared transaction as
   // overdue (tests).
   void TEST_ResolveNow();
+  // Participant::SyncFinished here now: the commits applied without their
+  // WAL sync become durable and their prepared records go.
+  Status TEST_SyncFinished();
+  // Participant::TEST_HoldSyncs.
+  void TEST_HoldSyncs(bool held);
   // Waits until no Paxos message this node sent is still on its way (a
   // round ends at a majority; the others' answers come later).
   void TEST_DrainPaxosCalls();
@@ -300,6 +305,8 @@ class SliceService final : public txn::DataRouter {
   // Drops the decision records of `txns` at `node` in one MetaStore write
   // (one RPC unless it is this node).
   Status ForgetAt(const std::string& node, const std::vector<txn::TxnKey>& txns);
+  // Participant::SyncFinished at `node` (this one: locally).
+  Status SyncFinishedAt(const std::string& node);
   // The coordinator's Forget queue (Forget): drains it in batches per node,
   // retrying a failed node's share a few times.
   void ForgetLoop();
@@ -375,6 +382,9 @@ class SliceService final : public txn::DataRouter {
   struct PendingForget {
     std::string node;  // the decider or the backup
     txn::TxnKey txn;
+    // The transaction's participants: each makes its applies durable
+    // (SyncFinishedAt) before the record goes.
+    std::shared_ptr<const std::vector<std::string>> participants;
     int attempts = 0;
     // Sent at or after this: its linger (kForgetLinger) or a retry's wait.
     std::chrono::steady_clock::time_point not_before;

@@ -321,7 +321,8 @@ void TxnManager::ReleaseReads(const std::string& txn) {
 
 uint64_t TxnManager::OldestSnapshot() const { return oldest_snapshot_.load(std::memory_order_acquire); }
 
-Status TxnManager::ApplyAt(uint64_t ts, const WriteSet& writes, const FreshKeys* fresh) {
+Status TxnManager::ApplyAt(uint64_t ts, const WriteSet& writes, const FreshKeys* fresh, uint64_t* deferred_lsn) {
+  if (deferred_lsn != nullptr) *deferred_lsn = 0;
   std::vector<storage::WriteBatch> batches(writes.size());
   std::vector<std::pair<storage::SliceId, const storage::WriteBatch*>> refs;
   size_t i = 0;
@@ -334,7 +335,9 @@ Status TxnManager::ApplyAt(uint64_t ts, const WriteSet& writes, const FreshKeys*
     if (!batches[i].empty()) refs.emplace_back(slice, &batches[i]);
     ++i;
   }
-  Status st = refs.empty() ? Status::OK() : store_->Write(refs);
+  Status st = refs.empty()               ? Status::OK()
+              : deferred_lsn != nullptr ? store_->WriteDeferred(refs, deferred_lsn)
+                                        : store_->Write(refs);
   applied_commits_.fetch_add(1, std::memory_order_acq_rel);
   if (!st.ok()) return st;
   std::vector<GarbageBatch> queued;

@@ -180,7 +180,13 @@ class TxnManager {
   // Participant side: writes `writes` (user keys) as versions at `ts`, a
   // timestamp the coordinator took, in one atomic store write, and queues
   // every key for garbage collection except the puts listed in `fresh`.
-  Status ApplyAt(uint64_t ts, const WriteSet& writes, const FreshKeys* fresh = nullptr);
+  // With `deferred_lsn`, the store write does not wait for its WAL sync
+  // (SliceStore::WriteDeferred): `*deferred_lsn` is the WAL position
+  // SyncApplied must reach before the write is durable.
+  Status ApplyAt(uint64_t ts, const WriteSet& writes, const FreshKeys* fresh = nullptr,
+                 uint64_t* deferred_lsn = nullptr);
+  // Returns once the deferred applies before WAL position `lsn` are durable.
+  Status SyncApplied(uint64_t lsn) { return store_->SyncWal(lsn); }
   // A fresh lock-owner id (remote transactions' locks at this node).
   uint64_t NewOwnerId() { return next_txn_id_.fetch_add(1); }
 

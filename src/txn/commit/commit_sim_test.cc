@@ -5,7 +5,9 @@
 // and crashes any node before or after any message of a commit. A node's
 // durable state is its own MetaStore and SliceStore in a temp dir; a crash
 // destroys everything else of it (its Participant: prepared and lock
-// tables, held reads) and its restart opens a new one from that state.
+// tables, held reads; commits it finished without their WAL sync keep
+// their prepared records, so it loads and resolves them again, though its
+// store kept their applies) and its restart opens a new one from that state.
 // Nothing runs on its own: the resolvers run when the test says
 // (ParticipantOptions::background false), so every case is one schedule.
 //
@@ -161,6 +163,9 @@ class Sim {
   void CrashNode(int i) {
     SimNode& n = node(i);
     std::unique_lock l(n.mu);
+    // A crash syncs nothing: commits finished without their sync keep
+    // their prepared records, loaded and resolved again at Start.
+    if (n.participant != nullptr) n.participant->TEST_HoldSyncs(true);
     n.participant.reset();
   }
   bool Up(int i) {
@@ -319,6 +324,13 @@ class SimRouter final : public DataRouter {
                       [key = txn.ToString(), commit](Participant* p) { return p->Finish(key, commit); });
   }
   void Forget(const DeciderPair& deciders, const TxnKey& txn) override {
+    // As SliceService::ForgetLoop: every participant's applies durable
+    // first; the records stay when one of them cannot.
+    for (const std::string& p : deciders.participants) {
+      SimNode& n = sim_->node(sim_->Index(p));
+      std::shared_lock l(n.mu);
+      if (n.participant == nullptr || !n.participant->SyncFinished().ok()) return;
+    }
     for (const std::string& a : deciders.acceptors) {
       SimNode& n = sim_->node(sim_->Index(a));
       std::shared_lock l(n.mu);

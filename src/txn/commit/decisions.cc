@@ -81,7 +81,7 @@ Status Participant::Forget(const std::vector<std::string>& txns, uint64_t* dropp
   // which a Forget already makes every acceptor go back from: a
   // participant's prepared record that comes back too (its delete is
   // unsynced as well) is resolved from what remains, and either outcome is
-  // harmless then (docs/transactions.md "One synced write in Finish"); the
+  // harmless then (docs/transactions.md "No synced write in Finish"); the
   // sweep collects the rest. The records there are counted first
   // (decision_records(); a transaction may be forgotten twice: by its
   // coordinator and by the sweep).
@@ -257,7 +257,8 @@ std::vector<bool> Participant::DecisionNeeded(const std::vector<TxnKey>& txns) c
   std::lock_guard<std::mutex> l(mu_);
   for (const TxnKey& t : txns) {
     const std::string k = t.ToString();
-    bool needed = prepared_.count(k) > 0 || preparing_.count(k) > 0 || finishing_.count(k) > 0;
+    bool needed = prepared_.count(k) > 0 || preparing_.count(k) > 0 || finishing_.count(k) > 0 ||
+                  unsynced_.count(k) > 0;
     // It holds row locks of the transaction here (a remote coordinator's):
     // a one-phase applier accepts the transaction's Apply only while it
     // does, so its refusal must stay until they are gone (they end with

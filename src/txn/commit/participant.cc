@@ -2,6 +2,7 @@
 // prepare, finish, apply, and the records loaded at a restart.
 #include "src/txn/commit/participant.h"
 
+#include <algorithm>
 #include <optional>
 #include <utility>
 
@@ -54,24 +55,38 @@ Result<std::unique_ptr<Participant>> Participant::Open(TxnManager* txn, storage:
   std::unique_ptr<Participant> s(new Participant(txn, store, meta, host, std::move(options)));
   // Transactions prepared before a restart: resolved after resolve_after_ms.
   Status scan_error;
+  std::vector<std::unique_ptr<PreparedRecordPb>> loaded;
   SHALE_RETURN_IF_ERROR(meta->Scan(kPreparedPrefix, [&](std::string_view key, std::string_view value) {
     auto request = std::make_unique<PreparedRecordPb>();
     if (!request->ParseFromArray(value.data(), static_cast<int>(value.size()))) {
       scan_error = Status::Corruption(fmt::format("unreadable prepared transaction record {}", key));
       return false;
     }
+    loaded.push_back(std::move(request));
+    return true;
+  }));
+  SHALE_RETURN_IF_ERROR(scan_error);
+  // Newest first: a record whose commit was applied but not yet synced
+  // (Finish, SyncFinished) may name a row lock that a later transaction
+  // took after it was released, and prepared too. Only the newest record
+  // of a row can still be undecided (the older ones let go of the lock at
+  // their Finish): it takes the lock; an older one is only resolved again.
+  std::sort(loaded.begin(), loaded.end(),
+            [](const auto& a, const auto& b) { return a->commit_ts() > b->commit_ts(); });
+  std::set<std::string> taken;
+  for (auto& request : loaded) {
     const std::string k = KeyOf(request->txn());
     const uint64_t owner_id = txn->NewOwnerId();
     // Its row locks again, before this node serves anyone: no other
     // transaction may write those rows until the outcome is known. (Nothing
     // else holds locks yet; a failure here is a bug, reported.)
     for (const std::string& name : request->locks()) {
+      if (!taken.insert(name).second) continue;  // a newer record's
       Status locked = txn->locks()->Lock(owner_id, name, LockMode::kExclusive, std::chrono::milliseconds(0),
                                          nullptr);
       if (!locked.ok()) {
-        scan_error = Status::Internal(
+        return Status::Internal(
             fmt::format("prepared transaction {}: cannot take its row lock again: {}", k, locked.ToString()));
-        return false;
       }
     }
     s->owners_[k] = Owner{owner_id, std::chrono::steady_clock::now(), true};
@@ -81,9 +96,7 @@ Result<std::unique_ptr<Participant>> Participant::Open(TxnManager* txn, storage:
     // down).
     txn->HoldReads(k, request->commit_ts(), SlicesOf(*request));
     s->prepared_[k] = Prepared{std::move(request), std::chrono::steady_clock::now(), /*loaded=*/true};
-    return true;
-  }));
-  SHALE_RETURN_IF_ERROR(scan_error);
+  }
   if (!s->prepared_.empty()) {
     log::Warn("node {}: {} prepared transaction(s) from before the restart; resolving them from their deciders",
               s->options_.node_name, s->prepared_.size());
@@ -94,7 +107,10 @@ Result<std::unique_ptr<Participant>> Participant::Open(TxnManager* txn, storage:
     return true;
   }));
   s->decision_records_.store(decisions, std::memory_order_relaxed);
-  if (s->options_.background) s->bg_thread_ = std::thread([raw = s.get()] { raw->BackgroundLoop(); });
+  if (s->options_.background) {
+    s->bg_thread_ = std::thread([raw = s.get()] { raw->BackgroundLoop(); });
+    s->sync_thread_ = std::thread([raw = s.get()] { raw->SyncLoop(); });
+  }
   return s;
 }
 
@@ -104,7 +120,13 @@ void Participant::Stop() {
     stop_ = true;
   }
   bg_cv_.notify_all();
+  sync_cv_.notify_all();
   if (bg_thread_.joinable()) bg_thread_.join();
+  if (sync_thread_.joinable()) sync_thread_.join();
+  // What is applied goes durable now, its records with it (a record left
+  // would only be resolved again at the next Open).
+  Status st = SyncFinished();
+  if (!st.ok()) log::Warn("node {}: syncing finished commits: {}", options_.node_name, st.ToString());
 }
 
 Participant::~Participant() {
@@ -112,6 +134,10 @@ Participant::~Participant() {
   std::lock_guard<std::mutex> l(mu_);
   for (auto& [k, owner] : owners_) txn_->locks()->ReleaseAll(owner.id);
   for (const auto& [k, p] : prepared_) txn_->ReleaseReads(k);  // a node's next Participant loads them again
+  // Applied, not synced (Stop's sync failed): the records stay, and a next
+  // Participant loads them as prepared, which holds the read watermark (and
+  // with it the collection horizon) below their timestamps again.
+  for (const auto& [k, u] : unsynced_) txn_->UnpinCollection(u.ts);
 }
 
 Status Participant::CheckNotExpired(const std::string& txn) const {
@@ -367,8 +393,11 @@ Status Participant::Finish(const std::string& txn, bool commit, bool presumed) {
   }
   Status st;
   // No garbage-collection pass may take a horizon at or above this commit
-  // until its prepared record's delete has returned (below).
+  // until its prepared record's delete has returned (below, or
+  // SyncFinished's).
   txn_->PinCollection(request->commit_ts());
+  // The apply's WAL position when it was not synced (0: nothing deferred).
+  uint64_t deferred_lsn = 0;
   if (commit) {
     auto writes = WritesFromPb(request->writes());
     // A slice whose replica left this node meanwhile (the node was removed
@@ -415,7 +444,7 @@ Status Participant::Finish(const std::string& txn, bool commit, bool presumed) {
           ++it;
         }
       }
-      st = txn_->ApplyAt(request->commit_ts(), *writes);
+      st = txn_->ApplyAt(request->commit_ts(), *writes, nullptr, presumed ? nullptr : &deferred_lsn);
       if (!st.IsNotFound()) break;
     }
   }
@@ -431,13 +460,17 @@ Status Participant::Finish(const std::string& txn, bool commit, bool presumed) {
   // transaction failed, and such a record back after a power loss, with
   // the applier gone from the cluster by then, would be presumed committed.
   // That delete is synced (failure paths only).
-  if (st.ok()) {
+  // A commit applied without its WAL sync keeps its record (and the pin)
+  // until SyncFinished has made the apply durable.
+  const bool deferred = st.ok() && deferred_lsn != 0;
+  if (st.ok() && !deferred) {
     const std::string key = kPreparedPrefix + txn;
     st = !commit && request->one_phase() ? meta_->Delete(key) : meta_->DeleteUnsynced(key);
   }
-  txn_->UnpinCollection(request->commit_ts());
+  if (!deferred) txn_->UnpinCollection(request->commit_ts());
   std::unique_lock<std::mutex> l(mu_);
   finishing_.erase(txn);
+  if (deferred) unsynced_[txn] = Unsynced{request->commit_ts(), deferred_lsn};
   if (!st.ok()) {
     // Still prepared: the resolver tries again.
     prepared_[txn] = Prepared{std::move(request), std::chrono::steady_clock::now()};
@@ -449,11 +482,71 @@ Status Participant::Finish(const std::string& txn, bool commit, bool presumed) {
     prepare_cv_.notify_all();
   }
   l.unlock();
+  if (deferred) {
+    // Only the first Finish since the last sync wakes the sync thread (a
+    // wake-up per Finish would cost a context switch each).
+    bool wake;
+    {
+      std::lock_guard<std::mutex> b(bg_mu_);
+      wake = !sync_wanted_;
+      sync_wanted_ = true;
+    }
+    if (wake) sync_cv_.notify_one();
+  }
   txn_->ReleaseReads(txn);  // applied (or discarded) here
   // No report to the timestamp service that still counts it as prepared
   // may arrive after the coordinator's FinishCommit.
   if (options_.report_barrier) options_.report_barrier();
   return Status::OK();
+}
+
+Status Participant::SyncFinished() {
+  if (syncs_held_.load(std::memory_order_relaxed)) return Status::Unavailable("syncs of finished commits held (test)");
+  std::lock_guard<std::mutex> one(sync_mu_);
+  std::vector<std::pair<std::string, uint64_t>> done;  // transaction, commit ts
+  uint64_t upto = 0;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const auto& [txn, u] : unsynced_) {
+      done.emplace_back(txn, u.ts);
+      upto = std::max(upto, u.lsn);
+    }
+  }
+  if (done.empty()) return Status::OK();
+  SHALE_RETURN_IF_ERROR(txn_->SyncApplied(upto));
+  // The applies are durable: the records can go, unsynced (Finish's
+  // comment on the delete says why that is safe).
+  std::vector<storage::MetaStore::Change> deletes;
+  deletes.reserve(done.size());
+  for (const auto& [txn, ts] : done) deletes.emplace_back(kPreparedPrefix + txn, std::nullopt);
+  SHALE_RETURN_IF_ERROR(meta_->WriteUnsynced(deletes));
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (const auto& [txn, ts] : done) unsynced_.erase(txn);
+  }
+  for (const auto& [txn, ts] : done) txn_->UnpinCollection(ts);
+  return Status::OK();
+}
+
+void Participant::SyncLoop() {
+  std::unique_lock<std::mutex> b(bg_mu_);
+  while (!stop_) {
+    sync_cv_.wait(b, [&] { return stop_ || sync_wanted_; });
+    if (stop_) break;
+    // Finishes arriving meanwhile share the sync (they are durable sooner
+    // when another write's group commit takes them along); they do not
+    // wake this wait (sync_wanted_ is set already).
+    sync_cv_.wait_for(b, kFinishSyncDelay, [&] { return stop_; });
+    sync_wanted_ = false;
+    b.unlock();
+    Status st = SyncFinished();
+    b.lock();
+    if (!st.ok()) {
+      log::Warn("node {}: syncing finished commits: {}; trying again", options_.node_name, st.ToString());
+      sync_wanted_ = true;
+      sync_cv_.wait_for(b, std::chrono::milliseconds(200), [&] { return stop_; });
+    }
+  }
 }
 
 Status Participant::Apply(const std::string* txn, uint64_t ts, const WriteSet& writes,

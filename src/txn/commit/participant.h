@@ -30,7 +30,9 @@
 // other nodes' acceptors and deciders).
 //
 // Durable state (this node's MetaStore):
-//   txn/prepared/<coordinator>/<id>  PreparedRecordPb (records.proto)
+//   txn/prepared/<coordinator>/<id>  PreparedRecordPb (records.proto); kept
+//                                    after a commit's Finish until its apply
+//                                    is durable (SyncFinished)
 //   txn/decision/<coordinator>/<id>  at an acceptor: its Paxos state
 //                                    (EncodeAcceptorState, "Q\n..."); in
 //                                    records from before Paxos commit and at
@@ -52,7 +54,9 @@
 //     a transaction at a time (the transaction's claim, ClaimDecision);
 //     with paxos.h's invariants at most one outcome is chosen.
 //  3. A prepared transaction keeps its row locks until it is finished, also
-//     across a restart; locks of a remote transaction that is not prepared
+//     across a restart (a record whose commit was applied but not synced
+//     before the restart loads as prepared again; of two records naming one
+//     lock, the newer takes it); locks of a remote transaction that is not prepared
 //     end after lock_lease_ms without a request from it, or once its
 //     coordinator left the cluster; a later Prepare or Apply of it is then
 //     refused.
@@ -66,9 +70,13 @@
 //     presumed commit writes no slice whose replica here is building or
 //     that this node's applied map does not place here (a commit learned
 //     from the applier skips the latter only).
+//  5. A commit's apply is durable before its prepared record is deleted
+//     and before SyncFinished returns OK after its Finish; a coordinator
+//     forgets the acceptors' records only after that.
 //
 // Thread-safety: every method may be called concurrently (gRPC threads);
-// Open starts one background thread (resolver.cc), joined by the destructor.
+// Open starts two background threads (resolver.cc; the sync thread,
+// SyncLoop), joined by Stop and the destructor.
 #pragma once
 
 #include <atomic>
@@ -97,6 +105,10 @@
 #include "storage/slice.h"
 
 namespace shale::txn::commit {
+
+// A commit's Finish applied without its WAL sync is made durable (and its
+// prepared record dropped) at most this long after, by the sync thread.
+inline constexpr std::chrono::milliseconds kFinishSyncDelay{5};
 
 inline constexpr char kPreparedPrefix[] = "txn/prepared/";
 inline constexpr char kDecisionPrefix[] = "txn/decision/";
@@ -251,7 +263,19 @@ class Participant {
   // presumed because the applier left), those whose replica here is
   // building. Not prepared here: drops its locks (abort: a later Prepare
   // of it is refused).
+  // A commit (not presumed) is applied without waiting for its WAL sync
+  // (TxnManager::ApplyAt's deferred write): its prepared record stays until
+  // SyncFinished made the apply durable, so a crash before then brings the
+  // record back and the restarted node resolves and applies it again.
   Status Finish(const std::string& txn, bool commit, bool presumed = false);
+  // Makes every commit Finish applied here so far durable (one WAL group
+  // commit) and then drops their prepared records (one unsynced MetaStore
+  // batch). The background thread runs it within kFinishSyncDelay of a
+  // Finish; a coordinator calls it at every participant before it drops
+  // the acceptors' records (SliceService::ForgetLoop): once those are gone
+  // a record back after a crash would be resolved to abort, and its commit
+  // must not be lost with it.
+  Status SyncFinished();
   // A replicated write at `ts` (txn null: no transaction's locks involved).
   // `decides`: the applier's Apply of a one-phase transaction on two nodes,
   // refused (*refused set, nothing written) when a resolver refused it
@@ -272,7 +296,8 @@ class Participant {
   // number of counted records that were there to *dropped (when set).
   Status Forget(const std::vector<std::string>& txns, uint64_t* dropped = nullptr);
   // For each of `txns`, whether this node may still need its outcome: it
-  // holds it prepared, or is preparing or applying it, or holds row locks
+  // holds it prepared, or is preparing or applying it, or applied it
+  // without making it durable yet (SyncFinished), or holds row locks
   // of it for its remote coordinator, or it is its coordinator and the
   // commit is in progress (TxnManager::Committing).
   std::vector<bool> DecisionNeeded(const std::vector<TxnKey>& txns) const;
@@ -294,6 +319,10 @@ class Participant {
   // ---- the resolver (resolver.cc) ----
   // One resolver pass now, every prepared transaction taken as overdue.
   void TEST_ResolveNow() { ResolvePass(/*all=*/true); }
+  // While held, SyncFinished refuses (Unavailable) and changes nothing: the
+  // finished commits stay unsynced, their records kept, as when the process
+  // dies before their sync (also at Stop).
+  void TEST_HoldSyncs(bool held) { syncs_held_.store(held, std::memory_order_relaxed); }
 
   const std::string& self() const { return options_.node_name; }
 
@@ -314,6 +343,8 @@ class Participant {
   };
 
   // participant.cc
+  // The sync thread: SyncFinished within kFinishSyncDelay of a Finish.
+  void SyncLoop();
   // The X row locks `txn` (`key`) reports with its writes, for each slice
   // stored here: one taken at this node must still be held by `txn`, and
   // this node must still rank the slice; one taken at another node is
@@ -382,6 +413,16 @@ class Participant {
   // here, -> the transaction (AwaitOnePhaseKeys).
   std::map<std::pair<storage::SliceId, std::string>, std::string> one_phase_keys_;  // GUARDED_BY(mu_)
   std::set<std::string> presuming_;                 // GUARDED_BY(mu_): PresumeCommit running
+  // Commits applied here whose WAL record may not be durable yet (Finish)
+  // -> (commit ts, WAL position to sync to); their prepared records stay
+  // and their collection pins are held until SyncFinished.
+  struct Unsynced {
+    uint64_t ts = 0;
+    uint64_t lsn = 0;
+  };
+  std::map<std::string, Unsynced> unsynced_;        // GUARDED_BY(mu_)
+  std::mutex sync_mu_;                              // one SyncFinished at a time
+  std::atomic<bool> syncs_held_{false};             // TEST_HoldSyncs
 
   std::mutex decide_mu_;
   std::condition_variable decide_cv_;
@@ -395,6 +436,9 @@ class Participant {
   std::condition_variable bg_cv_;
   bool stop_ = false;  // GUARDED_BY(bg_mu_)
   std::thread bg_thread_;
+  std::condition_variable sync_cv_;  // with bg_mu_: a Finish left a commit unsynced
+  bool sync_wanted_ = false;         // GUARDED_BY(bg_mu_)
+  std::thread sync_thread_;
 };
 
 }  // namespace shale::txn::commit
