@@ -2225,7 +2225,10 @@ TEST_F(DataPathTest, CommitsAppliedWithoutTheirSyncAreResolvedAgainAfterACrash) 
                   .ok());
   ASSERT_EQ(records.size(), 2u);
   EXPECT_EQ(p->data->prepared_count(), 0u) << "applied, only not synced";
-  EXPECT_EQ(TotalDecisionRecords(), 4u) << "two acceptors' records per transaction, kept";
+  // Two acceptors' records per transaction (three when a slow answer made
+  // the coordinator ask the third too), kept.
+  EXPECT_GE(TotalDecisionRecords(), 4u);
+  EXPECT_LE(TotalDecisionRecords(), 6u);
   std::set<std::string> common;
   for (const std::string& lock : records[0].locks()) {
     if (std::count(records[1].locks().begin(), records[1].locks().end(), lock) > 0) common.insert(lock);
