@@ -48,15 +48,7 @@ double Tau(double x) {
 
 }  // namespace
 
-uint64_t StatsHash(std::string_view value) {
-  uint64_t h = HashBytes(value) ^ 0x9e3779b97f4a7c15ULL;
-  h ^= h >> 31;
-  h *= 0xbf58476d1ce4e5b9ULL;
-  h ^= h >> 29;
-  h *= 0x94d049bb133111ebULL;
-  h ^= h >> 32;
-  return h;
-}
+uint64_t StatsHash(std::string_view value) { return Mix64(HashBytes(value) ^ 0x9e3779b97f4a7c15ULL); }
 
 void DistinctSketch::AddHash(uint64_t hash) {
   const size_t index = hash >> kValueBits;

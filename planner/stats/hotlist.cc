@@ -17,13 +17,9 @@ Hotlist::Hotlist(uint32_t capacity) : capacity_(std::max<uint32_t>(capacity, 1))
 void Hotlist::Add(std::string_view value, uint64_t count) {
   if (count == 0) return;
   total_ += count;
-  auto it = counters_.find(std::string(value));
-  if (it != counters_.end()) {
-    it->second += count;
-    return;
-  }
-  counters_.emplace(std::string(value), count);
-  Reduce();
+  auto [it, added] = counters_.try_emplace(std::string(value), 0);
+  it->second += count;
+  if (added) Reduce();
 }
 
 void Hotlist::Remove(std::string_view value, uint64_t count) {
@@ -85,8 +81,7 @@ std::string Hotlist::Serialize() const {
   const auto top = Top();  // a stable order: equal summaries serialize equally
   PutU64(top.size(), &out);
   for (const auto& [value, c] : top) {
-    PutU64(value.size(), &out);
-    out.append(value);
+    PutBytes(value, &out);
     PutU64(c, &out);
   }
   return out;
@@ -95,8 +90,7 @@ std::string Hotlist::Serialize() const {
 Result<Hotlist> Hotlist::Parse(std::string_view bytes) {
   auto bad = [&] { return Status::InvalidArgument(fmt::format("not a hotlist ({} bytes)", bytes.size())); };
   std::string_view in = bytes;
-  if (in.empty() || static_cast<uint8_t>(in[0]) != kFormatVersion) return bad();
-  in.remove_prefix(1);
+  if (!TakeVersion(&in, kFormatVersion)) return bad();
   uint64_t capacity, error, total, values;
   if (!GetU64(&in, &capacity) || !GetU64(&in, &error) || !GetU64(&in, &total) || !GetU64(&in, &values)) {
     return bad();
@@ -106,11 +100,9 @@ Result<Hotlist> Hotlist::Parse(std::string_view bytes) {
   h.error_ = error;
   h.total_ = total;
   for (uint64_t i = 0; i < values; ++i) {
-    uint64_t size, c;
-    if (!GetU64(&in, &size) || size > in.size()) return bad();
-    std::string value(in.substr(0, size));
-    in.remove_prefix(size);
-    if (!GetU64(&in, &c) || c == 0 || !h.counters_.emplace(std::move(value), c).second) return bad();
+    std::string value;
+    uint64_t c;
+    if (!GetBytes(&in, &value) || !GetU64(&in, &c) || c == 0 || !h.counters_.emplace(std::move(value), c).second) return bad();
   }
   if (!in.empty()) return bad();
   return h;

@@ -43,6 +43,8 @@ class Hotlist {
   uint64_t error() const { return error_; }
   uint64_t total() const { return total_; }
   uint32_t capacity() const { return capacity_; }
+  // How many values are listed (at most capacity()).
+  size_t listed() const { return counters_.size(); }
   // The listed values, most frequent first (ties in value order).
   std::vector<std::pair<std::string, uint64_t>> Top() const;
 

@@ -15,9 +15,7 @@ std::string IndexStatistics::PrefixValue(const KeyColumns& key, size_t columns) 
   std::string out;
   for (size_t i = 0; i < columns; ++i) {
     out.push_back(key[i] ? '\1' : '\0');
-    if (!key[i]) continue;
-    PutU64(key[i]->size(), &out);
-    out.append(*key[i]);
+    if (key[i]) PutBytes(*key[i], &out);
   }
   return out;
 }
@@ -26,8 +24,7 @@ std::string IndexStatistics::PrefixValue(const std::vector<std::string>& values)
   std::string out;
   for (const std::string& v : values) {
     out.push_back('\1');
-    PutU64(v.size(), &out);
-    out.append(v);
+    PutBytes(v, &out);
   }
   return out;
 }
@@ -74,7 +71,7 @@ double IndexStatistics::Distinct(size_t columns) const {
   if (rows_ == 0 || columns == 0) return 0.0;
   const size_t i = std::min(columns, prefixes_.size()) - 1;
   // Never more distinct values than rows, never fewer than the listed ones.
-  const double listed = static_cast<double>(prefixes_[i].hot.Top().size());
+  const double listed = static_cast<double>(prefixes_[i].hot.listed());
   return std::clamp(prefixes_[i].distinct.Estimate(), std::max(1.0, listed), static_cast<double>(rows_));
 }
 

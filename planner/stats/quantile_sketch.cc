@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "planner/stats/bytes.h"
+#include "src/common/hash.h"
 
 namespace shale::planner::stats {
 
@@ -19,12 +20,7 @@ QuantileSketch::QuantileSketch(uint32_t k, uint64_t seed) : k_(std::max<uint32_t
   levels_.emplace_back();
 }
 
-uint64_t QuantileSketch::NextRandom() {
-  uint64_t z = (random_ += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
+uint64_t QuantileSketch::NextRandom() { return Mix64(random_ += 0x9e3779b97f4a7c15ULL); }
 
 size_t QuantileSketch::Capacity(size_t level, size_t levels) const {
   const double c = std::pow(2.0 / 3.0, static_cast<double>(levels - 1 - level));
@@ -65,9 +61,9 @@ void QuantileSketch::Compress() {
     // up with twice the weight.
     const size_t offset = NextRandom() & 1;
     std::vector<std::string>& up = levels_[h + 1];
-    for (size_t i = offset; i < level.size(); i += 2) up.push_back(std::move(levels_[h][i]));
-    levels_[h].clear();
-    if (odd) levels_[h].push_back(std::move(kept));
+    for (size_t i = offset; i < level.size(); i += 2) up.push_back(std::move(level[i]));
+    level.clear();
+    if (odd) level.push_back(std::move(kept));
   }
 }
 
@@ -122,10 +118,7 @@ std::string QuantileSketch::Serialize() const {
   PutU64(levels_.size(), &out);
   for (const auto& level : levels_) {
     PutU64(level.size(), &out);
-    for (const std::string& item : level) {
-      PutU64(item.size(), &out);
-      out.append(item);
-    }
+    for (const std::string& item : level) PutBytes(item, &out);
   }
   return out;
 }
@@ -133,8 +126,7 @@ std::string QuantileSketch::Serialize() const {
 Result<QuantileSketch> QuantileSketch::Parse(std::string_view bytes) {
   auto bad = [&] { return Status::InvalidArgument(fmt::format("not a quantile sketch ({} bytes)", bytes.size())); };
   std::string_view in = bytes;
-  if (in.empty() || static_cast<uint8_t>(in[0]) != kFormatVersion) return bad();
-  in.remove_prefix(1);
+  if (!TakeVersion(&in, kFormatVersion)) return bad();
   uint64_t k, random, count, levels;
   if (!GetU64(&in, &k) || !GetU64(&in, &random) || !GetU64(&in, &count) || !GetU64(&in, &levels)) return bad();
   if (k < 8 || k > (1u << 20) || levels == 0 || levels > 64) return bad();
@@ -146,11 +138,9 @@ Result<QuantileSketch> QuantileSketch::Parse(std::string_view bytes) {
   for (uint64_t h = 0; h < levels; ++h) {
     uint64_t items;
     if (!GetU64(&in, &items) || items > in.size() / 8) return bad();
-    for (uint64_t i = 0; i < items; ++i) {
-      uint64_t size;
-      if (!GetU64(&in, &size) || size > in.size()) return bad();
-      s.levels_[h].emplace_back(in.substr(0, size));
-      in.remove_prefix(size);
+    s.levels_[h].resize(items);
+    for (std::string& item : s.levels_[h]) {
+      if (!GetBytes(&in, &item)) return bad();
     }
     weight_sum += items << h;
   }

@@ -59,7 +59,7 @@ TEST(DistinctSketchTest, EstimatesDistinctCountsFromOneToAMillion) {
       if (i % 3 == 0) s.Add(Key(i * 7919));  // duplicates change nothing
     }
     // Within 5% (three standard errors of 1.6%; over 20 other seeds the
-    // worst was 4.0%), and within one for the smallest counts.
+    // worst was 4.2%), and within one for the smallest counts.
     const double truth = static_cast<double>(n);
     EXPECT_NEAR(s.Estimate(), truth, std::max(1.0, 0.05 * truth)) << n;
   }

@@ -347,6 +347,17 @@ class DataPathTest : public ::testing::Test {
     for (auto& n : nodes_) records += n->data->decision_records();
     return records;
   }
+  // A commit is over everywhere: nothing prepared, every node answers
+  // `count_sum` ("COUNT|SUM(n)" of d.t), replicas identical, no locks held.
+  void ExpectSettled(const std::string& count_sum) {
+    for (auto& n : nodes_) EXPECT_EQ(n->data->prepared_count(), 0u) << n->name;
+    for (int n = 0; n < 3; ++n) {
+      EXPECT_EQ(Query(SessionOn(n), "SELECT COUNT(*), SUM(n) FROM d.t"), std::vector<std::string>{count_sum})
+          << nodes_[n]->name;
+    }
+    ExpectReplicasIdentical();
+    for (auto& n : nodes_) EXPECT_EQ(n->engine->txn()->locks()->locks_held(), 0u) << n->name;
+  }
   // The decision records of every node once no Paxos message is on its
   // way: an outcome is chosen once a majority of its acceptors answered,
   // and the last acceptor's record may be written a moment after.
@@ -1556,13 +1567,7 @@ TEST_F(DataPathTest, TheCoordinatorsAcceptGoesToAMajorityFirst) {
   EXPECT_EQ(records(acceptors[2]), 1u);
   // The cut-off participant missed Finish: it resolves from the acceptors.
   nodes_[index(acceptors[1])]->data->TEST_ResolveNow();
-  for (auto& n : nodes_) EXPECT_EQ(n->data->prepared_count(), 0u) << n->name;
-  for (int n = 0; n < 3; ++n) {
-    EXPECT_EQ(Query(SessionOn(n), "SELECT COUNT(*), SUM(n) FROM d.t"), std::vector<std::string>{"60|1830"})
-        << nodes_[n]->name;
-  }
-  ExpectReplicasIdentical();
-  for (auto& n : nodes_) EXPECT_EQ(n->engine->txn()->locks()->locks_held(), 0u) << n->name;
+  ExpectSettled("60|1830");
   nodes_[0]->data->TEST_PauseForgets(false);
 }
 
@@ -1627,13 +1632,7 @@ class DecisionSurvivesTest : public DataPathTest {
     const std::set<std::string> accepted = AcceptedValues();
     ASSERT_EQ(accepted.size(), 1u);
     EXPECT_EQ(accepted.begin()->rfind("commit at ", 0), 0u) << *accepted.begin();
-    for (auto& n : nodes_) EXPECT_EQ(n->data->prepared_count(), 0u) << n->name;
-    for (int n = 0; n < 3; ++n) {
-      EXPECT_EQ(Query(SessionOn(n), "SELECT COUNT(*), SUM(n) FROM d.t"), std::vector<std::string>{"30|465"})
-          << nodes_[n]->name;
-    }
-    ExpectReplicasIdentical();
-    for (auto& n : nodes_) EXPECT_EQ(n->engine->txn()->locks()->locks_held(), 0u) << n->name;
+    ExpectSettled("30|465");
   }
 };
 

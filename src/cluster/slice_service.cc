@@ -1519,7 +1519,7 @@ Status SliceService::SyncFinishedAt(const std::string& node) {
 // At most this many Forgets wait in a coordinator's queue; beyond it (the
 // deciders have been unreachable for long) a record is left behind.
 constexpr size_t kMaxQueuedForgets = 1 << 16;
-// Sent to one node in one request (one synced MetaStore write there).
+// Sent to one node in one request (one MetaStore batch there).
 constexpr size_t kForgetBatch = 256;
 // A node's share that failed is tried again this many times, 1 s, 2 s, ...
 // apart; then its records are left behind.
@@ -1552,6 +1552,19 @@ void SliceService::Forget(const txn::DeciderPair& deciders, const txn::TxnKey& t
     }
   }
   forget_cv_.notify_all();
+}
+
+std::map<std::string, Status> SliceService::SyncParticipantsOf(const std::vector<PendingForget>& batch) {
+  std::set<std::string> participants;
+  for (const PendingForget& f : batch) participants.insert(f.participants->begin(), f.participants->end());
+  const std::vector<std::string> nodes(participants.begin(), participants.end());
+  const std::vector<Status> synced =
+      txn::CallEachNode(nodes, self(), [&](const std::string& node) { return SyncFinishedAt(node); });
+  std::map<std::string, Status> failed;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (!synced[i].ok()) failed.emplace(nodes[i], synced[i]);
+  }
+  return failed;
 }
 
 void SliceService::ForgetLoop() {
@@ -1591,22 +1604,9 @@ void SliceService::ForgetLoop() {
     }
     forgets_busy_ = ready.size();
     l.unlock();
-    // First every participant makes its applies durable (they were not
-    // synced at Finish): a participant's prepared record back after a
-    // crash must still find the acceptors' commit. One request per node.
-    std::set<std::string> to_sync;
-    for (const PendingForget& f : ready) {
-      if (f.participants) to_sync.insert(f.participants->begin(), f.participants->end());
-    }
-    const std::vector<std::string> sync_nodes(to_sync.begin(), to_sync.end());
-    const std::vector<Status> synced =
-        txn::CallEachNode(sync_nodes, self(), [&](const std::string& node) { return SyncFinishedAt(node); });
-    std::map<std::string, Status> unsynced;  // participant -> why its sync failed
-    for (size_t i = 0; i < sync_nodes.size(); ++i) {
-      if (!synced[i].ok()) unsynced.emplace(sync_nodes[i], synced[i]);
-    }
+    const std::map<std::string, Status> unsynced = SyncParticipantsOf(ready);
+    // The first participant of `f` whose sync failed: why (null: none).
     auto sync_failure = [&](const PendingForget& f) -> const Status* {
-      if (unsynced.empty() || !f.participants) return nullptr;
       for (const std::string& p : *f.participants) {
         auto it = unsynced.find(p);
         if (it != unsynced.end()) return &it->second;
@@ -1619,8 +1619,8 @@ void SliceService::ForgetLoop() {
     }
     std::vector<std::string> nodes;
     for (const auto& [node, txns] : by_node) nodes.push_back(node);
-    // Every node's share at the same time (one request, one synced write
-    // each).
+    // Every node's share at the same time (one request, one unsynced
+    // MetaStore batch each).
     const std::vector<Status> done = txn::CallEachNode(
         nodes, self(), [&](const std::string& node) { return ForgetAt(node, by_node.at(node)); });
     std::map<std::string, Status> failed;  // acceptor -> why its Forget failed

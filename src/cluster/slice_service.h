@@ -382,8 +382,8 @@ class SliceService final : public txn::DataRouter {
   struct PendingForget {
     std::string node;  // the decider or the backup
     txn::TxnKey txn;
-    // The transaction's participants: each makes its applies durable
-    // (SyncFinishedAt) before the record goes.
+    // The transaction's participants (never null): each makes its applies
+    // durable (SyncFinishedAt) before the record goes.
     std::shared_ptr<const std::vector<std::string>> participants;
     int attempts = 0;
     // Sent at or after this: its linger (kForgetLinger) or a retry's wait.
@@ -393,6 +393,11 @@ class SliceService final : public txn::DataRouter {
   std::condition_variable forget_cv_;
   std::deque<PendingForget> forgets_;  // GUARDED_BY(forget_mu_)
   size_t forgets_busy_ = 0;            // GUARDED_BY(forget_mu_): being sent
+  // First step of a Forget batch: every participant of its transactions
+  // makes its finished applies durable (one request per node, all at once:
+  // a prepared record back after a crash must still find the acceptors'
+  // commit). The participants whose sync failed, and why.
+  std::map<std::string, Status> SyncParticipantsOf(const std::vector<PendingForget>& batch);
   bool forgets_paused_ = false;        // GUARDED_BY(forget_mu_): tests
   bool forget_stop_ = false;           // GUARDED_BY(forget_mu_)
   std::thread forget_thread_;

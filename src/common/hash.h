@@ -24,4 +24,14 @@ inline uint64_t HashBytes(std::string_view bytes) {
   return h;
 }
 
+// The splitmix64 finalizer: a bijection of 64-bit words whose every
+// output bit depends on every input bit (statistics sketches re-mix the
+// distribution hash with it; a seeded generator steps a counter through
+// it). Not used by HashBytes; changing it changes no data's placement.
+inline uint64_t Mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
 }  // namespace shale

@@ -182,11 +182,9 @@ class TxnManager {
   // every key for garbage collection except the puts listed in `fresh`.
   // With `deferred_lsn`, the store write does not wait for its WAL sync
   // (SliceStore::WriteDeferred): `*deferred_lsn` is the WAL position
-  // SyncApplied must reach before the write is durable.
+  // SliceStore::SyncWal must reach before the write is durable.
   Status ApplyAt(uint64_t ts, const WriteSet& writes, const FreshKeys* fresh = nullptr,
                  uint64_t* deferred_lsn = nullptr);
-  // Returns once the deferred applies before WAL position `lsn` are durable.
-  Status SyncApplied(uint64_t lsn) { return store_->SyncWal(lsn); }
   // A fresh lock-owner id (remote transactions' locks at this node).
   uint64_t NewOwnerId() { return next_txn_id_.fetch_add(1); }
 

@@ -448,20 +448,20 @@ Status Participant::Finish(const std::string& txn, bool commit, bool presumed) {
       if (!st.IsNotFound()) break;
     }
   }
-  // The record goes without an fsync: the commit's one synced write here
-  // is the WAL's (ApplyAt). The delete is in RocksDB's WAL file (it
-  // survives kill -9); a power loss before the next MetaStore sync brings
-  // the record back, and the restarted node resolves it again: commit
-  // applies the same versions at the same timestamp once more (nothing of
-  // them is garbage-collected before the delete is synced,
+  // A commit applied without its WAL sync keeps its record (and the pin)
+  // until SyncFinished has made the apply durable and deleted it. Any
+  // other record (an abort, a presumed commit, a commit with nothing to
+  // apply here) goes now without an fsync: the delete is in RocksDB's WAL
+  // file (it survives kill -9); a power loss before the next MetaStore sync
+  // brings the record back, and the restarted node resolves it again:
+  // commit applies the same versions at the same timestamp once more
+  // (nothing of them is garbage-collected before the delete is synced,
   // TxnManager::CollectPass), abort — the decision record was forgotten,
   // so the resolver records abort — discards nothing that was applied.
   // Except a one-phase record discarded (abort): its client is told the
   // transaction failed, and such a record back after a power loss, with
   // the applier gone from the cluster by then, would be presumed committed.
   // That delete is synced (failure paths only).
-  // A commit applied without its WAL sync keeps its record (and the pin)
-  // until SyncFinished has made the apply durable.
   const bool deferred = st.ok() && deferred_lsn != 0;
   if (st.ok() && !deferred) {
     const std::string key = kPreparedPrefix + txn;
@@ -513,7 +513,7 @@ Status Participant::SyncFinished() {
     }
   }
   if (done.empty()) return Status::OK();
-  SHALE_RETURN_IF_ERROR(txn_->SyncApplied(upto));
+  SHALE_RETURN_IF_ERROR(store_->SyncWal(upto));
   // The applies are durable: the records can go, unsynced (Finish's
   // comment on the delete says why that is safe).
   std::vector<storage::MetaStore::Change> deletes;
